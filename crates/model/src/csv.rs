@@ -1,0 +1,323 @@
+//! The CSV formats of the minimalloc and idealloc benchmark suites.
+//!
+//! Instance: header `id,lower,upper,size` plus optional `alignment` and `requested` columns, in
+//! any order. Placement: the same plus `offset`. Integers only. The reader streams line by line
+//! and reports the first problem with file, line and field; it never panics on input.
+
+use crate::error::{InputError, InputErrorKind as K};
+use crate::{Buffer, Columns, Instance, Semantics};
+use std::io::BufRead;
+
+/// Columns heaplab knows. Anything else in a header is an error (a typo would otherwise be
+/// silently ignored).
+const KNOWN: [&str; 7] = ["id", "lower", "upper", "size", "alignment", "requested", "offset"];
+const ID: usize = 0;
+const LOWER: usize = 1;
+const UPPER: usize = 2;
+const SIZE: usize = 3;
+const ALIGN: usize = 4;
+const REQ: usize = 5;
+const OFFSET: usize = 6;
+
+/// One parsed data row: a value for each known column present (`None` when absent).
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    /// 1-based line number in the file.
+    pub line: u64,
+    /// Values indexed like the `KNOWN` column list.
+    values: [Option<u64>; 7],
+}
+
+impl Row {
+    /// The `id` column.
+    pub fn id(&self) -> Option<u64> {
+        self.values[ID]
+    }
+    /// The `offset` column.
+    pub fn offset(&self) -> Option<u64> {
+        self.values[OFFSET]
+    }
+    /// `(lower, upper, size)` when all three columns are present.
+    pub fn lifetime_and_size(&self) -> Option<(u64, u64, u64)> {
+        Some((self.values[LOWER]?, self.values[UPPER]?, self.values[SIZE]?))
+    }
+}
+
+/// A streaming reader of heaplab CSV rows with validated headers and integer fields.
+pub struct Reader<R> {
+    input: R,
+    file: String,
+    /// For each field position in a line, which known column it is.
+    positions: Vec<usize>,
+    present: [bool; 7],
+    line_no: u64,
+    buf: String,
+}
+
+impl<R: BufRead> Reader<R> {
+    /// Reads the header. `required` columns must be present; `allowed` may be.
+    pub fn new(mut input: R, file: &str, required: &[&str], allowed: &[&str]) -> Result<Self, InputError> {
+        let mut buf = String::new();
+        let mut line_no = 0;
+        // Skip leading blank lines; the first non-blank line is the header.
+        loop {
+            buf.clear();
+            let n = read_line(&mut input, &mut buf, file)?;
+            line_no += 1;
+            if n == 0 {
+                return Err(InputError::file(
+                    file,
+                    K::Shape,
+                    format!("empty file: expected a header line with columns {}", required.join(",")),
+                ));
+            }
+            if !buf.trim().is_empty() {
+                break;
+            }
+        }
+        let header = buf.trim_end_matches(['\n', '\r']).trim_start_matches('\u{feff}');
+        let mut positions = Vec::new();
+        let mut present = [false; 7];
+        for name in header.split(',') {
+            let name = name.trim();
+            let Some(col) = KNOWN.iter().position(|k| *k == name) else {
+                return Err(InputError::at(
+                    file,
+                    line_no,
+                    Some(name),
+                    K::Shape,
+                    format!(
+                        "unknown column in header; expected {} (optional: {})",
+                        required.join(","),
+                        allowed.join(",")
+                    ),
+                ));
+            };
+            if !required.contains(&name) && !allowed.contains(&name) {
+                return Err(InputError::at(
+                    file,
+                    line_no,
+                    Some(name),
+                    K::Shape,
+                    format!("column not allowed here; expected {}", required.join(",")),
+                ));
+            }
+            if present[col] {
+                return Err(InputError::at(file, line_no, Some(name), K::Shape, "column appears twice in header"));
+            }
+            present[col] = true;
+            positions.push(col);
+        }
+        for r in required {
+            let col = KNOWN.iter().position(|k| k == r).expect("required column is known");
+            if !present[col] {
+                return Err(InputError::at(
+                    file,
+                    line_no,
+                    Some(r),
+                    K::Shape,
+                    format!("header lacks required column (header is '{header}')"),
+                ));
+            }
+        }
+        Ok(Reader { input, file: file.to_string(), positions, present, line_no, buf })
+    }
+
+    /// Whether the header had `column`.
+    pub fn has(&self, column: &str) -> bool {
+        KNOWN.iter().position(|k| *k == column).is_some_and(|c| self.present[c])
+    }
+
+    /// The next data row, `Ok(None)` at end of file. Blank lines are skipped.
+    pub fn next_row(&mut self) -> Result<Option<Row>, InputError> {
+        loop {
+            self.buf.clear();
+            let n = read_line(&mut self.input, &mut self.buf, &self.file)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line_no += 1;
+            let line = self.buf.trim_end_matches(['\n', '\r']);
+            if line.trim().is_empty() {
+                continue;
+            }
+            let mut values = [None; 7];
+            let mut count = 0;
+            for (i, field) in line.split(',').enumerate() {
+                count += 1;
+                let Some(&col) = self.positions.get(i) else { continue };
+                values[col] = Some(parse_u64(field, &self.file, self.line_no, KNOWN[col])?);
+            }
+            if count != self.positions.len() {
+                return Err(InputError::at(
+                    &self.file,
+                    self.line_no,
+                    None,
+                    K::Shape,
+                    format!("expected {} fields as in the header, found {count}", self.positions.len()),
+                ));
+            }
+            return Ok(Some(Row { line: self.line_no, values }));
+        }
+    }
+}
+
+fn read_line<R: BufRead>(input: &mut R, buf: &mut String, file: &str) -> Result<usize, InputError> {
+    input.read_line(buf).map_err(|e| {
+        let what = if e.kind() == std::io::ErrorKind::InvalidData { "not UTF-8 text" } else { "read failed" };
+        InputError::file(file, K::Io, format!("{what}: {e}"))
+    })
+}
+
+fn parse_u64(field: &str, file: &str, line: u64, col: &str) -> Result<u64, InputError> {
+    let t = field.trim();
+    if let Ok(v) = t.parse::<u64>() {
+        if !t.starts_with('+') {
+            return Ok(v);
+        }
+    }
+    let why = if t.is_empty() {
+        "empty field: expected a non-negative integer".to_string()
+    } else if t.starts_with('-') && t[1..].chars().all(|c| c.is_ascii_digit()) && t.len() > 1 {
+        format!("negative value '{t}': expected a non-negative integer")
+    } else if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+        format!("value '{t}' does not fit in 64 bits")
+    } else {
+        format!("'{t}' is not an integer")
+    };
+    Err(InputError::at(file, line, Some(col), K::Value, why))
+}
+
+/// Builds buffers from rows, enforcing the model's rules (size > 0, upper > lower after
+/// conversion, power-of-two alignment, requested ≤ size, sizes summing within 64 bits).
+pub struct InstanceBuilder {
+    file: String,
+    semantics: Semantics,
+    buffers: Vec<Buffer>,
+    lines: Vec<u64>,
+    total: u64,
+    columns: Columns,
+}
+
+impl InstanceBuilder {
+    /// A builder for buffers read from `file` in the given lifetime convention.
+    pub fn new(file: &str, semantics: Semantics, columns: Columns) -> Self {
+        InstanceBuilder { file: file.to_string(), semantics, buffers: Vec::new(), lines: Vec::new(), total: 0, columns }
+    }
+
+    /// Adds one buffer from raw values at `line`; `alignment` and `requested` are 0 when absent.
+    pub fn push(
+        &mut self,
+        line: u64,
+        id: u64,
+        lower: u64,
+        upper: u64,
+        size: u64,
+        alignment: u64,
+        requested: u64,
+    ) -> Result<(), InputError> {
+        let f = &self.file;
+        if size == 0 {
+            return Err(InputError::at(f, line, Some("size"), K::Value, "size 0: every buffer needs at least one byte"));
+        }
+        let (lo, up) = self.semantics.to_inex(lower, upper).map_err(|why| {
+            InputError::at(f, line, Some("upper"), K::Consistency, format!("{why} (lower {lower}, upper {upper})"))
+        })?;
+        let align_log2 = if alignment == 0 || alignment == 1 {
+            0
+        } else if alignment.is_power_of_two() {
+            alignment.trailing_zeros() as u8
+        } else {
+            return Err(InputError::at(
+                f,
+                line,
+                Some("alignment"),
+                K::Value,
+                format!("alignment {alignment} is not a power of two"),
+            ));
+        };
+        if requested > size {
+            return Err(InputError::at(
+                f,
+                line,
+                Some("requested"),
+                K::Consistency,
+                format!("requested {requested} exceeds size {size}"),
+            ));
+        }
+        let padded = size.checked_add((1u64 << align_log2) - 1);
+        self.total = match padded.and_then(|p| self.total.checked_add(p)) {
+            Some(t) => t,
+            None => {
+                return Err(InputError::at(
+                    f,
+                    line,
+                    Some("size"),
+                    K::Overflow,
+                    "sizes (with alignment padding) sum past 2^64: no address space can hold them",
+                ))
+            }
+        };
+        self.buffers.push(Buffer { id, lower: lo, upper: up, size, requested, align_log2 });
+        self.lines.push(line);
+        Ok(())
+    }
+
+    /// Finishes: rejects duplicate ids (naming both lines) and returns the instance.
+    pub fn finish(self) -> Result<Instance, InputError> {
+        // Sorting indices instead of a hash set keeps the check at 8 bytes a buffer.
+        let mut order: Vec<u32> = (0..self.buffers.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| (self.buffers[i as usize].id, i));
+        for w in order.windows(2) {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            if self.buffers[a].id == self.buffers[b].id {
+                return Err(InputError::at(
+                    &self.file,
+                    self.lines[b],
+                    Some("id"),
+                    K::Consistency,
+                    format!("duplicate id {} (first on line {})", self.buffers[a].id, self.lines[a]),
+                ));
+            }
+        }
+        Ok(Instance { buffers: self.buffers, columns: self.columns })
+    }
+}
+
+/// Reads an instance CSV from a stream. An `offset` column is accepted when `allow_offset`, and
+/// its values are returned alongside (empty otherwise).
+pub fn read_instance_from<R: BufRead>(
+    input: R,
+    file: &str,
+    semantics: Semantics,
+    allow_offset: bool,
+) -> Result<(Instance, Option<Vec<u64>>), InputError> {
+    let allowed: &[&str] = if allow_offset { &["alignment", "requested", "offset"] } else { &["alignment", "requested"] };
+    let mut rd = Reader::new(input, file, &["id", "lower", "upper", "size"], allowed)?;
+    let columns = Columns { alignment: rd.has("alignment"), requested: rd.has("requested") };
+    let has_offset = rd.has("offset");
+    let mut b = InstanceBuilder::new(file, semantics, columns);
+    let mut offsets = Vec::new();
+    while let Some(row) = rd.next_row()? {
+        let v = row.values;
+        // Required columns are present in every row: the reader checked the header and count.
+        b.push(
+            row.line,
+            v[ID].unwrap_or(0),
+            v[LOWER].unwrap_or(0),
+            v[UPPER].unwrap_or(0),
+            v[SIZE].unwrap_or(0),
+            v[ALIGN].unwrap_or(0),
+            v[REQ].unwrap_or(0),
+        )?;
+        if has_offset {
+            let off = v[OFFSET].unwrap_or(0);
+            let size = v[SIZE].unwrap_or(0);
+            if off.checked_add(size).is_none() {
+                return Err(InputError::at(file, row.line, Some("offset"), K::Overflow, "offset + size overflows 64 bits"));
+            }
+            offsets.push(off);
+        }
+    }
+    Ok((b.finish()?, has_offset.then_some(offsets)))
+}

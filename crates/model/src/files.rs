@@ -1,0 +1,136 @@
+//! Reading and writing instance and placement files by path: format detection (CSV or binary
+//! by magic, `-` for standard input) and atomic output (a temporary file renamed into place, so
+//! a failed run never leaves a half-written file).
+
+use crate::error::{InputError, InputErrorKind as K};
+use crate::{binary, csv, Instance, Semantics};
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// Output formats for instances and placements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `id,lower,upper,size[,alignment][,requested][,offset]`.
+    Csv,
+    /// heaplab's binary format (see [`binary`]).
+    Binary,
+}
+
+impl Format {
+    /// `.hlbin` files are binary; everything else is CSV.
+    pub fn from_path(p: &str) -> Format {
+        if p.ends_with(".hlbin") {
+            Format::Binary
+        } else {
+            Format::Csv
+        }
+    }
+}
+
+fn open(path: &str) -> Result<Box<dyn BufRead>, InputError> {
+    if path == "-" {
+        return Ok(Box::new(BufReader::with_capacity(1 << 16, std::io::stdin())));
+    }
+    if Path::new(path).is_dir() {
+        return Err(InputError::file(path, K::Io, "is a directory, expected a file"));
+    }
+    let f = File::open(path).map_err(|e| InputError::file(path, K::Io, format!("cannot open: {e}")))?;
+    Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
+}
+
+/// Reads an instance (CSV or binary, detected by content). An `offset` column or field is
+/// allowed when `allow_offsets`, and returned.
+pub fn read(path: &str, semantics: Semantics, allow_offsets: bool) -> Result<(Instance, Option<Vec<u64>>), InputError> {
+    let mut r = open(path)?;
+    let (inst, offs) = if binary::is_binary(&mut r) {
+        binary::read(r, path, semantics)?
+    } else {
+        csv::read_instance_from(r, path, semantics, allow_offsets)?
+    };
+    if offs.is_some() && !allow_offsets {
+        return Err(InputError::file(path, K::Shape, "this file holds a placement (offsets); expected an instance"));
+    }
+    Ok((inst, offs))
+}
+
+/// Reads an instance, rejecting files with offsets.
+pub fn read_instance(path: &str, semantics: Semantics) -> Result<Instance, InputError> {
+    read(path, semantics, false).map(|(i, _)| i)
+}
+
+/// Reads a placement: an instance with an offset for every buffer.
+pub fn read_placement(path: &str, semantics: Semantics) -> Result<(Instance, Vec<u64>), InputError> {
+    match read(path, semantics, true)? {
+        (inst, Some(o)) => Ok((inst, o)),
+        (_, None) => Err(InputError::file(path, K::Shape, "no 'offset' column: this is an instance, not a placement")),
+    }
+}
+
+/// Writes `inst` (with `offsets` when given) as CSV. Lifetimes are written as `[lower, upper)`.
+pub fn write_csv<W: Write>(mut w: W, inst: &Instance, offsets: Option<&[u64]>) -> std::io::Result<()> {
+    let c = inst.columns;
+    let mut head = String::from("id,lower,upper,size");
+    if c.alignment {
+        head.push_str(",alignment");
+    }
+    if c.requested {
+        head.push_str(",requested");
+    }
+    if offsets.is_some() {
+        head.push_str(",offset");
+    }
+    writeln!(w, "{head}")?;
+    for (i, b) in inst.buffers.iter().enumerate() {
+        write!(w, "{},{},{},{}", b.id, b.lower, b.upper, b.size)?;
+        if c.alignment {
+            write!(w, ",{}", b.alignment())?;
+        }
+        if c.requested {
+            write!(w, ",{}", b.requested)?;
+        }
+        if let Some(o) = offsets {
+            write!(w, ",{}", o[i])?;
+        }
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
+/// Writes a file atomically: `fill` writes into a temporary file beside `path`, which is renamed
+/// over `path` only if `fill` succeeds. `-` writes to standard output.
+pub fn write_atomic<F>(path: &str, fill: F) -> std::io::Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
+{
+    if path == "-" {
+        let out = std::io::stdout();
+        let mut w = BufWriter::new(out.lock());
+        fill(&mut w)?;
+        return w.flush();
+    }
+    let target = PathBuf::from(path);
+    let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let result = (|| {
+        let f = File::create(&tmp)?;
+        let mut w = BufWriter::with_capacity(1 << 16, f);
+        fill(&mut w)?;
+        w.flush()?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, &target)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes an instance or placement to `path` in the format its extension names, atomically.
+pub fn write(path: &str, inst: &Instance, offsets: Option<&[u64]>) -> std::io::Result<()> {
+    match Format::from_path(path) {
+        Format::Csv => write_atomic(path, |w| write_csv(w, inst, offsets)),
+        Format::Binary => write_atomic(path, |w| binary::write(w, inst, offsets)),
+    }
+}
