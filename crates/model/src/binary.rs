@@ -11,8 +11,8 @@
 //! Delta coding makes instances sorted by start time (the usual case) about 6–9 bytes a buffer.
 
 use crate::error::{InputError, InputErrorKind as K};
-use crate::{Buffer, Columns, Instance, Semantics};
-use std::io::{BufRead, Read, Write};
+use crate::{Columns, Instance, Semantics};
+use std::io::{BufRead, Write};
 
 /// The first bytes of every heaplab binary instance file.
 pub const MAGIC: &[u8; 6] = b"HLBIN\0";
