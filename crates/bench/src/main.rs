@@ -1,1 +1,368 @@
-fn main() {}
+//! `heaplab-bench`: the benchmark harness behind `make bench`.
+//!
+//! This crate owns measuring heaplab end to end. It runs the release CLI (`target/release/heaplab`)
+//! as a child process — exactly as a user would — on the shared benchmark files
+//! (`../shared/benchmarks/`, read in place, never copied) and on generated instances of growing
+//! size, measures wall time and the child's peak RSS (`wait4`), validates every placement with
+//! `heaplab check`, and prints a Markdown table beside the figures other planners achieve
+//! (quoted from `../shared/ANCHORS.md`). It writes `bench/results.md` (table, machine, commit,
+//! command) and `bench/results.json`.
+//!
+//! Going through the binary instead of linking the planner keeps the numbers honest: file I/O,
+//! parsing, validation and process start-up are all in the time, as they are in the anchors.
+
+mod anchors;
+mod report;
+mod run;
+
+use report::{Machine, Row};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+const USAGE: &str = "\
+heaplab-bench — run `heaplab plan` over the shared and generated benchmark instances
+
+Usage: heaplab-bench [OPTIONS]      (run from the repository root; `make bench` does)
+
+Options:
+  --heaplab PATH        heaplab binary to measure [default: target/release/heaplab]
+  --time-limit SECONDS  passed to `heaplab plan --time-limit` [default: the CLI's own]
+  --seed N              seed for `heaplab gen` (instances) [default: 1]
+  --plan-seed N         passed to `heaplab plan --seed` [default: the CLI's own]
+  --max-n N             largest generated instance [default: 1000000]
+  --quick               shared set plus generated 10^3 and 10^4 only
+  --kinds K,K,...       generated kinds [default: random,nn,malloc,tight]
+  --shared DIR          benchmark files [default: ../shared/benchmarks]
+  --out DIR             where results.md and results.json go [default: bench]
+  --kill-after SECONDS  kill a child that runs this long [default: 600]
+  --keep                keep the generated instances and placements (their folder is printed)
+  -h, --help            this help
+
+Exit status: 0 when every run succeeded and every placement was valid, 1 otherwise, 2 on bad usage.";
+
+/// Parsed command line.
+struct Opts {
+    heaplab: PathBuf,
+    time_limit: Option<String>,
+    seed: u64,
+    plan_seed: Option<String>,
+    max_n: usize,
+    quick: bool,
+    kinds: Vec<String>,
+    shared: PathBuf,
+    out: PathBuf,
+    kill_after: f64,
+    keep: bool,
+}
+
+fn parse_args(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        heaplab: PathBuf::from("target/release/heaplab"),
+        time_limit: None,
+        seed: 1,
+        plan_seed: None,
+        max_n: 1_000_000,
+        quick: false,
+        kinds: ["random", "nn", "malloc", "tight"].iter().map(|s| s.to_string()).collect(),
+        shared: PathBuf::from("../shared/benchmarks"),
+        out: PathBuf::from("bench"),
+        kill_after: 600.0,
+        keep: false,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        // Accept both `--opt value` and `--opt=value`.
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let mut value = |name: &str| -> Result<String, String> {
+            inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{name} needs a value"))
+        };
+        let num = |name: &str, v: String| -> Result<f64, String> {
+            v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).ok_or(format!("{name}: expected a non-negative number, got '{v}'"))
+        };
+        match flag {
+            "-h" | "--help" => return Err(String::new()),
+            "--heaplab" => o.heaplab = PathBuf::from(value(flag)?),
+            "--time-limit" => {
+                let v = value(flag)?;
+                num(flag, v.clone())?;
+                o.time_limit = Some(v);
+            }
+            "--seed" => {
+                let v = value(flag)?;
+                o.seed = v.parse().map_err(|_| format!("--seed: expected an unsigned integer, got '{v}'"))?;
+            }
+            "--plan-seed" => {
+                let v = value(flag)?;
+                v.parse::<u64>().map_err(|_| format!("--plan-seed: expected an unsigned integer, got '{v}'"))?;
+                o.plan_seed = Some(v);
+            }
+            "--max-n" => {
+                let v = value(flag)?;
+                // Allow 1e6 as well as 1000000.
+                let x = num(flag, v.clone())?;
+                if x.fract() != 0.0 {
+                    return Err(format!("--max-n: expected an integer, got '{v}'"));
+                }
+                o.max_n = x as usize;
+            }
+            "--quick" => o.quick = true,
+            "--keep" => o.keep = true,
+            "--kinds" => {
+                let v = value(flag)?;
+                o.kinds = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+                for k in &o.kinds {
+                    if heaplab_gen::Kind::parse(k).is_none() {
+                        let names: Vec<&str> = heaplab_gen::Kind::ALL.iter().map(|k| k.name()).collect();
+                        return Err(format!("--kinds: unknown kind '{k}' (expected one of {})", names.join(", ")));
+                    }
+                }
+            }
+            "--shared" => o.shared = PathBuf::from(value(flag)?),
+            "--out" => o.out = PathBuf::from(value(flag)?),
+            "--kill-after" => o.kill_after = num(flag, value(flag)?)?,
+            _ => return Err(format!("unknown argument '{a}'")),
+        }
+    }
+    if o.quick {
+        o.max_n = o.max_n.min(10_000);
+    }
+    Ok(o)
+}
+
+/// One instance to benchmark.
+struct Job {
+    /// Display name: `minimalloc/A`, `random-10k`, ...
+    name: String,
+    /// `shared` or `generated`.
+    group: &'static str,
+    /// For generated instances: (kind, n); the file is made by `heaplab gen` first.
+    gen: Option<(String, usize)>,
+    path: PathBuf,
+}
+
+/// The shared files in the order ANCHORS.md lists them.
+fn shared_jobs(dir: &Path) -> Vec<Job> {
+    let mut v = Vec::new();
+    for l in "ABCDEFGHIJK".chars() {
+        v.push((format!("minimalloc/{l}"), format!("minimalloc/{l}.1048576.csv")));
+    }
+    v.push(("iopddl/G_1".into(), "iopddl/G_1.csv".into()));
+    v.push(("somas/resnet50".into(), "somas/resnet50.csv".into()));
+    v.into_iter().map(|(name, rel)| Job { name, group: "shared", gen: None, path: dir.join(rel) }).collect()
+}
+
+fn short_n(n: usize) -> String {
+    match n {
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
+        n if n >= 1000 && n % 1000 == 0 => format!("{}k", n / 1000),
+        n => n.to_string(),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = match parse_args(&args) {
+        Ok(o) => o,
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("heaplab-bench: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if !opts.heaplab.is_file() {
+        eprintln!(
+            "heaplab-bench: no heaplab binary at '{}'. Build it with `cargo build --release -p heaplab-cli` \
+             or pass --heaplab PATH.",
+            opts.heaplab.display()
+        );
+        return ExitCode::from(2);
+    }
+    let command = {
+        let mut c = String::from("heaplab-bench");
+        for a in &args {
+            c.push(' ');
+            c.push_str(&report::shell_quote(a));
+        }
+        if std::env::var_os("MAKELEVEL").is_some() {
+            c.push_str("   (run by make)");
+        }
+        c
+    };
+    let machine = Machine::collect(&opts.heaplab, command);
+    eprintln!("heaplab-bench: {} on {} ({} cores), commit {}", machine.heaplab_version, machine.cpu, machine.cores, machine.commit);
+
+    let work = std::env::temp_dir().join(format!("heaplab-bench-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&work) {
+        eprintln!("heaplab-bench: cannot create {}: {e}", work.display());
+        return ExitCode::from(1);
+    }
+
+    let mut notes: Vec<String> = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
+    if opts.shared.is_dir() {
+        jobs.extend(shared_jobs(&opts.shared));
+    } else {
+        let msg = format!("skipped: {} not found (the shared benchmark set)", opts.shared.display());
+        // The exact phrase the project uses when ../shared is missing.
+        println!("skipped: ../shared not found");
+        eprintln!("heaplab-bench: {msg}");
+        notes.push(msg);
+    }
+    let sizes: Vec<usize> = [1_000, 10_000, 100_000, 1_000_000].into_iter().filter(|&n| n <= opts.max_n).collect();
+    for kind in &opts.kinds {
+        for &n in &sizes {
+            // Binary for the big ones: CSV parsing would dominate the measurement.
+            let ext = if n >= 100_000 { "hlbin" } else { "csv" };
+            let name = format!("{kind}-{}", short_n(n));
+            jobs.push(Job {
+                path: work.join(format!("{name}.{ext}")),
+                name,
+                group: "generated",
+                gen: Some((kind.clone(), n)),
+            });
+        }
+    }
+
+    let kill = Duration::from_secs_f64(opts.kill_after);
+    let total = jobs.len();
+    let mut rows: Vec<Row> = Vec::new();
+    for (k, job) in jobs.iter().enumerate() {
+        let tag = format!("[{:>2}/{total}] {}", k + 1, job.name);
+        let mut row = Row::new(&job.name, job.group, &job.path);
+        if let Some((kind, n)) = &job.gen {
+            eprint!("{tag}: generating … ");
+            let mut c = Command::new(&opts.heaplab);
+            c.args(["gen", "--kind", kind, "--buffers", &n.to_string(), "--seed", &opts.seed.to_string(), "-o"]).arg(&job.path);
+            row.generator = Some(format!("heaplab gen --kind {kind} --buffers {n} --seed {}", opts.seed));
+            match run::run(&mut c, kill) {
+                Ok(m) if m.success() => eprintln!("{:.2} s", m.wall),
+                Ok(m) => {
+                    eprintln!("failed ({})", m.failure());
+                    row.error = Some(failed("gen", &m));
+                }
+                Err(e) => {
+                    eprintln!("failed");
+                    row.error = Some(format!("cannot run heaplab gen: {e}"));
+                }
+            }
+        }
+        if row.error.is_none() {
+            eprint!("{tag}: plan … ");
+            let out = work.join(format!("{}.placement.csv", job.name.replace('/', "_")));
+            plan_and_check(&opts, &job.path, &out, kill, &mut row);
+            match &row.error {
+                None => eprintln!(
+                    "{:.2} s, {} MiB, {}, {}",
+                    row.wall.unwrap_or(0.0),
+                    report::mib(row.max_rss.unwrap_or(0)),
+                    row.frag_pct.map(|f| format!("{f:.2}%")).unwrap_or("?".into()),
+                    match row.valid {
+                        Some(true) => "valid",
+                        Some(false) => "INVALID",
+                        None => "not checked",
+                    }
+                ),
+                Some(e) => eprintln!("{e}"),
+            }
+            if !opts.keep {
+                let _ = std::fs::remove_file(&out);
+            }
+        }
+        if !opts.keep && job.gen.is_some() {
+            let _ = std::fs::remove_file(&job.path);
+        }
+        rows.push(row);
+    }
+    if opts.keep {
+        eprintln!("heaplab-bench: instances and placements kept in {}", work.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+
+    let table = report::table(&rows);
+    println!("{table}");
+    if let Err(e) = report::write_results(&opts.out, &machine, &rows, &notes, &table) {
+        eprintln!("heaplab-bench: cannot write results to {}: {e}", opts.out.display());
+        return ExitCode::from(1);
+    }
+    eprintln!("heaplab-bench: wrote {0}/results.md and {0}/results.json", opts.out.display());
+    let bad = rows.iter().filter(|r| r.error.is_some() || r.valid != Some(true)).count();
+    if bad > 0 {
+        eprintln!("heaplab-bench: {bad} of {} runs failed or produced an invalid placement", rows.len());
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `heaplab plan INPUT -o OUT --json`, then `heaplab check INPUT OUT --json`; fills `row`.
+fn plan_and_check(opts: &Opts, input: &Path, out: &Path, kill: Duration, row: &mut Row) {
+    let mut c = Command::new(&opts.heaplab);
+    c.arg("plan").arg(input).arg("-o").arg(out).arg("--json");
+    if let Some(t) = &opts.time_limit {
+        c.args(["--time-limit", t]);
+    }
+    if let Some(s) = &opts.plan_seed {
+        c.args(["--seed", s]);
+    }
+    let m = match run::run(&mut c, kill) {
+        Ok(m) => m,
+        Err(e) => {
+            row.error = Some(format!("cannot run heaplab plan: {e}"));
+            return;
+        }
+    };
+    row.wall = Some(m.wall);
+    row.max_rss = Some(m.max_rss);
+    if !m.success() {
+        row.error = Some(failed("plan", &m));
+        return;
+    }
+    match serde_json::from_str::<serde_json::Value>(m.stdout.trim()) {
+        Ok(v) => row.take_plan_json(v),
+        Err(e) => {
+            row.error = Some(format!("plan printed no JSON object ({e})"));
+            return;
+        }
+    }
+
+    let mut c = Command::new(&opts.heaplab);
+    c.arg("check").arg(input).arg(out).arg("--json");
+    match run::run(&mut c, kill) {
+        Ok(m) => {
+            row.check_wall = Some(m.wall);
+            row.check_max_rss = Some(m.max_rss);
+            // Exit 0 means valid, 1 invalid (CLI convention); anything else means the check
+            // itself could not run, which is not a verdict.
+            let json_valid = serde_json::from_str::<serde_json::Value>(m.stdout.trim())
+                .ok()
+                .and_then(|v| v.get("valid").and_then(|x| x.as_bool()));
+            match (m.code, json_valid) {
+                (Some(0), j) => row.valid = Some(j.unwrap_or(true)),
+                (Some(1), _) => {
+                    row.valid = Some(false);
+                    row.check_message = Some(m.last_error_line());
+                }
+                _ => row.error = Some(failed("check", &m)),
+            }
+        }
+        Err(e) => row.error = Some(format!("cannot run heaplab check: {e}")),
+    }
+}
+
+/// "plan failed (exit 1): <last stderr line>" — the line omitted when the child printed nothing.
+fn failed(what: &str, m: &run::Measured) -> String {
+    let line = m.last_error_line();
+    if line.is_empty() {
+        format!("{what} failed ({})", m.failure())
+    } else {
+        format!("{what} failed ({}): {line}", m.failure())
+    }
+}
