@@ -2,11 +2,11 @@
 //! to the lowest (first-fit) or tightest (best-fit) address range that is free *during its
 //! lifetime*, i.e. not used by any already placed buffer whose lifetime intersects it.
 //!
-//! Finding those buffers is the costly part. [`PlacedIndex`] answers it without a conflict graph:
-//! buffers sorted by start, with a max-tree of the ends of the placed ones, so a query visits only
-//! the placed buffers that really intersect: O((k + 1) log n) for k of them.
+//! Finding the free ranges is the costly part. [`Occupancy`] answers it without a conflict graph
+//! and without even listing the conflicting buffers (see its module).
 
-use heaplab_model::{align_up, Buffer};
+use crate::occupancy::Occupancy;
+use heaplab_model::Buffer;
 
 /// How a free address range is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -107,141 +107,18 @@ pub fn first_fit_in_order(buffers: &[Buffer], order: &[u32]) -> Vec<u64> {
 
 /// Places buffers in `order` with the given fit rule.
 pub fn place_in_order(buffers: &[Buffer], order: &[u32], fit: Fit) -> Vec<u64> {
-    let mut index = PlacedIndex::new(buffers);
+    let mut occ = Occupancy::new(buffers);
     let mut offsets = vec![0u64; buffers.len()];
-    let mut occupied: Vec<(u64, u64)> = Vec::new();
     for &i in order {
-        let i = i as usize;
-        let b = &buffers[i];
-        occupied.clear();
-        index.for_each_conflicting(b.lower, b.upper, |j| occupied.push((offsets[j], offsets[j] + buffers[j].size)));
+        let b = &buffers[i as usize];
         let off = match fit {
-            Fit::First => lowest_fit(&mut occupied, b.size, b.align_log2),
-            Fit::Best => tightest_fit(&mut occupied, b.size, b.align_log2),
+            Fit::First => occ.lowest_fit(b),
+            Fit::Best => occ.tightest_fit(b),
         };
-        offsets[i] = off;
-        index.insert(i);
+        offsets[i as usize] = off;
+        occ.insert(b, off);
     }
     offsets
-}
-
-/// Lowest aligned offset where `[offset, offset + size)` misses every occupied range.
-pub fn lowest_fit(occupied: &mut [(u64, u64)], size: u64, align_log2: u8) -> u64 {
-    occupied.sort_unstable();
-    let mut cand = 0u64;
-    for &(start, end) in occupied.iter() {
-        if start >= cand.saturating_add(size) {
-            break;
-        }
-        if end > cand {
-            cand = align_up(end, align_log2).unwrap_or(u64::MAX);
-        }
-    }
-    cand
-}
-
-/// The aligned start of the smallest gap between occupied ranges that holds `size`; on top of
-/// everything when none does. Lowest gap on ties.
-pub fn tightest_fit(occupied: &mut [(u64, u64)], size: u64, align_log2: u8) -> u64 {
-    occupied.sort_unstable();
-    let mut covered = 0u64; // everything below is occupied or already considered
-    let mut best: Option<(u64, u64)> = None; // (gap length, aligned start)
-    for &(start, end) in occupied.iter() {
-        if start > covered {
-            let s = align_up(covered, align_log2).unwrap_or(u64::MAX);
-            if s.saturating_add(size) <= start {
-                let len = start - covered;
-                if best.is_none_or(|(l, _)| len < l) {
-                    best = Some((len, s));
-                }
-            }
-        }
-        covered = covered.max(end);
-    }
-    best.map(|(_, s)| s).unwrap_or_else(|| align_up(covered, align_log2).unwrap_or(u64::MAX))
-}
-
-/// Placed buffers, searchable by lifetime overlap.
-///
-/// All buffers are sorted by `lower` once; a segment tree over that order keeps, per node, the
-/// largest `upper` among *placed* buffers below it (0 when none). The buffers intersecting
-/// `[l, u)` are the placed ones in the prefix with `lower < u` whose `upper > l`: the descent
-/// prunes every subtree whose maximum end is `≤ l`.
-pub struct PlacedIndex {
-    lowers: Vec<u64>,
-    by_lower: Vec<u32>,
-    pos: Vec<u32>,
-    uppers: Vec<u64>,
-    tree: Vec<u64>,
-    leaves: usize,
-}
-
-impl PlacedIndex {
-    /// An index with nothing placed yet.
-    pub fn new(buffers: &[Buffer]) -> Self {
-        let mut by_lower: Vec<u32> = (0..buffers.len() as u32).collect();
-        by_lower.sort_unstable_by_key(|&i| (buffers[i as usize].lower, i));
-        let mut pos = vec![0u32; buffers.len()];
-        for (k, &i) in by_lower.iter().enumerate() {
-            pos[i as usize] = k as u32;
-        }
-        let leaves = buffers.len().next_power_of_two().max(1);
-        PlacedIndex {
-            lowers: by_lower.iter().map(|&i| buffers[i as usize].lower).collect(),
-            by_lower,
-            pos,
-            uppers: buffers.iter().map(|b| b.upper).collect(),
-            tree: vec![0; 2 * leaves],
-            leaves,
-        }
-    }
-
-    /// Marks buffer `i` placed.
-    pub fn insert(&mut self, i: usize) {
-        let mut node = self.leaves + self.pos[i] as usize;
-        let u = self.uppers[i];
-        while node >= 1 && self.tree[node] < u {
-            self.tree[node] = u;
-            node /= 2;
-        }
-    }
-
-    /// Marks buffer `i` not placed.
-    pub fn remove(&mut self, i: usize) {
-        let mut node = self.leaves + self.pos[i] as usize;
-        self.tree[node] = 0;
-        node /= 2;
-        while node >= 1 {
-            let m = self.tree[2 * node].max(self.tree[2 * node + 1]);
-            if self.tree[node] == m {
-                break;
-            }
-            self.tree[node] = m;
-            node /= 2;
-        }
-    }
-
-    /// Calls `f` with every placed buffer whose lifetime intersects `[l, u)`.
-    pub fn for_each_conflicting(&self, l: u64, u: u64, mut f: impl FnMut(usize)) {
-        let prefix = self.lowers.partition_point(|&x| x < u);
-        if prefix == 0 {
-            return;
-        }
-        // Iterative descent over nodes covering [0, prefix).
-        let mut stack: Vec<(usize, usize, usize)> = vec![(1, 0, self.leaves)];
-        while let Some((node, lo, hi)) = stack.pop() {
-            if lo >= prefix || self.tree[node] <= l {
-                continue;
-            }
-            if hi - lo == 1 {
-                f(self.by_lower[lo] as usize);
-                continue;
-            }
-            let mid = (lo + hi) / 2;
-            stack.push((2 * node + 1, mid, hi));
-            stack.push((2 * node, lo, mid));
-        }
-    }
 }
 
 /// Exact solution when no two buffers conflict: everything at offset 0.
@@ -277,36 +154,100 @@ pub fn solve_equal_sizes(buffers: &[Buffer]) -> Option<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use heaplab_model::align_up;
     use heaplab_sweep::{max_load, validate};
 
+    /// Oracle: the same greedy rule, computed by scanning every placed buffer (quadratic).
+    fn oracle_place(buffers: &[Buffer], order: &[u32], fit: Fit) -> Vec<u64> {
+        let mut offsets = vec![0u64; buffers.len()];
+        let mut placed: Vec<usize> = Vec::new();
+        for &i in order {
+            let b = &buffers[i as usize];
+            let mut occ: Vec<(u64, u64)> = placed
+                .iter()
+                .filter(|&&j| buffers[j].conflicts(b))
+                .map(|&j| (offsets[j], offsets[j] + buffers[j].size))
+                .collect();
+            offsets[i as usize] = match fit {
+                Fit::First => lowest_fit(&mut occ, b.size, b.align_log2),
+                Fit::Best => tightest_fit(&mut occ, b.size, b.align_log2),
+            };
+            placed.push(i as usize);
+        }
+        offsets
+    }
+
+    /// Lowest aligned offset where `[offset, offset + size)` misses every occupied range.
+    fn lowest_fit(occupied: &mut [(u64, u64)], size: u64, align_log2: u8) -> u64 {
+        occupied.sort_unstable();
+        let mut cand = 0u64;
+        for &(start, end) in occupied.iter() {
+            if start >= cand.saturating_add(size) {
+                break;
+            }
+            if end > cand {
+                cand = align_up(end, align_log2).unwrap_or(u64::MAX);
+            }
+        }
+        cand
+    }
+
+    /// The aligned start of the smallest gap between occupied ranges that holds `size`; on top of
+    /// everything when none does. Lowest gap on ties.
+    fn tightest_fit(occupied: &mut [(u64, u64)], size: u64, align_log2: u8) -> u64 {
+        occupied.sort_unstable();
+        let mut covered = 0u64; // everything below is occupied or already considered
+        let mut best: Option<(u64, u64)> = None; // (gap length, aligned start)
+        for &(start, end) in occupied.iter() {
+            if start > covered {
+                let s = align_up(covered, align_log2).unwrap_or(u64::MAX);
+                if s.saturating_add(size) <= start {
+                    let len = start - covered;
+                    if best.is_none_or(|(l, _)| len < l) {
+                        best = Some((len, s));
+                    }
+                }
+            }
+            covered = covered.max(end);
+        }
+        best.map(|(_, s)| s).unwrap_or_else(|| align_up(covered, align_log2).unwrap_or(u64::MAX))
+    }
+
+
     #[test]
-    fn fits_honour_gaps_and_alignment() {
+    fn oracle_fits_honour_gaps_and_alignment() {
         let mut occ = vec![(0, 10), (20, 30), (12, 15)];
         assert_eq!(lowest_fit(&mut occ, 5, 0), 15);
         assert_eq!(lowest_fit(&mut occ, 2, 0), 10);
         assert_eq!(lowest_fit(&mut occ, 2, 3), 16); // 8 is taken; 16..18 is free below 20
-        let mut occ = vec![(0, 10), (20, 30), (12, 15)];
         assert_eq!(tightest_fit(&mut occ, 2, 0), 10);
         assert_eq!(tightest_fit(&mut occ, 4, 0), 15);
         assert_eq!(tightest_fit(&mut occ, 6, 0), 30);
     }
 
     #[test]
-    fn index_finds_exactly_the_conflicting_placed_buffers() {
-        let bs: Vec<Buffer> = (0..200u64).map(|i| Buffer::new(i, (i * 7) % 50, (i * 7) % 50 + 1 + i % 13, 1)).collect();
-        let mut idx = PlacedIndex::new(&bs);
-        for i in (0..200).step_by(3) {
-            idx.insert(i);
-        }
-        idx.remove(3);
-        for q in 0..60u64 {
-            let (l, u) = (q, q + 1 + q % 5);
-            let mut got = vec![];
-            idx.for_each_conflicting(l, u, |j| got.push(j));
-            got.sort();
-            let want: Vec<usize> =
-                (0..200).step_by(3).filter(|&j| j != 3 && bs[j].lower < u && l < bs[j].upper).collect();
-            assert_eq!(got, want);
+    fn occupancy_index_gives_exactly_the_oracle_offsets() {
+        let mut s = 5u64;
+        let mut rnd = |m: u64| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 33) % m
+        };
+        for round in 0..400u64 {
+            let n = (round % 60) as usize;
+            let span = 1 + rnd(60);
+            let bs: Vec<Buffer> = (0..n)
+                .map(|i| {
+                    let lo = rnd(span);
+                    let len = 1 + rnd(if round % 3 == 0 { 60 } else { 8 });
+                    let mut b = Buffer::new(i as u64, lo, lo + len, 1 + rnd(if round % 4 == 0 { 4 } else { 1000 }));
+                    b.align_log2 = if round % 5 == 0 { rnd(5) as u8 } else { 0 };
+                    b
+                })
+                .collect();
+            for h in Heuristic::STANDARD.iter().chain(&[Heuristic { order: Order::Random(round), fit: Fit::Best }]) {
+                let ord = order(&bs, h.order);
+                assert_eq!(place_in_order(&bs, &ord, h.fit), oracle_place(&bs, &ord, h.fit), "{} round {round}", h.name());
+            }
         }
     }
 
