@@ -1,1 +1,77 @@
-fn main() {}
+//! `heaplab`: the command-line front end. Each subcommand is one pipeline stage (see DESIGN.md);
+//! this file owns argument parsing, human and JSON output, progress and exit codes
+//! (0 success, 1 the work failed or a check found an invalid result, 2 bad usage or input).
+
+mod check;
+mod commands;
+mod report;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// heaplab — understand and optimise how programs use heap memory.
+///
+/// Static memory planning: read buffers with sizes and lifetimes, assign offsets that minimise
+/// peak memory (makespan), prove the result valid, and draw it.
+#[derive(Parser)]
+#[command(name = "heaplab", version, propagate_version = true, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Plan offsets for an instance: minimise makespan (peak memory) and write the placement.
+    #[command(long_about = commands::PLAN_HELP)]
+    Plan(commands::PlanArgs),
+    /// Validate any tool's placement against an instance: exit 0 valid, 1 invalid.
+    #[command(long_about = check::CHECK_HELP)]
+    Check(check::CheckArgs),
+    /// Describe an instance: size, max load, conflicts, components, histograms.
+    Stats(commands::StatsArgs),
+    /// Draw a placement as a time × address picture (SVG or PNG, by the output's extension).
+    Plot(commands::PlotArgs),
+    /// Generate an instance for tests and scale benchmarks.
+    #[command(long_about = commands::GEN_HELP)]
+    Gen(commands::GenArgs),
+    /// Convert an instance or placement between CSV and the binary format (.hlbin).
+    Convert(commands::ConvertArgs),
+}
+
+/// How a command ended, mapped to the exit code.
+pub enum Failure {
+    /// Bad usage or input (exit 2).
+    Input(String),
+    /// The work failed or a check found an invalid result (exit 1).
+    Work(String),
+}
+
+impl From<heaplab_model::InputError> for Failure {
+    fn from(e: heaplab_model::InputError) -> Self {
+        Failure::Input(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(a) => commands::plan(a),
+        Command::Check(a) => check::check(a),
+        Command::Stats(a) => commands::stats(a),
+        Command::Plot(a) => commands::plot(a),
+        Command::Gen(a) => commands::gen(a),
+        Command::Convert(a) => commands::convert(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Input(m)) => {
+            eprintln!("heaplab: error: {m}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Work(m)) => {
+            eprintln!("heaplab: {m}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The `plan`, `stats`, `plot`, `gen` and `convert` subcommands: arguments, and turning the
+//! library's results into the human table or JSON.
+
+use crate::report::{bytes, grouped, pct, ProgressLine};
+use crate::Failure;
+use clap::Args;
+use heaplab_model::{files, Semantics};
+use heaplab_plan::{Algorithm, PlanOptions, Progress};
+use serde_json::json;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const PLAN_HELP: &str = "\
+Plan offsets for every buffer of an instance so that buffers live at the same time never overlap,
+minimising the makespan (the peak memory: highest offset + size).
+
+INPUT is a CSV file with header id,lower,upper,size (optional columns alignment, requested), or a
+heaplab binary instance (.hlbin); '-' reads standard input. Lifetimes are [lower, upper) unless
+--semantics says otherwise.
+
+How it works: the instance is split into independent components (time ranges no buffer crosses);
+trivial components are solved exactly; greedy first-fit and best-fit heuristics run over several
+orders in parallel; the remaining time goes to the boxing algorithm of Buchsbaum et al. on the
+components that decide the makespan. It stops early when the makespan equals the max load, which
+proves the plan optimal. Every placement is validated before it is written.
+
+Prints: buffers, max load (the lower bound), makespan, fragmentation (makespan - max load, in bytes
+and % of max load), time, and the algorithm that won.
+
+Examples:
+  heaplab plan model.csv -o placed.csv
+  heaplab plan model.csv --time-limit 10 --seed 7 --json
+  heaplab plan model.csv --algorithm best-fit/size -o placed.csv --plot placed.png";
+
+/// Arguments of `heaplab plan`.
+#[derive(Args)]
+pub struct PlanArgs {
+    /// Instance file (CSV or .hlbin; '-' for standard input).
+    input: String,
+    /// Write the placement here (CSV, or binary if it ends in .hlbin); validated first.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<String>,
+    /// Lifetime convention of the input: inex = [lower, upper), in = [lower, upper], ex = (lower, upper).
+    #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
+    semantics: String,
+    /// Print the summary as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Wall-clock budget in seconds; the best placement found by then is returned.
+    #[arg(long, default_value_t = 3.0, value_name = "SECONDS")]
+    time_limit: f64,
+    /// Cap on boxing iterations per component.
+    #[arg(long, value_name = "N")]
+    iterations: Option<usize>,
+    /// Seed for the stochastic algorithms; same seed and threads give the same plan.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Restrict to one algorithm (auto, heuristics, boxing, or FIT/ORDER such as best-fit/size).
+    #[arg(long, default_value = "auto", value_name = "NAME")]
+    algorithm: String,
+    /// Also draw the placement to this file (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<String>,
+}
+
+fn semantics(s: &str) -> Semantics {
+    Semantics::parse(s).unwrap_or_default()
+}
+
+fn io_failure(path: &str, e: std::io::Error) -> Failure {
+    Failure::Input(format!("{path}: cannot write: {e}"))
+}
+
+/// `heaplab plan`.
+pub fn plan(a: PlanArgs) -> Result<(), Failure> {
+    let t0 = Instant::now();
+    if !(a.time_limit.is_finite() && a.time_limit >= 0.0) {
+        return Err(Failure::Input(format!("--time-limit {}: expected a non-negative number of seconds", a.time_limit)));
+    }
+    let algorithm = Algorithm::parse(&a.algorithm, a.seed).ok_or_else(|| {
+        Failure::Input(format!("--algorithm {}: unknown; expected one of {}", a.algorithm, Algorithm::NAMES))
+    })?;
+    if a.iterations == Some(0) {
+        return Err(Failure::Input("--iterations 0: expected at least 1".into()));
+    }
+    for out in [&a.output, &a.plot].into_iter().flatten() {
+        check_writable(out)?;
+    }
+    if let Some(p) = &a.plot {
+        plot_format(p)?;
+    }
+    let inst = files::read_instance(&a.input, semantics(&a.semantics))?;
+    let read_s = t0.elapsed().as_secs_f64();
+    let opts = PlanOptions {
+        time_limit: Duration::from_secs_f64(a.time_limit),
+        iterations: a.iterations,
+        seed: a.seed,
+        algorithm,
+    };
+    let progress = Arc::new(Progress::default());
+    let outcome = {
+        let p = progress.clone();
+        let limit = a.time_limit;
+        let _line = ProgressLine::start(move |el| {
+            let best = p.best.load(Ordering::Relaxed);
+            let stage = p.stage.lock().map(|s| s.clone()).unwrap_or_default();
+            let best = if best == 0 { "—".to_string() } else { bytes(best) };
+            format!("planning: {:.1}/{limit:.1} s  best makespan {best}  [{stage}]", el.as_secs_f64())
+        });
+        heaplab_plan::plan(&inst.buffers, &opts, Some(&progress))
+    };
+    if let Some(out) = &a.output {
+        files::write(out, &inst, Some(&outcome.offsets)).map_err(|e| io_failure(out, e))?;
+    }
+    if let Some(p) = &a.plot {
+        write_plot(p, &inst.buffers, &outcome.offsets, &a.input)?;
+    }
+    let total = t0.elapsed().as_secs_f64();
+    let frag = outcome.makespan - outcome.max_load;
+    if a.json {
+        let attempts: Vec<_> = outcome
+            .attempts
+            .iter()
+            .map(|t| json!({"algorithm": t.name, "makespan": t.makespan, "seconds": t.seconds}))
+            .collect();
+        let v = json!({
+            "input": a.input,
+            "n": inst.len(),
+            "max_load": outcome.max_load,
+            "lower_bound": outcome.max_load,
+            "makespan": outcome.makespan,
+            "fragmentation_bytes": frag,
+            "fragmentation_pct": pct(outcome.makespan, outcome.max_load),
+            "optimal": outcome.optimal,
+            "algorithm": outcome.algorithm,
+            "components": outcome.components,
+            "critical_component_buffers": outcome.critical_buffers,
+            "boxing_iterations": outcome.boxing_iterations,
+            "attempts": attempts,
+            "seed": a.seed,
+            "time_limit": a.time_limit,
+            "seconds": total,
+            "read_seconds": read_s,
+            "plan_seconds": outcome.seconds,
+            "output": a.output,
+            "valid": true,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
+    } else {
+        println!("instance       {} ({} buffers, {} components)", a.input, grouped(inst.len() as u64), outcome.components);
+        println!("max load       {} B ({})  = lower bound", grouped(outcome.max_load), bytes(outcome.max_load));
+        println!("makespan       {} B ({})", grouped(outcome.makespan), bytes(outcome.makespan));
+        println!("fragmentation  {} B ({:.3}%)", grouped(frag), pct(outcome.makespan, outcome.max_load));
+        let verdict = if outcome.optimal { "  — proven optimal (makespan = max load)" } else { "" };
+        println!("algorithm      {}{verdict}", outcome.algorithm);
+        println!("time           {total:.3} s (read {read_s:.3} s, plan {:.3} s)", outcome.seconds);
+        if outcome.attempts.len() > 1 {
+            let mut att = outcome.attempts.clone();
+            att.sort_by_key(|t| t.makespan);
+            let list: Vec<String> = att
+                .iter()
+                .map(|t| format!("{} {:.2}%", t.name, pct(t.makespan, outcome.max_load)))
+                .collect();
+            println!("tried          {}", list.join(", "));
+        }
+        if let Some(o) = &a.output {
+            println!("written        {o} (validated)");
+        }
+        if let Some(p) = &a.plot {
+            println!("picture        {p}");
+        }
+    }
+    Ok(())
+}
+
+/// Fails early (before long work) when an output path cannot be created.
+fn check_writable(path: &str) -> Result<(), Failure> {
+    if path == "-" {
+        return Ok(());
+    }
+    let p = std::path::Path::new(path);
+    if p.is_dir() {
+        return Err(Failure::Input(format!("{path}: is a directory, expected a file name")));
+    }
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        return Err(Failure::Input(format!("{path}: directory {} does not exist", dir.display())));
+    }
+    Ok(())
+}
+
+enum PlotFormat {
+    Png,
+    Svg,
+}
+
+fn plot_format(path: &str) -> Result<PlotFormat, Failure> {
+    let lower = path.to_ascii_lowercase();
+    if lower.ends_with(".png") {
+        Ok(PlotFormat::Png)
+    } else if lower.ends_with(".svg") {
+        Ok(PlotFormat::Svg)
+    } else {
+        Err(Failure::Input(format!("{path}: picture must end in .png or .svg")))
+    }
+}
+
+fn write_plot(path: &str, buffers: &[heaplab_model::Buffer], offsets: &[u64], title: &str) -> Result<(), Failure> {
+    let opts = heaplab_plot::PlotOptions { title: title.to_string(), ..Default::default() };
+    let res = match plot_format(path)? {
+        PlotFormat::Png => {
+            let png = heaplab_plot::render_png(buffers, offsets, &opts);
+            files::write_atomic(path, |w| w.write_all(&png))
+        }
+        PlotFormat::Svg => {
+            let svg = heaplab_plot::render_svg(buffers, offsets, &opts);
+            files::write_atomic(path, |w| w.write_all(svg.as_bytes()))
+        }
+    };
+    res.map_err(|e| io_failure(path, e))
+}
+
+/// Arguments of `heaplab stats`.
+#[derive(Args)]
+pub struct StatsArgs {
+    /// Instance or placement file (CSV or .hlbin).
+    input: String,
+    /// Lifetime convention of the input.
+    #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
+    semantics: String,
+    /// Print as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `heaplab stats`.
+pub fn stats(a: StatsArgs) -> Result<(), Failure> {
+    let (inst, _) = files::read(&a.input, semantics(&a.semantics), true)?;
+    let s = heaplab_sweep::stats::stats(&inst.buffers);
+    let hist = |h: &[heaplab_sweep::stats::Bucket]| -> Vec<serde_json::Value> {
+        h.iter().map(|b| json!({"lo": b.lo, "hi": b.hi, "count": b.count})).collect()
+    };
+    if a.json {
+        let v = json!({
+            "input": a.input, "n": s.n, "max_load": s.max_load, "max_live": s.max_live,
+            "conflicts": s.conflicts, "components": s.components, "largest_component": s.largest_component,
+            "total_size": s.total_size, "span": [s.span.0, s.span.1], "size_min": s.size_range.0,
+            "size_max": s.size_range.1, "aligned": s.aligned,
+            "size_histogram": hist(&s.size_hist), "lifetime_histogram": hist(&s.lifetime_hist),
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
+        return Ok(());
+    }
+    println!("instance           {}", a.input);
+    println!("buffers            {}", grouped(s.n as u64));
+    println!("max load           {} B ({})", grouped(s.max_load), bytes(s.max_load));
+    println!("total size         {} B ({})", grouped(s.total_size), bytes(s.total_size));
+    println!("most live at once  {}", grouped(s.max_live as u64));
+    println!("conflicting pairs  {}", grouped(s.conflicts));
+    println!("components         {} (largest {} buffers)", grouped(s.components as u64), grouped(s.largest_component as u64));
+    println!("time span          [{}, {})", s.span.0, s.span.1);
+    println!("sizes              {} … {}", bytes(s.size_range.0), bytes(s.size_range.1));
+    println!("aligned buffers    {}", grouped(s.aligned as u64));
+    for (title, h, unit_bytes) in [("size", &s.size_hist, true), ("lifetime (ticks)", &s.lifetime_hist, false)] {
+        println!("\n{title} histogram");
+        let most = h.iter().map(|b| b.count).max().unwrap_or(1);
+        for b in h.iter() {
+            let range = if unit_bytes { format!("{} – {}", bytes(b.lo), bytes(b.hi)) } else { format!("{} – {}", b.lo, b.hi) };
+            let bar = "#".repeat(((b.count * 40).div_ceil(most)) as usize);
+            println!("  {range:>26}  {:>10}  {bar}", grouped(b.count));
+        }
+    }
+    Ok(())
+}
+
+/// Arguments of `heaplab plot`.
+#[derive(Args)]
+pub struct PlotArgs {
+    /// Placement file: an instance with an offset column (CSV or .hlbin).
+    placement: String,
+    /// Picture to write: .png or .svg.
+    #[arg(short, long, value_name = "FILE")]
+    output: String,
+    /// Lifetime convention of the input.
+    #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
+    semantics: String,
+    /// Title (default: the file name).
+    #[arg(long)]
+    title: Option<String>,
+}
+
+/// `heaplab plot`.
+pub fn plot(a: PlotArgs) -> Result<(), Failure> {
+    plot_format(&a.output)?;
+    check_writable(&a.output)?;
+    let (inst, offsets) = files::read_placement(&a.placement, semantics(&a.semantics))?;
+    let v = heaplab_sweep::validate(&inst.buffers, &offsets);
+    if !v.is_valid() {
+        eprintln!("heaplab: warning: drawing an invalid placement ({} clashing buffers)", v.clashing_buffers);
+    }
+    write_plot(&a.output, &inst.buffers, &offsets, a.title.as_deref().unwrap_or(&a.placement))?;
+    println!("picture        {} ({} buffers, makespan {})", a.output, grouped(inst.len() as u64), bytes(v.makespan));
+    Ok(())
+}
+
+pub const GEN_HELP: &str = "\
+Generate a reproducible instance: the same kind, size and seed always give the same file.
+
+Kinds are listed under --kind. 'tight' instances are cut from a full rectangle, so a packing with
+makespan = max load exists: planners can be checked against a known optimum.";
+
+/// Arguments of `heaplab gen`.
+#[derive(Args)]
+pub struct GenArgs {
+    /// Kind of instance.
+    #[arg(long, value_name = "KIND", value_parser = gen_kind_names())]
+    kind: String,
+    /// Number of buffers.
+    #[arg(long, value_name = "N")]
+    buffers: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output file (.csv, or .hlbin for the binary format); '-' for standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: String,
+}
+
+fn gen_kind_names() -> Vec<&'static str> {
+    heaplab_gen::Kind::ALL.iter().map(|k| k.name()).collect()
+}
+
+/// `heaplab gen`.
+pub fn gen(a: GenArgs) -> Result<(), Failure> {
+    let kind = heaplab_gen::Kind::parse(&a.kind).ok_or_else(|| Failure::Input(format!("unknown kind {}", a.kind)))?;
+    check_writable(&a.output)?;
+    let inst = heaplab_gen::generate(kind, a.buffers, a.seed);
+    files::write(&a.output, &inst, None).map_err(|e| io_failure(&a.output, e))?;
+    if a.output != "-" {
+        eprintln!("heaplab: wrote {} buffers of kind {} (seed {}) to {}", grouped(inst.len() as u64), kind.name(), a.seed, a.output);
+    }
+    Ok(())
+}
+
+/// Arguments of `heaplab convert`.
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// Instance or placement (CSV or .hlbin).
+    input: String,
+    /// Output: .hlbin for binary, anything else CSV. Lifetimes are written as [lower, upper).
+    #[arg(short, long, value_name = "FILE")]
+    output: String,
+    /// Lifetime convention of the input.
+    #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
+    semantics: String,
+}
+
+/// `heaplab convert`.
+pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
+    check_writable(&a.output)?;
+    let (inst, offsets) = files::read(&a.input, semantics(&a.semantics), true)?;
+    files::write(&a.output, &inst, offsets.as_deref()).map_err(|e| io_failure(&a.output, e))?;
+    eprintln!("heaplab: wrote {} buffers to {}", grouped(inst.len() as u64), a.output);
+    Ok(())
+}
