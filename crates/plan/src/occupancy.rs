@@ -13,8 +13,6 @@
 //! follows the number of *gaps* below the answer, not the number of conflicting buffers, which
 //! is what enumerating neighbours (XLA's and TFLite's greedy planners) pays for.
 //!
-//! Inserting also adds the range to `sub` of path nodes inside the lifetime; that is harmless
-//! (such a node lies inside the lifetime, so the buffer really does meet any query using it).
 
 use heaplab_model::{align_up, Buffer};
 
@@ -36,11 +34,17 @@ impl IntervalSet {
         }
     }
 
-    /// Lowest `a ≥ x`, aligned, with `[a, a + size)` free in this set.
+    /// Lowest `a ≥ x`, aligned, with `[a, a + size)` free in this set. `cursor` is an index no
+    /// later than the first interval ending after `x` (`usize::MAX`: unknown); it is advanced,
+    /// so repeated calls with growing `x` scan the set once instead of searching it each time.
     #[inline]
-    fn lowest_window(&self, x: u64, size: u64, align_log2: u8) -> u64 {
+    fn lowest_window(&self, x: u64, size: u64, align_log2: u8, cursor: &mut usize) -> u64 {
         let v = &self.0;
-        let mut k = v.partition_point(|iv| iv.1 <= x);
+        let mut k = if *cursor == usize::MAX { v.partition_point(|iv| iv.1 <= x) } else { *cursor };
+        while k < v.len() && v[k].1 <= x {
+            k += 1;
+        }
+        *cursor = k;
         let mut a = align_up(x, align_log2).unwrap_or(u64::MAX);
         while k < v.len() && v[k].0 < a.saturating_add(size) {
             a = a.max(align_up(v[k].1, align_log2).unwrap_or(u64::MAX));
@@ -65,8 +69,9 @@ pub struct Occupancy {
     leaves: usize,
     here: Vec<Option<Box<IntervalSet>>>,
     sub: Vec<Option<Box<IntervalSet>>>,
-    /// Reused query buffers.
+    /// Reused query buffers: the gathered sets and a scan cursor into each.
     sets: Vec<usize>,
+    cursors: Vec<usize>,
 }
 
 impl Occupancy {
@@ -82,6 +87,7 @@ impl Occupancy {
             here: vec![None; 2 * leaves],
             sub: vec![None; 2 * leaves],
             sets: Vec::with_capacity(128),
+            cursors: Vec::with_capacity(128),
         }
     }
 
@@ -124,10 +130,16 @@ impl Occupancy {
             hi /= 2;
         }
         for leaf in [l, r - 1] {
-            let mut node = (leaf + self.leaves) / 2;
+            // Ancestors only: a path node whose leaf range lies inside [l, r) is covered by a
+            // canonical node already.
+            let (mut node, mut width) = ((leaf + self.leaves) / 2, 2usize);
             while node >= 1 {
-                self.sub[node].get_or_insert_with(Default::default).insert(offset, end);
+                let first = (leaf / width) * width;
+                if first < l || first + width > r {
+                    self.sub[node].get_or_insert_with(Default::default).insert(offset, end);
+                }
                 node /= 2;
+                width *= 2;
             }
         }
     }
@@ -202,10 +214,13 @@ impl Occupancy {
     pub fn lowest_fit(&mut self, b: &Buffer) -> u64 {
         self.gather(b);
         let m = self.sets.len();
+        let mut cursors = std::mem::take(&mut self.cursors);
+        cursors.clear();
+        cursors.resize(m, usize::MAX);
         let mut x = align_up(0, b.align_log2).unwrap_or(0);
         let (mut clean, mut k) = (0, 0);
         while clean < m {
-            let y = self.set(self.sets[k]).lowest_window(x, b.size, b.align_log2);
+            let y = self.set(self.sets[k]).lowest_window(x, b.size, b.align_log2, &mut cursors[k]);
             if y != x {
                 x = y;
                 clean = 1;
@@ -214,6 +229,7 @@ impl Occupancy {
             }
             k = (k + 1) % m;
         }
+        self.cursors = cursors;
         x
     }
 
