@@ -160,7 +160,7 @@ pub fn read<R: BufRead>(r: R, file: &str, semantics: Semantics) -> Result<(Insta
         let upper = lower.checked_add(len).ok_or_else(|| {
             InputError::at(file, rec + 1, Some("upper"), K::Overflow, "lower + lifetime overflows 64 bits")
         })?;
-        b.push(rec + 1, id, lower, upper, size, align, requested)?;
+        b.push(rec + 1, crate::csv::RawBuffer { id, lower, upper, size, alignment: align, requested })?;
         if has_off {
             let off = rd.varint("offset")?;
             if off.checked_add(size).is_none() {

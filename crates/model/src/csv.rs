@@ -188,6 +188,24 @@ fn parse_u64(field: &str, file: &str, line: u64, col: &str) -> Result<u64, Input
     Err(InputError::at(file, line, Some(col), K::Value, why))
 }
 
+/// A buffer's fields as read, before the model's rules are checked; `alignment` and
+/// `requested` are 0 when absent.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RawBuffer {
+    /// Identifier.
+    pub id: u64,
+    /// Lifetime start, in the input's convention.
+    pub lower: u64,
+    /// Lifetime end, in the input's convention.
+    pub upper: u64,
+    /// Bytes.
+    pub size: u64,
+    /// Alignment in bytes (0 or 1: none).
+    pub alignment: u64,
+    /// Requested bytes (0: not given).
+    pub requested: u64,
+}
+
 /// Builds buffers from rows, enforcing the model's rules (size > 0, upper > lower after
 /// conversion, power-of-two alignment, requested ≤ size, sizes summing within 64 bits).
 pub struct InstanceBuilder {
@@ -205,17 +223,9 @@ impl InstanceBuilder {
         InstanceBuilder { file: file.to_string(), semantics, buffers: Vec::new(), lines: Vec::new(), total: 0, columns }
     }
 
-    /// Adds one buffer from raw values at `line`; `alignment` and `requested` are 0 when absent.
-    pub fn push(
-        &mut self,
-        line: u64,
-        id: u64,
-        lower: u64,
-        upper: u64,
-        size: u64,
-        alignment: u64,
-        requested: u64,
-    ) -> Result<(), InputError> {
+    /// Adds one buffer from raw values at `line` (a record number for binary files).
+    pub fn push(&mut self, line: u64, raw: RawBuffer) -> Result<(), InputError> {
+        let RawBuffer { id, lower, upper, size, alignment, requested } = raw;
         let f = &self.file;
         if size == 0 {
             return Err(InputError::at(f, line, Some("size"), K::Value, "size 0: every buffer needs at least one byte"));
@@ -303,12 +313,14 @@ pub fn read_instance_from<R: BufRead>(
         // Required columns are present in every row: the reader checked the header and count.
         b.push(
             row.line,
-            v[ID].unwrap_or(0),
-            v[LOWER].unwrap_or(0),
-            v[UPPER].unwrap_or(0),
-            v[SIZE].unwrap_or(0),
-            v[ALIGN].unwrap_or(0),
-            v[REQ].unwrap_or(0),
+            RawBuffer {
+                id: v[ID].unwrap_or(0),
+                lower: v[LOWER].unwrap_or(0),
+                upper: v[UPPER].unwrap_or(0),
+                size: v[SIZE].unwrap_or(0),
+                alignment: v[ALIGN].unwrap_or(0),
+                requested: v[REQ].unwrap_or(0),
+            },
         )?;
         if has_offset {
             let off = v[OFFSET].unwrap_or(0);
