@@ -42,15 +42,16 @@ pub struct Heuristic {
 }
 
 impl Heuristic {
-    /// The deterministic heuristics every portfolio run tries.
+    /// The deterministic heuristics a portfolio run tries, most useful first (first-fit by size
+    /// is usually best and always cheapest; best-fit costs more).
     pub const STANDARD: [Heuristic; 8] = [
         Heuristic { order: Order::Size, fit: Fit::First },
         Heuristic { order: Order::Size, fit: Fit::Best },
         Heuristic { order: Order::Area, fit: Fit::First },
-        Heuristic { order: Order::Area, fit: Fit::Best },
         Heuristic { order: Order::Length, fit: Fit::First },
-        Heuristic { order: Order::Length, fit: Fit::Best },
         Heuristic { order: Order::Start, fit: Fit::First },
+        Heuristic { order: Order::Area, fit: Fit::Best },
+        Heuristic { order: Order::Length, fit: Fit::Best },
         Heuristic { order: Order::Start, fit: Fit::Best },
     ];
 

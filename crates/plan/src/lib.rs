@@ -1,1 +1,11 @@
-//! (being written)
+//! Static memory planning: given buffers with sizes and lifetimes, choose offsets that minimise
+//! the makespan (peak memory). Owns the greedy [`heuristics`], the exact trivial cases, the
+//! boxing algorithm of Buchsbaum et al. ([`boxing`]) and the portfolio [`driver`] that splits an
+//! instance into independent components and runs all of these within a time limit.
+
+pub mod driver;
+pub mod heuristics;
+pub mod occupancy;
+pub mod rng;
+
+pub use driver::{plan, Algorithm, PlanOptions, PlanOutcome, Progress};

