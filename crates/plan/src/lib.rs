@@ -4,6 +4,7 @@
 //! instance into independent components and runs all of these within a time limit.
 
 pub mod driver;
+pub mod exact;
 pub mod heuristics;
 pub mod occupancy;
 pub mod rng;

@@ -1,0 +1,930 @@
+//! Exact search for small and medium components: a depth-first branch-and-bound over
+//! *canonical* partial solutions. It answers "does a placement with makespan ≤ C exist?",
+//! proving it either way when it runs to the end, and is cut off by time, node or cancellation
+//! limits otherwise. [`decide_with_restarts`] runs it as a portfolio with growing node budgets.
+//!
+//! # The search space
+//!
+//! Time is cut into *sections*, the maximal cliques of the interval graph (the buffers live just
+//! before each distinct end time); a buffer spans a contiguous run of them, and two buffers
+//! conflict exactly when they share one. Buffers are placed one at a time, each on the skyline of
+//! what is placed: its offset is the highest top among placed buffers in its sections (its
+//! *viable offset*), aligned up. Offsets are placed in non-decreasing order, ties by a rank.
+//! This is minimalloc's idea of canonical solutions (Moffitt, ASPLOS'23; its public description
+//! names canonical solutions, section inference, dominance, decomposition and hatless pruning);
+//! the argument below for why it is complete, and what it lets us prune, is our own.
+//!
+//! **Completeness.** Take a placement of makespan ≤ C that, among all such, has the least sum of
+//! offsets. (1) No buffer can move down, so each sits exactly on the highest top of the
+//! conflicting buffers below it (or at 0), aligned up; placing the buffers in offset order on the
+//! skyline reproduces it. (2) No buffer `u` fits in an empty region below its offset. So at every
+//! node, with last offset `p`:
+//! - an unplaced `u` whose viable offset `v(u)` has `v(u) + size(u) ≤ p` is *dead*: the region
+//!   `[v(u), p)` over its sections stays empty forever (placed tops there are ≤ `v(u)`, later
+//!   buffers start at ≥ `p`) and `u` would fit in it — prune (dominance);
+//! - likewise the next offset `o` must satisfy `o < v(u) + size(u)` for every unplaced `u`: the
+//!   candidates lie below `G = min_u v(u) + size(u)`;
+//! - the next offset is at least `p`, with ties broken by rank.
+//!
+//! Unit tests replay placements in that form through the pruning rules, and compare the
+//! decision against brute force on small instances.
+//!
+//! **Inference.** In each section the unplaced buffers covering it are pairwise conflicting, so
+//! they stack above the lowest offset any of them can still take: `low + rem ≤ C`. A buffer that
+//! can no longer be placed at `p` (viable offset below `p`, or ranked before the last placement)
+//! counts as `p + 1`. Every unplaced `u` also needs `max(p, v(u)) + size(u) ≤ C`.
+//!
+//! **Search.** Candidates in increasing viable offset, ties by rank, so the first dive is a
+//! skyline greedy. A buffer with no unplaced conflict (*hatless*) that fails at its viable offset
+//! fails everywhere, so its siblings are not tried. Buffers with the same sections, size and
+//! alignment are interchangeable and placed in rank order only. When the unplaced buffers fall
+//! apart into independent groups (no section shared), each is solved alone and a failing group
+//! fails the node at once. States proven to fail are remembered ([`FailureMemo`]).
+//!
+//! Conflicts are kept as per-buffer lists, built by a sweep. That is quadratic in the worst case,
+//! which is why [`Problem::new`] refuses components above a conflict budget; large instances
+//! never get here.
+
+use heaplab_model::{align_up, Buffer};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// How a decision search ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// A placement with makespan ≤ the capacity (offsets parallel to the input).
+    Found(Vec<u64>),
+    /// The space is exhausted: no placement fits the capacity.
+    Infeasible,
+    /// Stopped by the deadline, the node limit or cancellation.
+    Unknown,
+}
+
+/// The static tie-break order among candidates with equal viable offset. Width is the
+/// lifetime length, area is size × width, total is the peak section load a buffer sits in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rank {
+    /// Widest first, then larger area, then larger total.
+    WidthAreaTotal,
+    /// Largest total first, then larger area, then wider.
+    TotalAreaWidth,
+    /// Largest total first, then wider, then larger area.
+    TotalWidthArea,
+    /// Largest size first, then larger total.
+    SizeTotal,
+    /// A seeded random order.
+    Random(u64),
+}
+
+impl Rank {
+    /// The rankings a portfolio tries first.
+    pub const ALL: [Rank; 3] = [Rank::WidthAreaTotal, Rank::TotalAreaWidth, Rank::TotalWidthArea];
+}
+
+/// How one search orders its choices: a ranking, and what happens when the unplaced buffers
+/// fall apart into independent groups. Either way is complete; they differ in which solutions
+/// come first, and instances differ in which one finds a solution quickly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strategy {
+    /// Tie-break order among candidates at equal viable offsets.
+    pub rank: Rank,
+    /// When set, each independent group restarts the canonical order from offset 0 with ranks
+    /// recomputed from the section totals of what is left (as minimalloc's sub-partitions do);
+    /// otherwise groups continue the enclosing order, which prunes more.
+    pub rerank_groups: bool,
+}
+
+impl Strategy {
+    /// The default portfolio: every standard ranking, continuing and restarting at splits.
+    pub fn portfolio() -> Vec<Strategy> {
+        let mut v = Vec::new();
+        for rerank_groups in [false, true] {
+            for rank in Rank::ALL {
+                v.push(Strategy { rank, rerank_groups });
+            }
+        }
+        v
+    }
+}
+
+impl From<Rank> for Strategy {
+    fn from(rank: Rank) -> Self {
+        Strategy { rank, rerank_groups: false }
+    }
+}
+
+/// Limits of one search.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits<'a> {
+    /// Stop at this instant.
+    pub deadline: Option<Instant>,
+    /// Stop after this many nodes.
+    pub nodes: u64,
+    /// Stop when this becomes true (another search won).
+    pub cancel: Option<&'a AtomicBool>,
+}
+
+impl Default for Limits<'_> {
+    fn default() -> Self {
+        Limits { deadline: None, nodes: u64::MAX, cancel: None }
+    }
+}
+
+/// Statistics of one search.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SearchStats {
+    /// Nodes expanded.
+    pub nodes: u64,
+}
+
+/// The static part of a search: sections, conflict lists and ranks. Built once per component
+/// and shared by every search on it.
+pub struct Problem {
+    size: Vec<u64>,
+    align: Vec<u8>,
+    /// Section range `[first, last)` of each buffer.
+    first: Vec<u32>,
+    last: Vec<u32>,
+    /// Conflict lists in CSR form.
+    conf_start: Vec<u32>,
+    conf: Vec<u32>,
+    /// Load of each section.
+    section_load: Vec<u64>,
+    /// Peak section load over each buffer's sections.
+    total: Vec<u64>,
+    /// Lifetime length.
+    width: Vec<u64>,
+    /// Size × lifetime length.
+    area: Vec<u128>,
+}
+
+impl Problem {
+    /// Prepares `buffers` for search. `None` when they have more than `max_conflicts`
+    /// conflicting pairs (the lists would be too large).
+    pub fn new(buffers: &[Buffer], max_conflicts: u64) -> Option<Problem> {
+        if heaplab_sweep::conflict_count(buffers) > max_conflicts {
+            return None;
+        }
+        let n = buffers.len();
+        // Sections are the maximal cliques of the interval graph: the buffers live just before
+        // each distinct end time. Between two end times loads only grow, so a clique's load is
+        // the peak of its stretch of time, and two buffers conflict exactly when they share a
+        // clique. Fewer sections than elementary intervals, with the same constraints.
+        let mut ends: Vec<u64> = buffers.iter().map(|b| b.upper).collect();
+        ends.sort_unstable();
+        ends.dedup();
+        let first: Vec<u32> = buffers.iter().map(|b| ends.partition_point(|&x| x <= b.lower) as u32).collect();
+        let last: Vec<u32> = buffers.iter().map(|b| ends.partition_point(|&x| x <= b.upper) as u32).collect();
+        let sections = ends.len();
+        // Section loads by a difference array.
+        let mut diff = vec![0i128; sections + 1];
+        for (i, b) in buffers.iter().enumerate() {
+            diff[first[i] as usize] += b.size as i128;
+            diff[last[i] as usize] -= b.size as i128;
+        }
+        let mut section_load = Vec::with_capacity(sections);
+        let mut acc = 0i128;
+        for d in &diff[..sections] {
+            acc += d;
+            section_load.push(acc as u64);
+        }
+        let total: Vec<u64> = (0..n)
+            .map(|i| section_load[first[i] as usize..last[i] as usize].iter().copied().max().unwrap_or(0))
+            .collect();
+        // Conflict lists: each buffer conflicts with everything live when it starts, and
+        // symmetrically; a sweep over starts in order with an active list ordered by end.
+        let mut by_start: Vec<u32> = (0..n as u32).collect();
+        by_start.sort_unstable_by_key(|&i| (first[i as usize], i));
+        let mut lists: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut active: Vec<u32> = Vec::new();
+        for &i in &by_start {
+            let s = first[i as usize];
+            active.retain(|&j| last[j as usize] > s);
+            for &j in &active {
+                lists[i as usize].push(j);
+                lists[j as usize].push(i);
+            }
+            active.push(i);
+        }
+        let mut conf_start = Vec::with_capacity(n + 1);
+        let mut conf = Vec::new();
+        conf_start.push(0);
+        for l in lists {
+            conf.extend_from_slice(&l);
+            conf_start.push(conf.len() as u32);
+        }
+        Some(Problem {
+            size: buffers.iter().map(|b| b.size).collect(),
+            align: buffers.iter().map(|b| b.align_log2).collect(),
+            first,
+            last,
+            conf_start,
+            conf,
+            section_load,
+            total,
+            width: buffers.iter().map(|b| b.length()).collect(),
+            area: buffers.iter().map(|b| b.size as u128 * b.length() as u128).collect(),
+        })
+    }
+
+    /// Number of buffers.
+    pub fn len(&self) -> usize {
+        self.size.len()
+    }
+
+    /// Whether there are no buffers.
+    pub fn is_empty(&self) -> bool {
+        self.size.is_empty()
+    }
+
+    /// The max load (the trivial lower bound).
+    pub fn max_load(&self) -> u64 {
+        self.section_load.iter().copied().max().unwrap_or(0)
+    }
+
+    fn conflicts(&self, i: usize) -> &[u32] {
+        &self.conf[self.conf_start[i] as usize..self.conf_start[i + 1] as usize]
+    }
+
+    /// Rank of every buffer (0 = tried first among equal viable offsets).
+    fn ranks(&self, rank: Rank) -> Vec<u32> {
+        let mut idx: Vec<u32> = (0..self.len() as u32).collect();
+        self.order(rank, &mut idx, |i| self.total[i], |i| i as u32);
+        let mut r = vec![0u32; self.len()];
+        for (k, &i) in idx.iter().enumerate() {
+            r[i as usize] = k as u32;
+        }
+        r
+    }
+
+    /// Sorts `idx` into `rank` order, best first, with `total(i)` as the section total and
+    /// `tie(i)` breaking ties.
+    fn order(&self, rank: Rank, idx: &mut [u32], total: impl Fn(usize) -> u64, tie: impl Fn(usize) -> u32) {
+        use std::cmp::Reverse;
+        let (w, a, z) = (&self.width, &self.area, &self.size);
+        let t = |i: u32| total(i as usize);
+        let u = |i: u32| i as usize;
+        match rank {
+            Rank::WidthAreaTotal => idx.sort_by_cached_key(|&i| (Reverse((w[u(i)], a[u(i)], t(i))), tie(u(i)))),
+            Rank::TotalAreaWidth => idx.sort_by_cached_key(|&i| (Reverse((t(i), a[u(i)], w[u(i)])), tie(u(i)))),
+            Rank::TotalWidthArea => idx.sort_by_cached_key(|&i| (Reverse((t(i), w[u(i)], a[u(i)])), tie(u(i)))),
+            Rank::SizeTotal => idx.sort_by_cached_key(|&i| (Reverse((z[u(i)], t(i))), tie(u(i)))),
+            Rank::Random(seed) => {
+                idx.sort_by_key(|&i| tie(u(i)));
+                let mut rng = crate::rng::Rng::new(seed ^ idx.len() as u64);
+                for k in (1..idx.len()).rev() {
+                    idx.swap(k, rng.below(k as u64 + 1) as usize);
+                }
+            }
+        }
+    }
+
+    /// Searches for a placement with makespan ≤ `capacity`.
+    pub fn decide(&self, capacity: u64, strategy: Strategy, limits: Limits) -> (Decision, SearchStats) {
+        let mut s = Search::new(self, capacity, strategy, limits);
+        let d = if s.root_infeasible() {
+            Decision::Infeasible
+        } else {
+            let all: Vec<u32> = (0..self.len() as u32).collect();
+            if s.solve(&all, 0, u32::MAX, true) {
+                Decision::Found(s.offsets.clone())
+            } else if s.stopped {
+                Decision::Unknown
+            } else {
+                Decision::Infeasible
+            }
+        };
+        (d, SearchStats { nodes: s.nodes })
+    }
+}
+
+/// One undoable change of the search state.
+#[derive(Clone, Copy)]
+enum Undo {
+    /// Buffer's viable offset was this.
+    Viable(u32, u64),
+    /// Buffer was unplaced (restores its sections' remaining sizes and cuts).
+    Placed(u32),
+}
+
+/// Searches with restarts: every ranking gets a node budget, starting at twice the number of
+/// buffers and doubling after each round, until one search finds a placement or proves there
+/// is none, or the limits stop it. Search trees are heavy-tailed; short runs over several
+/// orders find placements that one long run misses.
+pub fn decide_with_restarts(problem: &Problem, capacity: u64, strategies: &[Strategy], limits: Limits) -> (Decision, SearchStats) {
+    let mut total = SearchStats::default();
+    let mut budget = 2 * problem.len().max(1) as u64;
+    loop {
+        for &strategy in strategies {
+            let left = limits.nodes.saturating_sub(total.nodes);
+            if left == 0 {
+                return (Decision::Unknown, total);
+            }
+            let (d, st) = problem.decide(capacity, strategy, Limits { nodes: budget.min(left), ..limits });
+            total.nodes += st.nodes;
+            match d {
+                Decision::Unknown => {
+                    let timed_out = limits.deadline.is_some_and(|t| Instant::now() >= t)
+                        || limits.cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+                    if timed_out {
+                        return (Decision::Unknown, total);
+                    }
+                }
+                found_or_proof => return (found_or_proof, total),
+            }
+        }
+        budget = budget.saturating_mul(2);
+    }
+}
+
+/// Subproblems already proven to fail. What remains to be solved at a node depends only on the
+/// unplaced buffers, their viable offsets, and the last placement's offset and rank; the same
+/// state is often reached again through another order of the same placements (buffers stacked
+/// in a different order under the same skyline), and then need not be searched twice. A
+/// direct-mapped table of 128-bit state hashes: a lossy cache, so it bounds memory, and a
+/// false match needs a 128-bit collision.
+struct FailureMemo {
+    salt: Vec<(u64, u64)>,
+    table: Vec<(u64, u64)>,
+}
+
+impl FailureMemo {
+    const SLOTS: usize = 1 << 18;
+
+    fn new(n: usize) -> Self {
+        let mut rng = crate::rng::Rng::new(0x5eed_f00d);
+        FailureMemo {
+            salt: (0..n).map(|_| (rng.next_u64(), rng.next_u64())).collect(),
+            table: vec![(0, 0); Self::SLOTS],
+        }
+    }
+
+    fn mix(x: u64) -> u64 {
+        let x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+
+    fn key(&self, members: &[u32], viable: &[u64], p: u64, last_rank: u32) -> (u64, u64) {
+        let (mut a, mut b) = (Self::mix(p ^ 0x1234_5678), Self::mix((last_rank as u64) ^ (p << 7)));
+        for &u in members {
+            let (s1, s2) = self.salt[u as usize];
+            let v = viable[u as usize];
+            a = a.wrapping_add(Self::mix(s1 ^ v));
+            b = b.wrapping_add(Self::mix(s2 ^ v.rotate_left(29)));
+        }
+        (a, b | 1)
+    }
+
+    fn failed(&self, key: (u64, u64)) -> bool {
+        self.table[key.0 as usize & (Self::SLOTS - 1)] == key
+    }
+
+    fn record(&mut self, key: (u64, u64)) {
+        self.table[key.0 as usize & (Self::SLOTS - 1)] = key;
+    }
+}
+
+/// Mutable search state, undone on backtrack through one trail.
+struct Search<'p, 'l> {
+    p: &'p Problem,
+    capacity: u64,
+    rank: Vec<u32>,
+    limits: Limits<'l>,
+    /// Viable offset of each buffer (meaningful while unplaced).
+    viable: Vec<u64>,
+    /// Total size of unplaced buffers in each section.
+    rem: Vec<u64>,
+    /// Unplaced buffers spanning the boundary between section `s` and `s + 1`; where it drops
+    /// to zero the unplaced buffers fall apart into independent groups.
+    cuts: Vec<u32>,
+    placed: Vec<bool>,
+    trail: Vec<Undo>,
+    offsets: Vec<u64>,
+    nodes: u64,
+    stopped: bool,
+    /// For each buffer, the interchangeable buffer (same sections, size and alignment: it
+    /// conflicts with exactly the same buffers) ranked just before it, which must be placed
+    /// first; swapping such buffers changes nothing, so one order of each group is explored.
+    twin: Vec<u32>,
+    /// Scratch: per-section lowest offset an unplaced buffer can still take.
+    low: Vec<u64>,
+    /// Subproblems proven to fail (see [`FailureMemo`]).
+    memo: FailureMemo,
+    /// The ranking in use (groups are ranked afresh with it).
+    kind: Rank,
+    /// Whether independent groups restart the canonical order with fresh ranks (see
+    /// [`Strategy`]).
+    rerank_groups: bool,
+    /// Reusable member and candidate lists, one per depth.
+    member_pool: Vec<Vec<u32>>,
+    cand_pool: Vec<Vec<(u64, u32, u32)>>,
+}
+
+impl<'p, 'l> Search<'p, 'l> {
+    fn new(p: &'p Problem, capacity: u64, strategy: Strategy, limits: Limits<'l>) -> Self {
+        let n = p.len();
+        let viable = (0..n).map(|i| align_up(0, p.align[i]).unwrap_or(0)).collect();
+        let rem = p.section_load.clone();
+        let sections = rem.len();
+        let mut cuts = vec![0u32; sections];
+        for i in 0..n {
+            for s in p.first[i]..p.last[i].saturating_sub(1) {
+                cuts[s as usize] += 1;
+            }
+        }
+        let rank_kind = strategy.rank;
+        let rank = p.ranks(rank_kind);
+        let mut by_shape: Vec<u32> = (0..n as u32).collect();
+        let shape = |i: u32| {
+            let i = i as usize;
+            (p.first[i], p.last[i], p.size[i], p.align[i])
+        };
+        by_shape.sort_unstable_by_key(|&i| (shape(i), rank[i as usize]));
+        let mut twin = vec![u32::MAX; n];
+        for w in by_shape.windows(2) {
+            if shape(w[0]) == shape(w[1]) {
+                twin[w[1] as usize] = w[0];
+            }
+        }
+        Search {
+            p,
+            capacity,
+            rank,
+            twin,
+            limits,
+            viable,
+            rem,
+            cuts,
+            placed: vec![false; n],
+            trail: Vec::new(),
+            offsets: vec![0; n],
+            nodes: 0,
+            stopped: false,
+            low: vec![u64::MAX; sections],
+            member_pool: Vec::new(),
+            cand_pool: Vec::new(),
+            memo: FailureMemo::new(n),
+            kind: rank_kind,
+            rerank_groups: strategy.rerank_groups,
+        }
+    }
+
+    fn root_infeasible(&self) -> bool {
+        self.p.max_load() > self.capacity || self.p.size.iter().any(|&s| s > self.capacity)
+    }
+
+    fn out_of_budget(&mut self) -> bool {
+        if self.nodes >= self.limits.nodes {
+            return true;
+        }
+        if self.nodes % 1024 == 1 {
+            if let Some(c) = self.limits.cancel {
+                if c.load(Ordering::Relaxed) {
+                    return true;
+                }
+            }
+            if let Some(d) = self.limits.deadline {
+                if Instant::now() >= d {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Splits `members` into groups that share no section (independent subproblems).
+    fn groups(&self, members: &[u32]) -> Vec<Vec<u32>> {
+        let mut by_first: Vec<u32> = members.to_vec();
+        by_first.sort_unstable_by_key(|&u| self.p.first[u as usize]);
+        let mut out: Vec<Vec<u32>> = Vec::new();
+        let mut reach = 0u32;
+        for u in by_first {
+            let (f, l) = (self.p.first[u as usize], self.p.last[u as usize]);
+            match out.last_mut() {
+                Some(g) if f < reach => {
+                    g.push(u);
+                    reach = reach.max(l);
+                }
+                _ => {
+                    out.push(vec![u]);
+                    reach = l;
+                }
+            }
+        }
+        out
+    }
+
+    /// Ranks the buffers of an independent group afresh, by the section totals of what is
+    /// still unplaced; returns their old ranks.
+    fn rerank(&mut self, group: &[u32]) -> Vec<u32> {
+        let saved: Vec<u32> = group.iter().map(|&u| self.rank[u as usize]).collect();
+        let mut idx = group.to_vec();
+        let (p, rem, rank) = (self.p, &self.rem, &self.rank);
+        let total = |i: usize| (p.first[i]..p.last[i]).map(|s| rem[s as usize]).max().unwrap_or(0);
+        p.order(self.kind, &mut idx, total, |i| rank[i]);
+        for (k, &u) in idx.iter().enumerate() {
+            self.rank[u as usize] = k as u32;
+        }
+        saved
+    }
+
+    /// Whether no unplaced buffer conflicts with `u`.
+    fn hatless(&self, u: usize) -> bool {
+        self.p.conflicts(u).iter().all(|&c| self.placed[c as usize])
+    }
+
+    /// Whether `u` may follow a placement of rank `last_rank` at the same offset.
+    #[inline]
+    fn after(&self, u: usize, last_rank: u32) -> bool {
+        last_rank == u32::MAX || self.rank[u] > last_rank
+    }
+
+    /// Lowest offset `u` can still take when the last placement was at `p` with `last_rank`:
+    /// its viable offset, or above `p` when it can no longer be placed at `p` (its viable
+    /// offset is below `p`, or it ranks before the last placement).
+    #[inline]
+    fn lowest(&self, u: usize, p: u64, last_rank: u32) -> u64 {
+        let v = self.viable[u];
+        if v > p || (v == p && self.after(u, last_rank)) {
+            v
+        } else {
+            p + 1
+        }
+    }
+
+    /// Section inference over the sections of `members`: in each section the unplaced buffers
+    /// covering it are pairwise conflicting, so they stack above the lowest offset any of them
+    /// can still take: `low + rem ≤ C`.
+    fn sections_fit(&mut self, members: &[u32], p: u64, last_rank: u32) -> bool {
+        let (mut lo, mut hi) = (u32::MAX, 0u32);
+        for &u in members {
+            let u = u as usize;
+            let v = self.lowest(u, p, last_rank);
+            let (first, last) = (self.p.first[u], self.p.last[u]);
+            for m in &mut self.low[first as usize..last as usize] {
+                *m = (*m).min(v);
+            }
+            lo = lo.min(first);
+            hi = hi.max(last);
+        }
+        let mut ok = true;
+        for s in lo as usize..hi as usize {
+            let m = std::mem::replace(&mut self.low[s], u64::MAX);
+            ok &= m == u64::MAX || m + self.rem[s] <= self.capacity;
+        }
+        ok
+    }
+
+    /// The checks of a node: `None` when it can be pruned, else the dominance bound `G` (the
+    /// next offset must be below it).
+    fn bound(&mut self, members: &[u32], p: u64, last_rank: u32) -> Option<u64> {
+        let cap = self.capacity;
+        let mut gap_bound = u64::MAX;
+        for &u in members {
+            let u = u as usize;
+            let top = self.viable[u] + self.p.size[u];
+            if self.lowest(u, p, last_rank) + self.p.size[u] > cap || top <= p {
+                return None;
+            }
+            gap_bound = gap_bound.min(top);
+        }
+        self.sections_fit(members, p, last_rank).then_some(gap_bound)
+    }
+
+    /// Whether unplaced `u` may be placed next (at its viable offset).
+    #[inline]
+    fn is_candidate(&self, u: usize, p: u64, last_rank: u32, gap_bound: u64) -> bool {
+        let v = self.viable[u];
+        let twin = self.twin[u];
+        v >= p && v < gap_bound && (v > p || self.after(u, last_rank)) && (twin == u32::MAX || self.placed[twin as usize])
+    }
+
+    /// Places every buffer of `members` (all unplaced), continuing a canonical sequence whose
+    /// last placement was at offset `last_off` with rank `last_rank` (`u32::MAX`: none yet; a
+    /// buffer placed at that same offset must rank after it). `may_split` says the last
+    /// placement cut a boundary, so `members` may have fallen apart into independent groups.
+    /// True when they all fit; on failure the state is as it was.
+    fn solve(&mut self, members: &[u32], last_off: u64, last_rank: u32, may_split: bool) -> bool {
+        if members.is_empty() {
+            return true;
+        }
+        self.nodes += 1;
+        if self.out_of_budget() {
+            self.stopped = true;
+            return false;
+        }
+        // Independent groups are solved one after the other: a failing group fails the node
+        // without retrying the others' alternatives.
+        if may_split && members.len() > 1 {
+            let groups = self.groups(members);
+            if groups.len() > 1 {
+                let mark = self.trail.len();
+                for g in &groups {
+                    let ok = if self.rerank_groups {
+                        let saved = self.rerank(g);
+                        let ok = self.solve(g, 0, u32::MAX, false);
+                        for (&u, &r) in g.iter().zip(&saved) {
+                            self.rank[u as usize] = r;
+                        }
+                        ok
+                    } else {
+                        self.solve(g, last_off, last_rank, false)
+                    };
+                    if !ok {
+                        self.undo(mark);
+                        return false;
+                    }
+                }
+                return true;
+            }
+        }
+        let p = last_off;
+        let key = self.memo.key(members, &self.viable, p, last_rank);
+        if self.memo.failed(key) {
+            return false;
+        }
+        let Some(gap_bound) = self.bound(members, p, last_rank) else { return false };
+        let depth = self.p.len() - members.len();
+        if self.cand_pool.len() <= depth {
+            self.cand_pool.resize_with(depth + 1, Vec::new);
+            self.member_pool.resize_with(depth + 1, Vec::new);
+        }
+        let mut cand = std::mem::take(&mut self.cand_pool[depth]);
+        let mut rest = std::mem::take(&mut self.member_pool[depth]);
+        cand.clear();
+        for &u in members {
+            if self.is_candidate(u as usize, p, last_rank, gap_bound) {
+                cand.push((self.viable[u as usize], self.rank[u as usize], u));
+            }
+        }
+        cand.sort_unstable();
+        let mut found = false;
+        for &(v, r, u) in &cand {
+            let mark = self.trail.len();
+            let split = self.place(u as usize, v);
+            rest.clear();
+            rest.extend(members.iter().copied().filter(|&x| x != u));
+            if self.solve(&rest, v, r, split) {
+                found = true;
+                break;
+            }
+            self.undo(mark);
+            // A buffer with no unplaced conflict can only ever go at its viable offset, and
+            // nothing else depends on it: if that failed, every other choice here (which would
+            // leave it behind the canonical order) fails too.
+            if self.stopped || self.hatless(u as usize) {
+                break;
+            }
+        }
+        self.cand_pool[depth] = cand;
+        self.member_pool[depth] = rest;
+        if !found && !self.stopped {
+            self.memo.record(key);
+        }
+        found
+    }
+
+    /// Places `u` at `off`; true when some boundary inside its span lost its last spanning
+    /// unplaced buffer.
+    /// Test support: follows `order` (a placement sequence) through the node checks and says
+    /// where the search would have cut it off.
+    #[cfg(test)]
+    fn replay(&mut self, order: &[u32], offsets: &[u64]) -> Result<(), String> {
+        let mut members: Vec<u32> = (0..self.p.len() as u32).collect();
+        let (mut p, mut last_rank) = (0u64, u32::MAX);
+        for (k, &u) in order.iter().enumerate() {
+            let Some(g) = self.bound(&members, p, last_rank) else {
+                return Err(format!("step {k}: node pruned before placing buffer {u} at {}", offsets[u as usize]));
+            };
+            if !self.is_candidate(u as usize, p, last_rank, g) {
+                return Err(format!(
+                    "step {k}: buffer {u} (viable {}, wanted {}) not a candidate (p {p}, bound {g})",
+                    self.viable[u as usize], offsets[u as usize]
+                ));
+            }
+            if self.viable[u as usize] != offsets[u as usize] {
+                return Err(format!("step {k}: buffer {u} viable {} but placed at {}", self.viable[u as usize], offsets[u as usize]));
+            }
+            self.place(u as usize, offsets[u as usize]);
+            p = offsets[u as usize];
+            last_rank = self.rank[u as usize];
+            members.retain(|&x| x != u);
+        }
+        Ok(())
+    }
+
+    fn place(&mut self, u: usize, off: u64) -> bool {
+        self.offsets[u] = off;
+        let size = self.p.size[u];
+        let top = off + size;
+        self.placed[u] = true;
+        self.trail.push(Undo::Placed(u as u32));
+        let (first, last) = (self.p.first[u] as usize, self.p.last[u] as usize);
+        for s in first..last {
+            self.rem[s] -= size;
+        }
+        let mut split = false;
+        for s in first..last - 1 {
+            self.cuts[s] -= 1;
+            split |= self.cuts[s] == 0;
+        }
+        for &c in self.p.conflicts(u) {
+            let c = c as usize;
+            if self.placed[c] {
+                continue;
+            }
+            let a = align_up(top, self.p.align[c]).unwrap_or(u64::MAX);
+            if self.viable[c] < a {
+                self.trail.push(Undo::Viable(c as u32, self.viable[c]));
+                self.viable[c] = a;
+            }
+        }
+        split
+    }
+
+    fn undo(&mut self, mark: usize) {
+        while self.trail.len() > mark {
+            match self.trail.pop().expect("trail entry") {
+                Undo::Viable(c, old) => self.viable[c as usize] = old,
+                Undo::Placed(u) => {
+                    let u = u as usize;
+                    self.placed[u] = false;
+                    let (first, last) = (self.p.first[u] as usize, self.p.last[u] as usize);
+                    for s in first..last {
+                        self.rem[s] += self.p.size[u];
+                    }
+                    for s in first..last - 1 {
+                        self.cuts[s] += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+    use heaplab_sweep::{max_load, validate};
+
+    /// Oracle: the optimum is the best first-fit over all orders (first-fit in the offset order
+    /// of an optimal placement reproduces it or better), computed quadratically.
+    fn brute_optimum(bs: &[Buffer]) -> u64 {
+        fn first_fit(bs: &[Buffer], order: &[usize]) -> u64 {
+            let mut off = vec![0u64; bs.len()];
+            let mut placed: Vec<usize> = Vec::new();
+            let mut makespan = 0;
+            for &i in order {
+                let mut occ: Vec<(u64, u64)> =
+                    placed.iter().filter(|&&j| bs[j].conflicts(&bs[i])).map(|&j| (off[j], off[j] + bs[j].size)).collect();
+                occ.sort_unstable();
+                let mut y = align_up(0, bs[i].align_log2).unwrap();
+                for (s, e) in occ {
+                    if s >= y + bs[i].size {
+                        break;
+                    }
+                    if e > y {
+                        y = align_up(e, bs[i].align_log2).unwrap();
+                    }
+                }
+                off[i] = y;
+                makespan = makespan.max(y + bs[i].size);
+                placed.push(i);
+            }
+            makespan
+        }
+        fn permute(bs: &[Buffer], k: usize, order: &mut Vec<usize>, best: &mut u64) {
+            if k == order.len() {
+                *best = (*best).min(first_fit(bs, order));
+                return;
+            }
+            for j in k..order.len() {
+                order.swap(k, j);
+                permute(bs, k + 1, order, best);
+                order.swap(k, j);
+            }
+        }
+        let mut order: Vec<usize> = (0..bs.len()).collect();
+        let mut best = u64::MAX;
+        permute(bs, 0, &mut order, &mut best);
+        if bs.is_empty() {
+            0
+        } else {
+            best
+        }
+    }
+
+    fn random_instance(rng: &mut Rng, n: usize, round: u64) -> Vec<Buffer> {
+        (0..n)
+            .map(|i| {
+                let lo = rng.below(10);
+                let len = 1 + rng.below(if round.is_multiple_of(3) { 10 } else { 4 });
+                let size = 1 + rng.below(if round.is_multiple_of(4) { 3 } else { 12 });
+                let mut b = Buffer::new(i as u64, lo, lo + len, size);
+                if round.is_multiple_of(5) {
+                    b.align_log2 = rng.below(3) as u8;
+                }
+                b
+            })
+            .collect()
+    }
+
+    #[test]
+    fn decision_matches_brute_force_optimum() {
+        let mut rng = Rng::new(42);
+        for round in 0..300u64 {
+            let n = 1 + (round % 7) as usize;
+            let bs = random_instance(&mut rng, n, round);
+            let opt = brute_optimum(&bs);
+            let p = Problem::new(&bs, u64::MAX).unwrap();
+            for strategy in Strategy::portfolio() {
+                let rank = strategy;
+                match p.decide(opt, strategy, Limits::default()).0 {
+                    Decision::Found(off) => {
+                        let v = validate(&bs, &off);
+                        assert!(v.is_valid(), "{}", v.describe(&bs, &off));
+                        assert!(v.makespan <= opt, "round {round}: {} > {opt} for {bs:?}", v.makespan);
+                    }
+                    other => panic!("round {round} {rank:?}: expected a placement at {opt}, got {other:?} for {bs:?}"),
+                }
+                if opt > 0 {
+                    assert_eq!(
+                        p.decide(opt - 1, strategy, Limits::default()).0,
+                        Decision::Infeasible,
+                        "round {round} {rank:?}: {bs:?} has optimum {opt}"
+                    );
+                }
+            }
+            assert!(opt >= max_load(&bs));
+        }
+    }
+
+    /// First-fit in offset order until nothing moves: a placement in which no buffer can move
+    /// down, which the search's completeness argument says it must be able to follow.
+    fn settle(bs: &[Buffer], mut off: Vec<u64>) -> Vec<u64> {
+        loop {
+            let mut order: Vec<u32> = (0..bs.len() as u32).collect();
+            order.sort_by_key(|&i| (off[i as usize], i));
+            let next = crate::heuristics::first_fit_in_order(bs, &order);
+            if next == off {
+                return off;
+            }
+            off = next;
+        }
+    }
+
+    #[test]
+    fn settled_placements_pass_every_pruning_rule() {
+        let mut rng = Rng::new(11);
+        for round in 0..400u64 {
+            let n = 2 + (round % 90) as usize;
+            let bs: Vec<Buffer> = if round % 2 == 0 {
+                random_instance(&mut rng, n, round)
+            } else {
+                let (inst, _) = heaplab_gen::tight_with_offsets(n, round);
+                inst.buffers.into_iter().filter(|_| rng.below(5) != 0).collect()
+            };
+            let order = crate::heuristics::order(&bs, crate::heuristics::Order::Random(round));
+            let off = settle(&bs, crate::heuristics::first_fit_in_order(&bs, &order));
+            let cap = bs.iter().zip(&off).map(|(b, o)| b.size + o).max().unwrap_or(0);
+            let p = Problem::new(&bs, u64::MAX).unwrap();
+            for strategy in Strategy::portfolio() {
+                let rank = strategy;
+                let mut s = Search::new(&p, cap, strategy, Limits::default());
+                // Buffers with the same sections, size and alignment are interchangeable; the
+                // search places them in rank order, so give the lower-ranked one the lower offset.
+                let mut off = off.clone();
+                let mut by_shape: Vec<usize> = (0..bs.len()).collect();
+                let shape = |i: usize| (p.first[i], p.last[i], bs[i].size, bs[i].align_log2);
+                by_shape.sort_by_key(|&i| (shape(i), s.rank[i]));
+                for group in by_shape.chunk_by(|&a, &b| shape(a) == shape(b)) {
+                    let mut offs: Vec<u64> = group.iter().map(|&i| off[i]).collect();
+                    offs.sort_unstable();
+                    for (&i, o) in group.iter().zip(offs) {
+                        off[i] = o;
+                    }
+                }
+                let mut seq: Vec<u32> = (0..bs.len() as u32).collect();
+                seq.sort_by_key(|&i| (off[i as usize], s.rank[i as usize]));
+                if let Err(e) = s.replay(&seq, &off) {
+                    panic!("round {round} {rank:?}: {e}\n{bs:?}\n{off:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn limits_stop_the_search() {
+        let mut rng = Rng::new(7);
+        let bs = random_instance(&mut rng, 60, 1);
+        let p = Problem::new(&bs, u64::MAX).unwrap();
+        let (d, st) = p.decide(p.max_load(), Rank::TotalAreaWidth.into(), Limits { nodes: 10, ..Default::default() });
+        assert!(st.nodes <= 11);
+        assert!(matches!(d, Decision::Unknown | Decision::Found(_) | Decision::Infeasible));
+        let cancel = AtomicBool::new(true);
+        let (d, _) = p.decide(p.max_load() * 2, Rank::TotalAreaWidth.into(), Limits { cancel: Some(&cancel), ..Default::default() });
+        assert_eq!(d, Decision::Unknown);
+    }
+}
