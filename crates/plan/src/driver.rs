@@ -4,12 +4,17 @@
 //!    planned alone from offset 0, and the makespan is the largest component makespan.
 //! 2. Solve trivial components exactly (no conflicts; all sizes equal).
 //! 3. Run the greedy heuristics on every component, in parallel, keeping the best.
-//! 4. Spend the remaining time on the boxing algorithm for the components whose makespan is
-//!    above the global lower bound — only those decide the result — largest first.
+//! 4. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
+//!    whose makespan is above the global lower bound — only those decide the result — largest
+//!    first, each bootstrapped with its best heuristic makespan (passes that cannot beat it stop
+//!    early). Each component gets 60% of the time left (the last one all of it), `--iterations`
+//!    passes at most, and a seed derived from `--seed` and its index. `Algorithm::Boxing` runs
+//!    this stage alone, on every component, without bootstrapping.
 //! 5. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out.
 //!
 //! Every result is validated before it is returned; an invalid placement is a bug and panics.
 
+use crate::boxing::{self, BoxingParams, Squeeze};
 use crate::heuristics::{self, Fit, Heuristic, Order};
 use heaplab_model::Buffer;
 use rayon::prelude::*;
@@ -237,7 +242,44 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         }
     });
 
-    let boxing_iterations = 0;
+    let mut boxing_iterations = 0;
+    if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) {
+        stage("boxing");
+        // Only components above the global lower bound decide the makespan (under `Boxing`
+        // nothing has a placement yet, so every component qualifies). Largest makespan first;
+        // each gets 60% of the time left, the last one all of it, and time a component does
+        // not use (it reaches the bound or its iteration cap) goes to the next.
+        let mut queue: Vec<usize> = (0..parts.len())
+            .filter(|&i| !parts[i].exact && (parts[i].offsets.is_empty() || parts[i].makespan > lower_bound))
+            .collect();
+        queue.sort_by_key(|&i| (std::cmp::Reverse((parts[i].offsets.is_empty(), parts[i].makespan, parts[i].buffers.len())), i));
+        for (k, &i) in queue.iter().enumerate() {
+            let part = &mut parts[i];
+            let now = Instant::now();
+            let left = deadline.saturating_duration_since(now);
+            let share = if k + 1 == queue.len() { left } else { left.mul_f64(0.6) };
+            let params = BoxingParams {
+                seed: crate::rng::mix(opts.seed, i as u64),
+                iterations: opts.iterations.unwrap_or(usize::MAX),
+                deadline: Some(now + share),
+                target: lower_bound,
+                // `Boxing` runs without heuristic bootstrapping: nothing to beat but itself.
+                upper_bound: (!part.offsets.is_empty()).then_some(part.makespan),
+                squeeze: Squeeze::default(),
+            };
+            let out = boxing::plan(&part.buffers, &params);
+            boxing_iterations += out.iterations;
+            // Empty offsets: no pass beat the heuristics (never the case without a bound).
+            if !out.offsets.is_empty() {
+                let name = if out.exact { "exact (boxing prelude)".to_string() } else { "boxing".to_string() };
+                part.offer(name, out.offsets, now.elapsed().as_secs_f64());
+            }
+            if let Some(p) = progress {
+                let best = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
+                p.best.store(best, Ordering::Relaxed);
+            }
+        }
+    }
 
     stage("assembling");
     let mut offsets = vec![0u64; buffers.len()];
