@@ -3,7 +3,8 @@
 //! 1. Split the instance into independent components (time ranges no buffer crosses); each is
 //!    planned alone from offset 0, and the makespan is the largest component makespan.
 //! 2. Solve trivial components exactly (no conflicts; all sizes equal).
-//! 3. Run the greedy heuristics on every component, in parallel, keeping the best.
+//! 3. Run the greedy heuristics on every component, in parallel, keeping the best. Under `Auto`
+//!    they may not start after the first half of the time limit, which is kept for boxing.
 //! 4. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
 //!    whose makespan is above the global lower bound — only those decide the result — largest
 //!    first, each bootstrapped with its best heuristic makespan (passes that cannot beat it stop
@@ -169,6 +170,11 @@ impl Part {
 pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
     let start = Instant::now();
     let deadline = start + opts.time_limit;
+    // Under `Auto`, further heuristics may not start once they would run into the second half
+    // of the budget: that half is the boxing stage's (on 10^5 buffers the best-fit variants
+    // alone can take the whole limit, and rarely beat first-fit/size there).
+    let heuristics_deadline =
+        if opts.algorithm == Algorithm::Auto { start + opts.time_limit / 2 } else { deadline };
     let stage = |s: &str| {
         if let Some(p) = progress {
             p.set_stage(s)
@@ -215,7 +221,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         }
         // The first heuristic always runs, alone, so that there is a placement and a measure of
         // cost; a later one starts only if its predicted time (best-fit walks every gap, about
-        // three times first-fit's work) still fits before the deadline.
+        // three times first-fit's work) still fits before the heuristics' deadline.
         let Some((first, rest)) = heuristics.split_first() else { return };
         let t = Instant::now();
         let off = first.run(&part.buffers);
@@ -225,7 +231,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
             rest.par_iter()
                 .filter_map(|h| {
                     let predicted = if h.fit == Fit::Best { unit * 3 } else { unit };
-                    if Instant::now() + predicted > deadline {
+                    if Instant::now() + predicted > heuristics_deadline {
                         return None;
                     }
                     let t = Instant::now();
