@@ -39,8 +39,10 @@ fn portfolio_is_never_worse_than_its_heuristics() {
         let auto = plan(&inst.buffers, &opts(Algorithm::Auto, 1), None);
         assert!(validate(&inst.buffers, &auto.offsets).is_valid());
         assert!(auto.makespan <= h.makespan, "{}: auto {} > heuristics {}", kind.name(), auto.makespan, h.makespan);
-        if auto.makespan < h.makespan {
-            assert!(auto.algorithm.contains("boxing") && auto.boxing_iterations > 0);
+        // Better than the heuristics: boxing improved the component that decided their makespan
+        // (the one deciding now may be another), or an exact case the heuristics stage skips.
+        if auto.makespan < h.makespan && !auto.algorithm.starts_with("exact") {
+            assert!(auto.boxing_iterations > 0, "{}: {}", kind.name(), auto.algorithm);
         }
     }
 }
