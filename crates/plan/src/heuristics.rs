@@ -258,6 +258,14 @@ mod tests {
     }
 
 
+    /// A seeded LCG: `rnd(m)` is in `[0, m)`.
+    fn lcg(mut s: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 33) % m
+        }
+    }
+
     #[test]
     fn oracle_fits_honour_gaps_and_alignment() {
         let mut occ = vec![(0, 10), (20, 30), (12, 15)];
@@ -271,11 +279,7 @@ mod tests {
 
     #[test]
     fn occupancy_index_gives_exactly_the_oracle_offsets() {
-        let mut s = 5u64;
-        let mut rnd = |m: u64| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (s >> 33) % m
-        };
+        let mut rnd = lcg(5);
         for round in 0..400u64 {
             let n = (round % 60) as usize;
             let span = 1 + rnd(60);
@@ -297,11 +301,7 @@ mod tests {
 
     #[test]
     fn every_heuristic_is_valid_on_random_instances() {
-        let mut s = 77u64;
-        let mut rnd = |m: u64| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (s >> 33) % m
-        };
+        let mut rnd = lcg(77);
         for round in 0..200 {
             let n = (round % 50) as usize;
             let bs: Vec<Buffer> = (0..n)
@@ -326,11 +326,7 @@ mod tests {
 
     #[test]
     fn colouring_uses_max_live_colours_and_never_overlaps_a_colour() {
-        let mut s = 3u64;
-        let mut rnd = |m: u64| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (s >> 33) % m
-        };
+        let mut rnd = lcg(3);
         for round in 0..300 {
             let n = (round % 70) as usize;
             let spans: Vec<(u64, u64)> = (0..n)
@@ -353,11 +349,7 @@ mod tests {
 
     #[test]
     fn bounded_placement_gives_up_exactly_when_the_bound_is_exceeded() {
-        let mut s = 9u64;
-        let mut rnd = |m: u64| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (s >> 33) % m
-        };
+        let mut rnd = lcg(9);
         for round in 0..100u64 {
             let bs: Vec<Buffer> = (0..30u64)
                 .map(|i| {
