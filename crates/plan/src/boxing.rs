@@ -1009,6 +1009,23 @@ mod tests {
         }
     }
 
+    #[test]
+    fn extreme_heights_are_boxed_without_overflow() {
+        // Equal sizes an alignment does not divide (r = 1: dummy), and sizes near 2^62 next to
+        // 1 byte (r = 2^62: box heights near the top of u64).
+        let mut equal: Vec<Buffer> = (0..30u64).map(|i| Buffer::new(i, i % 7, i % 7 + 3, 24)).collect();
+        equal[3].align_log2 = 4;
+        let mut huge: Vec<Buffer> = (0..3u64).map(|i| Buffer::new(i, i, i + 2, 1 << 62)).collect();
+        huge.extend((3..20u64).map(|i| Buffer::new(i, i % 5, i % 5 + 2, 1 + i)));
+        for (bs, what) in [(equal, "equal sizes, one aligned"), (huge, "sizes near 2^62")] {
+            for seed in 0..5 {
+                let out = plan(&bs, &BoxingParams { seed, iterations: 3, ..Default::default() });
+                assert!(!out.exact, "{what}: goes through boxing");
+                check_valid(&bs, &out, what);
+            }
+        }
+    }
+
     /// Walks the boxes of one pass and checks what BA promises about them.
     fn check_boxing(arena: &Arena, top: &[u32], what: &str) {
         let h = arena.jobs[top[0] as usize].height;
