@@ -31,8 +31,9 @@
 //!
 //! Sources of variety between passes: ε (the first pass uses the calibrated ε, later passes draw ε
 //! uniformly from the legal range, the alternative the thesis proposes in 4.7.2 "Sampling many
-//! ε-values"), and Theorem 2's critical point injection (4.3.3), which picks the injected point
-//! at random.
+//! ε-values"; with a dummy job the range is a single point, though), Theorem 2's critical point
+//! injection (4.3.3), which picks the injected point at random, whether a pass injects only when
+//! needed or in every sub-problem (`Injection`), and the squeeze's fit rule ([`Squeeze`]).
 //!
 //! # Deliberate deviations from the thesis and from BA (each marked `DEVIATION` in the code)
 //! - Lifetimes are half-open tick ranges `[lower, upper)` and critical points are ticks; a job is
@@ -51,6 +52,8 @@
 //!   without boxing anything, and the full scan costs microseconds.
 //! - Theorem 16's rogue loop is capped at [`MAX_ROUNDS`] rounds (never reached in practice; it
 //!   bounds nesting depth and memory on adversarial height sequences).
+//! - Half the passes inject a random critical point into every Theorem 2 sub-problem, not only
+//!   where none of the points handed down has a live job (see `Injection`).
 //! - The last application of Corollary 15 uses `μ* = ε/(log₂ r*)²` capped at `0.99·μ_lim`
 //!   (thesis 4.3.2: BA's `ε` there may exceed 1), and box height `⌈h_max/μ*⌉`.
 //! - Unboxing tells jobs apart by height *and* content class, so the equal-height top-level boxes
@@ -281,7 +284,8 @@ fn run_pass(
     let t0 = Instant::now();
     let sched = schedule(&pre.heights, eps);
     let mut arena = Arena::new(buffers, pre.dummy);
-    let top = theorem16(&mut arena, &sched, eps, rng.next_u64());
+    let inject = if rng.below(2) == 0 { Injection::WhenNeeded } else { Injection::Always };
+    let top = theorem16(&mut arena, &sched, eps, inject, rng.next_u64());
     let t1 = Instant::now();
     let loose = unbox(&arena, &top);
     drop(arena);
@@ -452,13 +456,13 @@ fn last_mu(hmin: u64, hmax: u64, eps: f64) -> f64 {
 }
 
 /// Theorem 16: boxes every job of the arena; returns the top-level boxes, all of one height.
-fn theorem16(arena: &mut Arena, sched: &Schedule, eps: f64, seed: u64) -> Vec<u32> {
+fn theorem16(arena: &mut Arena, sched: &Schedule, eps: f64, inject: Injection, seed: u64) -> Vec<u32> {
     let mut top: Vec<u32> = (0..arena.jobs.len() as u32).collect();
     for (k, rd) in sched.rounds.iter().enumerate() {
         let (small, mut large): (Vec<u32>, Vec<u32>) =
             top.into_iter().partition(|&j| arena.jobs[j as usize].height <= rd.small);
         assert!(!small.is_empty(), "Theorem 16: a rogue round with no small jobs would never end");
-        large.extend(corollary15(arena, &small, rd.box_height, rd.mu, mix(seed, k as u64)));
+        large.extend(corollary15(arena, &small, rd.box_height, rd.mu, inject, mix(seed, k as u64)));
         top = large;
     }
     let (hmin, hmax) = top
@@ -468,7 +472,7 @@ fn theorem16(arena: &mut Arena, sched: &Schedule, eps: f64, seed: u64) -> Vec<u3
     debug_assert_eq!(hmax as f64 / hmin as f64, sched.r_star);
     let mu = last_mu(hmin, hmax, eps);
     let h = (hmax as f64 / mu).ceil() as u64;
-    corollary15(arena, &top, h, mu, mix(seed, u64::MAX))
+    corollary15(arena, &top, h, mu, inject, mix(seed, u64::MAX))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -497,7 +501,7 @@ fn rounded_height(h: u64, eps: f64) -> u64 {
 /// Corollary 15 (Z, H, ε): rounds heights, groups jobs by rounded height `h_i`, and boxes each
 /// group with Theorem 2 (box-height parameter `⌊H/h_i⌋`, real box height H). Groups are
 /// independent and run in parallel. Returns the new boxes.
-fn corollary15(arena: &mut Arena, jobs: &[u32], box_height: u64, eps: f64, seed: u64) -> Vec<u32> {
+fn corollary15(arena: &mut Arena, jobs: &[u32], box_height: u64, eps: f64, inject: Injection, seed: u64) -> Vec<u32> {
     let mut keyed: Vec<(u64, u32)> =
         jobs.iter().map(|&j| (rounded_height(arena.jobs[j as usize].height, eps), j)).collect();
     keyed.sort_unstable();
@@ -510,7 +514,7 @@ fn corollary15(arena: &mut Arena, jobs: &[u32], box_height: u64, eps: f64, seed:
         let set: Vec<u32> = class.iter().map(|&(_, j)| j).collect();
         let lo = set.iter().map(|&j| arena.jobs[j as usize].lower).min().expect("non-empty class");
         let hi = set.iter().map(|&j| arena.jobs[j as usize].upper).max().expect("non-empty class");
-        tasks.push(Task { jobs: set, lo, hi, crit: Vec::new(), per_box, unit, seed: mix(seed, c as u64) });
+        tasks.push(Task { jobs: set, lo, hi, crit: Vec::new(), per_box, unit, inject, seed: mix(seed, c as u64) });
     }
     theorem2(arena, tasks, box_height, eps)
 }
@@ -527,7 +531,24 @@ struct Task {
     per_box: u64,
     /// The rounded height h_i.
     unit: u64,
+    inject: Injection,
     seed: u64,
+}
+
+/// When Theorem 2 injects a critical point (thesis 4.3.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Injection {
+    /// Only when no job of the sub-problem is live at any of its critical points (the thesis).
+    WhenNeeded,
+    /// In every sub-problem, besides the points handed down. DEVIATION: the gap endpoints handed
+    /// down tend to lie near the ends of a sub-problem's range, where few of its jobs are live, so
+    /// each level boxes few jobs and the recursion peels slowly (depth 100–220 on random 10^5
+    /// buffers; 14 s of boxing per pass at 10^6). A random point splits the range like a
+    /// quicksort pivot: depth ~20, a fifth of the boxing time, and other boxes for the squeeze.
+    /// Over 2000 passes it did better on minimalloc F, G, H, J, K (by 1.6–7 points) and worse
+    /// on C, D (by ~1); single passes on tight 10^5 were ~0.5 point worse, on random 10^4–10^5
+    /// more spread (better best, worse median). So each pass draws one of the two rules.
+    Always,
 }
 
 /// A processed task: new boxes (contents concatenated, with their lengths) and sub-problems.
@@ -567,7 +588,7 @@ fn theorem2(arena: &mut Arena, mut tasks: Vec<Task>, box_height: u64, eps: f64) 
 /// bounds its sub-problem. DEVIATION (4.5.8): no free spaces; unresolved rows are boxed into new
 /// boxes, and only the endpoints of their gaps are handed down as critical points.
 fn process(jobs: &[Job], task: Task, eps: f64) -> Processed {
-    let Task { jobs: set, lo, hi, mut crit, per_box, unit, seed } = task;
+    let Task { jobs: set, lo, hi, mut crit, per_box, unit, inject, seed } = task;
     let span = |j: u32| (jobs[j as usize].lower, jobs[j as usize].upper);
     // Index of the first critical point at or after `lower`, and whether the job is live there.
     let first_point = |crit: &[u64], j: u32| {
@@ -577,12 +598,16 @@ fn process(jobs: &[Job], task: Task, eps: f64) -> Processed {
     };
     // Critical point injection (4.3.3): the recursion needs a point at which some job is live.
     // The point is the start of a job drawn at random (an event time at which that job is live).
-    if !set.iter().any(|&j| first_point(&crit, j).1) {
+    let needed = !set.iter().any(|&j| first_point(&crit, j).1);
+    if needed || inject == Injection::Always {
         let pick = set[Rng::new(seed).below(set.len() as u64) as usize];
         let t = span(pick).0;
         let at = crit.partition_point(|&c| c < t);
-        debug_assert!(crit.get(at) != Some(&t), "a job starting at a critical point is live there");
-        crit.insert(at, t);
+        if crit.get(at) != Some(&t) {
+            crit.insert(at, t);
+        } else {
+            debug_assert!(!needed, "a job starting at a critical point is live there");
+        }
     }
     debug_assert!(crit.windows(2).all(|w| w[0] < w[1]) && crit.iter().all(|&c| lo <= c && c < hi));
     let q = crit.len();
@@ -675,6 +700,7 @@ fn process(jobs: &[Job], task: Task, eps: f64) -> Processed {
             crit: points[a..b].to_vec(),
             per_box,
             unit,
+            inject,
             seed: mix(seed, p as u64 + 1),
         });
     }
@@ -1071,7 +1097,8 @@ mod tests {
                 let eps = if pass == 0 { pre.eps } else { pre.eps_lo + (pass as f64 / 4.0) * (pre.eps_hi - pre.eps_lo) };
                 let sched = schedule(&pre.heights, eps);
                 let mut arena = Arena::new(&bs, pre.dummy);
-                let top = theorem16(&mut arena, &sched, eps, mix(round, pass));
+                let inject = if pass % 2 == 0 { Injection::WhenNeeded } else { Injection::Always };
+                let top = theorem16(&mut arena, &sched, eps, inject, mix(round, pass));
                 check_boxing(&arena, &top, &format!("{name} round {round} pass {pass}"));
                 // Unboxing gives every buffer a loose offset inside the boxes' total height.
                 let loose = unbox(&arena, &top);
@@ -1098,7 +1125,8 @@ mod tests {
             crit.sort_unstable();
             crit.dedup();
             let per_box = 1 + g.next(4);
-            let task = Task { jobs: (0..n as u32).collect(), lo, hi, crit, per_box, unit: 1, seed: round };
+            let inject = if round % 4 < 2 { Injection::WhenNeeded } else { Injection::Always };
+            let task = Task { jobs: (0..n as u32).collect(), lo, hi, crit, per_box, unit: 1, inject, seed: round };
             let eps = [0.05, 0.3, 0.61][round as usize % 3];
             let done = process(&arena.jobs, task, eps);
             let mut seen = vec![0u32; n];
