@@ -13,7 +13,8 @@
 //!    passes at most, and seeds derived from `--seed` and its index; time left over goes back to
 //!    the component that decides the makespan (see `boxing_stage`). `Algorithm::Boxing` runs
 //!    this stage alone, on every non-trivial component, without bootstrapping.
-//! 5. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out.
+//! 5. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
+//!    component whose first heuristic already reaches the lower bound runs no other.
 //!
 //! Every result is validated before it is returned; an invalid placement is a bug and panics.
 
@@ -230,6 +231,9 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         let t = Instant::now();
         let off = first.run(&part.buffers);
         let unit = t.elapsed();
+        // At the global lower bound nothing can do better: the other heuristics are skipped.
+        let done = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0) <= lower_bound;
+        let rest = if done { &[][..] } else { rest };
         let mut results = vec![(first.name(), off, unit.as_secs_f64())];
         results.extend(
             rest.par_iter()
