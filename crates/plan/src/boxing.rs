@@ -25,9 +25,9 @@
 //! thread timing or hash order. Parallel work (the size classes of Corollary 15 and the sub-
 //! problems `X_i` of Theorem 2, thesis 4.5.9) runs as rayon maps whose results are collected in
 //! order, so a pass gives the same boxes on any number of threads. Passes themselves run in
-//! parallel batches of one per thread, merged in pass order (see [`plan`]): the same seed and
-//! thread count give the same plan, provided the iteration cap rather than the deadline ends the
-//! run.
+//! parallel batches of one per thread (fewer when they would hold over 2^20 buffers in all),
+//! merged in pass order (see [`plan`]): the same seed and thread count give the same plan,
+//! provided the iteration cap rather than the deadline ends the run.
 //!
 //! Sources of variety between passes: ε (the first pass uses the calibrated ε, later passes draw ε
 //! uniformly from the legal range, the alternative the thesis proposes in 4.7.2 "Sampling many
@@ -77,6 +77,9 @@ pub const MIN_RATIO: f64 = 2216.53;
 
 /// Safety cap on Theorem 16's rogue rounds (see the module's deviations).
 pub const MAX_ROUNDS: usize = 64;
+
+/// Buffers that concurrent passes may hold at once (see [`plan`]).
+const MAX_IN_FLIGHT: usize = 1 << 20;
 
 /// ε values tried by the calibration (each one 1% of the remaining range above the last).
 const CALIBRATION_STEPS: usize = 500;
@@ -203,11 +206,14 @@ pub fn plan(buffers: &[Buffer], params: &BoxingParams) -> BoxingOutcome {
     // The makespan a pass must beat.
     let mut best = params.upper_bound.unwrap_or(u64::MAX);
     // DEVIATION (4.5.5 runs passes one after the other): passes are independent but for the
-    // bound of the early stop, so they run in batches of one per thread, all with the bound
-    // known when the batch starts, and are merged in pass order. The result depends on the seed
+    // bound of the early stop, so they run in batches of one per thread (fewer for large
+    // instances), all with the bound known when the batch starts, and are merged in pass order. The result depends on the seed
     // and the thread count, never on timing (except through the deadline, which decides how many
     // batches run and may cut a squeeze short).
-    let threads = rayon::current_num_threads().max(1);
+    // At most MAX_IN_FLIGHT buffers' worth of concurrent passes: each holds an arena and an
+    // occupancy index (~400 B a buffer at 10^6), and at 10^6 buffers two concurrent squeezes
+    // were measured 2.4 times slower each than one alone (memory-bound), i.e. slower overall.
+    let threads = rayon::current_num_threads().clamp(1, (MAX_IN_FLIGHT / buffers.len()).max(1));
     let unlimited = params.deadline.is_none() && params.iterations == usize::MAX;
     let mut pass = 0usize;
     while pass < params.iterations {
