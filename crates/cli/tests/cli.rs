@@ -1,6 +1,6 @@
 //! End-to-end tests of the `heaplab` binary: bad input gets exit 2 with file, line and field and
 //! leaves no output behind; plans are checked by `heaplab check` and by an independent quadratic
-//! checker written here; the shared benchmark set is planned within the default time limit.
+//! checker written here; the shared benchmark set is planned within a short time limit.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -259,7 +259,7 @@ fn same_seed_same_plan() {
     assert_eq!(run("a.csv"), run("b.csv"));
 }
 
-/// The 13 shared instances: valid output within the default time limit, max load as published.
+/// The 13 shared instances: valid output within a short time limit, max load as published.
 #[test]
 fn shared_benchmarks_plan_validly() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/benchmarks");
@@ -280,7 +280,8 @@ fn shared_benchmarks_plan_validly() {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         let out = d.join(&name).to_string_lossy().into_owned();
         let t = std::time::Instant::now();
-        let r = heaplab(&["plan", f.to_str().unwrap(), "-o", &out, "--json", "--time-limit", "1"]);
+        // Boxing uses the whole time limit unless it proves a plan optimal: keep it short.
+        let r = heaplab(&["plan", f.to_str().unwrap(), "-o", &out, "--json", "--time-limit", "0.2"]);
         assert_eq!(r.code, 0, "{name}: {}", r.stderr);
         assert!(t.elapsed().as_secs_f64() < 10.0, "{name} took {:?}", t.elapsed());
         let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();

@@ -2,14 +2,23 @@
 //!
 //! 1. Split the instance into independent components (time ranges no buffer crosses); each is
 //!    planned alone from offset 0, and the makespan is the largest component makespan.
-//! 2. Solve trivial components exactly (no conflicts; all sizes equal).
-//! 3. Run the greedy heuristics on every component, in parallel, keeping the best.
-//! 4. Spend the remaining time on the boxing algorithm for the components whose makespan is
-//!    above the global lower bound — only those decide the result — largest first.
-//! 5. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out.
+//! 2. Solve trivial components exactly (no conflicts; all sizes equal), except when a single
+//!    heuristic or the heuristics alone were asked for.
+//! 3. Run the greedy heuristics on every component, in parallel, keeping the best. Under `Auto`
+//!    they may not start after the first half of the time limit, which is kept for boxing.
+//! 4. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
+//!    whose makespan is above the global lower bound — only those decide the result — largest
+//!    first, each bootstrapped with its best heuristic makespan (passes that cannot beat it stop
+//!    early). Each component gets 60% of the time left (the last one all of it), `--iterations`
+//!    passes at most, and seeds derived from `--seed` and its index; time left over goes back to
+//!    the component that decides the makespan (see `boxing_stage`). `Algorithm::Boxing` runs
+//!    this stage alone, on every non-trivial component, without bootstrapping.
+//! 5. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
+//!    component whose first heuristic already reaches the lower bound runs no other.
 //!
 //! Every result is validated before it is returned; an invalid placement is a bug and panics.
 
+use crate::boxing::{self, BoxingParams, Squeeze};
 use crate::heuristics::{self, Fit, Heuristic, Order};
 use heaplab_model::Buffer;
 use rayon::prelude::*;
@@ -164,6 +173,11 @@ impl Part {
 pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
     let start = Instant::now();
     let deadline = start + opts.time_limit;
+    // Under `Auto`, further heuristics may not start once they would run into the second half
+    // of the budget: that half is the boxing stage's (on 10^5 buffers the best-fit variants
+    // alone can take the whole limit, and rarely beat first-fit/size there).
+    let heuristics_deadline =
+        if opts.algorithm == Algorithm::Auto { start + opts.time_limit / 2 } else { deadline };
     let stage = |s: &str| {
         if let Some(p) = progress {
             p.set_stage(s)
@@ -196,7 +210,9 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         Algorithm::Boxing => Vec::new(),
     };
     parts.par_iter_mut().for_each(|part| {
-        if matches!(opts.algorithm, Algorithm::Auto) {
+        // Exact cases first (also under `Boxing`, whose own prelude would solve them anyway, so
+        // that they do not take a share of the boxing time).
+        if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) {
             let t = Instant::now();
             if let Some(off) = heuristics::solve_conflict_free(&part.buffers) {
                 part.offer("exact: no conflicts".into(), off, t.elapsed().as_secs_f64());
@@ -210,17 +226,20 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         }
         // The first heuristic always runs, alone, so that there is a placement and a measure of
         // cost; a later one starts only if its predicted time (best-fit walks every gap, about
-        // three times first-fit's work) still fits before the deadline.
+        // three times first-fit's work) still fits before the heuristics' deadline.
         let Some((first, rest)) = heuristics.split_first() else { return };
         let t = Instant::now();
         let off = first.run(&part.buffers);
         let unit = t.elapsed();
+        // At the global lower bound nothing can do better: the other heuristics are skipped.
+        let done = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0) <= lower_bound;
+        let rest = if done { &[][..] } else { rest };
         let mut results = vec![(first.name(), off, unit.as_secs_f64())];
         results.extend(
             rest.par_iter()
                 .filter_map(|h| {
                     let predicted = if h.fit == Fit::Best { unit * 3 } else { unit };
-                    if Instant::now() + predicted > deadline {
+                    if Instant::now() + predicted > heuristics_deadline {
                         return None;
                     }
                     let t = Instant::now();
@@ -237,7 +256,11 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         }
     });
 
-    let boxing_iterations = 0;
+    let mut boxing_iterations = 0;
+    if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) {
+        stage("boxing");
+        boxing_iterations = boxing_stage(&mut parts, opts, lower_bound, deadline, progress);
+    }
 
     stage("assembling");
     let mut offsets = vec![0u64; buffers.len()];
@@ -261,4 +284,79 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         offsets,
         seconds: start.elapsed().as_secs_f64(),
     }
+}
+
+/// The boxing stage of [`plan`]; returns the passes run.
+///
+/// Only components above the global lower bound decide the makespan (under `Boxing` nothing but
+/// the exact cases has a placement yet, so every other component qualifies). First round:
+/// largest makespan first (under `Boxing`: most buffers first), each getting 60% of the time
+/// left (the last one all of it) and aiming at the makespan already settled elsewhere (the
+/// lower bound, the components outside the queue and those done before it). Then, while time
+/// is left — a component may stop early at its target or iteration cap — the component that
+/// decides the makespan gets more passes (new seeds), until it no longer decides it alone, its
+/// cap is used up, or time runs out.
+fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, lower_bound: u64, deadline: Instant, progress: Option<&Progress>) -> usize {
+    let mut queue: Vec<usize> = (0..parts.len())
+        .filter(|&i| !parts[i].exact && (parts[i].offsets.is_empty() || parts[i].makespan > lower_bound))
+        .collect();
+    queue.sort_by_key(|&i| (std::cmp::Reverse((parts[i].offsets.is_empty(), parts[i].makespan, parts[i].buffers.len())), i));
+    let cap = opts.iterations.unwrap_or(usize::MAX);
+    let mut used = vec![0usize; parts.len()];
+    let mut total = 0;
+    // Runs boxing on part `i` for `share` of the time left, aiming at `target`; returns the passes.
+    let run = |parts: &mut [Part], used: &mut [usize], i: usize, round: u64, share: f64, target: u64| {
+        let part = &mut parts[i];
+        let now = Instant::now();
+        let left = deadline.saturating_duration_since(now);
+        let params = BoxingParams {
+            seed: crate::rng::mix(crate::rng::mix(opts.seed, i as u64), round),
+            iterations: cap - used[i],
+            deadline: Some(now + left.mul_f64(share)),
+            target,
+            // `Boxing` runs without heuristic bootstrapping: nothing to beat but itself.
+            upper_bound: (!part.offsets.is_empty()).then_some(part.makespan),
+            squeeze: Squeeze::default(),
+        };
+        let out = boxing::plan(&part.buffers, &params);
+        used[i] += out.iterations;
+        // Empty offsets: no pass beat the bound (never the case without one).
+        if !out.offsets.is_empty() {
+            let name = if out.exact { "exact (boxing prelude)".to_string() } else { "boxing".to_string() };
+            part.offer(name, out.offsets, now.elapsed().as_secs_f64());
+        }
+        if let Some(p) = progress {
+            p.best.store(parts.iter().map(|p| p.makespan).max().unwrap_or(0), Ordering::Relaxed);
+        }
+        out.iterations
+    };
+    let mut queued = vec![false; parts.len()];
+    queue.iter().for_each(|&i| queued[i] = true);
+    let mut settled = settled_outside(parts, &queued, lower_bound);
+    for (k, &i) in queue.iter().enumerate() {
+        if parts[i].offsets.is_empty() || parts[i].makespan > settled {
+            let share = if k + 1 == queue.len() { 1.0 } else { 0.6 };
+            total += run(parts, &mut used, i, 0, share, settled);
+        }
+        settled = settled.max(parts[i].makespan);
+    }
+    for round in 1.. {
+        let Some(&i) = queue.iter().max_by_key(|&&i| (parts[i].makespan, std::cmp::Reverse(i))) else { break };
+        let others = queue.iter().filter(|&&j| j != i).map(|&j| parts[j].makespan).max().unwrap_or(0);
+        let others = others.max(settled_outside(parts, &queued, lower_bound));
+        if parts[i].makespan <= others || used[i] >= cap || Instant::now() >= deadline {
+            break;
+        }
+        let passes = run(parts, &mut used, i, round, 1.0, others);
+        total += passes;
+        if passes == 0 {
+            break;
+        }
+    }
+    total
+}
+
+/// The largest makespan among components outside the boxing queue, or the lower bound.
+fn settled_outside(parts: &[Part], queued: &[bool], lower_bound: u64) -> u64 {
+    parts.iter().zip(queued).filter(|(_, &q)| !q).map(|(p, _)| p.makespan).max().unwrap_or(0).max(lower_bound)
 }

@@ -108,18 +108,39 @@ pub fn first_fit_in_order(buffers: &[Buffer], order: &[u32]) -> Vec<u64> {
 
 /// Places buffers in `order` with the given fit rule.
 pub fn place_in_order(buffers: &[Buffer], order: &[u32], fit: Fit) -> Vec<u64> {
+    place_in_order_bounded(buffers, order, fit, u64::MAX, None).expect("an unbounded placement always completes")
+}
+
+/// [`place_in_order`] that gives up (returns `None`) as soon as a buffer's top `offset + size`
+/// would exceed `max_makespan`, or once `deadline` has passed (checked every few thousand
+/// buffers). The boxing algorithm's early stop: a pass that cannot beat the best makespan known
+/// so far is abandoned instead of finished. When it returns `Some`, the offsets are exactly
+/// those of [`place_in_order`].
+pub fn place_in_order_bounded(
+    buffers: &[Buffer],
+    order: &[u32],
+    fit: Fit,
+    max_makespan: u64,
+    deadline: Option<std::time::Instant>,
+) -> Option<Vec<u64>> {
     let mut occ = Occupancy::new(buffers);
     let mut offsets = vec![0u64; buffers.len()];
-    for &i in order {
+    for (k, &i) in order.iter().enumerate() {
+        if k % 4096 == 4095 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return None;
+        }
         let b = &buffers[i as usize];
         let off = match fit {
             Fit::First => occ.lowest_fit(b),
             Fit::Best => occ.tightest_fit(b),
         };
+        if off.saturating_add(b.size) > max_makespan {
+            return None;
+        }
         offsets[i as usize] = off;
         occ.insert(b, off);
     }
-    offsets
+    Some(offsets)
 }
 
 /// Exact solution when no two buffers conflict: everything at offset 0.
@@ -134,22 +155,44 @@ pub fn solve_equal_sizes(buffers: &[Buffer]) -> Option<Vec<u64>> {
     if buffers.iter().any(|b| b.size != size || size % b.alignment() != 0) {
         return None;
     }
-    let sweep = heaplab_sweep::Sweep::new(buffers);
-    let mut colour = vec![0u64; buffers.len()];
-    let mut free: std::collections::BinaryHeap<std::cmp::Reverse<u64>> = Default::default();
-    let mut next = 0u64;
-    for (_, e) in sweep.events(buffers) {
-        match e {
-            heaplab_sweep::Event::Free(i) => free.push(std::cmp::Reverse(colour[i])),
-            heaplab_sweep::Event::Alloc(i) => {
-                colour[i] = free.pop().map(|r| r.0).unwrap_or_else(|| {
-                    next += 1;
-                    next - 1
-                })
+    let spans: Vec<(u64, u64)> = buffers.iter().map(|b| (b.lower, b.upper)).collect();
+    let (colour, _) = colour_intervals(&spans);
+    Some(colour.into_iter().map(|c| c as u64 * size).collect())
+}
+
+/// Greedy interval graph colouring of half-open spans `[lower, upper)`: spans taken by start
+/// (then index), each given the lowest colour freed by a span that ended at or before its start,
+/// else a new one. Spans of one colour never intersect, and the number of colours (returned
+/// second) is the maximum number of spans live at once, which is optimal. O(n log n).
+///
+/// The one colouring of the crate: equal-size placement above, and the rows of the boxing
+/// algorithm (Theorem 2's packing of unresolved jobs, unboxing's same-size sets).
+pub fn colour_intervals(spans: &[(u64, u64)]) -> (Vec<u32>, u32) {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut by_start: Vec<u32> = (0..spans.len() as u32).collect();
+    by_start.sort_unstable_by_key(|&i| (spans[i as usize].0, i));
+    let mut colour = vec![0u32; spans.len()];
+    let mut live: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new(); // (upper, colour)
+    let mut free: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
+    let mut next = 0u32;
+    for i in by_start {
+        let (lower, upper) = spans[i as usize];
+        while let Some(&Reverse((end, c))) = live.peek() {
+            if end > lower {
+                break;
             }
+            live.pop();
+            free.push(Reverse(c));
         }
+        let c = free.pop().map(|r| r.0).unwrap_or_else(|| {
+            next += 1;
+            next - 1
+        });
+        colour[i as usize] = c;
+        live.push(Reverse((upper, c)));
     }
-    Some(colour.into_iter().map(|c| c * size).collect())
+    (colour, next)
 }
 
 #[cfg(test)]
@@ -215,6 +258,14 @@ mod tests {
     }
 
 
+    /// A seeded LCG: `rnd(m)` is in `[0, m)`.
+    fn lcg(mut s: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 33) % m
+        }
+    }
+
     #[test]
     fn oracle_fits_honour_gaps_and_alignment() {
         let mut occ = vec![(0, 10), (20, 30), (12, 15)];
@@ -228,11 +279,7 @@ mod tests {
 
     #[test]
     fn occupancy_index_gives_exactly_the_oracle_offsets() {
-        let mut s = 5u64;
-        let mut rnd = |m: u64| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (s >> 33) % m
-        };
+        let mut rnd = lcg(5);
         for round in 0..400u64 {
             let n = (round % 60) as usize;
             let span = 1 + rnd(60);
@@ -254,11 +301,7 @@ mod tests {
 
     #[test]
     fn every_heuristic_is_valid_on_random_instances() {
-        let mut s = 77u64;
-        let mut rnd = |m: u64| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (s >> 33) % m
-        };
+        let mut rnd = lcg(77);
         for round in 0..200 {
             let n = (round % 50) as usize;
             let bs: Vec<Buffer> = (0..n)
@@ -278,6 +321,50 @@ mod tests {
                 assert!(v.is_valid(), "{} {}", h.name(), v.describe(&bs, &off));
                 assert!(v.makespan >= ml);
             }
+        }
+    }
+
+    #[test]
+    fn colouring_uses_max_live_colours_and_never_overlaps_a_colour() {
+        let mut rnd = lcg(3);
+        for round in 0..300 {
+            let n = (round % 70) as usize;
+            let spans: Vec<(u64, u64)> = (0..n)
+                .map(|_| {
+                    let lo = rnd(50);
+                    (lo, lo + 1 + rnd(if round % 2 == 0 { 3 } else { 30 }))
+                })
+                .collect();
+            let (colour, k) = colour_intervals(&spans);
+            let bs: Vec<Buffer> = spans.iter().enumerate().map(|(i, &(l, u))| Buffer::new(i as u64, l, u, 1)).collect();
+            assert_eq!(k as usize, heaplab_sweep::max_live(&bs));
+            for i in 0..n {
+                assert!(colour[i] < k);
+                for j in 0..i {
+                    assert!(colour[i] != colour[j] || !bs[i].conflicts(&bs[j]));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bounded_placement_gives_up_exactly_when_the_bound_is_exceeded() {
+        let mut rnd = lcg(9);
+        for round in 0..100u64 {
+            let bs: Vec<Buffer> = (0..30u64)
+                .map(|i| {
+                    let lo = rnd(30);
+                    let mut b = Buffer::new(i, lo, lo + 1 + rnd(10), 1 + rnd(500));
+                    b.align_log2 = rnd(4) as u8;
+                    b
+                })
+                .collect();
+            let fit = if round % 2 == 0 { Fit::First } else { Fit::Best };
+            let ord = order(&bs, Order::Random(round));
+            let full = place_in_order(&bs, &ord, fit);
+            let m = validate(&bs, &full).makespan;
+            assert_eq!(place_in_order_bounded(&bs, &ord, fit, m, None), Some(full));
+            assert_eq!(place_in_order_bounded(&bs, &ord, fit, m - 1, None), None);
         }
     }
 

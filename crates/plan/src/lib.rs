@@ -3,6 +3,7 @@
 //! boxing algorithm of Buchsbaum et al. ([`boxing`]) and the portfolio [`driver`] that splits an
 //! instance into independent components and runs all of these within a time limit.
 
+pub mod boxing;
 pub mod driver;
 pub mod exact;
 pub mod heuristics;

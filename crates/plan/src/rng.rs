@@ -44,3 +44,14 @@ impl Rng {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
+
+/// A seed derived from `seed` and a tag (an iteration number, a subproblem index, …): the
+/// splitmix64 finaliser of their combination. Subproblems seeded this way draw the same numbers
+/// whichever thread runs them and in whatever order, which keeps parallel stochastic algorithms
+/// reproducible from one `--seed`.
+pub fn mix(seed: u64, tag: u64) -> u64 {
+    let mut z = seed ^ tag.wrapping_add(0x9e37_79b9_7f4a_7c15).wrapping_mul(0xd6e8_feb8_6659_fd93);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

@@ -154,7 +154,7 @@ mod tests {
 
     fn brute_valid(bs: &[Buffer], off: &[u64]) -> bool {
         for i in 0..bs.len() {
-            if off[i] % bs[i].alignment() != 0 {
+            if !off[i].is_multiple_of(bs[i].alignment()) {
                 return false;
             }
             for j in 0..i {
