@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,7 +56,7 @@ enum {
 #define F_X 0x40   /* alloc ops: result NULL; realloc ops: input pointer NULL */
 #define F_RAW 0x80 /* pointer deltas are in bytes (else in 16-byte units) */
 enum { ORIGIN_ROOT = 0, ORIGIN_FORK = 1, ORIGIN_IMAGE = 2 };
-enum { END_EXIT = 1, END__EXIT = 2, END_SIGNAL = 3 };
+enum { END_EXIT = 1, END__EXIT = 2, END_SIGNAL = 3, END_EXEC = 4 };
 
 #define CLOCK_SHIFT 10          /* timestamps in units of 1024 ns */
 #define SEG_SIZE (1u << 20)     /* file mapped in 1 MiB segments */
@@ -79,6 +80,11 @@ static void *(*real_valloc)(size_t);
 static void *(*real_pvalloc)(size_t);
 static size_t (*real_usable)(void *);
 static void (*real__exit)(int) __attribute__((noreturn));
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execv)(const char *, char *const[]);
+static int (*real_execvp)(const char *, char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static int (*real_fexecve)(int, char *const[], char *const[]);
 
 /* ---- bootstrap arena: serves dlsym's own requests before the real functions are known ---- */
 static _Alignas(16) unsigned char boot_arena[1 << 16];
@@ -203,7 +209,8 @@ static int ensure_fd(void) {
 static int grow(uint64_t need) {
     if (need <= file_size) return 0;
     /* After the trailer only stragglers (other libraries' destructors) remain: grow exactly. */
-    uint64_t target = trailer_done ? need : (need + GROW_STEP - 1) / GROW_STEP * GROW_STEP;
+    uint64_t step = file_size < 4 * GROW_STEP ? 4096 : GROW_STEP; /* small processes stay small */
+    uint64_t target = trailer_done ? need : (need + step - 1) / step * step;
     if (ensure_fd() != 0) return -1;
     int r = fallocate(fd, 0, (off_t)file_size, (off_t)(target - file_size));
     if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS)) r = ftruncate(fd, (off_t)target);
@@ -511,6 +518,11 @@ static void resolve(void) {
     real_pvalloc = dlsym(RTLD_NEXT, "pvalloc");
     real_usable = dlsym(RTLD_NEXT, "malloc_usable_size");
     real__exit = dlsym(RTLD_NEXT, "_exit");
+    real_execve = dlsym(RTLD_NEXT, "execve");
+    real_execv = dlsym(RTLD_NEXT, "execv");
+    real_execvp = dlsym(RTLD_NEXT, "execvp");
+    real_execvpe = dlsym(RTLD_NEXT, "execvpe");
+    real_fexecve = dlsym(RTLD_NEXT, "fexecve");
     if (!real_malloc || !real_free || !real_calloc || !real_realloc || !real_usable || !real_posix_memalign) {
         say("heaplab trace: cannot find the real malloc functions; aborting\n");
         syscall(SYS_exit_group, 127);
@@ -1077,3 +1089,77 @@ EXPORT void _exit(int status) {
     __builtin_unreachable();
 }
 EXPORT void _Exit(int status) { _exit(status); }
+
+/* exec replaces the image: the mapping already holds every event, but the trailer (peak RSS,
+ * module map) and the trimmed file length are written here first. glibc's own internal exec
+ * calls (inside execvp, posix_spawn) are not interposable; those images' files keep a zero
+ * tail, which readers treat as the end. */
+static void before_exec(void) {
+    if (init_state == 2 && !T.busy) write_trailer(END_EXEC, 0, 0);
+}
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+    before_exec();
+    if (!real_execve) return (int)syscall(SYS_execve, path, argv, envp);
+    return real_execve(path, argv, envp);
+}
+EXPORT int execv(const char *path, char *const argv[]) {
+    before_exec();
+    extern char **environ;
+    return real_execv ? real_execv(path, argv) : execve(path, argv, environ);
+}
+EXPORT int execvp(const char *file, char *const argv[]) {
+    before_exec();
+    if (!real_execvp) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real_execvp(file, argv);
+}
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    before_exec();
+    if (!real_execvpe) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real_execvpe(file, argv, envp);
+}
+EXPORT int fexecve(int fdesc, char *const argv[], char *const envp[]) {
+    before_exec();
+    if (!real_fexecve) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real_fexecve(fdesc, argv, envp);
+}
+
+/* The execl family takes its arguments as varargs: gather them (on the stack) and pass on. */
+#define GATHER(first, extra_env)                                                   \
+    va_list ap;                                                                    \
+    size_t n = 1;                                                                  \
+    va_start(ap, first);                                                           \
+    while (va_arg(ap, char *)) n++;                                                \
+    va_end(ap);                                                                    \
+    if (n > 65536) {                                                               \
+        errno = E2BIG;                                                             \
+        return -1;                                                                 \
+    }                                                                              \
+    char *args[n + 1];                                                             \
+    args[0] = (char *)first;                                                       \
+    va_start(ap, first);                                                           \
+    for (size_t i = 1; i <= n; i++) args[i] = va_arg(ap, char *);                  \
+    extra_env;                                                                     \
+    va_end(ap)
+
+EXPORT int execl(const char *path, const char *arg, ...) {
+    GATHER(arg, (void)0);
+    return execv(path, args);
+}
+EXPORT int execlp(const char *file, const char *arg, ...) {
+    GATHER(arg, (void)0);
+    return execvp(file, args);
+}
+EXPORT int execle(const char *path, const char *arg, ...) {
+    char *const *envp;
+    GATHER(arg, envp = va_arg(ap, char *const *));
+    return execve(path, args, envp);
+}

@@ -51,7 +51,7 @@
 //! window (result, else input). A realloc takes two sequence numbers: `seq` before the call (the
 //! old block is released) and `seq2` after it (the new block exists).
 //!
-//! **Trailer** (`T` payload, written at exit, `_exit` or a fatal signal): varints end kind
+//! **Trailer** (`T` payload, written at exit, `_exit`, exec or a fatal signal): varints end kind
 //! ([`EndKind`]), exit status or signal, sequence numbers used, end timestamp, VmHWM kB, VmPeak
 //! kB, free(NULL) calls, module count (then per module: start, end, file offset, path length,
 //! path bytes), and the marker `HLTEND`. Events may follow the trailer (other libraries'
@@ -172,6 +172,8 @@ pub enum EndKind {
     UnderscoreExit(i64),
     /// A fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT), with its number.
     Signal(i64),
+    /// An exec call replaced the program (a later image writes its own trace).
+    Exec,
     /// A code this reader does not know.
     Other(u64, i64),
 }
@@ -183,6 +185,7 @@ impl EndKind {
             1 => EndKind::Exit,
             2 => EndKind::UnderscoreExit(code),
             3 => EndKind::Signal(code),
+            4 => EndKind::Exec,
             k => EndKind::Other(k, code),
         }
     }
