@@ -174,6 +174,18 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
         preload = format!("{preload}:{}", old.to_string_lossy());
     }
     let follow = !a.no_follow_exec;
+    // The tracer's settings travel in one variable (lines of key=value), read at its start.
+    let settings = format!(
+        "out={}\nroot={}\ndepth={}\nfollow={}\nlib={}",
+        output.display(),
+        tmp.display(),
+        a.stack_depth,
+        u8::from(follow),
+        lib.display()
+    );
+    if settings.lines().count() != 5 {
+        return Err(Failure::Input(format!("{}: a trace path cannot contain a newline", a.output)));
+    }
     let t0 = Instant::now();
     let status = {
         let _quiet = IgnoreInterrupts::new();
@@ -181,11 +193,7 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
             .arg0(program)
             .args(&a.command[1..])
             .env("LD_PRELOAD", &preload)
-            .env("HEAPLAB_TRACE_OUT", &output)
-            .env("HEAPLAB_TRACE_ROOT", &tmp)
-            .env("HEAPLAB_TRACE_STACK_DEPTH", a.stack_depth.to_string())
-            .env("HEAPLAB_TRACE_FOLLOW_EXEC", if follow { "1" } else { "0" })
-            .env("HEAPLAB_TRACE_LIB", &lib)
+            .env("HEAPLAB_TRACE", &settings)
             .status()
     };
     let wall = t0.elapsed().as_secs_f64();

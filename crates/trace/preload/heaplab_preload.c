@@ -549,8 +549,12 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
     trace_pid = (pid_t)syscall(SYS_getpid);
     int f = -1;
     if (root_path && *root_path) {
+        /* Only the first image of the started process gets the root name. */
         f = open(root_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (f >= 0) cat(out_path, sizeof out_path, 0, root_path);
+        if (f >= 0) {
+            cat(out_path, sizeof out_path, 0, root_path);
+            origin = ORIGIN_ROOT;
+        }
     }
     for (unsigned k = 0; f < 0 && k < 1000; k++) {
         size_t n = cat(out_path, sizeof out_path, 0, stem);
@@ -838,13 +842,29 @@ static void do_init(void) {
     T.busy = 1;
     resolve();
     page_size = sysconf(_SC_PAGESIZE);
-    const char *out = getenv("HEAPLAB_TRACE_OUT");
-    if (out && *out) {
-        const char *root = getenv("HEAPLAB_TRACE_ROOT");
-        const char *depth = getenv("HEAPLAB_TRACE_STACK_DEPTH");
-        const char *follow = getenv("HEAPLAB_TRACE_FOLLOW_EXEC");
-        const char *lib = getenv("HEAPLAB_TRACE_LIB");
-        if (depth) {
+    /* One variable, so the traced program's environment grows by as little as heaptrack's
+     * does: lines of KEY=VALUE (out, root, depth, follow, lib). */
+    const char *conf = getenv("HEAPLAB_TRACE");
+    static char out[4096], root[4096], lib[4096], depth[16], follow[4];
+    if (conf) {
+        for (const char *l = conf; *l;) {
+            const char *e = strchr(l, '\n');
+            if (!e) e = l + strlen(l);
+            struct { const char *key; char *dst; size_t cap; } keys[] = {
+                {"out=", out, sizeof out}, {"root=", root, sizeof root}, {"lib=", lib, sizeof lib},
+                {"depth=", depth, sizeof depth}, {"follow=", follow, sizeof follow}};
+            for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+                size_t kl = strlen(keys[k].key), vl = (size_t)(e - l) - kl;
+                if ((size_t)(e - l) >= kl && memcmp(l, keys[k].key, kl) == 0 && vl < keys[k].cap) {
+                    memcpy(keys[k].dst, l + kl, vl);
+                    keys[k].dst[vl] = 0;
+                }
+            }
+            l = *e ? e + 1 : e;
+        }
+    }
+    if (*out) {
+        if (*depth) {
             int d = 0;
             for (const char *c = depth; *c >= '0' && *c <= '9'; c++) d = d * 10 + (*c - '0');
             stack_depth = d > MAX_DEPTH ? MAX_DEPTH : d;
@@ -859,11 +879,11 @@ static void do_init(void) {
                 backtrace(warm, 4); /* loads the unwinder now, untraced */
             }
         }
-        if (follow && follow[0] == '0' && lib) unpreload_self(lib);
+        if (follow[0] == '0') unpreload_self(lib);
         exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
         pthread_atfork(fork_prepare, fork_parent, fork_child);
         pthread_mutex_lock(&lock);
-        int ok = open_trace(root, root && *root ? ORIGIN_ROOT : ORIGIN_IMAGE, 0, 0) == 0;
+        int ok = open_trace(root, ORIGIN_IMAGE, 0, 0) == 0;
         pthread_mutex_unlock(&lock);
         if (ok) install_fatal_handlers();
     }
