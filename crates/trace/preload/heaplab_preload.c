@@ -689,7 +689,8 @@ static void write_trailer(int kind, int code, int from_signal) {
     p += 2; /* module count, filled below as a fixed two-byte varint */
     unsigned mods = 0;
     const char *line = maps;
-    while (*line && mods < 4000 && p < body + scap - 4200) {
+    /* The module map only serves to symbolise call sites: skipped when none are recorded. */
+    while (stack_depth && *line && mods < 4000 && p < body + scap - 4200) {
         const char *eol = strchr(line, '\n');
         if (!eol) eol = line + strlen(line);
         const char *s = line;

@@ -22,9 +22,8 @@
 
 use crate::format::Op;
 use crate::reader::{Half, TraceReader};
-use crate::stats::{TraceStats, Tracker};
+use crate::stats::{AddressMap, TraceStats, Tracker};
 use heaplab_model::{Buffer, Instance};
-use std::collections::HashMap;
 use std::io::Read;
 
 /// The time axis of the converted instance.
@@ -166,7 +165,7 @@ impl Builder {
 pub fn analyse<R: Read>(reader: &mut TraceReader<R>, convert: Option<&ConvertOptions>) -> Analysis {
     let header = reader.header().clone();
     let mut tracker = Tracker::new(header.page_size);
-    let mut live: HashMap<u64, LiveBlock> = HashMap::new();
+    let mut live: AddressMap<LiveBlock> = AddressMap::default();
     let mut b = convert.map(|o| Builder {
         opts: *o,
         page: header.page_size.max(1) as u64,

@@ -260,7 +260,6 @@ struct Window {
     end: usize,
     tid: u32,
     sites: bool,
-    payload_at: u64,
     state: Delta,
     next: Option<Event>,
 }
@@ -350,6 +349,23 @@ fn decode(buf: &[u8], pos: &mut usize, st: &mut Delta, tid: u32, sites: bool) ->
         st.last_ptr = e.ptr_in;
     }
     Ok(Some(Item::Event(e)))
+}
+
+/// Decodes the window's next event into `w.next`; false when it has none.
+fn pull(w: &mut Window) -> bool {
+    while w.pos < w.end {
+        // Validated when loaded; a failure here cannot happen, but would end the window.
+        match decode(&w.buf[..w.end], &mut w.pos, &mut w.state, w.tid, w.sites) {
+            Ok(Some(Item::Event(e))) => {
+                w.next = Some(e);
+                return true;
+            }
+            Ok(Some(Item::Site(_))) => {}
+            _ => break,
+        }
+    }
+    w.next = None;
+    false
 }
 
 /// A record header as read from the file.
@@ -649,8 +665,8 @@ impl<R: Read> TraceReader<R> {
             let at = payload_at + got as u64;
             self.damage(at, format!("truncated: the file ends at byte {at}, inside thread {}'s window at byte {}", head.tid, head.offset), head.floor);
         }
-        let mut w = Window { buf, pos: 0, end: pos, tid: head.tid, sites, payload_at, state: start, next: None };
-        if self.pull(&mut w) {
+        let mut w = Window { buf, pos: 0, end: pos, tid: head.tid, sites, state: start, next: None };
+        if pull(&mut w) {
             let key = w.next.map(|e| e.seq).unwrap_or(u64::MAX);
             let slot = match self.free_slots.pop() {
                 Some(s) => {
@@ -667,24 +683,6 @@ impl<R: Read> TraceReader<R> {
         if !self.exhausted {
             self.advance_lookahead();
         }
-    }
-
-    /// Decodes the window's next event into `w.next`; false when it has none.
-    fn pull(&mut self, w: &mut Window) -> bool {
-        while w.pos < w.end {
-            // Validated already; a failure here cannot happen, but is treated as the end.
-            match decode(&w.buf[..w.end], &mut w.pos, &mut w.state, w.tid, w.sites) {
-                Ok(Some(Item::Event(e))) => {
-                    w.next = Some(e);
-                    return true;
-                }
-                Ok(Some(Item::Site(_))) => {}
-                _ => break,
-            }
-        }
-        let _ = w.payload_at;
-        w.next = None;
-        false
     }
 
     fn min_key(&self) -> u64 {
@@ -717,16 +715,13 @@ impl<R: Read> Iterator for TraceReader<R> {
             Step { half: Half::Acquire, event }
         } else {
             let Reverse((_, slot)) = self.heap.pop().expect("peeked");
-            let mut w = std::mem::replace(
-                &mut self.windows[slot],
-                Window { buf: Vec::new(), pos: 0, end: 0, tid: 0, sites: false, payload_at: 0, state: Delta { last_seq: 0, last_ts: 0, last_ptr: 0 }, next: None },
-            );
+            let w = &mut self.windows[slot];
             let event = w.next.take().expect("queued window has an event");
-            if self.pull(&mut w) {
-                let k = w.next.map(|e| e.seq).unwrap_or(u64::MAX);
-                self.windows[slot] = w;
+            if pull(w) {
+                let k = w.next.map_or(u64::MAX, |e| e.seq);
                 self.heap.push(Reverse((k, slot)));
             } else {
+                w.buf = Vec::new(); // a finished window keeps no memory
                 self.free_slots.push(slot);
             }
             self.ending.calls += 1;

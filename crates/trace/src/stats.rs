@@ -5,6 +5,30 @@
 
 use crate::format::Op;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hashes one u64 key (an address or page number) by a multiply and fold: the analysis does a
+/// few map operations per event, and SipHash's resistance to chosen keys buys nothing here.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        let h = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 29);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by addresses or page numbers.
+pub(crate) type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
 
 /// Figures about one trace, filled in by [`crate::convert::analyse`].
 #[derive(Clone, Debug, Default)]
@@ -54,7 +78,7 @@ pub(crate) struct Tracker {
     live_usable: u64,
     live_blocks: u64,
     page_shift: u32,
-    pages: HashMap<u64, u32>,
+    pages: AddressMap<u32>,
     buckets: [u64; 65],
 }
 
@@ -67,7 +91,7 @@ impl Tracker {
             live_usable: 0,
             live_blocks: 0,
             page_shift: page.trailing_zeros(),
-            pages: HashMap::new(),
+            pages: AddressMap::default(),
             buckets: [0; 65],
         }
     }
