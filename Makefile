@@ -16,10 +16,12 @@ deps:
 # The tracer is C (compiled by crates/trace/build.rs); its tests run real programs and compare
 # with heaptrack. Installed with apt-get when missing (CI runs as root on Debian).
 TRACE_TOOLS := cc sqlite3 jq xz gzip python3 heaptrack heaptrack_print
-TRACE_PKGS  := gcc libc6-dev sqlite3 jq xz-utils gzip python3 heaptrack
+TRACE_PKGS  := gcc libc6-dev sqlite3 jq xz-utils gzip python3 heaptrack libjemalloc2 libmimalloc2.0
+TRACE_LIBS  := /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/libmimalloc.so.2
 trace-deps:
 	@missing=""; for t in $(TRACE_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	[ -x /usr/bin/python3 ] || missing="$$missing /usr/bin/python3"; \
+	for l in $(TRACE_LIBS); do [ -e $$l ] || missing="$$missing $$l"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing for the trace tests (missing:$$missing)"; \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

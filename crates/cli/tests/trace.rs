@@ -138,6 +138,33 @@ fn threads_every_function_counted_exactly_then_planned() {
 }
 
 #[test]
+fn other_allocators_preloaded_after_the_tracer() {
+    // The tracer forwards to whatever malloc comes next: jemalloc and mimalloc here (installed
+    // by `make test`). Counts are exact; usable sizes are each allocator's own.
+    let d = tmpdir("allocators");
+    let mut usable = Vec::new();
+    for lib in ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", ""] {
+        if !lib.is_empty() {
+            need(lib);
+        }
+        let mut c = Command::new(env!("CARGO_BIN_EXE_heaplab"));
+        c.args(["trace", "-o", "a.hltrace", "--", &prog("threads"), "2", "300"]).current_dir(&d).env("LD_PRELOAD", lib);
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{lib}: {}", String::from_utf8_lossy(&out.stderr));
+        let v = info(&d, "a.hltrace");
+        for f in ["malloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign", "valloc"] {
+            assert!((600..=602).contains(&calls(&v, f)), "{lib}: {f} {}", calls(&v, f));
+        }
+        assert_eq!(v["unmatched_frees"], 0, "{lib}");
+        plan_and_check(&d, "a.hltrace");
+        usable.push(v["peak_live_usable_bytes"].as_u64().unwrap());
+    }
+    usable.sort();
+    usable.dedup();
+    assert_eq!(usable.len(), 3, "each allocator's own usable sizes are recorded: {usable:?}");
+}
+
+#[test]
 fn bootstrap_calls_before_the_tracer_constructor_are_recorded() {
     // early.so is preloaded after the tracer; its constructor allocates 10 blocks, possibly
     // before the tracer's own constructor has run (then its first call initialises it).
