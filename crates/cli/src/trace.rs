@@ -29,8 +29,9 @@ Every committed event is on disk at once (the file is written through a shared m
 crash, a kill, exec or _exit loses nothing but the trailer (peak RSS, module map).
 
 Prints the program's status, the traces written, and for OUTPUT: events, calls per function,
-threads, peak live bytes and bytes per event. Then use `heaplab trace-info`, `heaplab convert`
-and `heaplab plan` on it.
+threads and bytes per event (a quick count; `heaplab trace-info` analyses the file), after whatever the program itself printed (for
+machine reading of a program that prints, use `heaplab trace-info --json` on the file). Then use
+`heaplab trace-info`, `heaplab convert` and `heaplab plan` on it.
 
 Exit status: 0 when the program exited 0; 1 when it exited with another status (the trace is
 complete and kept); 2 when it was killed by a signal (the trace is kept and readable up to the
@@ -50,7 +51,8 @@ pub struct TraceArgs {
     /// The trace file of the program started (children get STEM.PID.hltrace beside it).
     #[arg(short, long, value_name = "FILE")]
     output: String,
-    /// Record call sites: 1 = the calling instruction, N > 1 = a hash of N frames (slower).
+    /// Record call sites: 1 = the calling instruction (cheap), N > 1 = also a hash of N frames
+    /// (unwinds the stack: a few µs per allocation).
     #[arg(long, default_value_t = 0, value_name = "N")]
     stack_depth: u32,
     /// Trace programs started by exec (the default).
@@ -210,18 +212,15 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
     std::fs::rename(&tmp, &output).map_err(|e| Failure::Work(format!("{}: cannot rename the trace into place: {e}", a.output)))?;
     let children: Vec<PathBuf> = child_traces(&output).into_iter().filter(|p| !before.contains(p)).collect();
 
+    // A quick count of every file (one pass in file order); `trace-info` does the full analysis.
     let out_str = output.to_string_lossy().into_owned();
-    let summary = summarise(&a.output, &out_str)?;
+    let root = skim(&a.output, &out_str)?;
     let mut child_rows = Vec::new();
     for c in &children {
         let p = c.to_string_lossy().into_owned();
-        match TraceReader::open(&p) {
-            Ok(mut r) => {
-                let exe = r.header().exe.clone();
-                r.by_ref().for_each(drop);
-                child_rows.push((p, exe, r.ending().calls, r.ending().file_bytes));
-            }
-            Err(e) => child_rows.push((format!("{p} (unreadable: {e})"), String::new(), 0, 0)),
+        match skim(&p, &p) {
+            Ok(k) => child_rows.push((p, k.header.exe.clone(), k.skim.ending.calls, k.skim.ending.file_bytes)),
+            Err(Failure::Input(e) | Failure::Work(e)) => child_rows.push((format!("{p} (unreadable: {e})"), String::new(), 0, 0)),
         }
     }
     let code = match (status.code(), status.signal()) {
@@ -234,7 +233,7 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
         ))),
     };
     if a.json {
-        let mut v = summary_json(&summary);
+        let mut v = root.json();
         v["program"] = json!({
             "command": a.command,
             "exit_code": status.code(),
@@ -247,7 +246,7 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
         println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
     } else {
         println!("program        {} — {} after {wall:.2} s", a.command.join(" "), describe_status(&status));
-        print_summary(&summary);
+        root.print();
         if !child_rows.is_empty() {
             println!("other traces   {} (fork children and exec'd programs)", child_rows.len());
             for (p, exe, n, b) in &child_rows {
@@ -258,8 +257,81 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
     code
 }
 
+/// The quick count `heaplab trace` prints for the files a run wrote.
+struct Skimmed {
+    file: String,
+    header: Header,
+    skim: heaplab_trace::Skim,
+}
+
+fn skim(shown: &str, path: &str) -> Result<Skimmed, Failure> {
+    let r = TraceReader::open(path).map_err(|e| Failure::Input(e.to_string().replacen(path, shown, 1)))?;
+    let header = r.header().clone();
+    Ok(Skimmed { file: shown.to_string(), header, skim: r.skim() })
+}
+
+impl Skimmed {
+    fn events(&self) -> u64 {
+        self.skim.ending.calls
+    }
+
+    fn bytes_per_event(&self) -> f64 {
+        if self.events() > 0 {
+            self.skim.ending.file_bytes as f64 / self.events() as f64
+        } else {
+            0.0
+        }
+    }
+
+    fn json(&self) -> Value {
+        let e = &self.skim.ending;
+        json!({
+            "file": self.file,
+            "file_bytes": e.file_bytes,
+            "bytes_per_event": self.bytes_per_event(),
+            "pid": self.header.pid,
+            "exe": self.header.exe,
+            "events": self.events(),
+            "calls": calls_json(&self.skim.calls),
+            "free_null": e.trailer.as_ref().map_or(0, |t| t.free_null),
+            "threads": self.skim.threads.len(),
+            "calls_per_thread": self.skim.threads.iter().map(|(t, n)| json!({"tid": t, "calls": n})).collect::<Vec<_>>(),
+            "peak_rss_bytes": e.trailer.as_ref().map(|t| t.peak_rss),
+            "complete": e.is_complete(),
+            "status": end_text(e),
+        })
+    }
+
+    fn print(&self) {
+        let e = &self.skim.ending;
+        println!("trace          {} ({}, {:.2} bytes/event)", self.file, bytes(e.file_bytes), self.bytes_per_event());
+        println!("status         {}", end_text(e));
+        println!("events         {}", grouped(self.events()));
+        println!("calls          {}", calls_text(&self.skim.calls, e.trailer.as_ref().map_or(0, |t| t.free_null)));
+        println!("threads        {}", self.skim.threads.len());
+        if let Some(t) = &e.trailer {
+            println!("peak RSS       {} (kernel VmHWM)", bytes(t.peak_rss));
+        }
+        println!("next           heaplab trace-info {}   (peak live bytes, sizes, duration)", self.file);
+    }
+}
+
+fn calls_json(calls: &std::collections::BTreeMap<Op, u64>) -> Value {
+    let mut m = serde_json::Map::new();
+    for op in Op::ALL {
+        m.insert(op.name().to_string(), json!(calls.get(&op).copied().unwrap_or(0)));
+    }
+    Value::Object(m)
+}
+
+fn calls_text(calls: &std::collections::BTreeMap<Op, u64>, free_null: u64) -> String {
+    let list: Vec<String> = calls.iter().map(|(op, n)| format!("{} {}", op.name(), grouped(*n))).collect();
+    let fnull = if free_null > 0 { format!(", free(NULL) {}", grouped(free_null)) } else { String::new() };
+    format!("{}{fnull}", list.join(", "))
+}
+
 /// Everything `trace-info` reports about one file.
-pub struct Summary {
+struct Summary {
     file: String,
     header: Header,
     ending: Ending,
@@ -294,10 +366,7 @@ fn duration_ns(s: &Summary) -> u64 {
 
 fn summary_json(s: &Summary) -> Value {
     let st = &s.stats;
-    let mut calls = serde_json::Map::new();
-    for op in Op::ALL {
-        calls.insert(op.name().to_string(), json!(st.calls.get(&op).copied().unwrap_or(0)));
-    }
+    let calls = calls_json(&st.calls);
     let t = s.ending.trailer.as_ref();
     json!({
         "file": s.file,
@@ -341,9 +410,7 @@ fn print_summary(s: &Summary) {
     println!("process        pid {} ({}), {}", h.pid, h.origin.name(), if h.args.is_empty() { h.exe.clone() } else { h.args.join(" ") });
     println!("status         {}", end_text(&s.ending));
     println!("events         {}", grouped(st.events));
-    let calls: Vec<String> = st.calls.iter().map(|(op, n)| format!("{} {}", op.name(), grouped(*n))).collect();
-    let fnull = if st.free_null > 0 { format!(", free(NULL) {}", grouped(st.free_null)) } else { String::new() };
-    println!("calls          {}{fnull}", calls.join(", "));
+    println!("calls          {}", calls_text(&st.calls, st.free_null));
     println!("threads        {}", st.threads.len());
     println!("peak live      {} B requested ({}), {} usable, {} blocks", grouped(st.peak_live_requested), bytes(st.peak_live_requested), bytes(st.peak_live_usable), grouped(st.peak_live_blocks));
     println!("peak pages     {} touched by live blocks", bytes(st.peak_pages_bytes));

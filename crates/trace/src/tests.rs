@@ -114,6 +114,21 @@ fn round_trip_merges_threads_in_sequence_order() {
 }
 
 #[test]
+fn skim_counts_what_the_merge_delivers() {
+    for seed in 1..10 {
+        let (bytes, events) = history(seed, 3, 300);
+        let skim = TraceReader::new(&bytes[..], "s").unwrap().skim();
+        assert_eq!(skim.ending.calls, events.len() as u64);
+        for op in Op::ALL {
+            let n = events.iter().filter(|e| e.op == op).count() as u64;
+            assert_eq!(skim.calls.get(&op).copied().unwrap_or(0), n, "{op:?}");
+        }
+        assert_eq!(skim.threads.values().sum::<u64>(), events.len() as u64);
+        assert!(skim.ending.is_complete());
+    }
+}
+
+#[test]
 fn foreign_and_old_files_are_rejected() {
     let err = |b: &[u8]| TraceReader::new(b, "x.hltrace").err().expect("rejected").to_string();
     assert!(err(b"id,lower,upper,size\n").contains("not a heaplab trace"));

@@ -17,7 +17,7 @@ heaplab-bench-trace — time heaplab trace against heaptrack on real programs
 
 Usage: heaplab-bench-trace [--heaplab PATH] [--runs N] [--out DIR] [--quick]
   --heaplab PATH  heaplab binary [default: target/release/heaplab]
-  --runs N        runs per configuration; the median is reported [default: 3]
+  --runs N        runs per configuration; the median is reported [default: 5]
   --out DIR       where trace-results.md/json go [default: bench]
   --quick         smaller workloads (a smoke test; results are not written)";
 
@@ -71,7 +71,7 @@ fn workloads(dir: &Path, quick: bool) -> std::io::Result<Vec<Workload>> {
         },
         Workload { name: "jq", cmd: vec!["jq".into(), "-c".into(), "select(.id % 3 == 0) | {id, tags}".into()], env: vec![], stdin: Some(json), what: format!("filter {records} records") },
         Workload { name: "sort", cmd: vec!["sort".into()], env: vec![], stdin: Some(text.clone()), what: format!("sort {} lines", 400_000 / scale) },
-        Workload { name: "xz", cmd: vec!["xz".into(), "-6".into(), "-c".into()], env: vec![], stdin: Some(text), what: "compress the same text at -6".into() },
+        Workload { name: "xz", cmd: vec!["xz".into(), "-3".into(), "-c".into()], env: vec![], stdin: Some(text), what: "compress the same text at -3".into() },
     ])
 }
 
@@ -115,7 +115,7 @@ struct Row {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut heaplab = PathBuf::from("target/release/heaplab");
-    let mut runs = 3usize;
+    let mut runs = 5usize;
     let mut out = PathBuf::from("bench");
     let mut quick = false;
     let mut i = 0;
@@ -158,22 +158,24 @@ fn main() {
         let trace = dir.join(format!("{}.hltrace", w.name));
         let mut hl_cmd = vec![heaplab.to_string_lossy().into_owned(), "trace".into(), "-o".into(), trace.to_string_lossy().into_owned(), "--".into()];
         hl_cmd.extend(w.cmd.iter().cloned());
-        let measure = |cmd: &[String]| -> Result<f64, String> {
-            let mut t = Vec::new();
-            for _ in 0..runs {
-                t.push(time(cmd, &w.env, stdin, &dir)?);
-                for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-                    if e.file_name().to_string_lossy().starts_with("ht.") {
-                        let _ = std::fs::remove_file(e.path());
-                    }
+        // The three configurations take turns, run by run, so a change in machine load
+        // (other jobs) falls on all of them alike; the median of each is reported.
+        let clean = || {
+            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if e.file_name().to_string_lossy().starts_with("ht.") {
+                    let _ = std::fs::remove_file(e.path());
                 }
             }
-            Ok(median(t))
         };
         let r = (|| -> Result<Row, String> {
-            let plain = measure(&w.cmd)?;
-            let heaptrack = measure(&ht_cmd)?;
-            let hl = measure(&hl_cmd)?;
+            let (mut plain, mut heaptrack, mut hl) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..runs {
+                plain.push(time(&w.cmd, &w.env, stdin, &dir)?);
+                heaptrack.push(time(&ht_cmd, &w.env, stdin, &dir)?);
+                clean();
+                hl.push(time(&hl_cmd, &w.env, stdin, &dir)?);
+            }
+            let (plain, heaptrack, hl) = (median(plain), median(heaptrack), median(hl));
             let info = Command::new(&heaplab).args(["trace-info", "--json"]).arg(&trace).output().map_err(|e| e.to_string())?;
             let v: serde_json::Value = serde_json::from_slice(&info.stdout).map_err(|e| format!("trace-info: {e}"))?;
             let calls = v["calls"].as_object().map(|m| m.iter().filter(|(k, _)| *k != "free").map(|(_, n)| n.as_u64().unwrap_or(0)).sum()).unwrap_or(0);
@@ -211,7 +213,8 @@ fn main() {
     md.push_str(&format!(
         "Machine: {cpu}, {cores} cores, Linux {kernel}. Date: {date}. Commit: {commit}. {ht_version}.\n\
          Command: `make bench-trace` (`heaplab-bench-trace --runs {runs}`). Wall time is the median of {runs} runs of the whole\n\
-         command (heaptrack's compression and heaplab's summary included); \"+\" is the time added to the plain run.\n\
+         command, the three configurations taking turns run by run; \
+(heaptrack's compression and heaplab's summary included); \"+\" is the time added to the plain run.\n\
          Events are calls recorded (a realloc is one); bytes/event is the trace file's size over its events.\n\n"
     ));
     md.push_str("| program | workload | alloc calls | events | plain s | heaptrack s | heaplab s | added: heaptrack | added: heaplab | heaplab/heaptrack | bytes/event | events/s |\n");
