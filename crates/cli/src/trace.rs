@@ -524,6 +524,9 @@ pub fn read_instance(path: &str, semantics: Semantics, t: &TraceInputArgs) -> Re
             return Err(f);
         }
     }
+    if let Some(e) = &analysis.conversion_error {
+        return Err(Failure::Input(format!("{path}: {e}")));
+    }
     let inst = analysis.instance.unwrap_or_default();
     if let Some(tid) = t.thread {
         if !analysis.stats.threads.contains_key(&tid) {

@@ -90,7 +90,14 @@ pub struct Analysis {
     pub stats: TraceStats,
     /// The instance, when conversion was asked for.
     pub instance: Option<Instance>,
+    /// Why the instance stops early, when sizes or the clock would leave the range heaplab
+    /// instances guarantee (only a corrupt trace gets there).
+    pub conversion_error: Option<String>,
 }
+
+/// Sizes and times of converted buffers stay below this, so that every sum the planner makes
+/// (sizes with alignment padding, lifetimes) fits in 64 bits.
+const LIMIT: u64 = 1 << 62;
 
 struct LiveBlock {
     requested: u64,
@@ -106,6 +113,8 @@ struct Builder {
     counter: u64,
     bytes: u64,
     prev_ns: Option<u64>,
+    total: u64,
+    error: Option<String>,
 }
 
 impl Builder {
@@ -134,7 +143,7 @@ impl Builder {
             }
             Clock::Ns => {
                 let t = match self.prev_ns {
-                    Some(p) => ns.max(p + 1),
+                    Some(p) => ns.max(p.saturating_add(1)),
                     None => ns,
                 };
                 self.prev_ns = Some(t);
@@ -147,7 +156,7 @@ impl Builder {
         match self.opts.clock {
             Clock::Events => self.counter,
             Clock::Bytes => self.bytes,
-            Clock::Ns => self.prev_ns.map_or(0, |p| p + 1),
+            Clock::Ns => self.prev_ns.map_or(0, |p| p.saturating_add(1)),
         }
     }
 
@@ -173,6 +182,8 @@ pub fn analyse<R: Read>(reader: &mut TraceReader<R>, convert: Option<&ConvertOpt
         counter: 0,
         bytes: 0,
         prev_ns: None,
+        total: 0,
+        error: None,
     });
     for step in reader.by_ref() {
         let e = step.event;
@@ -251,8 +262,18 @@ pub fn analyse<R: Read>(reader: &mut TraceReader<R>, convert: Option<&ConvertOpt
         tracker.acquire(e.ptr_out, requested, usable);
         let mut index = u32::MAX;
         if let Some(b) = b.as_mut() {
-            if selected {
-                let size = b.size_of(requested, usable);
+            let size = b.size_of(requested, usable);
+            let padded = size.saturating_add(e.alignment(b.page));
+            if selected && b.error.is_none() && (b.total.saturating_add(padded) >= LIMIT || b.end_time() >= LIMIT || ns >= LIMIT) {
+                b.error = Some(format!(
+                    "buffer sizes or times pass 2^62 at sequence number {} (a {} of {} bytes): the trace is corrupt",
+                    e.seq,
+                    e.op.name(),
+                    e.requested()
+                ));
+            }
+            if selected && b.error.is_none() {
+                b.total += padded;
                 let lower = b.time(ns, Some(size), true);
                 let align = e.alignment(b.page);
                 let align_log2 = (align.next_power_of_two().trailing_zeros()).min(62) as u8;
@@ -273,6 +294,7 @@ pub fn analyse<R: Read>(reader: &mut TraceReader<R>, convert: Option<&ConvertOpt
         tracker.stats.free_null = t.free_null;
     }
     let live_at_end = live.len() as u64;
+    let conversion_error = b.as_ref().and_then(|b| b.error.clone());
     let instance = b.map(|mut b| {
         let end = b.end_time();
         for buf in b.buffers.iter_mut().filter(|x| x.upper == u64::MAX) {
@@ -282,5 +304,5 @@ pub fn analyse<R: Read>(reader: &mut TraceReader<R>, convert: Option<&ConvertOpt
         inst.columns.requested = b.opts.size == SizeModel::Usable;
         inst
     });
-    Analysis { stats: tracker.finish(live_at_end), instance }
+    Analysis { stats: tracker.finish(live_at_end), instance, conversion_error }
 }

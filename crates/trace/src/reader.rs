@@ -407,8 +407,11 @@ pub struct TraceReader<R: Read> {
     windows: Vec<Window>,
     free_slots: Vec<usize>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// realloc allocation halves waiting for their turn: (seq2, ticket), and the events by
+    /// ticket (a counter: corrupt input may repeat sequence numbers).
     pending: BinaryHeap<Reverse<(u64, u64)>>,
     pending_events: HashMap<u64, Event>,
+    tickets: u64,
     limit: u64,
     last_floor: u64,
     ending: Ending,
@@ -528,6 +531,7 @@ impl<R: Read> TraceReader<R> {
             heap: BinaryHeap::new(),
             pending: BinaryHeap::new(),
             pending_events: HashMap::new(),
+            tickets: 0,
             limit: u64::MAX,
             last_floor: 0,
             ending: Ending::default(),
@@ -743,8 +747,8 @@ impl<R: Read> Iterator for TraceReader<R> {
         }
         let from_pending = self.pending.peek().map(|Reverse((k, _))| *k) == Some(key);
         let step = if from_pending {
-            let Reverse((_, seq)) = self.pending.pop().expect("peeked");
-            let event = self.pending_events.remove(&seq).expect("pending realloc");
+            let Reverse((_, ticket)) = self.pending.pop().expect("peeked");
+            let event = self.pending_events.remove(&ticket).expect("every ticket has its event");
             Step { half: Half::Acquire, event }
         } else {
             let Reverse((_, slot)) = self.heap.pop().expect("peeked");
@@ -759,8 +763,9 @@ impl<R: Read> Iterator for TraceReader<R> {
             }
             self.ending.calls += 1;
             if event.op.is_realloc() {
-                self.pending.push(Reverse((event.seq2, event.seq)));
-                self.pending_events.insert(event.seq, event);
+                self.tickets += 1;
+                self.pending.push(Reverse((event.seq2, self.tickets)));
+                self.pending_events.insert(self.tickets, event);
                 Step { half: Half::Release, event }
             } else {
                 Step { half: Half::Whole, event }

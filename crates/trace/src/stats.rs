@@ -71,6 +71,11 @@ pub struct TraceStats {
     pub last_ns: Option<u64>,
 }
 
+/// Blocks spanning more pages than this are counted whole instead of page by page: allocators
+/// serve them from their own mappings, so they share no page, and a corrupt size cannot make
+/// the page map grow without bound.
+const BIG_BLOCK_PAGES: u64 = 1 << 16;
+
 /// Running state behind [`TraceStats`]: live sums and the page map.
 pub(crate) struct Tracker {
     pub stats: TraceStats,
@@ -79,6 +84,8 @@ pub(crate) struct Tracker {
     live_blocks: u64,
     page_shift: u32,
     pages: AddressMap<u32>,
+    /// Pages of blocks too big to track page by page (see [`BIG_BLOCK_PAGES`]).
+    big_pages: u64,
     buckets: [u64; 65],
 }
 
@@ -92,6 +99,7 @@ impl Tracker {
             live_blocks: 0,
             page_shift: page.trailing_zeros(),
             pages: AddressMap::default(),
+            big_pages: 0,
             buckets: [0; 65],
         }
     }
@@ -113,10 +121,14 @@ impl Tracker {
         s.peak_live_usable = s.peak_live_usable.max(self.live_usable);
         s.peak_live_blocks = s.peak_live_blocks.max(self.live_blocks);
         let (a, b) = self.page_range(ptr, usable);
-        for p in a..=b {
-            *self.pages.entry(p).or_insert(0) += 1;
+        if b - a >= BIG_BLOCK_PAGES {
+            self.big_pages = self.big_pages.saturating_add(b - a + 1);
+        } else {
+            for p in a..=b {
+                *self.pages.entry(p).or_insert(0) += 1;
+            }
         }
-        let bytes = (self.pages.len() as u64) << self.page_shift;
+        let bytes = (self.pages.len() as u64).saturating_add(self.big_pages).saturating_mul(1 << self.page_shift);
         self.stats.peak_pages_bytes = self.stats.peak_pages_bytes.max(bytes);
     }
 
@@ -125,6 +137,10 @@ impl Tracker {
         self.live_usable = self.live_usable.saturating_sub(usable);
         self.live_blocks = self.live_blocks.saturating_sub(1);
         let (a, b) = self.page_range(ptr, usable);
+        if b - a >= BIG_BLOCK_PAGES {
+            self.big_pages = self.big_pages.saturating_sub(b - a + 1);
+            return;
+        }
         for p in a..=b {
             if let Some(c) = self.pages.get_mut(&p) {
                 *c -= 1;
