@@ -242,6 +242,34 @@ fn crash_abort_and_exit_codes_keep_a_readable_trace() {
 }
 
 #[test]
+fn timestamps_show_a_pause_and_clocks_keep_the_order() {
+    let d = tmpdir("clock");
+    let r = heaplab_in(&d, &["trace", "-o", "s.hltrace", "--", &prog("misbehave"), "sleep"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = info(&d, "s.hltrace");
+    let dur = v["duration_ns"].as_u64().unwrap();
+    assert!((200_000_000..2_000_000_000).contains(&dur), "duration {dur} ns");
+    // With the ns clock, the largest gap between consecutive allocations is the pause.
+    let r = heaplab_in(&d, &["convert", "s.hltrace", "-o", "ns.csv", "--clock", "ns"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let text = std::fs::read_to_string(d.join("ns.csv")).unwrap();
+    let mut lowers: Vec<u64> = text.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect();
+    lowers.sort();
+    let gap = lowers.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+    assert!((190_000_000..400_000_000).contains(&gap), "largest gap {gap} ns, expected the 200 ms pause");
+    // Every clock gives the same max load (they all keep the trace's order).
+    let load = |clock: &str| -> u64 {
+        let r = heaplab_in(&d, &["convert", "s.hltrace", "-o", "c.csv", "--clock", clock], None);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let r = heaplab_in(&d, &["stats", "c.csv", "--json"], None);
+        serde_json::from_str::<Value>(&r.stdout).unwrap()["max_load"].as_u64().unwrap()
+    };
+    let (a, b, c) = (load("events"), load("bytes"), load("ns"));
+    assert!(a == b && b == c, "{a} {b} {c}");
+    assert_eq!(a, v["peak_live_bytes"].as_u64().unwrap());
+}
+
+#[test]
 fn programs_that_close_and_dup_over_descriptors_are_traced_to_the_end() {
     let d = tmpdir("fds");
     let r = heaplab_in(&d, &["trace", "-o", "c.hltrace", "--", &prog("misbehave"), "closefds"], None);

@@ -114,6 +114,7 @@ struct tstate {
     uint64_t last_seq, last_ts;
     uint64_t last_ptr;
     uint64_t win_off;   /* file offset of the current window's header */
+    uint64_t win_ns, win_tsc, tsc_mult; /* clock base of the window (see event_ns) */
     uint32_t seg;       /* segment holding the current window */
     uint32_t tid;
     uint32_t next_size;
@@ -165,6 +166,21 @@ static inline uint64_t now_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+/* Timestamps. clock_gettime costs ~20 ns even through the vDSO, the largest part of an event's
+ * cost, so on x86 with an invariant TSC events read the TSC and convert it to monotonic ns from
+ * their window's base (both clocks read when the window started). The conversion factor is
+ * measured against CLOCK_MONOTONIC from the process start, once a millisecond has passed, and
+ * refined at every window; until then, and elsewhere, events read the clock itself. */
+static int use_tsc;
+static uint64_t tsc0, mono0;
+static _Atomic uint64_t tsc_mult; /* ns per TSC tick, 32.32 fixed point; 0 = not known yet */
+#if defined(__x86_64__) || defined(__i386__)
+static inline uint64_t tsc(void) { return __builtin_ia32_rdtsc(); }
+#else
+static inline uint64_t tsc(void) { return 0; }
+#endif
+#define TSC_REBASE (1ull << 30) /* re-read the clock after this many ticks in one window */
+
 static void put32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
 static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
 static size_t cat(char *dst, size_t cap, size_t at, const char *s) {
@@ -316,7 +332,13 @@ static __attribute__((noinline)) unsigned char *new_window(struct tstate *t, uin
     segs[s].refs++;
     unsigned char *h = at(s, off);
     uint64_t floor = atomic_load(&seq_ctr);
-    uint64_t ts = now_ns() >> CLOCK_SHIFT;
+    uint64_t wns = now_ns(), wtsc = use_tsc ? tsc() : 0;
+    if (use_tsc && wns - mono0 >= 1000000 && wtsc > tsc0)
+        atomic_store(&tsc_mult, (uint64_t)(((__uint128_t)(wns - mono0) << 32) / (wtsc - tsc0)));
+    t->win_ns = wns;
+    t->win_tsc = wtsc;
+    t->tsc_mult = atomic_load(&tsc_mult);
+    uint64_t ts = wns >> CLOCK_SHIFT;
     memset(h, 0, WIN_HDR);
     h[1] = stack_depth ? WFLAG_SITES : 0;
     put32(h + 4, size - WIN_HDR);
@@ -344,6 +366,19 @@ static inline unsigned char *room(struct tstate *t, uint32_t need) {
 }
 
 static inline uint64_t next_seq(void) { return atomic_fetch_add_explicit(&seq_ctr, 1, memory_order_relaxed); }
+
+/* Monotonic ns of an event of thread `t` (see the timestamp note above). */
+static inline uint64_t event_ns(struct tstate *t) {
+    if (!t->tsc_mult) return now_ns();
+    uint64_t d = tsc() - t->win_tsc;
+    if (UNLIKELY((int64_t)d < 0)) d = 0; /* another CPU's TSC a little behind */
+    if (UNLIKELY(d > TSC_REBASE)) {
+        t->win_ns = now_ns();
+        t->win_tsc = tsc();
+        return t->win_ns;
+    }
+    return t->win_ns + (uint64_t)(((__uint128_t)d * t->tsc_mult) >> 32);
+}
 
 /* ---- call sites (with --stack-depth) ---- */
 
@@ -432,7 +467,8 @@ static inline void commit(struct tstate *t, unsigned char *w, const struct ev *e
         p = put_varint(p, sd);
     }
     t->last_seq = e->op == OP_REALLOC || e->op == OP_REALLOCARRAY ? e->seq2 : e->seq;
-    uint64_t ts = now_ns() >> CLOCK_SHIFT;
+    uint64_t ts = event_ns(t) >> CLOCK_SHIFT;
+    if (ts < t->last_ts) ts = t->last_ts; /* never backwards within a window */
     if (ts != t->last_ts) {
         h |= F_TS;
         p = put_varint(p, ts - t->last_ts);
@@ -798,6 +834,7 @@ static void fork_child(void) {
     if (fd >= 0) close(fd);
     fd = -1;
     T.win = NULL;
+    T.tsc_mult = 0;
     T.tid = gettid_();
     T.next_size = 0;
     atomic_store(&seq_ctr, 0);
@@ -881,6 +918,14 @@ static void do_init(void) {
             }
         }
         if (follow[0] == '0') unpreload_self(lib);
+        {
+            char cpu[8192];
+            size_t cn = read_file("/proc/cpuinfo", cpu, sizeof cpu - 1);
+            cpu[cn] = 0;
+            use_tsc = tsc() != 0 && strstr(cpu, " constant_tsc") && strstr(cpu, " nonstop_tsc");
+            mono0 = now_ns();
+            tsc0 = tsc();
+        }
         exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
         pthread_atfork(fork_prepare, fork_parent, fork_child);
         pthread_mutex_lock(&lock);

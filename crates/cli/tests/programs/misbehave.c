@@ -1,6 +1,7 @@
 /* Test program for `heaplab trace`: allocates a known number of blocks, then misbehaves as
  * asked: crash (SIGSEGV), abort, closefds (closes every descriptor, dup2s over the rest, then
- * allocates more), fork (the child allocates too), exec (execs `argv[2]`), _exit.
+ * allocates more), fork (the child allocates too), exec (execs `argv[2]`), _exit, sleep
+ * (20,000 more allocations, a 200 ms pause, 20,000 more: checks timestamps).
  * Usage: misbehave MODE [PROGRAM] */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -44,6 +45,10 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "exec") && argc > 2) {
         execvp(argv[2], argv + 2);
         return 127;
+    } else if (!strcmp(mode, "sleep")) {
+        churn(20000);
+        usleep(200000);
+        churn(20000);
     } else if (!strcmp(mode, "_exit")) {
         _exit(3);
     }
