@@ -53,6 +53,9 @@ fn workloads(dir: &Path, quick: bool) -> std::io::Result<Vec<Workload>> {
         writeln!(f, "{} line {} {}", i * 7919 % 100_003, i, i % 97)?;
     }
     f.flush()?;
+    let small = dir.join("small.txt");
+    let lines: String = std::fs::read_to_string(&text)?.lines().take(100_000 / scale).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&small, lines)?;
     let py = format!(
         "import json\nd = [{{'k': i, 'v': str(i) * 3, 'l': [i, i + 1]}} for i in range({})]\ns = json.dumps(d)\nprint(len(json.loads(s)))",
         100_000 / scale
@@ -70,8 +73,8 @@ fn workloads(dir: &Path, quick: bool) -> std::io::Result<Vec<Workload>> {
             what: format!("JSON round trip of {} dicts, PYTHONMALLOC=malloc", 100_000 / scale),
         },
         Workload { name: "jq", cmd: vec!["jq".into(), "-c".into(), "select(.id % 3 == 0) | {id, tags}".into()], env: vec![], stdin: Some(json), what: format!("filter {records} records") },
-        Workload { name: "sort", cmd: vec!["sort".into()], env: vec![], stdin: Some(text.clone()), what: format!("sort {} lines", 400_000 / scale) },
-        Workload { name: "xz", cmd: vec!["xz".into(), "-3".into(), "-c".into()], env: vec![], stdin: Some(text), what: "compress the same text at -3".into() },
+        Workload { name: "sort", cmd: vec!["sort".into()], env: vec![], stdin: Some(text), what: format!("sort {} lines", 400_000 / scale) },
+        Workload { name: "xz", cmd: vec!["xz".into(), "-3".into(), "-c".into()], env: vec![], stdin: Some(small), what: format!("compress {} of those lines at -3", 100_000 / scale) },
     ])
 }
 
@@ -213,8 +216,8 @@ fn main() {
     md.push_str(&format!(
         "Machine: {cpu}, {cores} cores, Linux {kernel}. Date: {date}. Commit: {commit}. {ht_version}.\n\
          Command: `make bench-trace` (`heaplab-bench-trace --runs {runs}`). Wall time is the median of {runs} runs of the whole\n\
-         command, the three configurations taking turns run by run; \
-(heaptrack's compression and heaplab's summary included); \"+\" is the time added to the plain run.\n\
+         command, the three configurations taking turns run by run (heaptrack's compression and heaplab's summary included);\n\
+         \"added\" is the time added to the plain run.\n\
          Events are calls recorded (a realloc is one); bytes/event is the trace file's size over its events.\n\n"
     ));
     md.push_str("| program | workload | alloc calls | events | plain s | heaptrack s | heaplab s | added: heaptrack | added: heaplab | heaplab/heaptrack | bytes/event | events/s |\n");
@@ -227,7 +230,7 @@ fn main() {
         let bpe = if r.events > 0 { r.trace_bytes as f64 / r.events as f64 } else { 0.0 };
         let eps = if r.heaplab > 0.0 { r.events as f64 / r.heaplab } else { 0.0 };
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | +{:.3} s | +{:.3} s | {:.2} | {:.2} | {:.2}M |\n",
+            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:+.3} s | {:+.3} s | {:.2} | {:.2} | {:.2}M |\n",
             r.name, r.what, r.calls, r.events, r.plain, r.heaptrack, r.heaplab, add_ht, add_hl, ratio, bpe, eps / 1e6
         ));
         json_rows.push(serde_json::json!({
