@@ -2,7 +2,7 @@
 //! `heaplab trace-info` (describe a trace), and trace input for `plan` and `convert`
 //! ([`TraceInputArgs`], [`read_instance`]) with the "oracle gap" that `plan` adds for traces.
 
-use crate::report::{bytes, grouped};
+use crate::report::{bytes, grouped, ProgressLine};
 use crate::Failure;
 use clap::Args;
 use heaplab_model::{files, Instance, Semantics};
@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 pub const TRACE_HELP: &str = "\
@@ -338,9 +340,17 @@ struct Summary {
     stats: TraceStats,
 }
 
+/// Runs the analysis with a progress line on a terminal (big traces take seconds).
+fn analyse_with_progress<R: std::io::Read>(r: &mut TraceReader<R>, convert: Option<&ConvertOptions>, shown: &str) -> heaplab_trace::Analysis {
+    let counter = Arc::new(AtomicU64::new(0));
+    let (c, name) = (counter.clone(), shown.to_string());
+    let _line = ProgressLine::start(move |el| format!("reading {name}: {} events, {:.1} s", grouped(c.load(Ordering::Relaxed)), el.as_secs_f64()));
+    analyse(r, convert, Some(&counter))
+}
+
 fn summarise(shown: &str, path: &str) -> Result<Summary, Failure> {
     let mut r = TraceReader::open(path).map_err(|e| Failure::Input(e.to_string().replacen(path, shown, 1)))?;
-    let analysis = analyse(&mut r, None);
+    let analysis = analyse_with_progress(&mut r, None, shown);
     let header = r.header().clone();
     Ok(Summary { file: shown.to_string(), header, ending: r.into_ending(), stats: analysis.stats })
 }
@@ -517,7 +527,7 @@ pub fn read_instance(path: &str, semantics: Semantics, t: &TraceInputArgs) -> Re
         thread: t.thread,
     };
     let mut r = TraceReader::open(path)?;
-    let analysis = analyse(&mut r, Some(&opts));
+    let analysis = analyse_with_progress(&mut r, Some(&opts), path);
     let ending = r.into_ending();
     if let Some(f) = damage_failure(path, &ending, analysis.stats.events) {
         if !t.allow_truncated {

@@ -62,7 +62,7 @@ enum { END_EXIT = 1, END__EXIT = 2, END_SIGNAL = 3, END_EXEC = 4 };
 #define SEG_SIZE (1u << 20)     /* file mapped in 1 MiB segments */
 #define MAX_SEGS 65536          /* so at most 64 GiB of trace */
 #define GROW_STEP (64u << 10)   /* the file is extended 64 KiB at a time */
-#define WIN_MIN 4096u
+#define WIN_MIN 1024u
 #define WIN_MAX 65536u
 #define MAX_DEPTH 64
 #define EV_MAX 96               /* an encoded call event never exceeds this */

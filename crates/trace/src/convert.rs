@@ -25,6 +25,7 @@ use crate::reader::{Half, TraceReader};
 use crate::stats::{AddressMap, TraceStats, Tracker};
 use heaplab_model::{Buffer, Instance};
 use std::io::Read;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The time axis of the converted instance.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -170,8 +171,9 @@ impl Builder {
 
 /// Reads the whole stream of `reader`, computing statistics and, with `convert`, the instance.
 /// Stops where the reader stops (see [`crate::reader::Damage`]); the caller decides whether a
-/// damaged trace is acceptable.
-pub fn analyse<R: Read>(reader: &mut TraceReader<R>, convert: Option<&ConvertOptions>) -> Analysis {
+/// damaged trace is acceptable. `progress`, when given, is updated with the steps read so far
+/// (every 65,536 steps) for a progress display.
+pub fn analyse<R: Read>(reader: &mut TraceReader<R>, convert: Option<&ConvertOptions>, progress: Option<&AtomicU64>) -> Analysis {
     let header = reader.header().clone();
     let mut tracker = Tracker::new(header.page_size);
     let mut live: AddressMap<LiveBlock> = AddressMap::default();
@@ -185,7 +187,14 @@ pub fn analyse<R: Read>(reader: &mut TraceReader<R>, convert: Option<&ConvertOpt
         total: 0,
         error: None,
     });
+    let mut read = 0u64;
     for step in reader.by_ref() {
+        read += 1;
+        if read & 0xffff == 0 {
+            if let Some(p) = progress {
+                p.store(read, Ordering::Relaxed);
+            }
+        }
         let e = step.event;
         let ns = header.ns_since_start(e.ts);
         if step.half != Half::Acquire {

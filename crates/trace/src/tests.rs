@@ -183,7 +183,7 @@ fn every_byte_damaged_never_panics() {
     let check = |b: &[u8]| {
         for clock in [Clock::Events, Clock::Bytes, Clock::Ns] {
             let Ok(mut r) = TraceReader::new(b, "d.hltrace") else { return };
-            let a = analyse(&mut r, Some(&ConvertOptions { clock, size: SizeModel::Usable, thread: None }));
+            let a = analyse(&mut r, Some(&ConvertOptions { clock, size: SizeModel::Usable, thread: None }), None);
             let inst = a.instance.unwrap();
             assert!(inst.buffers.iter().all(|x| x.upper > x.lower && x.size > 0));
             let total = inst.buffers.iter().try_fold(0u64, |t, x| t.checked_add(x.size)?.checked_add(x.alignment() - 1));
@@ -224,7 +224,7 @@ fn conversion_follows_table_3_1() {
     let bytes = w.finish();
     let opts = ConvertOptions { clock: Clock::Events, size: SizeModel::Requested, thread: None };
     let mut r = TraceReader::new(&bytes[..], "t.hltrace").unwrap();
-    let a = analyse(&mut r, Some(&opts));
+    let a = analyse(&mut r, Some(&opts), None);
     let inst = a.instance.unwrap();
     let got: Vec<(u64, u64, u64, u8)> = inst.buffers.iter().map(|b| (b.lower, b.upper, b.size, b.align_log2)).collect();
     // Ticks: malloc 0, calloc 1, unknown free 2, realloc release 3 / acquire 4, free 5,
@@ -239,7 +239,7 @@ fn conversion_follows_table_3_1() {
     // Bytes clock: time advances by each allocation's size; usable sizes keep `requested`.
     let opts = ConvertOptions { clock: Clock::Bytes, size: SizeModel::Usable, thread: None };
     let mut r = TraceReader::new(&bytes[..], "t.hltrace").unwrap();
-    let inst = analyse(&mut r, Some(&opts)).instance.unwrap();
+    let inst = analyse(&mut r, Some(&opts), None).instance.unwrap();
     let got: Vec<(u64, u64, u64, u64)> = inst.buffers.iter().map(|b| (b.lower, b.upper, b.size, b.requested)).collect();
     assert_eq!(got, vec![(0, 156, 108, 100), (108, 464, 48, 40), (156, 536, 308, 300), (464, 536, 72, 64)]);
     assert!(inst.columns.requested);
@@ -254,7 +254,7 @@ fn clocks_agree_on_max_load() {
             .iter()
             .map(|&clock| {
                 let mut r = TraceReader::new(&bytes[..], "t").unwrap();
-                let a = analyse(&mut r, Some(&ConvertOptions { clock, ..Default::default() }));
+                let a = analyse(&mut r, Some(&ConvertOptions { clock, ..Default::default() }), None);
                 let inst = a.instance.unwrap();
                 assert!(inst.buffers.iter().all(|b| b.upper > b.lower));
                 assert_eq!(heaplab_sweep_free_max_load(&inst.buffers), a.stats.peak_live_requested);

@@ -78,26 +78,46 @@ fn workloads(dir: &Path, quick: bool) -> std::io::Result<Vec<Workload>> {
     ])
 }
 
-/// Runs a command with stdin from a file and output discarded; wall seconds, or an error.
-fn time(cmd: &[String], env: &[(&str, &str)], stdin: Option<&Path>, cwd: &Path) -> Result<f64, String> {
+/// CPU seconds (user + system) of all waited-for children so far.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// A run's wall seconds and the CPU seconds of its whole process tree (the program, the
+/// tracer's helper processes, heaplab's own reading of the trace). CPU time barely moves with
+/// other jobs' load on the machine; wall time does.
+#[derive(Clone, Copy)]
+struct Timing {
+    wall: f64,
+    cpu: f64,
+}
+
+/// Runs a command with stdin from a file and output discarded; its timing, or an error.
+fn time(cmd: &[String], env: &[(&str, &str)], stdin: Option<&Path>, cwd: &Path) -> Result<Timing, String> {
     let mut c = Command::new(&cmd[0]);
     c.args(&cmd[1..]).envs(env.iter().copied()).current_dir(cwd).stdout(Stdio::null()).stderr(Stdio::null()).env_remove("LD_PRELOAD");
     c.stdin(match stdin {
         Some(p) => Stdio::from(std::fs::File::open(p).map_err(|e| e.to_string())?),
         None => Stdio::null(),
     });
+    let cpu0 = children_cpu();
     let t0 = Instant::now();
     let st = c.status().map_err(|e| format!("{}: {e}", cmd[0]))?;
     let el = t0.elapsed().as_secs_f64();
     if !st.success() {
         return Err(format!("{} failed: {st}", cmd.join(" ")));
     }
-    Ok(el)
+    Ok(Timing { wall: el, cpu: children_cpu() - cpu0 })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+fn median(v: &[Timing], f: impl Fn(&Timing) -> f64) -> f64 {
+    let mut x: Vec<f64> = v.iter().map(f).collect();
+    x.sort_by(|a, b| a.total_cmp(b));
+    x[x.len() / 2]
 }
 
 fn output(cmd: &str, args: &[&str]) -> String {
@@ -113,6 +133,9 @@ struct Row {
     plain: f64,
     heaptrack: f64,
     heaplab: f64,
+    plain_cpu: f64,
+    heaptrack_cpu: f64,
+    heaplab_cpu: f64,
 }
 
 fn main() {
@@ -178,7 +201,10 @@ fn main() {
                 clean();
                 hl.push(time(&hl_cmd, &w.env, stdin, &dir)?);
             }
-            let (plain, heaptrack, hl) = (median(plain), median(heaptrack), median(hl));
+            let wall = |t: &Timing| t.wall;
+            let cpu = |t: &Timing| t.cpu;
+            let (plain_cpu, heaptrack_cpu, heaplab_cpu) = (median(&plain, cpu), median(&heaptrack, cpu), median(&hl, cpu));
+            let (plain, heaptrack, hl) = (median(&plain, wall), median(&heaptrack, wall), median(&hl, wall));
             let info = Command::new(&heaplab).args(["trace-info", "--json"]).arg(&trace).output().map_err(|e| e.to_string())?;
             let v: serde_json::Value = serde_json::from_slice(&info.stdout).map_err(|e| format!("trace-info: {e}"))?;
             let calls = v["calls"].as_object().map(|m| m.iter().filter(|(k, _)| *k != "free").map(|(_, n)| n.as_u64().unwrap_or(0)).sum()).unwrap_or(0);
@@ -191,6 +217,9 @@ fn main() {
                 plain,
                 heaptrack,
                 heaplab: hl,
+                plain_cpu,
+                heaptrack_cpu,
+                heaplab_cpu,
             })
         })();
         match r {
@@ -217,26 +246,30 @@ fn main() {
         "Machine: {cpu}, {cores} cores, Linux {kernel}. Date: {date}. Commit: {commit}. {ht_version}.\n\
          Command: `make bench-trace` (`heaplab-bench-trace --runs {runs}`). Wall time is the median of {runs} runs of the whole\n\
          command, the three configurations taking turns run by run (heaptrack's compression and heaplab's summary included);\n\
-         \"added\" is the time added to the plain run.\n\
+         \"added\" is the time added to the plain run; the CPU ratio compares the CPU time (user + system) the two tracers\n\
+         add over the whole process tree, which other jobs on the machine disturb far less than wall time.\n\
          Events are calls recorded (a realloc is one); bytes/event is the trace file's size over its events.\n\n"
     ));
-    md.push_str("| program | workload | alloc calls | events | plain s | heaptrack s | heaplab s | added: heaptrack | added: heaplab | heaplab/heaptrack | bytes/event | events/s |\n");
-    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("| program | workload | alloc calls | events | plain s | heaptrack s (added) | heaplab s (added) | added ratio, wall | added ratio, CPU | bytes/event | events/s |\n");
+    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let mut json_rows = Vec::new();
     for r in &rows {
         let add_ht = r.heaptrack - r.plain;
         let add_hl = r.heaplab - r.plain;
         let ratio = if add_ht > 0.0 { add_hl / add_ht } else { f64::NAN };
+        let (cpu_ht, cpu_hl) = (r.heaptrack_cpu - r.plain_cpu, r.heaplab_cpu - r.plain_cpu);
+        let cpu_ratio = if cpu_ht > 0.0 { cpu_hl / cpu_ht } else { f64::NAN };
         let bpe = if r.events > 0 { r.trace_bytes as f64 / r.events as f64 } else { 0.0 };
         let eps = if r.heaplab > 0.0 { r.events as f64 / r.heaplab } else { 0.0 };
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:+.3} s | {:+.3} s | {:.2} | {:.2} | {:.2}M |\n",
-            r.name, r.what, r.calls, r.events, r.plain, r.heaptrack, r.heaplab, add_ht, add_hl, ratio, bpe, eps / 1e6
+            "| {} | {} | {} | {} | {:.3} | {:.3} ({:+.3}) | {:.3} ({:+.3}) | {:.2} | {:.2} | {:.2} | {:.2}M |\n",
+            r.name, r.what, r.calls, r.events, r.plain, r.heaptrack, add_ht, r.heaplab, add_hl, ratio, cpu_ratio, bpe, eps / 1e6
         ));
         json_rows.push(serde_json::json!({
             "program": r.name, "workload": r.what, "alloc_calls": r.calls, "events": r.events, "trace_bytes": r.trace_bytes,
             "plain_s": r.plain, "heaptrack_s": r.heaptrack, "heaplab_s": r.heaplab,
-            "added_heaptrack_s": add_ht, "added_heaplab_s": add_hl, "added_ratio": ratio, "bytes_per_event": bpe, "events_per_s": eps,
+            "added_heaptrack_s": add_ht, "added_heaplab_s": add_hl, "added_ratio": ratio,
+            "plain_cpu_s": r.plain_cpu, "heaptrack_cpu_s": r.heaptrack_cpu, "heaplab_cpu_s": r.heaplab_cpu, "added_cpu_ratio": cpu_ratio, "bytes_per_event": bpe, "events_per_s": eps,
         }));
     }
     md.push_str(
