@@ -83,6 +83,15 @@ fn info(dir: &Path, file: &str) -> Value {
     serde_json::from_str(&r.stdout).unwrap()
 }
 
+/// Traces `cmd` into `dir/out`, requires success, and returns `trace-info --json` of the file.
+fn trace_ok(dir: &Path, out: &str, cmd: &[&str]) -> Value {
+    let mut args = vec!["trace", "-o", out, "--"];
+    args.extend_from_slice(cmd);
+    let r = heaplab_in(dir, &args, None);
+    assert_eq!(r.code, 0, "trace {cmd:?}: {}", r.stderr);
+    info(dir, out)
+}
+
 fn calls(v: &Value, f: &str) -> u64 {
     v["calls"][f].as_u64().unwrap_or_else(|| panic!("no calls.{f} in {v}"))
 }
@@ -244,9 +253,7 @@ fn crash_abort_and_exit_codes_keep_a_readable_trace() {
 #[test]
 fn timestamps_show_a_pause_and_clocks_keep_the_order() {
     let d = tmpdir("clock");
-    let r = heaplab_in(&d, &["trace", "-o", "s.hltrace", "--", &prog("misbehave"), "sleep"], None);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v = info(&d, "s.hltrace");
+    let v = trace_ok(&d, "s.hltrace", &[&prog("misbehave"), "sleep"]);
     let dur = v["duration_ns"].as_u64().unwrap();
     assert!((200_000_000..2_000_000_000).contains(&dur), "duration {dur} ns");
     // With the ns clock, the largest gap between consecutive allocations is the pause.
@@ -272,9 +279,7 @@ fn timestamps_show_a_pause_and_clocks_keep_the_order() {
 #[test]
 fn programs_that_close_and_dup_over_descriptors_are_traced_to_the_end() {
     let d = tmpdir("fds");
-    let r = heaplab_in(&d, &["trace", "-o", "c.hltrace", "--", &prog("misbehave"), "closefds"], None);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v = info(&d, "c.hltrace");
+    let v = trace_ok(&d, "c.hltrace", &[&prog("misbehave"), "closefds"]);
     assert_eq!(calls(&v, "malloc"), 1001);
     assert_eq!(calls(&v, "free"), 1001);
     assert_eq!(v["complete"], true);
