@@ -581,9 +581,10 @@ pub fn oracle_gap(facts: &TraceFacts, makespan: u64, max_load: u64, json: Option
             println!("peak live      {} B ({}) requested, {} usable  (lower bound: max load {})", grouped(st.peak_live_requested), bytes(st.peak_live_requested), bytes(st.peak_live_usable), bytes(max_load));
             println!("plan makespan  {} B ({})", grouped(makespan), bytes(makespan));
             println!(
-                "allocator      {} in pages touched by live blocks at its peak  (gap {} B, {:+.1}% of the plan)",
+                "allocator      {} in pages touched by live blocks at its peak  (gap {}{} B, {:+.1}% of the plan)",
                 bytes(st.peak_pages_bytes),
-                gap,
+                if gap < 0 { "-" } else { "" },
+                grouped(gap.unsigned_abs() as u64),
                 if makespan > 0 { gap as f64 * 100.0 / makespan as f64 } else { 0.0 }
             );
             match rss {
