@@ -5,7 +5,7 @@ CARGO   ?= cargo
 HEAPLAB := target/release/heaplab
 OUT     := out
 
-.PHONY: all build demo test bench bench-quick deps clean
+.PHONY: all build demo test bench bench-quick bench-trace deps trace-deps clean
 
 all: build
 
@@ -13,7 +13,23 @@ all: build
 deps:
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs) first" >&2; exit 2; }
 
-build: deps
+# The tracer is C (compiled by crates/trace/build.rs); its tests run real programs and compare
+# with heaptrack. Installed with apt-get when missing (CI runs as root on Debian).
+TRACE_TOOLS := cc sqlite3 jq xz gzip python3 heaptrack heaptrack_print
+TRACE_PKGS  := gcc libc6-dev sqlite3 jq xz-utils gzip python3 heaptrack libjemalloc2 libmimalloc2.0
+TRACE_LIBS  := /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/libmimalloc.so.2
+trace-deps:
+	@missing=""; for t in $(TRACE_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	[ -x /usr/bin/python3 ] || missing="$$missing /usr/bin/python3"; \
+	for l in $(TRACE_LIBS); do [ -e $$l ] || missing="$$missing $$l"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing for the trace tests (missing:$$missing)"; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TRACE_PKGS) >/dev/null; \
+	  else echo "run as root: apt-get install -y $(TRACE_PKGS)" >&2; exit 2; fi; \
+	fi
+
+build: deps trace-deps
 	$(CARGO) build --release --workspace
 
 # The main job on a generated default: a neural-network-like instance of 2,000 buffers is
@@ -28,17 +44,22 @@ demo: build
 	$(HEAPLAB) check $(OUT)/demo.csv $(OUT)/demo.placed.csv
 	@echo "picture: $(OUT)/demo.png"
 
-test: deps
+test: deps trace-deps
 	$(CARGO) test --workspace
 
 # Long measurements: the full table (shared set + generated 10^3 … 10^6 buffers).
-bench: build
+bench: build bench-trace
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench --heaplab $(HEAPLAB)
 
 bench-quick: build
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench --heaplab $(HEAPLAB) --quick --out $(OUT)/bench-quick
+
+# Tracer speed and size against heaptrack on real programs: writes bench/trace-results.md/json.
+bench-trace: build
+	$(CARGO) build --release -p heaplab-bench
+	target/release/heaplab-bench-trace --heaplab $(HEAPLAB)
 
 clean:
 	$(CARGO) clean

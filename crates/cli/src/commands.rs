@@ -15,8 +15,10 @@ pub const PLAN_HELP: &str = "\
 Plan offsets for every buffer of an instance so that buffers live at the same time never overlap,
 minimising the makespan (the peak memory: highest offset + size).
 
-INPUT is a CSV file with header id,lower,upper,size (optional columns alignment, requested), or a
-heaplab binary instance (.hlbin); '-' reads standard input. Lifetimes are [lower, upper) unless
+INPUT is a CSV file with header id,lower,upper,size (optional columns alignment, requested), a
+heaplab binary instance (.hlbin), or a trace from `heaplab trace` (.hltrace, converted on the way:
+see the Trace input options; the summary then adds the oracle gap, the real allocator's peak
+against the plan); '-' reads standard input. Lifetimes are [lower, upper) unless
 --semantics says otherwise.
 
 How it works: the instance is split into independent components (time ranges no buffer crosses);
@@ -62,6 +64,8 @@ pub struct PlanArgs {
     /// Also draw the placement to this file (.png or .svg).
     #[arg(long, value_name = "FILE")]
     plot: Option<String>,
+    #[command(flatten)]
+    trace: crate::trace::TraceInputArgs,
 }
 
 fn semantics(s: &str) -> Semantics {
@@ -90,7 +94,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     if let Some(p) = &a.plot {
         plot_format(p)?;
     }
-    let inst = files::read_instance(&a.input, semantics(&a.semantics))?;
+    let (inst, traced) = crate::trace::read_instance(&a.input, semantics(&a.semantics), &a.trace)?;
     let read_s = t0.elapsed().as_secs_f64();
     let opts = PlanOptions {
         time_limit: Duration::from_secs_f64(a.time_limit),
@@ -124,7 +128,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             .iter()
             .map(|t| json!({"algorithm": t.name, "makespan": t.makespan, "seconds": t.seconds}))
             .collect();
-        let v = json!({
+        let mut v = json!({
             "input": a.input,
             "n": inst.len(),
             "max_load": outcome.max_load,
@@ -146,6 +150,9 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             "output": a.output,
             "valid": true,
         });
+        if let Some(t) = &traced {
+            crate::trace::oracle_gap(t, outcome.makespan, outcome.max_load, Some(&mut v));
+        }
         println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
     } else {
         println!("instance       {} ({} buffers, {} components)", a.input, grouped(inst.len() as u64), outcome.components);
@@ -170,12 +177,15 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         if let Some(p) = &a.plot {
             println!("picture        {p}");
         }
+        if let Some(t) = &traced {
+            crate::trace::oracle_gap(t, outcome.makespan, outcome.max_load, None);
+        }
     }
     Ok(())
 }
 
 /// Fails early (before long work) when an output path cannot be created.
-fn check_writable(path: &str) -> Result<(), Failure> {
+pub(crate) fn check_writable(path: &str) -> Result<(), Failure> {
     if path == "-" {
         return Ok(());
     }
@@ -346,7 +356,7 @@ pub fn gen(a: GenArgs) -> Result<(), Failure> {
 /// Arguments of `heaplab convert`.
 #[derive(Args)]
 pub struct ConvertArgs {
-    /// Instance or placement (CSV or .hlbin).
+    /// Instance or placement (CSV or .hlbin), or a trace (.hltrace) to convert to an instance.
     input: String,
     /// Output: .hlbin for binary, anything else CSV. Lifetimes are written as [lower, upper).
     #[arg(short, long, value_name = "FILE")]
@@ -354,12 +364,18 @@ pub struct ConvertArgs {
     /// Lifetime convention of the input.
     #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
     semantics: String,
+    #[command(flatten)]
+    trace: crate::trace::TraceInputArgs,
 }
 
 /// `heaplab convert`.
 pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
     check_writable(&a.output)?;
-    let (inst, offsets) = files::read(&a.input, semantics(&a.semantics), true)?;
+    let (inst, offsets) = if heaplab_trace::is_trace(&a.input) {
+        (crate::trace::read_instance(&a.input, semantics(&a.semantics), &a.trace)?.0, None)
+    } else {
+        files::read(&a.input, semantics(&a.semantics), true)?
+    };
     files::write(&a.output, &inst, offsets.as_deref()).map_err(|e| io_failure(&a.output, e))?;
     eprintln!("heaplab: wrote {} buffers to {}", grouped(inst.len() as u64), a.output);
     Ok(())

@@ -5,6 +5,7 @@
 mod check;
 mod commands;
 mod report;
+mod trace;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -35,8 +36,14 @@ enum Command {
     /// Generate an instance for tests and scale benchmarks.
     #[command(long_about = commands::GEN_HELP)]
     Gen(commands::GenArgs),
-    /// Convert an instance or placement between CSV and the binary format (.hlbin).
+    /// Convert an instance or placement between CSV and the binary format (.hlbin), or a trace
+    /// (.hltrace) to an instance.
     Convert(commands::ConvertArgs),
+    /// Run a program and record every heap request it makes (LD_PRELOAD tracer).
+    #[command(long_about = trace::TRACE_HELP)]
+    Trace(trace::TraceArgs),
+    /// Describe a trace: calls per function, threads, peak live bytes, sizes, duration.
+    TraceInfo(trace::TraceInfoArgs),
 }
 
 /// How a command ended, mapped to the exit code.
@@ -62,6 +69,8 @@ fn main() -> ExitCode {
         Command::Plot(a) => commands::plot(a),
         Command::Gen(a) => commands::gen(a),
         Command::Convert(a) => commands::convert(a),
+        Command::Trace(a) => trace::trace(a),
+        Command::TraceInfo(a) => trace::trace_info(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,298 @@
+//! `heaplab-bench-trace`: the tracer's speed and size against heaptrack on real programs,
+//! behind `make bench-trace`.
+//!
+//! Each workload runs plain, under `heaptrack`, and under `heaplab trace` (median wall time of
+//! several runs, the whole command as a user would time it: heaptrack's compression and
+//! heaplab's summary included). It reports the calls recorded, bytes per event on disk,
+//! events per second and the added time of each tracer, prints a Markdown table and writes
+//! `bench/trace-results.md` and `bench/trace-results.json` naming machine, date and commit.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const USAGE: &str = "\
+heaplab-bench-trace — time heaplab trace against heaptrack on real programs
+
+Usage: heaplab-bench-trace [--heaplab PATH] [--runs N] [--out DIR] [--quick]
+  --heaplab PATH  heaplab binary [default: target/release/heaplab]
+  --runs N        runs per configuration; the median is reported [default: 5]
+  --out DIR       where trace-results.md/json go [default: bench]
+  --quick         smaller workloads (a smoke test; results are not written)";
+
+struct Workload {
+    name: &'static str,
+    cmd: Vec<String>,
+    env: Vec<(&'static str, &'static str)>,
+    stdin: Option<PathBuf>,
+    what: String,
+}
+
+fn workloads(dir: &Path, quick: bool) -> std::io::Result<Vec<Workload>> {
+    let scale = if quick { 10 } else { 1 };
+    let rows = 200_000 / scale;
+    let sql = dir.join("script.sql");
+    std::fs::write(
+        &sql,
+        format!(
+            "create table t(a, b);\nwith recursive c(x) as (select 1 union all select x + 1 from c where x < {rows})\n\
+             insert into t select x, hex(randomblob(16)) from c;\ncreate index i on t(b);\nselect count(*), sum(length(b)) from t;\n"
+        ),
+    )?;
+    let records = 30_000 / scale;
+    let json = dir.join("records.json");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&json)?);
+    for i in 0..records {
+        writeln!(f, "{{\"id\":{i},\"name\":\"user{i}\",\"tags\":[\"t{}\",\"t{}\"],\"score\":{}.5}}", i % 17, i % 5, i % 1000)?;
+    }
+    f.flush()?;
+    let text = dir.join("text.txt");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&text)?);
+    for i in 0..(400_000 / scale) {
+        writeln!(f, "{} line {} {}", i * 7919 % 100_003, i, i % 97)?;
+    }
+    f.flush()?;
+    let small = dir.join("small.txt");
+    let lines: String = std::fs::read_to_string(&text)?.lines().take(100_000 / scale).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&small, lines)?;
+    let py = format!(
+        "import json\nd = [{{'k': i, 'v': str(i) * 3, 'l': [i, i + 1]}} for i in range({})]\ns = json.dumps(d)\nprint(len(json.loads(s)))",
+        100_000 / scale
+    );
+    let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
+    Ok(vec![
+        Workload { name: "sqlite3", cmd: vec!["sqlite3".into(), ":memory:".into()], env: vec![], stdin: Some(sql), what: format!("{rows}-row table + index") },
+        // PYTHONMALLOC=malloc: every object from malloc (by default small objects come from
+        // Python's own arenas, a few large malloc calls).
+        Workload {
+            name: "python3",
+            cmd: vec![python.into(), "-c".into(), py],
+            env: vec![("PYTHONMALLOC", "malloc"), ("PYTHONHASHSEED", "0")],
+            stdin: None,
+            what: format!("JSON round trip of {} dicts, PYTHONMALLOC=malloc", 100_000 / scale),
+        },
+        Workload { name: "jq", cmd: vec!["jq".into(), "-c".into(), "select(.id % 3 == 0) | {id, tags}".into()], env: vec![], stdin: Some(json), what: format!("filter {records} records") },
+        Workload { name: "sort", cmd: vec!["sort".into()], env: vec![], stdin: Some(text), what: format!("sort {} lines", 400_000 / scale) },
+        Workload { name: "xz", cmd: vec!["xz".into(), "-3".into(), "-c".into()], env: vec![], stdin: Some(small), what: format!("compress {} of those lines at -3", 100_000 / scale) },
+    ])
+}
+
+/// CPU seconds (user + system) of all waited-for children so far.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// A run's wall seconds and the CPU seconds of its whole process tree (the program, the
+/// tracer's helper processes, heaplab's own reading of the trace). CPU time barely moves with
+/// other jobs' load on the machine; wall time does.
+#[derive(Clone, Copy)]
+struct Timing {
+    wall: f64,
+    cpu: f64,
+}
+
+/// Runs a command with stdin from a file and output discarded; its timing, or an error.
+fn time(cmd: &[String], env: &[(&str, &str)], stdin: Option<&Path>, cwd: &Path) -> Result<Timing, String> {
+    let mut c = Command::new(&cmd[0]);
+    c.args(&cmd[1..]).envs(env.iter().copied()).current_dir(cwd).stdout(Stdio::null()).stderr(Stdio::null()).env_remove("LD_PRELOAD");
+    c.stdin(match stdin {
+        Some(p) => Stdio::from(std::fs::File::open(p).map_err(|e| e.to_string())?),
+        None => Stdio::null(),
+    });
+    let cpu0 = children_cpu();
+    let t0 = Instant::now();
+    let st = c.status().map_err(|e| format!("{}: {e}", cmd[0]))?;
+    let el = t0.elapsed().as_secs_f64();
+    if !st.success() {
+        return Err(format!("{} failed: {st}", cmd.join(" ")));
+    }
+    Ok(Timing { wall: el, cpu: children_cpu() - cpu0 })
+}
+
+fn median(v: &[Timing], f: impl Fn(&Timing) -> f64) -> f64 {
+    let mut x: Vec<f64> = v.iter().map(f).collect();
+    x.sort_by(|a, b| a.total_cmp(b));
+    x[x.len() / 2]
+}
+
+fn output(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd).args(args).output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+}
+
+struct Row {
+    name: &'static str,
+    what: String,
+    calls: u64,
+    events: u64,
+    trace_bytes: u64,
+    plain: f64,
+    heaptrack: f64,
+    heaplab: f64,
+    plain_cpu: f64,
+    heaptrack_cpu: f64,
+    heaplab_cpu: f64,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut heaplab = PathBuf::from("target/release/heaplab");
+    let mut runs = 5usize;
+    let mut out = PathBuf::from("bench");
+    let mut quick = false;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--heaplab" if i + 1 < args.len() => heaplab = PathBuf::from(&args[i + 1]),
+            "--runs" if i + 1 < args.len() => runs = args[i + 1].parse().unwrap_or(0),
+            "--out" if i + 1 < args.len() => out = PathBuf::from(&args[i + 1]),
+            "--quick" => {
+                quick = true;
+                i += 1;
+                continue;
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
+            a => {
+                eprintln!("heaplab-bench-trace: unknown or incomplete argument {a}\n{USAGE}");
+                std::process::exit(2);
+            }
+        }
+        i += 2;
+    }
+    if runs == 0 {
+        eprintln!("heaplab-bench-trace: --runs must be at least 1");
+        std::process::exit(2);
+    }
+    let heaplab = std::path::absolute(&heaplab).unwrap_or(heaplab);
+    let dir = std::env::temp_dir().join(format!("heaplab-bench-trace-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for w in workloads(&dir, quick).expect("workload files") {
+        eprintln!("heaplab-bench-trace: {} ({})", w.name, w.what);
+        let stdin = w.stdin.as_deref();
+        let mut ht_cmd = vec!["heaptrack".to_string(), "-o".into(), dir.join("ht").to_string_lossy().into_owned()];
+        ht_cmd.extend(w.cmd.iter().cloned());
+        let trace = dir.join(format!("{}.hltrace", w.name));
+        let mut hl_cmd = vec![heaplab.to_string_lossy().into_owned(), "trace".into(), "-o".into(), trace.to_string_lossy().into_owned(), "--".into()];
+        hl_cmd.extend(w.cmd.iter().cloned());
+        // The three configurations take turns, run by run, so a change in machine load
+        // (other jobs) falls on all of them alike; the median of each is reported.
+        let clean = || {
+            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if e.file_name().to_string_lossy().starts_with("ht.") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        };
+        let r = (|| -> Result<Row, String> {
+            let (mut plain, mut heaptrack, mut hl) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..runs {
+                plain.push(time(&w.cmd, &w.env, stdin, &dir)?);
+                heaptrack.push(time(&ht_cmd, &w.env, stdin, &dir)?);
+                clean();
+                hl.push(time(&hl_cmd, &w.env, stdin, &dir)?);
+            }
+            let wall = |t: &Timing| t.wall;
+            let cpu = |t: &Timing| t.cpu;
+            let (plain_cpu, heaptrack_cpu, heaplab_cpu) = (median(&plain, cpu), median(&heaptrack, cpu), median(&hl, cpu));
+            let (plain, heaptrack, hl) = (median(&plain, wall), median(&heaptrack, wall), median(&hl, wall));
+            let info = Command::new(&heaplab).args(["trace-info", "--json"]).arg(&trace).output().map_err(|e| e.to_string())?;
+            let v: serde_json::Value = serde_json::from_slice(&info.stdout).map_err(|e| format!("trace-info: {e}"))?;
+            let calls = v["calls"].as_object().map(|m| m.iter().filter(|(k, _)| *k != "free").map(|(_, n)| n.as_u64().unwrap_or(0)).sum()).unwrap_or(0);
+            Ok(Row {
+                name: w.name,
+                what: w.what.clone(),
+                calls,
+                events: v["events"].as_u64().unwrap_or(0),
+                trace_bytes: v["file_bytes"].as_u64().unwrap_or(0),
+                plain,
+                heaptrack,
+                heaplab: hl,
+                plain_cpu,
+                heaptrack_cpu,
+                heaplab_cpu,
+            })
+        })();
+        match r {
+            Ok(row) => rows.push(row),
+            Err(e) => {
+                eprintln!("heaplab-bench-trace: {}: {e}", w.name);
+                failed = true;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
+    let date = output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+    let commit = output("git", &["rev-parse", "--short", "HEAD"]);
+    let ht_version = output("heaptrack", &["--version"]);
+    let mut md = String::new();
+    md.push_str("# heaplab trace vs heaptrack\n\n");
+    md.push_str(&format!(
+        "Machine: {cpu}, {cores} cores, Linux {kernel}. Date: {date}. Commit: {commit}. {ht_version}.\n\
+         Command: `make bench-trace` (`heaplab-bench-trace --runs {runs}`). Wall time is the median of {runs} runs of the whole\n\
+         command, the three configurations taking turns run by run (heaptrack's compression and heaplab's summary included);\n\
+         \"added\" is the time added to the plain run; the CPU ratio compares the CPU time (user + system) the two tracers\n\
+         add over the whole process tree, which other jobs on the machine disturb far less than wall time.\n\
+         Events are calls recorded (a realloc is one); bytes/event is the trace file's size over its events.\n\n"
+    ));
+    md.push_str("| program | workload | alloc calls | events | plain s | heaptrack s (added) | heaplab s (added) | added ratio, wall | added ratio, CPU | bytes/event | events/s |\n");
+    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let mut json_rows = Vec::new();
+    for r in &rows {
+        let add_ht = r.heaptrack - r.plain;
+        let add_hl = r.heaplab - r.plain;
+        let ratio = if add_ht > 0.0 { add_hl / add_ht } else { f64::NAN };
+        let (cpu_ht, cpu_hl) = (r.heaptrack_cpu - r.plain_cpu, r.heaplab_cpu - r.plain_cpu);
+        let cpu_ratio = if cpu_ht > 0.0 { cpu_hl / cpu_ht } else { f64::NAN };
+        let bpe = if r.events > 0 { r.trace_bytes as f64 / r.events as f64 } else { 0.0 };
+        let eps = if r.heaplab > 0.0 { r.events as f64 / r.heaplab } else { 0.0 };
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {:.3} | {:.3} ({:+.3}) | {:.3} ({:+.3}) | {:.2} | {:.2} | {:.2} | {:.2}M |\n",
+            r.name, r.what, r.calls, r.events, r.plain, r.heaptrack, add_ht, r.heaplab, add_hl, ratio, cpu_ratio, bpe, eps / 1e6
+        ));
+        json_rows.push(serde_json::json!({
+            "program": r.name, "workload": r.what, "alloc_calls": r.calls, "events": r.events, "trace_bytes": r.trace_bytes,
+            "plain_s": r.plain, "heaptrack_s": r.heaptrack, "heaplab_s": r.heaplab,
+            "added_heaptrack_s": add_ht, "added_heaplab_s": add_hl, "added_ratio": ratio,
+            "plain_cpu_s": r.plain_cpu, "heaptrack_cpu_s": r.heaptrack_cpu, "heaplab_cpu_s": r.heaplab_cpu, "added_cpu_ratio": cpu_ratio, "bytes_per_event": bpe, "events_per_s": eps,
+        }));
+    }
+    md.push_str(
+        "\nTargets (issue #4): at most 6 bytes per event on disk; added time at most a third of heaptrack's (ratio ≤ 0.33).\n\
+         Anchor (`../shared/ANCHORS.md`): heaptrack 1.4 on a sqlite3 workload of 615,692 allocation calls, 0.24 s plain, 1.19 s traced.\n",
+    );
+    println!("{md}");
+    if quick {
+        eprintln!("heaplab-bench-trace: --quick: results not written");
+    } else {
+        let json = serde_json::json!({"machine": {"cpu": cpu, "cores": cores, "kernel": kernel}, "date": date, "commit": commit,
+            "heaptrack": ht_version, "runs": runs, "rows": json_rows});
+        let _ = std::fs::create_dir_all(&out);
+        let w1 = std::fs::write(out.join("trace-results.md"), &md);
+        let w2 = std::fs::write(out.join("trace-results.json"), serde_json::to_string_pretty(&json).expect("plain JSON") + "\n");
+        if w1.is_err() || w2.is_err() {
+            eprintln!("heaplab-bench-trace: cannot write results to {}", out.display());
+            failed = true;
+        } else {
+            eprintln!("heaplab-bench-trace: wrote {}/trace-results.md and .json", out.display());
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}

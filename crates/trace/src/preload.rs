@@ -1,0 +1,52 @@
+//! The tracer library, embedded: `build.rs` compiles `preload/heaplab_preload.c` and this module
+//! carries the bytes, so `heaplab trace` needs no install step and works from any directory.
+//! At run time the bytes are written once to a private cache file named by their hash.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The compiled LD_PRELOAD library.
+pub const LIBRARY: &[u8] = include_bytes!(env!("HEAPLAB_PRELOAD_SO"));
+
+/// Environment variable naming a tracer library to use instead of the embedded one.
+pub const OVERRIDE_VAR: &str = "HEAPLAB_PRELOAD";
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+}
+
+/// The path of a tracer library ready to preload: `$HEAPLAB_PRELOAD` when set, otherwise the
+/// embedded library written (atomically, once per content) to
+/// `$XDG_CACHE_HOME/heaplab/` or `~/.cache/heaplab/` (a fresh private temporary directory when
+/// neither exists).
+pub fn library_path() -> std::io::Result<PathBuf> {
+    if let Some(p) = std::env::var_os(OVERRIDE_VAR).filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("{OVERRIDE_VAR}={}: no such file", p.display())));
+        }
+        return std::path::absolute(&p);
+    }
+    let dir = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
+        .map(|d| d.join("heaplab"))
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("heaplab-{}", std::process::id())));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("libheaplab_preload-{:016x}.so", fnv1a(LIBRARY)));
+    if std::fs::read(&path).is_ok_and(|b| b == LIBRARY) {
+        return Ok(path);
+    }
+    let tmp = dir.join(format!(".libheaplab_preload.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(LIBRARY)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map(|()| path)
+}
