@@ -23,12 +23,15 @@ against the plan); '-' reads standard input. Lifetimes are [lower, upper) unless
 
 How it works: the instance is split into independent components (time ranges no buffer crosses);
 trivial components are solved exactly; greedy first-fit and best-fit heuristics run over several
-orders in parallel; the remaining time goes to the boxing algorithm of Buchsbaum et al. on the
-components that decide the makespan. It stops early when the makespan equals the max load, which
-proves the plan optimal. Every placement is validated before it is written.
+orders in parallel; components of up to 20,000 buffers (and 10 million conflicting pairs) then get
+an exact branch-and-bound search that tries the max load first and proves optimality when it can;
+the remaining time goes to the boxing algorithm of Buchsbaum et al. on the components that decide
+the makespan. It stops early when the makespan equals the lower bound, which proves the plan
+optimal. Every placement is validated before it is written.
 
-Prints: buffers, max load (the lower bound), makespan, fragmentation (makespan - max load, in bytes
-and % of max load), time, and the algorithm that won.
+Prints: buffers, max load, the best proven lower bound (the max load, or more where the exact
+search refuted smaller makespans), makespan, fragmentation (makespan - max load, in bytes and % of
+max load), the gap to the lower bound, time, and the algorithm that won.
 
 Examples:
   heaplab plan model.csv -o placed.csv
@@ -58,7 +61,7 @@ pub struct PlanArgs {
     /// Seed for the stochastic algorithms; same seed and threads give the same plan.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Restrict to one algorithm (auto, heuristics, boxing, or FIT/ORDER such as best-fit/size).
+    /// Restrict to one algorithm (auto, heuristics, boxing, exact, or FIT/ORDER such as best-fit/size).
     #[arg(long, default_value = "auto", value_name = "NAME")]
     algorithm: String,
     /// Also draw the placement to this file (.png or .svg).
@@ -132,7 +135,8 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             "input": a.input,
             "n": inst.len(),
             "max_load": outcome.max_load,
-            "lower_bound": outcome.max_load,
+            "lower_bound": outcome.lower_bound,
+            "gap_to_lower_bound_bytes": outcome.makespan - outcome.lower_bound,
             "makespan": outcome.makespan,
             "fragmentation_bytes": frag,
             "fragmentation_pct": pct(outcome.makespan, outcome.max_load),
@@ -156,10 +160,21 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
     } else {
         println!("instance       {} ({} buffers, {} components)", a.input, grouped(inst.len() as u64), outcome.components);
-        println!("max load       {} B ({})  = lower bound", grouped(outcome.max_load), bytes(outcome.max_load));
+        if outcome.lower_bound > outcome.max_load {
+            println!("max load       {} B ({})", grouped(outcome.max_load), bytes(outcome.max_load));
+            println!("lower bound    {} B ({})  (proven by the exact search)", grouped(outcome.lower_bound), bytes(outcome.lower_bound));
+        } else {
+            println!("max load       {} B ({})  = lower bound", grouped(outcome.max_load), bytes(outcome.max_load));
+        }
         println!("makespan       {} B ({})", grouped(outcome.makespan), bytes(outcome.makespan));
         println!("fragmentation  {} B ({:.3}%)", grouped(frag), pct(outcome.makespan, outcome.max_load));
-        let verdict = if outcome.optimal { "  — proven optimal (makespan = max load)" } else { "" };
+        let verdict = if !outcome.optimal {
+            format!("  (gap to lower bound {} B, {:.3}%)", grouped(outcome.makespan - outcome.lower_bound), pct(outcome.makespan, outcome.lower_bound))
+        } else if outcome.lower_bound == outcome.max_load {
+            "  — proven optimal (makespan = max load)".to_string()
+        } else {
+            "  — proven optimal (makespan = proven lower bound)".to_string()
+        };
         println!("algorithm      {}{verdict}", outcome.algorithm);
         println!("time           {total:.3} s (read {read_s:.3} s, plan {:.3} s)", outcome.seconds);
         if outcome.attempts.len() > 1 {

@@ -6,19 +6,25 @@
 //!    heuristic or the heuristics alone were asked for.
 //! 3. Run the greedy heuristics on every component, in parallel, keeping the best. Under `Auto`
 //!    they may not start after the first half of the time limit, which is kept for boxing.
-//! 4. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
+//! 4. On components small enough for it (a bounded conflict count), run the exact search
+//!    ([`crate::exact`]) from the best heuristic: it tries the lower bound first and then halves
+//!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
+//!    gets 80% of the time left (60% of that per component when several decide the makespan);
+//!    what it refutes raises the lower bound.
+//! 5. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
 //!    whose makespan is above the global lower bound — only those decide the result — largest
 //!    first, each bootstrapped with its best heuristic makespan (passes that cannot beat it stop
 //!    early). Each component gets 60% of the time left (the last one all of it), `--iterations`
 //!    passes at most, and seeds derived from `--seed` and its index; time left over goes back to
 //!    the component that decides the makespan (see `boxing_stage`). `Algorithm::Boxing` runs
 //!    this stage alone, on every non-trivial component, without bootstrapping.
-//! 5. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
+//! 6. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
 //!    component whose first heuristic already reaches the lower bound runs no other.
 //!
 //! Every result is validated before it is returned; an invalid placement is a bug and panics.
 
 use crate::boxing::{self, BoxingParams, Squeeze};
+use crate::exact;
 use crate::heuristics::{self, Fit, Heuristic, Order};
 use heaplab_model::Buffer;
 use rayon::prelude::*;
@@ -37,11 +43,13 @@ pub enum Algorithm {
     Heuristic(Heuristic),
     /// Only the boxing algorithm (no heuristic bootstrapping).
     Boxing,
+    /// Only the exact search (from first-fit/size), on components within its conflict budget.
+    Exact,
 }
 
 impl Algorithm {
     /// Names accepted by `--algorithm`.
-    pub const NAMES: &'static str = "auto, heuristics, boxing, first-fit/size, best-fit/size, first-fit/area, \
+    pub const NAMES: &'static str = "auto, heuristics, boxing, exact, first-fit/size, best-fit/size, first-fit/area, \
 best-fit/area, first-fit/lifetime, best-fit/lifetime, first-fit/start, best-fit/start, first-fit/random, best-fit/random";
 
     /// Parses a name from [`Algorithm::NAMES`]; `random` orders use the seed.
@@ -50,6 +58,7 @@ best-fit/area, first-fit/lifetime, best-fit/lifetime, first-fit/start, best-fit/
             "auto" => return Some(Algorithm::Auto),
             "heuristics" => return Some(Algorithm::Heuristics),
             "boxing" => return Some(Algorithm::Boxing),
+            "exact" => return Some(Algorithm::Exact),
             _ => {}
         }
         let (fit, order) = s.split_once('/')?;
@@ -126,9 +135,12 @@ pub struct PlanOutcome {
     pub offsets: Vec<u64>,
     /// Highest `offset + size`.
     pub makespan: u64,
-    /// Max load: the lower bound used.
+    /// Max load: the trivial lower bound.
     pub max_load: u64,
-    /// Whether `makespan == max_load`, which proves optimality.
+    /// The best proven lower bound: the max load, raised where the exact search refuted
+    /// capacities of the component that decides it.
+    pub lower_bound: u64,
+    /// Whether `makespan == lower_bound`, which proves optimality.
     pub optimal: bool,
     /// The algorithm that produced the component deciding the makespan.
     pub algorithm: String,
@@ -149,6 +161,8 @@ struct Part {
     index: Vec<u32>,
     buffers: Vec<Buffer>,
     max_load: u64,
+    /// Proven lower bound on this component's makespan (its max load, or more).
+    lower: u64,
     offsets: Vec<u64>,
     makespan: u64,
     algorithm: String,
@@ -191,6 +205,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
             let bs: Vec<Buffer> = c.buffers.iter().map(|&i| buffers[i as usize]).collect();
             Part {
                 max_load: heaplab_sweep::max_load(&bs),
+                lower: 0,
                 index: c.buffers,
                 buffers: bs,
                 offsets: Vec::new(),
@@ -202,17 +217,21 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         })
         .collect();
     let lower_bound = parts.iter().map(|p| p.max_load).max().unwrap_or(0);
+    for part in &mut parts {
+        part.lower = part.max_load;
+    }
 
     stage("heuristics");
     let heuristics: Vec<Heuristic> = match opts.algorithm {
         Algorithm::Auto | Algorithm::Heuristics => Heuristic::STANDARD.to_vec(),
         Algorithm::Heuristic(h) => vec![h],
+        Algorithm::Exact => vec![Heuristic::STANDARD[0]],
         Algorithm::Boxing => Vec::new(),
     };
     parts.par_iter_mut().for_each(|part| {
         // Exact cases first (also under `Boxing`, whose own prelude would solve them anyway, so
         // that they do not take a share of the boxing time).
-        if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) {
+        if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing | Algorithm::Exact) {
             let t = Instant::now();
             if let Some(off) = heuristics::solve_conflict_free(&part.buffers) {
                 part.offer("exact: no conflicts".into(), off, t.elapsed().as_secs_f64());
@@ -256,6 +275,12 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         }
     });
 
+    if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Exact) {
+        stage("exact search");
+        let share = if opts.algorithm == Algorithm::Auto { 0.8 } else { 1.0 };
+        exact_stage(&mut parts, lower_bound, share, deadline, progress);
+    }
+
     let mut boxing_iterations = 0;
     if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) {
         stage("boxing");
@@ -272,10 +297,12 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
     let v = heaplab_sweep::validate(buffers, &offsets);
     assert!(v.is_valid(), "assembled placement invalid: {}", v.describe(buffers, &offsets));
     let critical = parts.iter().max_by_key(|p| (p.makespan, p.buffers.len()));
+    let proven = parts.iter().map(|p| p.lower).max().unwrap_or(0).max(lower_bound);
     PlanOutcome {
         makespan: v.makespan,
         max_load: lower_bound,
-        optimal: v.makespan == lower_bound,
+        lower_bound: proven,
+        optimal: v.makespan == proven,
         algorithm: critical.map(|p| p.algorithm.clone()).unwrap_or_else(|| "none (no buffers)".into()),
         components: parts.len(),
         critical_buffers: critical.map(|p| p.buffers.len()).unwrap_or(0),
@@ -298,7 +325,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
 /// cap is used up, or time runs out.
 fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, lower_bound: u64, deadline: Instant, progress: Option<&Progress>) -> usize {
     let mut queue: Vec<usize> = (0..parts.len())
-        .filter(|&i| !parts[i].exact && (parts[i].offsets.is_empty() || parts[i].makespan > lower_bound))
+        .filter(|&i| !parts[i].exact && (parts[i].offsets.is_empty() || parts[i].makespan > lower_bound.max(parts[i].lower)))
         .collect();
     queue.sort_by_key(|&i| (std::cmp::Reverse((parts[i].offsets.is_empty(), parts[i].makespan, parts[i].buffers.len())), i));
     let cap = opts.iterations.unwrap_or(usize::MAX);
@@ -354,6 +381,54 @@ fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, lower_bound: u64, deadli
         }
     }
     total
+}
+
+/// Conflicting pairs above which a component is left to the heuristics and boxing: the exact
+/// search keeps per-buffer conflict lists (8 bytes a pair).
+const EXACT_MAX_CONFLICTS: u64 = 10_000_000;
+/// Buffers above which a component is left to the heuristics and boxing: the exact search's
+/// nodes cost O(n), so a long search there is better spent on the other stages.
+const EXACT_MAX_BUFFERS: usize = 20_000;
+
+/// The exact stage of [`plan`]: components above the makespan settled elsewhere, largest first,
+/// each minimised from its best placement for `share` of the time left (the last one all of
+/// the stage's time). A refuted capacity raises the component's proven lower bound.
+fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Instant, progress: Option<&Progress>) {
+    let mut queue: Vec<usize> = (0..parts.len())
+        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].makespan > lower_bound.max(parts[i].lower))
+        .filter(|&i| parts[i].buffers.len() <= EXACT_MAX_BUFFERS)
+        .collect();
+    queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
+    let strategies = exact::Strategy::portfolio();
+    let threads = rayon::current_num_threads().clamp(1, 2);
+    let stage_end = {
+        let now = Instant::now();
+        now + deadline.saturating_duration_since(now).mul_f64(share)
+    };
+    for (k, &i) in queue.iter().enumerate() {
+        // Components that no longer decide the makespan need only reach what is settled.
+        let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
+        let part = &mut parts[i];
+        if part.makespan < settled && part.makespan > lower_bound {
+            // Not deciding: improving it cannot lower the makespan.
+            continue;
+        }
+        let Some(problem) = exact::Problem::new(&part.buffers, EXACT_MAX_CONFLICTS) else { continue };
+        let now = Instant::now();
+        if now >= stage_end {
+            break;
+        }
+        let left = stage_end.duration_since(now);
+        let until = if k + 1 == queue.len() { stage_end } else { now + left.mul_f64(0.6) };
+        let m = exact::minimize(&problem, part.makespan, part.lower.max(lower_bound), &strategies, threads, until);
+        part.lower = part.lower.max(m.lower_bound);
+        if let Some(off) = m.offsets {
+            part.offer("exact search".into(), off, now.elapsed().as_secs_f64());
+        }
+        if let Some(p) = progress {
+            p.best.store(parts.iter().map(|p| p.makespan).max().unwrap_or(0), Ordering::Relaxed);
+        }
+    }
 }
 
 /// The largest makespan among components outside the boxing queue, or the lower bound.

@@ -120,13 +120,15 @@ pub struct Limits<'a> {
     pub deadline: Option<Instant>,
     /// Stop after this many nodes.
     pub nodes: u64,
-    /// Stop when this becomes true (another search won).
+    /// Stop when this becomes true (the caller gave up).
     pub cancel: Option<&'a AtomicBool>,
+    /// A second stop flag (a portfolio cancelling this run).
+    pub also_cancel: Option<&'a AtomicBool>,
 }
 
 impl Default for Limits<'_> {
     fn default() -> Self {
-        Limits { deadline: None, nodes: u64::MAX, cancel: None }
+        Limits { deadline: None, nodes: u64::MAX, cancel: None, also_cancel: None }
     }
 }
 
@@ -307,34 +309,120 @@ enum Undo {
     Placed(u32),
 }
 
-/// Searches with restarts: every ranking gets a node budget, starting at twice the number of
-/// buffers and doubling after each round, until one search finds a placement or proves there
-/// is none, or the limits stop it. Search trees are heavy-tailed; short runs over several
-/// orders find placements that one long run misses.
-pub fn decide_with_restarts(problem: &Problem, capacity: u64, strategies: &[Strategy], limits: Limits) -> (Decision, SearchStats) {
-    let mut total = SearchStats::default();
-    let mut budget = 2 * problem.len().max(1) as u64;
-    loop {
-        for &strategy in strategies {
-            let left = limits.nodes.saturating_sub(total.nodes);
-            if left == 0 {
-                return (Decision::Unknown, total);
-            }
-            let (d, st) = problem.decide(capacity, strategy, Limits { nodes: budget.min(left), ..limits });
-            total.nodes += st.nodes;
-            match d {
-                Decision::Unknown => {
-                    let timed_out = limits.deadline.is_some_and(|t| Instant::now() >= t)
-                        || limits.cancel.is_some_and(|c| c.load(Ordering::Relaxed));
-                    if timed_out {
-                        return (Decision::Unknown, total);
+/// Searches with restarts on `threads` threads: job `k` runs strategy `k mod S` with a node
+/// budget of `2n · 2^(k div S)`, so every strategy gets short runs first and longer ones later
+/// (search trees are heavy-tailed: short runs over several orders find placements one long run
+/// misses). Jobs are taken in index order; the verdict of the lowest-indexed job that finds a
+/// placement or proves there is none wins, and jobs above it are cancelled. Each job is
+/// deterministic, so the result does not depend on thread timing, only on the limits (a
+/// deadline that cuts a run short can change it).
+pub fn decide_portfolio(problem: &Problem, capacity: u64, strategies: &[Strategy], threads: usize, limits: Limits) -> (Decision, SearchStats) {
+    use std::sync::atomic::{AtomicU64, AtomicUsize};
+    use std::sync::{Arc, Mutex};
+    if strategies.is_empty() {
+        return (Decision::Unknown, SearchStats::default());
+    }
+    let next = AtomicUsize::new(0);
+    let nodes = AtomicU64::new(0);
+    let best: Mutex<Option<(usize, Decision)>> = Mutex::new(None);
+    let running: Mutex<Vec<(usize, Arc<AtomicBool>)>> = Mutex::new(Vec::new());
+    let base = 2 * problem.len().max(1) as u64;
+    let stopped_outside = || {
+        limits.deadline.is_some_and(|t| Instant::now() >= t) || limits.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| loop {
+                let job = next.fetch_add(1, Ordering::Relaxed);
+                let winner = best.lock().expect("portfolio lock").as_ref().map(|(w, _)| *w);
+                if winner.is_some_and(|w| job > w) || stopped_outside() {
+                    return;
+                }
+                let left = limits.nodes.saturating_sub(nodes.load(Ordering::Relaxed));
+                if left == 0 {
+                    return;
+                }
+                let round = (job / strategies.len()).min(40) as u32;
+                let budget = base.saturating_mul(1u64 << round).min(left);
+                let flag = Arc::new(AtomicBool::new(false));
+                running.lock().expect("portfolio lock").push((job, flag.clone()));
+                let job_limits = Limits { nodes: budget, also_cancel: Some(&flag), ..limits };
+                let (d, st) = problem.decide(capacity, strategies[job % strategies.len()], job_limits);
+                nodes.fetch_add(st.nodes, Ordering::Relaxed);
+                running.lock().expect("portfolio lock").retain(|(j, _)| *j != job);
+                if d != Decision::Unknown {
+                    let mut b = best.lock().expect("portfolio lock");
+                    if b.as_ref().is_none_or(|(w, _)| job < *w) {
+                        *b = Some((job, d));
+                        for (j, f) in running.lock().expect("portfolio lock").iter() {
+                            if *j > job {
+                                f.store(true, Ordering::Relaxed);
+                            }
+                        }
                     }
                 }
-                found_or_proof => return (found_or_proof, total),
+            });
+        }
+    });
+    let stats = SearchStats { nodes: nodes.into_inner() };
+    match best.into_inner().expect("portfolio lock") {
+        Some((_, d)) => (d, stats),
+        None => (Decision::Unknown, stats),
+    }
+}
+
+/// What [`minimize`] found.
+#[derive(Clone, Debug)]
+pub struct Minimized {
+    /// The best placement the search found, if it found one below the incumbent.
+    pub offsets: Option<Vec<u64>>,
+    /// Its makespan (or the incumbent's when nothing better was found).
+    pub makespan: u64,
+    /// A proven lower bound on the optimal makespan: every capacity below it was refuted.
+    pub lower_bound: u64,
+    /// Nodes searched in all.
+    pub nodes: u64,
+}
+
+/// Anytime minimisation by decision searches. Starts from an incumbent makespan and a known
+/// lower bound; tries the lower bound first (usually the max load, often optimal), then halves
+/// the gap: a found placement lowers the upper end, a refuted capacity raises the lower end, and
+/// a search cut off by its time share moves the next capacity halfway up. Each capacity gets
+/// half of the time left. Stops when the gap closes (the result is proven optimal) or the
+/// deadline passes.
+pub fn minimize(problem: &Problem, incumbent: u64, lower_bound: u64, strategies: &[Strategy], threads: usize, deadline: Instant) -> Minimized {
+    let mut out = Minimized { offsets: None, makespan: incumbent, lower_bound: lower_bound.max(problem.max_load()), nodes: 0 };
+    let mut cap = out.lower_bound;
+    while out.lower_bound < out.makespan {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        // The first capacity (the lower bound) is the likeliest optimum and the hardest to settle:
+        // it gets most of the time.
+        let share = if cap + 1 >= out.makespan { 1.0 } else if out.nodes == 0 { 0.7 } else { 0.5 };
+        let limits = Limits { deadline: Some(now + deadline.duration_since(now).mul_f64(share)), ..Limits::default() };
+        let (d, st) = decide_portfolio(problem, cap, strategies, threads, limits);
+        out.nodes += st.nodes;
+        match d {
+            Decision::Found(off) => {
+                out.makespan = off.iter().zip(&problem.size).map(|(o, s)| o + s).max().unwrap_or(0);
+                out.offsets = Some(off);
+                cap = out.lower_bound + (out.makespan - out.lower_bound) / 2;
+            }
+            Decision::Infeasible => {
+                out.lower_bound = cap + 1;
+                cap = out.lower_bound + (out.makespan.saturating_sub(1).saturating_sub(out.lower_bound)) / 2;
+            }
+            Decision::Unknown => {
+                if share == 1.0 {
+                    break;
+                }
+                cap += (out.makespan - 1 - cap).div_ceil(2);
             }
         }
-        budget = budget.saturating_mul(2);
     }
+    out
 }
 
 /// Subproblems already proven to fail. What remains to be solved at a node depends only on the
@@ -479,7 +567,7 @@ impl<'p, 'l> Search<'p, 'l> {
             return true;
         }
         if self.nodes % 1024 == 1 {
-            if let Some(c) = self.limits.cancel {
+            for c in [self.limits.cancel, self.limits.also_cancel].into_iter().flatten() {
                 if c.load(Ordering::Relaxed) {
                     return true;
                 }
@@ -911,6 +999,47 @@ mod tests {
                 if let Err(e) = s.replay(&seq, &off) {
                     panic!("round {round} {rank:?}: {e}\n{bs:?}\n{off:?}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn portfolio_verdict_does_not_depend_on_threads() {
+        let mut rng = Rng::new(3);
+        for round in 0..40u64 {
+            let (inst, _) = heaplab_gen::tight_with_offsets(20 + (round % 40) as usize, round);
+            let bs: Vec<Buffer> = inst.buffers.into_iter().filter(|_| rng.below(6) != 0).collect();
+            let p = Problem::new(&bs, u64::MAX).unwrap();
+            let cap = p.max_load();
+            let one = decide_portfolio(&p, cap, &Strategy::portfolio(), 1, Limits::default()).0;
+            let two = decide_portfolio(&p, cap, &Strategy::portfolio(), 2, Limits::default()).0;
+            assert_eq!(one, two, "round {round}");
+            if let Decision::Found(off) = one {
+                let v = validate(&bs, &off);
+                assert!(v.is_valid() && v.makespan <= cap);
+            }
+        }
+    }
+
+    #[test]
+    fn minimize_reaches_the_brute_force_optimum_and_proves_it() {
+        let mut rng = Rng::new(99);
+        for round in 0..120u64 {
+            let n = 1 + (round % 7) as usize;
+            let bs = random_instance(&mut rng, n, round);
+            let opt = brute_optimum(&bs);
+            let p = Problem::new(&bs, u64::MAX).unwrap();
+            let first = crate::heuristics::Heuristic::STANDARD[0].run(&bs);
+            let inc = bs.iter().zip(&first).map(|(b, o)| b.size + o).max().unwrap_or(0);
+            let far = Instant::now() + std::time::Duration::from_secs(60);
+            let m = minimize(&p, inc, 0, &Strategy::portfolio(), 2, far);
+            assert_eq!(m.makespan, opt, "round {round}: {bs:?}");
+            assert_eq!(m.lower_bound, opt, "round {round}: optimality proven");
+            if let Some(off) = &m.offsets {
+                let v = validate(&bs, off);
+                assert!(v.is_valid() && v.makespan == m.makespan);
+            } else {
+                assert_eq!(inc, opt);
             }
         }
     }

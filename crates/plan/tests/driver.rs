@@ -1,5 +1,5 @@
-//! The portfolio driver with the boxing stage: every plan valid, reproducible per seed, and the
-//! portfolio never worse than its heuristics alone.
+//! The portfolio driver: every plan valid, reproducible per seed, the portfolio never worse than
+//! its heuristics alone, and the exact stage's optimality claims backed by its lower bound.
 
 use heaplab_gen::{generate, Kind};
 use heaplab_plan::{plan, Algorithm, PlanOptions};
@@ -45,5 +45,23 @@ fn portfolio_is_never_worse_than_its_heuristics() {
         if auto.makespan < h.makespan && !auto.algorithm.starts_with("exact") {
             assert!(auto.boxing_iterations > 0, "{}: {}", kind.name(), auto.algorithm);
         }
+    }
+}
+
+#[test]
+fn exact_stage_proves_what_it_claims() {
+    // Small tight instances (a zero-waste packing exists) and small random ones: the exact
+    // stage must reach the max load on the tight ones and never claim more than it proves.
+    for seed in 0..12u64 {
+        let tight = generate(Kind::Tight, 30 + seed as usize * 5, seed);
+        let out = plan(&tight.buffers, &opts(Algorithm::Exact, seed), None);
+        assert!(validate(&tight.buffers, &out.offsets).is_valid());
+        assert!(out.optimal, "tight seed {seed}: {} vs {}", out.makespan, out.lower_bound);
+        assert_eq!(out.makespan, out.max_load);
+        let random = generate(Kind::Random, 12, seed);
+        let out = plan(&random.buffers, &opts(Algorithm::Exact, seed), None);
+        assert!(validate(&random.buffers, &out.offsets).is_valid());
+        assert!(out.max_load <= out.lower_bound && out.lower_bound <= out.makespan);
+        assert!(out.optimal, "random seed {seed}: 12 buffers are proven within the limit");
     }
 }
