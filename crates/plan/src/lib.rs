@@ -7,6 +7,7 @@ pub mod boxing;
 pub mod driver;
 pub mod exact;
 pub mod heuristics;
+pub mod improve;
 pub mod occupancy;
 pub mod rng;
 
