@@ -145,6 +145,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             "components": outcome.components,
             "critical_component_buffers": outcome.critical_buffers,
             "boxing_iterations": outcome.boxing_iterations,
+            "stages": outcome.stages.iter().map(|(n, t)| json!({"stage": n, "seconds": t})).collect::<Vec<_>>(),
             "attempts": attempts,
             "seed": a.seed,
             "time_limit": a.time_limit,
@@ -177,6 +178,9 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         };
         println!("algorithm      {}{verdict}", outcome.algorithm);
         println!("time           {total:.3} s (read {read_s:.3} s, plan {:.3} s)", outcome.seconds);
+        let stages: Vec<String> =
+            outcome.stages.iter().filter(|(_, t)| *t >= 0.0005).map(|(n, t)| format!("{n} {t:.3} s")).collect();
+        println!("stages         {}", stages.join(", "));
         if outcome.attempts.len() > 1 {
             let mut att = outcome.attempts.clone();
             att.sort_by_key(|t| t.makespan);

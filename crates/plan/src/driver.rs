@@ -9,22 +9,29 @@
 //! 4. On components small enough for it (a bounded conflict count), run the exact search
 //!    ([`crate::exact`]) from the best heuristic: it tries the lower bound first and then halves
 //!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
-//!    gets 80% of the time left (60% of that per component when several decide the makespan);
-//!    what it refutes raises the lower bound.
-//! 5. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
+//!    gets 80% of the time left when components have at most 2,000 buffers, else 30% (60% of
+//!    that per component when several decide the makespan); what it refutes raises the lower
+//!    bound.
+//! 5. Improve the components that decide the makespan with the large-neighbourhood search
+//!    ([`crate::improve`]): exact re-packing of the slab under each peak, then first-fit
+//!    re-placement of columns; it gets half of the time left and returns early when stuck.
+//! 6. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
 //!    whose makespan is above the global lower bound — only those decide the result — largest
 //!    first, each bootstrapped with its best heuristic makespan (passes that cannot beat it stop
 //!    early). Each component gets 60% of the time left (the last one all of it), `--iterations`
 //!    passes at most, and seeds derived from `--seed` and its index; time left over goes back to
 //!    the component that decides the makespan (see `boxing_stage`). `Algorithm::Boxing` runs
 //!    this stage alone, on every non-trivial component, without bootstrapping.
-//! 6. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
+//!    Under `Auto` boxing keeps a fifth of its time for a last improvement search on what it
+//!    found.
+//! 7. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
 //!    component whose first heuristic already reaches the lower bound runs no other.
 //!
 //! Every result is validated before it is returned; an invalid placement is a bug and panics.
 
 use crate::boxing::{self, BoxingParams, Squeeze};
 use crate::exact;
+use crate::improve;
 use crate::heuristics::{self, Fit, Heuristic, Order};
 use heaplab_model::Buffer;
 use rayon::prelude::*;
@@ -152,6 +159,8 @@ pub struct PlanOutcome {
     pub attempts: Vec<Attempt>,
     /// Boxing iterations run in all.
     pub boxing_iterations: usize,
+    /// Wall time spent in each stage (name, seconds), in the order they first ran.
+    pub stages: Vec<(String, f64)>,
     /// Wall time spent in `plan`.
     pub seconds: f64,
 }
@@ -168,17 +177,31 @@ struct Part {
     algorithm: String,
     attempts: Vec<Attempt>,
     exact: bool,
+    /// The next best placements (makespan, algorithm, offsets), best first: other starting
+    /// points for the improvement search, which gets stuck in different places from each.
+    runners_up: Vec<(u64, String, Vec<u64>)>,
 }
+
+/// Runners-up kept per component, and the component size up to which they are kept (each is a
+/// copy of the offsets).
+const RUNNERS_UP: usize = 2;
+const RUNNERS_UP_MAX_BUFFERS: usize = 200_000;
 
 impl Part {
     fn offer(&mut self, name: String, offsets: Vec<u64>, seconds: f64) {
         let v = heaplab_sweep::validate(&self.buffers, &offsets);
         assert!(v.is_valid(), "{name} produced an invalid placement: {}", v.describe(&self.buffers, &offsets));
         self.attempts.push(Attempt { name: name.clone(), makespan: v.makespan, seconds });
+        let mut loser = (v.makespan, name, offsets);
         if self.offsets.is_empty() || v.makespan < self.makespan {
-            self.offsets = offsets;
-            self.makespan = v.makespan;
-            self.algorithm = name;
+            std::mem::swap(&mut loser.2, &mut self.offsets);
+            std::mem::swap(&mut loser.1, &mut self.algorithm);
+            loser.0 = std::mem::replace(&mut self.makespan, v.makespan);
+        }
+        if self.buffers.len() <= RUNNERS_UP_MAX_BUFFERS && !loser.2.is_empty() && !self.runners_up.iter().any(|r| r.0 == loser.0) {
+            self.runners_up.push(loser);
+            self.runners_up.sort_by_key(|r| r.0);
+            self.runners_up.truncate(RUNNERS_UP);
         }
     }
 }
@@ -192,7 +215,10 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
     // alone can take the whole limit, and rarely beat first-fit/size there).
     let heuristics_deadline =
         if opts.algorithm == Algorithm::Auto { start + opts.time_limit / 2 } else { deadline };
+    // Wall time per stage, for the summary: the stage name and when it began.
+    let timeline = std::cell::RefCell::new(Vec::<(String, Instant)>::new());
     let stage = |s: &str| {
+        timeline.borrow_mut().push((s.to_string(), Instant::now()));
         if let Some(p) = progress {
             p.set_stage(s)
         }
@@ -213,6 +239,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
                 algorithm: String::new(),
                 attempts: Vec::new(),
                 exact: false,
+                runners_up: Vec::new(),
             }
         })
         .collect();
@@ -277,14 +304,39 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
 
     if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Exact) {
         stage("exact search");
-        let share = if opts.algorithm == Algorithm::Auto { 0.8 } else { 1.0 };
+        // Small components are where the exact search shines (and boxing rarely helps); on
+        // large ones it is a long shot next to the improvement search.
+        let largest = parts.iter().filter(|p| !p.exact).map(|p| p.buffers.len()).max().unwrap_or(0);
+        let share = match opts.algorithm {
+            Algorithm::Auto if largest <= 2_000 => 0.8,
+            Algorithm::Auto => 0.3,
+            _ => 1.0,
+        };
         exact_stage(&mut parts, lower_bound, share, deadline, progress);
+    }
+
+    if opts.algorithm == Algorithm::Auto {
+        stage("improvement search");
+        let now = Instant::now();
+        improve_stage(&mut parts, lower_bound, now + deadline.saturating_duration_since(now) / 2, opts.seed, progress);
     }
 
     let mut boxing_iterations = 0;
     if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) {
         stage("boxing");
-        boxing_iterations = boxing_stage(&mut parts, opts, lower_bound, deadline, progress);
+        // Under `Auto` a fifth of what is left is kept to improve what boxing finds.
+        let boxing_deadline = if opts.algorithm == Algorithm::Auto {
+            let now = Instant::now();
+            now + deadline.saturating_duration_since(now).mul_f64(0.8)
+        } else {
+            deadline
+        };
+        let before: Vec<u64> = parts.iter().map(|p| p.makespan).collect();
+        boxing_iterations = boxing_stage(&mut parts, opts, lower_bound, boxing_deadline, progress);
+        if opts.algorithm == Algorithm::Auto && parts.iter().zip(&before).any(|(p, &b)| p.makespan < b) {
+            stage("improvement search");
+            improve_stage(&mut parts, lower_bound, deadline, opts.seed ^ 1, progress);
+        }
     }
 
     stage("assembling");
@@ -296,6 +348,17 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
     }
     let v = heaplab_sweep::validate(buffers, &offsets);
     assert!(v.is_valid(), "assembled placement invalid: {}", v.describe(buffers, &offsets));
+    let mut stages: Vec<(String, f64)> = Vec::new();
+    {
+        let marks = timeline.borrow();
+        for (k, (name, at)) in marks.iter().enumerate() {
+            let end = marks.get(k + 1).map(|m| m.1).unwrap_or_else(Instant::now);
+            match stages.iter_mut().find(|(n, _)| n == name) {
+                Some(st) => st.1 += (end - *at).as_secs_f64(),
+                None => stages.push((name.clone(), (end - *at).as_secs_f64())),
+            }
+        }
+    }
     let critical = parts.iter().max_by_key(|p| (p.makespan, p.buffers.len()));
     let proven = parts.iter().map(|p| p.lower).max().unwrap_or(0).max(lower_bound);
     PlanOutcome {
@@ -309,6 +372,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         attempts: critical.map(|p| p.attempts.clone()).unwrap_or_default(),
         boxing_iterations,
         offsets,
+        stages,
         seconds: start.elapsed().as_secs_f64(),
     }
 }
@@ -424,6 +488,43 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Insta
         part.lower = part.lower.max(m.lower_bound);
         if let Some(off) = m.offsets {
             part.offer("exact search".into(), off, now.elapsed().as_secs_f64());
+        }
+        if let Some(p) = progress {
+            p.best.store(parts.iter().map(|p| p.makespan).max().unwrap_or(0), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The improvement stage of [`plan`]: the components that decide the makespan, largest first,
+/// each improved ([`crate::improve`]) from its best placement until `until` (it returns early
+/// when no peak can be lowered any more), aiming at its proven lower bound.
+fn improve_stage(parts: &mut [Part], lower_bound: u64, until: Instant, seed: u64, progress: Option<&Progress>) {
+    let mut queue: Vec<usize> = (0..parts.len())
+        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].makespan > lower_bound.max(parts[i].lower))
+        .collect();
+    queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
+    for &i in &queue {
+        let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
+        let part = &mut parts[i];
+        if part.makespan < settled || Instant::now() >= until {
+            continue;
+        }
+        // From the best placement, then from the runners-up while time is left: the search
+        // returns early where it is stuck, and another start is stuck elsewhere.
+        let target = lower_bound.max(part.lower);
+        let starts: Vec<(String, Vec<u64>)> = std::iter::once((part.algorithm.clone(), part.offsets.clone()))
+            .chain(part.runners_up.iter().map(|r| (r.1.clone(), r.2.clone())))
+            .collect();
+        for (k, (name, mut offsets)) in starts.into_iter().enumerate() {
+            if Instant::now() >= until || part.makespan <= target {
+                break;
+            }
+            let t = Instant::now();
+            let seed = crate::rng::mix(crate::rng::mix(seed, i as u64), k as u64);
+            let stats = improve::improve(&part.buffers, &mut offsets, &improve::ImproveParams::new(until, seed, target));
+            if stats.end < stats.start {
+                part.offer(format!("{name} + improvement"), offsets, t.elapsed().as_secs_f64());
+            }
         }
         if let Some(p) = progress {
             p.best.store(parts.iter().map(|p| p.makespan).max().unwrap_or(0), Ordering::Relaxed);

@@ -18,6 +18,7 @@
 //! placement worse, and the result is validated by the caller like every other placement.
 
 use crate::exact::{self, Decision, Limits, Strategy};
+use crate::occupancy::Occupancy;
 use crate::rng::Rng;
 use heaplab_model::Buffer;
 use std::collections::{BTreeSet, HashMap};
@@ -58,21 +59,39 @@ pub struct ImproveStats {
     pub end: u64,
 }
 
+/// The next move planned for one peak buffer.
+#[derive(Clone, Copy, Debug)]
+enum Next {
+    /// Re-pack the slab of this thickness exactly.
+    Slab(u64),
+    /// Re-place a column by first-fit; this many tries made.
+    Column(u32),
+}
+
+/// First-fit re-placements of a column tried per peak before it counts as exhausted.
+const COLUMN_TRIES: u32 = 6;
+
 /// Improves `offsets` (a valid placement of `buffers`) in place until the deadline, the target,
-/// or until no peak can be lowered with the largest allowed neighbourhood.
+/// or until no peak can be lowered with the largest allowed neighbourhoods.
+///
+/// Each peak buffer is worked on with growing slabs (re-packed exactly above the skyline of the
+/// rest; see the module doc) and then, when even the thickest slab fails, with *column* moves:
+/// the buffers alive at one instant of its lifetime are taken out and put back by first-fit
+/// against everything else — the first try in their current offset order (a compaction that
+/// can only lower them, into holes under other buffers the skyline cannot use), later tries by
+/// size with random perturbations. A column move is kept when the column no longer reaches the
+/// makespan (or, for the compaction, when anything moved down).
 pub fn improve(buffers: &[Buffer], offsets: &mut [u64], params: &ImproveParams) -> ImproveStats {
     let n = buffers.len();
-    let top = |i: usize, off: &[u64]| off[i] + buffers[i].size;
-    let mut by_top: BTreeSet<(u64, u32)> = (0..n).map(|i| (top(i, offsets), i as u32)).collect();
+    let mut by_top: BTreeSet<(u64, u32)> = (0..n).map(|i| (offsets[i] + buffers[i].size, i as u32)).collect();
     let makespan = |by_top: &BTreeSet<(u64, u32)>| by_top.last().map(|&(t, _)| t).unwrap_or(0);
     let mut stats = ImproveStats { start: makespan(&by_top), ..Default::default() };
     let mut rng = Rng::new(params.seed);
-    // Slab thickness to try next per peak buffer, reset whenever the makespan drops; a peak
-    // whose largest neighbourhood failed is exhausted for this makespan.
-    let mut slab: HashMap<u32, u64> = HashMap::new();
+    // The next move per peak buffer, reset whenever the makespan drops; a peak whose moves all
+    // failed is exhausted for this makespan.
+    let mut next: HashMap<u32, Next> = HashMap::new();
     let mut exhausted: BTreeSet<u32> = BTreeSet::new();
     let mut current = makespan(&by_top);
-    let strategies = Strategy::portfolio();
     while Instant::now() < params.deadline {
         let m = makespan(&by_top);
         if m <= params.target || m == 0 {
@@ -80,62 +99,121 @@ pub fn improve(buffers: &[Buffer], offsets: &mut [u64], params: &ImproveParams) 
         }
         if m < current {
             current = m;
-            slab.clear();
+            next.clear();
             exhausted.clear();
         }
-        // The buffers at the peak, in random order; the first one not exhausted is next.
-        let mut peaks: Vec<u32> = by_top.range((m, 0)..).map(|&(_, i)| i).filter(|i| !exhausted.contains(i)).collect();
+        let peaks: Vec<u32> = by_top.range((m, 0)..).map(|&(_, i)| i).filter(|i| !exhausted.contains(i)).collect();
         if peaks.is_empty() {
             break;
         }
-        let star = peaks.swap_remove(rng.below(peaks.len() as u64) as usize);
-        let thickness = *slab.entry(star).or_insert(buffers[star as usize].size);
-        let Some(free) = free_set(buffers, &by_top, star, m.saturating_sub(thickness), params.max_free) else {
-            exhausted.insert(star);
-            continue;
-        };
-        let widen = |slab: &mut HashMap<u32, u64>| {
-            let t = slab.get(&star).copied().unwrap_or(1);
-            slab.insert(star, t.saturating_mul(2).min(m));
-        };
-        // Floors: the highest top of fixed buffers alive during each free buffer's lifetime.
-        let (lo, hi) = free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(buffers[i].lower), hi.max(buffers[i].upper)));
-        let in_free: std::collections::HashSet<usize> = free.iter().copied().collect();
-        let fixed: Vec<usize> =
-            (0..n).filter(|&j| buffers[j].lower < hi && lo < buffers[j].upper && !in_free.contains(&j)).collect();
-        let floors: Vec<u64> = free
-            .iter()
-            .map(|&i| {
-                fixed.iter().filter(|&&j| buffers[j].conflicts(&buffers[i])).map(|&j| top(j, offsets)).max().unwrap_or(0)
-            })
-            .collect();
-        let sub: Vec<Buffer> = free.iter().map(|&i| buffers[i]).collect();
-        let Some(problem) = exact::Problem::new(&sub, u64::MAX).map(|p| p.with_floors(floors)) else { continue };
+        let star = peaks[rng.below(peaks.len() as u64) as usize];
+        let step = *next.entry(star).or_insert(Next::Slab(buffers[star as usize].size));
         stats.moves += 1;
-        let strategy = strategies[rng.below(strategies.len() as u64) as usize];
-        let limits = Limits { deadline: Some(params.deadline), nodes: params.nodes, ..Limits::default() };
-        let (dec, dst) = problem.decide(m - 1, strategy, limits);
-        if std::env::var("IMPDBG").is_ok() { eprintln!("m {m} star {star} thick {thickness} |F| {} fixed {} -> {} nodes {}", free.len(), fixed.len(), match &dec { Decision::Found(_) => "found", Decision::Infeasible => "infeasible", _ => "unknown" }, dst.nodes); }
-        match dec {
-            Decision::Found(new) => {
-                for (k, &i) in free.iter().enumerate() {
-                    by_top.remove(&(top(i, offsets), i as u32));
-                    offsets[i] = new[k];
-                    by_top.insert((top(i, offsets), i as u32));
+        let moved = match step {
+            Next::Slab(thickness) => {
+                let moved = slab_move(buffers, offsets, &by_top, star, m, thickness, params, &mut rng);
+                if moved.is_none() {
+                    let grown = thickness.saturating_mul(2);
+                    next.insert(star, if thickness >= m { Next::Column(0) } else { Next::Slab(grown.min(m)) });
                 }
-                stats.improvements += 1;
+                moved
             }
-            Decision::Infeasible | Decision::Unknown => {
-                if thickness >= m {
-                    exhausted.insert(star);
-                } else {
-                    widen(&mut slab);
+            Next::Column(tries) => {
+                let moved = column_move(buffers, offsets, star, m, tries, &mut rng);
+                if moved.is_none() {
+                    if tries + 1 >= COLUMN_TRIES {
+                        exhausted.insert(star);
+                    } else {
+                        next.insert(star, Next::Column(tries + 1));
+                    }
                 }
+                moved
             }
+        };
+        if let Some(moves) = moved {
+            for (i, o) in moves {
+                by_top.remove(&(offsets[i] + buffers[i].size, i as u32));
+                offsets[i] = o;
+                by_top.insert((offsets[i] + buffers[i].size, i as u32));
+            }
+            stats.improvements += 1;
         }
     }
     stats.end = makespan(&by_top);
     stats
+}
+
+/// The buffers overlapping `[lo, hi)` in time that are not in `free` (sorted), as indices.
+fn overlapping(buffers: &[Buffer], lo: u64, hi: u64, free: &[usize]) -> Vec<usize> {
+    (0..buffers.len()).filter(|&j| buffers[j].lower < hi && lo < buffers[j].upper && free.binary_search(&j).is_err()).collect()
+}
+
+/// Slab move (see the module doc): new offsets for the free set, or `None` when the exact
+/// search could not keep it below `m` within its budget.
+#[allow(clippy::too_many_arguments)]
+fn slab_move(
+    buffers: &[Buffer],
+    offsets: &[u64],
+    by_top: &BTreeSet<(u64, u32)>,
+    star: u32,
+    m: u64,
+    thickness: u64,
+    params: &ImproveParams,
+    rng: &mut Rng,
+) -> Option<Vec<(usize, u64)>> {
+    let mut free = free_set(buffers, by_top, star, m.saturating_sub(thickness), params.max_free)?;
+    free.sort_unstable();
+    // Floors: the highest top of fixed buffers alive during each free buffer's lifetime.
+    let (lo, hi) = free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(buffers[i].lower), hi.max(buffers[i].upper)));
+    let fixed = overlapping(buffers, lo, hi, &free);
+    let floors: Vec<u64> = free
+        .iter()
+        .map(|&i| {
+            fixed.iter().filter(|&&j| buffers[j].conflicts(&buffers[i])).map(|&j| offsets[j] + buffers[j].size).max().unwrap_or(0)
+        })
+        .collect();
+    let sub: Vec<Buffer> = free.iter().map(|&i| buffers[i]).collect();
+    let problem = exact::Problem::new(&sub, u64::MAX)?.with_floors(floors);
+    let strategies = Strategy::portfolio();
+    let strategy = strategies[rng.below(strategies.len() as u64) as usize];
+    let limits = Limits { deadline: Some(params.deadline), nodes: params.nodes, ..Limits::default() };
+    match problem.decide(m - 1, strategy, limits).0 {
+        Decision::Found(new) => Some(free.into_iter().zip(new).collect()),
+        Decision::Infeasible | Decision::Unknown => None,
+    }
+}
+
+/// Column move (see [`improve`]): the buffers alive at a random instant of `star`'s lifetime
+/// re-placed by first-fit against all the others, in the order of try `tries`.
+fn column_move(buffers: &[Buffer], offsets: &[u64], star: u32, m: u64, tries: u32, rng: &mut Rng) -> Option<Vec<(usize, u64)>> {
+    let b = &buffers[star as usize];
+    let t = b.lower + rng.below(b.length());
+    let free: Vec<usize> = (0..buffers.len()).filter(|&i| buffers[i].lower <= t && t < buffers[i].upper).collect();
+    let (lo, hi) = free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(buffers[i].lower), hi.max(buffers[i].upper)));
+    let fixed = overlapping(buffers, lo, hi, &free);
+    let local: Vec<Buffer> = fixed.iter().chain(&free).map(|&i| buffers[i]).collect();
+    let mut occ = Occupancy::new(&local);
+    for (k, &j) in fixed.iter().enumerate() {
+        occ.insert(&local[k], offsets[j]);
+    }
+    let mut order: Vec<usize> = (0..free.len()).collect();
+    if tries == 0 {
+        order.sort_by_key(|&k| (offsets[free[k]], k));
+    } else {
+        // Size order, each key scaled by a random factor in [1, 2): nearby sizes swap places.
+        let keys: Vec<u128> = free.iter().map(|&i| buffers[i].size as u128 * (1024 + rng.below(1024)) as u128).collect();
+        order.sort_by_key(|&k| (std::cmp::Reverse(keys[k]), k));
+    }
+    let mut placed = vec![0u64; free.len()];
+    for &k in &order {
+        let lb = &local[fixed.len() + k];
+        placed[k] = occ.lowest_fit(lb);
+        occ.insert(lb, placed[k]);
+    }
+    let new_top = free.iter().zip(&placed).map(|(&i, &o)| o + buffers[i].size).max().unwrap_or(0);
+    let lowered = free.iter().zip(&placed).any(|(&i, &o)| o < offsets[i]);
+    let keep = new_top < m || (tries == 0 && lowered && new_top <= m);
+    keep.then(|| free.into_iter().zip(placed).collect())
 }
 
 /// The free set around `star`: buffers with top above `h`, grown from `star` by layers of
