@@ -61,6 +61,12 @@ impl From<heaplab_model::InputError> for Failure {
 }
 
 fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when the reader of our output goes away
+    // (`heaplab trace-info x | head`): Rust ignores SIGPIPE and would panic on the write.
+    // SAFETY: restoring a signal's default disposition at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(a) => commands::plan(a),
