@@ -129,16 +129,16 @@ pub fn place_in_order_bounded(
         if k % 4096 == 4095 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return None;
         }
-        let b = &buffers[i as usize];
+        let i = i as usize;
         let off = match fit {
-            Fit::First => occ.lowest_fit(b),
-            Fit::Best => occ.tightest_fit(b),
+            Fit::First => occ.lowest_fit(i),
+            Fit::Best => occ.tightest_fit(i),
         };
-        if off.saturating_add(b.size) > max_makespan {
+        if off.saturating_add(buffers[i].size) > max_makespan {
             return None;
         }
-        offsets[i as usize] = off;
-        occ.insert(b, off);
+        offsets[i] = off;
+        occ.insert(i, off);
     }
     Some(offsets)
 }
