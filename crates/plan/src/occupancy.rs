@@ -47,6 +47,8 @@
 //! every free gap of the union (it must compare them all).
 
 use heaplab_model::{align_up, Buffer};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// A handle to one interval set in the [`Pool`]; 0 means the empty set.
 type Handle = u32;
@@ -88,10 +90,17 @@ impl Pool {
         at as u32
     }
 
+    /// Where set `h` lies in `slots`: (first slot, length).
     #[inline]
-    fn get(&self, h: Handle) -> &[(u64, u64)] {
+    fn range(&self, h: Handle) -> (u32, u32) {
         let hd = self.heads[h as usize];
-        &self.slots[hd.at as usize..(hd.at + hd.len) as usize]
+        (hd.at, hd.len)
+    }
+
+    /// The intervals at a range returned by [`Pool::range`] (valid until the next insertion).
+    #[inline]
+    fn get(&self, (at, len): (u32, u32)) -> &[(u64, u64)] {
+        &self.slots[at as usize..(at + len) as usize]
     }
 
     /// Adds `[start, end)` to set `*h` (creating it when `*h == 0`), merging every interval
@@ -132,23 +141,18 @@ impl Pool {
     }
 }
 
-/// Lowest `a ≥ x`, aligned, with `[a, a + size)` free in the sorted set `v`. `cursor` is an
-/// index no later than the first interval ending after `x` (`usize::MAX`: unknown); it is
-/// advanced, so repeated calls with growing `x` scan the set once instead of searching it each
-/// time.
+/// The first index `≥ k` of an interval of the sorted set `v` ending after `x`: an exponential
+/// then binary search from `k`, so a cursor that falls far behind a jump of `x` catches up in
+/// O(log distance) instead of one step per skipped interval.
 #[inline]
-fn lowest_window(v: &[(u64, u64)], x: u64, size: u64, align_log2: u8, cursor: &mut usize) -> u64 {
-    let mut k = if *cursor == usize::MAX { v.partition_point(|iv| iv.1 <= x) } else { *cursor };
-    while k < v.len() && v[k].1 <= x {
-        k += 1;
+fn skip_ending_by(v: &[(u64, u64)], mut k: usize, x: u64) -> usize {
+    let mut step = 1;
+    while k + step <= v.len() && v[k + step - 1].1 <= x {
+        k += step;
+        step *= 2;
     }
-    *cursor = k;
-    let mut a = align_up(x, align_log2).unwrap_or(u64::MAX);
-    while k < v.len() && v[k].0 < a.saturating_add(size) {
-        a = a.max(align_up(v[k].1, align_log2).unwrap_or(u64::MAX));
-        k += 1;
-    }
-    a
+    let hi = (k + step).min(v.len());
+    k + v[k..hi].partition_point(|iv| iv.1 <= x)
 }
 
 /// The first interval of `v` ending after `x`, searching from `*cursor` (monotone in `x`).
@@ -178,9 +182,11 @@ pub struct Occupancy<'a> {
     /// Start tree: sets of buffers whose start leaf lies under the node.
     starts: Vec<Handle>,
     pool: Pool,
-    /// Reused query buffers: the gathered sets and a scan cursor into each.
-    sets: Vec<Handle>,
+    /// Reused query buffers: the gathered sets, a scan cursor into each, and the merge heap
+    /// of (next interval start, set).
+    sets: Vec<(u32, u32)>,
     cursors: Vec<usize>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
 }
 
 impl<'a> Occupancy<'a> {
@@ -206,6 +212,7 @@ impl<'a> Occupancy<'a> {
             pool: Pool::new(),
             sets: Vec::with_capacity(128),
             cursors: Vec::with_capacity(128),
+            heap: BinaryHeap::with_capacity(128),
         }
     }
 
@@ -238,11 +245,12 @@ impl<'a> Occupancy<'a> {
     /// `i`'s lifetime.
     fn gather(&mut self, i: usize) {
         self.sets.clear();
+        self.cursors.clear();
         let (a, c) = self.span[i];
         let mut node = a as usize + self.leaves;
         while node >= 1 {
             if self.cover[node] != 0 {
-                self.sets.push(self.cover[node]);
+                self.sets.push(self.pool.range(self.cover[node]));
             }
             node /= 2;
         }
@@ -250,44 +258,62 @@ impl<'a> Occupancy<'a> {
         while lo < hi {
             if lo & 1 == 1 {
                 if self.starts[lo] != 0 {
-                    self.sets.push(self.starts[lo]);
+                    self.sets.push(self.pool.range(self.starts[lo]));
                 }
                 lo += 1;
             }
             if hi & 1 == 1 {
                 hi -= 1;
                 if self.starts[hi] != 0 {
-                    self.sets.push(self.starts[hi]);
+                    self.sets.push(self.pool.range(self.starts[hi]));
                 }
             }
             lo /= 2;
             hi /= 2;
         }
+        self.cursors.resize(self.sets.len(), usize::MAX);
     }
 
     /// Lowest aligned offset free during buffer `i`'s lifetime (first fit).
     ///
-    /// A leapfrog join: each set moves `x` up to its own lowest free window of the buffer's
-    /// size; the answer is the first `x` no set moves. Each set's window function is monotone
-    /// and never passes the true answer, so cycling until a full round leaves `x` unchanged
-    /// finds it, touching each set's intervals below the answer about once.
+    /// A lazy merge of the gathered sets in address order: a min-heap holds each set's first
+    /// interval not known to end at or below the candidate `x`. While the lowest such interval
+    /// starts below `x + size`, either it already ends by `x` (its set's cursor catches up) or
+    /// it overlaps `[x, x + size)`, and then no window starting in `[x, end)` fits, so `x`
+    /// moves to its aligned end. When it starts at or above `x + size`, every set is free
+    /// there. Each interval below the answer is popped at most once (stale ones are skipped by
+    /// galloping), O(log m) each, instead of re-asking every set after every move.
     pub fn lowest_fit(&mut self, i: usize) -> u64 {
         self.gather(i);
-        let b = &self.buffers[i];
-        let m = self.sets.len();
-        self.cursors.clear();
-        self.cursors.resize(m, usize::MAX);
-        let mut x = align_up(0, b.align_log2).unwrap_or(0);
-        let (mut clean, mut k) = (0, 0);
-        while clean < m {
-            let y = lowest_window(self.pool.get(self.sets[k]), x, b.size, b.align_log2, &mut self.cursors[k]);
-            if y != x {
-                x = y;
-                clean = 1;
-            } else {
-                clean += 1;
+        let (size, align_log2) = (self.buffers[i].size, self.buffers[i].align_log2);
+        let mut x = align_up(0, align_log2).unwrap_or(0);
+        let heap = &mut self.heap;
+        heap.clear();
+        // Intervals are never empty, so below `x = align_up(0)` only their first ends can lie;
+        // the cursors start at 0 and the first stale pop catches them up.
+        for (k, &h) in self.sets.iter().enumerate() {
+            self.cursors[k] = 0;
+            heap.push(Reverse((self.pool.get(h)[0].0, k as u32)));
+        }
+        while let Some(&Reverse((s, k))) = heap.peek() {
+            if s >= x.saturating_add(size) {
+                break;
             }
-            k = if k + 1 == m { 0 } else { k + 1 };
+            let v = self.pool.get(self.sets[k as usize]);
+            let c = self.cursors[k as usize];
+            if v[c].1 > x {
+                x = align_up(v[c].1, align_log2).unwrap_or(u64::MAX);
+            }
+            let c = skip_ending_by(v, c + 1, x);
+            self.cursors[k as usize] = c;
+            match v.get(c) {
+                Some(&(s, _)) => {
+                    heap.peek_mut().expect("peeked above").0 = (s, k);
+                }
+                None => {
+                    heap.pop();
+                }
+            }
         }
         x
     }
@@ -326,8 +352,6 @@ impl<'a> Occupancy<'a> {
         if self.sets.is_empty() {
             return 0;
         }
-        self.cursors.clear();
-        self.cursors.resize(self.sets.len(), usize::MAX);
         let mut best: Option<(u64, u64)> = None;
         let mut x = 0u64;
         loop {
