@@ -71,8 +71,12 @@ impl Heuristic {
         format!("{fit}/{order}")
     }
 
-    /// Places every buffer; the result is valid by construction.
+    /// Places every buffer; the result is valid by construction. Start order runs as a sweep
+    /// ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
+        if self.order == Order::Start {
+            return crate::online::place_by_start(buffers, self.fit);
+        }
         let order = order(buffers, self.order);
         place_in_order(buffers, &order, self.fit)
     }
@@ -294,7 +298,9 @@ mod tests {
                 .collect();
             for h in Heuristic::STANDARD.iter().chain(&[Heuristic { order: Order::Random(round), fit: Fit::Best }]) {
                 let ord = order(&bs, h.order);
-                assert_eq!(place_in_order(&bs, &ord, h.fit), oracle_place(&bs, &ord, h.fit), "{} round {round}", h.name());
+                let expected = oracle_place(&bs, &ord, h.fit);
+                assert_eq!(place_in_order(&bs, &ord, h.fit), expected, "{} round {round}", h.name());
+                assert_eq!(h.run(&bs), expected, "{} (run) round {round}", h.name());
             }
         }
     }
@@ -353,6 +359,7 @@ mod tests {
                 let ord = order(&bs, h.order);
                 let got = place_in_order(&bs, &ord, h.fit);
                 assert_eq!(got, oracle_place(&bs, &ord, h.fit), "{} shape {shape} round {round}", h.name());
+                assert_eq!(h.run(&bs), got, "{} (run) shape {shape} round {round}", h.name());
                 assert!(validate(&bs, &got).is_valid());
             }
         }

@@ -8,6 +8,7 @@ pub mod driver;
 pub mod exact;
 pub mod heuristics;
 pub mod occupancy;
+pub mod online;
 pub mod rng;
 
 pub use driver::{plan, Algorithm, PlanOptions, PlanOutcome, Progress};
