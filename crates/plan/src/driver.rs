@@ -256,8 +256,8 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
             }
         }
         // The first heuristic always runs, alone, so that there is a placement and a measure of
-        // cost; a later one starts only if its predicted time (best-fit walks every gap, about
-        // three times first-fit's work) still fits before the heuristics' deadline.
+        // cost; a later one starts only if its predicted time (`Heuristic::relative_cost` times
+        // the first one's) still fits before the heuristics' deadline.
         let Some((first, rest)) = heuristics.split_first() else { return };
         let t = Instant::now();
         let off = first.run(&part.buffers);
@@ -269,7 +269,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         results.extend(
             rest.par_iter()
                 .filter_map(|h| {
-                    let predicted = if h.fit == Fit::Best { unit * 3 } else { unit };
+                    let predicted = unit.mul_f64(h.relative_cost());
                     if Instant::now() + predicted > heuristics_deadline {
                         return None;
                     }

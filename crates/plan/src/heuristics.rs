@@ -71,6 +71,18 @@ impl Heuristic {
         format!("{fit}/{order}")
     }
 
+    /// Its cost relative to first-fit by size on the same instance, for the driver's decision
+    /// whether another heuristic still fits in the time left: best fit walks every gap (about
+    /// three times first fit's work); start order is a sweep ([`crate::online`]), a few percent
+    /// of it at 10^5-10^6 buffers.
+    pub fn relative_cost(&self) -> f64 {
+        match (self.order, self.fit) {
+            (Order::Start, _) => 0.1,
+            (_, Fit::Best) => 3.0,
+            (_, Fit::First) => 1.0,
+        }
+    }
+
     /// Places every buffer; the result is valid by construction. Start order runs as a sweep
     /// ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
