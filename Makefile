@@ -47,10 +47,11 @@ demo: build
 test: deps trace-deps
 	$(CARGO) test --workspace
 
-# Long measurements: the full table (shared set + generated 10^3 … 10^6 buffers).
+# Long measurements: the full table (shared set + generated 10^3 … 10^6 buffers, and 10^7 for
+# random, nn and malloc: issue #3's streaming and memory check; a 10^7 run may take minutes).
 bench: build bench-trace
 	$(CARGO) build --release -p heaplab-bench
-	target/release/heaplab-bench --heaplab $(HEAPLAB)
+	target/release/heaplab-bench --heaplab $(HEAPLAB) --max-n 10000000 --kill-after 1800
 
 bench-quick: build
 	$(CARGO) build --release -p heaplab-bench

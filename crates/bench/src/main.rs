@@ -30,9 +30,11 @@ Options:
   --time-limit SECONDS  passed to `heaplab plan --time-limit` [default: the CLI's own]
   --seed N              seed for `heaplab gen` (instances) [default: 1]
   --plan-seed N         passed to `heaplab plan --seed` [default: the CLI's own]
-  --max-n N             largest generated instance [default: 1000000]
+  --max-n N             largest generated instance: 10^3 … 10^7 by powers of ten [default: 1000000;
+                        make bench passes 10000000]
   --quick               shared set plus generated 10^3 and 10^4 only
   --kinds K,K,...       generated kinds [default: random,nn,malloc,tight]
+  --huge-kinds K,K,...  the kinds (among --kinds) also run at 10^7 [default: random,nn,malloc]
   --shared DIR          benchmark files [default: ../shared/benchmarks]
   --out DIR             where results.md and results.json go [default: bench]
   --kill-after SECONDS  kill a child that runs this long [default: 600]
@@ -50,6 +52,7 @@ struct Opts {
     max_n: usize,
     quick: bool,
     kinds: Vec<String>,
+    huge_kinds: Vec<String>,
     shared: PathBuf,
     out: PathBuf,
     kill_after: f64,
@@ -65,6 +68,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         max_n: 1_000_000,
         quick: false,
         kinds: ["random", "nn", "malloc", "tight"].iter().map(|s| s.to_string()).collect(),
+        huge_kinds: ["random", "nn", "malloc"].iter().map(|s| s.to_string()).collect(),
         shared: PathBuf::from("../shared/benchmarks"),
         out: PathBuf::from("bench"),
         kill_after: 600.0,
@@ -111,14 +115,19 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             }
             "--quick" => o.quick = true,
             "--keep" => o.keep = true,
-            "--kinds" => {
+            "--kinds" | "--huge-kinds" => {
                 let v = value(flag)?;
-                o.kinds = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-                for k in &o.kinds {
+                let kinds: Vec<String> = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+                for k in &kinds {
                     if heaplab_gen::Kind::parse(k).is_none() {
                         let names: Vec<&str> = heaplab_gen::Kind::ALL.iter().map(|k| k.name()).collect();
-                        return Err(format!("--kinds: unknown kind '{k}' (expected one of {})", names.join(", ")));
+                        return Err(format!("{flag}: unknown kind '{k}' (expected one of {})", names.join(", ")));
                     }
+                }
+                if flag == "--kinds" {
+                    o.kinds = kinds;
+                } else {
+                    o.huge_kinds = kinds;
                 }
             }
             "--shared" => o.shared = PathBuf::from(value(flag)?),
@@ -215,9 +224,13 @@ fn main() -> ExitCode {
         eprintln!("heaplab-bench: {msg}");
         notes.push(msg);
     }
-    let sizes: Vec<usize> = [1_000, 10_000, 100_000, 1_000_000].into_iter().filter(|&n| n <= opts.max_n).collect();
+    let sizes: Vec<usize> = [1_000, 10_000, 100_000, 1_000_000, 10_000_000].into_iter().filter(|&n| n <= opts.max_n).collect();
     for kind in &opts.kinds {
         for &n in &sizes {
+            // 10^7 is the streaming/memory check (issue #3), run for the kinds asked for.
+            if n > 1_000_000 && !opts.huge_kinds.contains(kind) {
+                continue;
+            }
             // Binary for the big ones: CSV parsing would dominate the measurement.
             let ext = if n >= 100_000 { "hlbin" } else { "csv" };
             let name = format!("{kind}-{}", short_n(n));
@@ -255,7 +268,9 @@ fn main() -> ExitCode {
         }
         if row.error.is_none() {
             eprint!("{tag}: plan … ");
-            let out = work.join(format!("{}.placement.csv", job.name.replace('/', "_")));
+            // Binary placements for the big generated instances, as for their inputs.
+            let ext = if job.gen.as_ref().is_some_and(|&(_, n)| n >= 100_000) { "hlbin" } else { "csv" };
+            let out = work.join(format!("{}.placement.{ext}", job.name.replace('/', "_")));
             plan_and_check(&opts, &job.path, &out, kill, &mut row);
             match &row.error {
                 None => eprintln!(
@@ -320,6 +335,7 @@ fn plan_and_check(opts: &Opts, input: &Path, out: &Path, kill: Duration, row: &m
         }
     };
     row.wall = Some(m.wall);
+    row.user = Some(m.user);
     row.max_rss = Some(m.max_rss);
     if !m.success() {
         row.error = Some(failed("plan", &m));

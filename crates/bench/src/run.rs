@@ -12,6 +12,9 @@ pub struct Measured {
     /// Wall-clock seconds from spawn to exit (process start-up and I/O included, as in the
     /// anchors' figures).
     pub wall: f64,
+    /// User CPU seconds of the child (`ru_utime`, all its threads): steadier than wall time on
+    /// a shared machine.
+    pub user: f64,
     /// Peak resident set size of the child in bytes (`ru_maxrss`).
     pub max_rss: u64,
     /// Exit code, or `None` when killed by a signal.
@@ -139,6 +142,7 @@ pub fn run(cmd: &mut Command, kill_after: Duration) -> std::io::Result<Measured>
     };
     Ok(Measured {
         wall,
+        user: ru.ru_utime.tv_sec as f64 + ru.ru_utime.tv_usec as f64 * 1e-6,
         // ru_maxrss is in KiB on Linux.
         max_rss: (ru.ru_maxrss.max(0) as u64) * 1024,
         code,

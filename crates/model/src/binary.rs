@@ -139,6 +139,7 @@ pub fn read<R: BufRead>(r: R, file: &str, semantics: Semantics) -> Result<(Insta
     let columns = Columns { alignment: flags & 1 != 0, requested: flags & 2 != 0 };
     let has_off = flags & 4 != 0;
     let mut b = crate::csv::InstanceBuilder::new(file, semantics, columns);
+    b.reserve(n);
     let mut offsets = Vec::new();
     let (mut pid, mut plo) = (0u64, 0u64);
     for rec in 0..n {

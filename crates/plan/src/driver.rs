@@ -35,6 +35,7 @@ use crate::improve;
 use crate::heuristics::{self, Fit, Heuristic, Order};
 use heaplab_model::Buffer;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -165,10 +166,13 @@ pub struct PlanOutcome {
     pub seconds: f64,
 }
 
-struct Part {
-    /// Indices into the full instance.
+struct Part<'a> {
+    /// Indices into the full instance; empty when the part is the whole instance, which was
+    /// already in start order.
     index: Vec<u32>,
-    buffers: Vec<Buffer>,
+    /// The part's buffers: borrowed (no copy, 48 bytes a buffer saved) when they are the whole
+    /// instance in start order, common at scale (a trace, the `nn` and `malloc` generators).
+    buffers: Cow<'a, [Buffer]>,
     max_load: u64,
     /// Proven lower bound on this component's makespan (its max load, or more).
     lower: u64,
@@ -187,7 +191,7 @@ struct Part {
 const RUNNERS_UP: usize = 2;
 const RUNNERS_UP_MAX_BUFFERS: usize = 200_000;
 
-impl Part {
+impl Part<'_> {
     fn offer(&mut self, name: String, offsets: Vec<u64>, seconds: f64) {
         let v = heaplab_sweep::validate(&self.buffers, &offsets);
         assert!(v.is_valid(), "{name} produced an invalid placement: {}", v.describe(&self.buffers, &offsets));
@@ -225,14 +229,22 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
     };
     stage("splitting into components");
     let comps = heaplab_sweep::components(buffers);
+    let single = comps.len() == 1;
     let mut parts: Vec<Part> = comps
         .into_iter()
         .map(|c| {
-            let bs: Vec<Buffer> = c.buffers.iter().map(|&i| buffers[i as usize]).collect();
+            // A component is its buffers in start order (ties by index), which the algorithms'
+            // tie-breaks see; only when that is the input order can the input be borrowed.
+            let (index, bs) = if single && c.buffers.iter().enumerate().all(|(k, &i)| i as usize == k) {
+                (Vec::new(), Cow::Borrowed(buffers))
+            } else {
+                let bs: Vec<Buffer> = c.buffers.iter().map(|&i| buffers[i as usize]).collect();
+                (c.buffers, Cow::Owned(bs))
+            };
             Part {
                 max_load: heaplab_sweep::max_load(&bs),
                 lower: 0,
-                index: c.buffers,
+                index,
                 buffers: bs,
                 offsets: Vec::new(),
                 makespan: 0,
@@ -271,8 +283,8 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
             }
         }
         // The first heuristic always runs, alone, so that there is a placement and a measure of
-        // cost; a later one starts only if its predicted time (best-fit walks every gap, about
-        // three times first-fit's work) still fits before the heuristics' deadline.
+        // cost; a later one starts only if its predicted time (`Heuristic::relative_cost` times
+        // the first one's) still fits before the heuristics' deadline.
         let Some((first, rest)) = heuristics.split_first() else { return };
         let t = Instant::now();
         let off = first.run(&part.buffers);
@@ -284,7 +296,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         results.extend(
             rest.par_iter()
                 .filter_map(|h| {
-                    let predicted = if h.fit == Fit::Best { unit * 3 } else { unit };
+                    let predicted = unit.mul_f64(h.relative_cost());
                     if Instant::now() + predicted > heuristics_deadline {
                         return None;
                     }
@@ -342,6 +354,9 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
     stage("assembling");
     let mut offsets = vec![0u64; buffers.len()];
     for part in &parts {
+        if part.index.is_empty() {
+            offsets.copy_from_slice(&part.offsets);
+        }
         for (&i, &o) in part.index.iter().zip(&part.offsets) {
             offsets[i as usize] = o;
         }

@@ -194,7 +194,7 @@ fn column_move(buffers: &[Buffer], offsets: &[u64], star: u32, m: u64, tries: u3
     let local: Vec<Buffer> = fixed.iter().chain(&free).map(|&i| buffers[i]).collect();
     let mut occ = Occupancy::new(&local);
     for (k, &j) in fixed.iter().enumerate() {
-        occ.insert(&local[k], offsets[j]);
+        occ.insert(k, offsets[j]);
     }
     let mut order: Vec<usize> = (0..free.len()).collect();
     if tries == 0 {
@@ -206,9 +206,9 @@ fn column_move(buffers: &[Buffer], offsets: &[u64], star: u32, m: u64, tries: u3
     }
     let mut placed = vec![0u64; free.len()];
     for &k in &order {
-        let lb = &local[fixed.len() + k];
-        placed[k] = occ.lowest_fit(lb);
-        occ.insert(lb, placed[k]);
+        let at = fixed.len() + k;
+        placed[k] = occ.lowest_fit(at);
+        occ.insert(at, placed[k]);
     }
     let new_top = free.iter().zip(&placed).map(|(&i, &o)| o + buffers[i].size).max().unwrap_or(0);
     let lowered = free.iter().zip(&placed).any(|(&i, &o)| o < offsets[i]);

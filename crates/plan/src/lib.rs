@@ -9,6 +9,7 @@ pub mod exact;
 pub mod heuristics;
 pub mod improve;
 pub mod occupancy;
+pub mod online;
 pub mod rng;
 
 pub use driver::{plan, Algorithm, PlanOptions, PlanOutcome, Progress};
