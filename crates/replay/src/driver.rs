@@ -19,6 +19,7 @@
 use crate::allocators::Allocator;
 use crate::placed::{Job, Mapping, Placed, PlacedMeta};
 use heaplab_trace::format::Op;
+use heaplab_trace::stats::AddressMap;
 use heaplab_trace::{Half, TraceReader};
 use std::collections::HashMap;
 use std::io::Read;
@@ -497,8 +498,8 @@ pub fn replay<R: Read>(
     let t0 = Instant::now();
     let mut s = start(alloc, opts, nthreads)?;
     let mut stats = ReplayStats { threads: nthreads, ..Default::default() };
-    let mut live: HashMap<u64, Live> = HashMap::new();
-    let mut reallocs: HashMap<u64, Live> = HashMap::new();
+    let mut live: AddressMap<Live> = AddressMap::default();
+    let mut reallocs: AddressMap<Live> = AddressMap::default();
     let mut free_slots: Vec<u32> = Vec::new();
     let mut next_slot: u32 = 0;
     let mut clock = 0u64;
