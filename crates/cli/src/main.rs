@@ -4,6 +4,7 @@
 
 mod check;
 mod commands;
+mod replay;
 mod report;
 mod trace;
 
@@ -44,6 +45,12 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Describe a trace: calls per function, threads, peak live bytes, sizes, duration.
     TraceInfo(trace::TraceInfoArgs),
+    /// Replay a trace under an allocator and record where it puts every block (placed jobs).
+    #[command(long_about = replay::REPLAY_HELP)]
+    Replay(replay::ReplayArgs),
+    /// Measure the 2-D fragmentation of placed jobs: external, internal, per mapping, over time.
+    #[command(long_about = replay::FRAG_HELP)]
+    Frag(replay::FragArgs),
 }
 
 /// How a command ended, mapped to the exit code.
@@ -71,6 +78,8 @@ fn main() -> ExitCode {
         Command::Convert(a) => commands::convert(a),
         Command::Trace(a) => trace::trace(a),
         Command::TraceInfo(a) => trace::trace_info(a),
+        Command::Replay(a) => replay::replay(a),
+        Command::Frag(a) => replay::frag(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -34,6 +34,7 @@ const SHM_MAGIC: u64 = 0x3159_4c50_4552_484c;
 const SHM_VERSION: u32 = 1;
 const OP_QUIT: u8 = 0;
 const STATE_READY: u32 = 1;
+const STATE_DONE: u32 = 2;
 const STATE_FAILED: u32 = 3;
 /// Most blocks live at once (the child's block table has this many slots).
 const MAX_SLOTS: u32 = 1 << 28;
@@ -284,7 +285,7 @@ struct Session {
 impl Session {
     fn child_failure(&mut self, what: &str) -> ReplayError {
         let _ = self.child.kill();
-        let status = self.child.wait().ok();
+        let status = self.child.wait().ok().filter(|s| !s.success());
         let msg = cstr(&self.mem.shm().message);
         let err = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
         let mut text = format!("the replay child {what}");
@@ -305,8 +306,12 @@ impl Session {
         if self.mem.shm().state.load(Ordering::Acquire) == STATE_FAILED {
             return Err(self.child_failure("failed"));
         }
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return Err(self.child_failure("died"));
+        if let Ok(Some(status)) = self.child.try_wait() {
+            // A child that finished the replay has published everything it executed.
+            let done = self.mem.shm().state.load(Ordering::Acquire) == STATE_DONE;
+            if !(done && status.success() && self.mem.shm().executed.load(Ordering::Acquire) == self.produced) {
+                return Err(self.child_failure("died"));
+            }
         }
         Ok(())
     }
@@ -624,7 +629,7 @@ pub fn replay<R: Read>(
     }
     let status = s.child.wait().map_err(|e| ReplayError::Work(format!("cannot wait for the replay child: {e}")))?;
     if !status.success() {
-        return Err(s.child_failure("ended badly"));
+        return Err(s.child_failure(&format!("ended badly ({status})")));
     }
     stats.seconds = t0.elapsed().as_secs_f64();
     stats.steps = steps;
