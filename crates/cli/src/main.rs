@@ -6,6 +6,7 @@ mod check;
 mod commands;
 mod replay;
 mod report;
+mod study;
 mod trace;
 
 use clap::{Parser, Subcommand};
@@ -51,6 +52,9 @@ enum Command {
     /// Measure the 2-D fragmentation of placed jobs: external, internal, per mapping, over time.
     #[command(long_about = replay::FRAG_HELP)]
     Frag(replay::FragArgs),
+    /// Correlate replayed fragmentation with real peak RSS across allocators; write a report.
+    #[command(long_about = study::STUDY_HELP)]
+    Study(study::StudyArgs),
 }
 
 /// How a command ended, mapped to the exit code.
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Command::TraceInfo(a) => trace::trace_info(a),
         Command::Replay(a) => replay::replay(a),
         Command::Frag(a) => replay::frag(a),
+        Command::Study(a) => study::study(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,12 +2,15 @@
 //!
 //! The primary measure is the kernel's: `wait4` returns the child's rusage, whose `ru_maxrss`
 //! is the largest RSS of the program or of any descendant it waited for (what `time -v`
-//! reports). Alongside it a sampler reads `/proc` every few milliseconds while the program runs
+//! reports). The program is started by a tiny launcher (C, `launcher/`, embedded here) that
+//! forks it and calls wait4: Linux folds the RSS a process had before exec into that figure,
+//! and a program forked from heaplab itself would inherit heaplab's. Alongside it a sampler reads `/proc` every few milliseconds while the program runs
 //! (no cgroup needed): the program's `VmHWM` and the summed `VmRSS` of its process tree. It is
 //! the fallback where rusage reports nothing, and a cross-check elsewhere (sampling misses
 //! peaks shorter than its period).
 
-use std::io::Read;
+use std::io::{BufRead, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -131,24 +134,38 @@ fn sample(pid: u32, stop: Arc<AtomicBool>, peak: Arc<AtomicU64>) {
     }
 }
 
+/// The run launcher, compiled by build.rs.
+const LAUNCHER: &[u8] = include_bytes!(env!("HEAPLAB_RUN_LAUNCHER"));
+
 /// Runs `spec` once, its output discarded, and measures it.
 pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
-    let mut cmd = Command::new(&spec.program);
-    cmd.arg0(&spec.arg0).args(&spec.args).current_dir(&spec.cwd).env_remove("LD_PRELOAD");
+    let launcher = heaplab_trace::preload::install_cached("heaplab_run", "", LAUNCHER, true)?;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fresh descriptors from pipe2.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let mut cmd = Command::new(&launcher);
+    cmd.arg(&spec.program).arg(&spec.arg0).args(&spec.args).current_dir(&spec.cwd).env_remove("LD_PRELOAD");
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    if let Some(lib) = &spec.preload {
-        cmd.env("LD_PRELOAD", lib);
-    }
+    cmd.env("HEAPLAB_RUN_PRELOAD", spec.preload.as_ref().map(|p| p.as_os_str().to_owned()).unwrap_or_default());
     match &spec.stdin {
         Some(p) => cmd.stdin(std::fs::File::open(p)?),
         None => cmd.stdin(Stdio::null()),
     };
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let w = wr.as_raw_fd();
+    // SAFETY: only dup2 between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || if libc::dup2(w, 3) < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+    }
     let t0 = Instant::now();
     let mut child = cmd.spawn()?;
-    let pid = child.id();
+    drop(wr);
     let mut err = child.stderr.take();
     let reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
@@ -157,57 +174,71 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
         }
         buf
     });
+    let mut report = std::io::BufReader::new(std::fs::File::from(rd));
+    let mut line = String::new();
+    report.read_line(&mut line)?;
+    let pid: u32 = line.strip_prefix("pid ").and_then(|p| p.trim().parse().ok()).unwrap_or(0);
     let stop = Arc::new(AtomicBool::new(false));
     let peak = Arc::new(AtomicU64::new(0));
-    let sampler = {
+    let sampler = (pid != 0).then(|| {
         let (s, p) = (stop.clone(), peak.clone());
         std::thread::spawn(move || sample(pid, s, p))
-    };
+    });
     let done = Arc::new(AtomicBool::new(false));
     let watchdog = {
-        let (d, limit) = (done.clone(), spec.timeout);
+        let (d, limit, lpid) = (done.clone(), spec.timeout, child.id());
         std::thread::spawn(move || {
             let t = Instant::now();
             while !d.load(Ordering::Relaxed) {
                 if t.elapsed() > limit {
-                    // SAFETY: kill on our own child's pid, which is not reaped before `done` is set.
-                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                    // SAFETY: kill on the program (still a child of the waiting launcher, so
+                    // its pid cannot be reused) and on the launcher (not yet waited for).
+                    unsafe {
+                        if pid != 0 {
+                            libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                        }
+                        libc::kill(lpid as libc::pid_t, libc::SIGKILL);
+                    }
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
         })
     };
-    let mut status: libc::c_int = 0;
-    // SAFETY: an all-zero rusage is a valid value to be overwritten.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child; std's Child is not waited on afterwards.
-    let r = loop {
-        let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut ru) };
-        if r >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            break r;
-        }
-    };
+    let mut rest = String::new();
+    let _ = report.read_to_string(&mut rest);
+    let _ = child.wait();
     let wall = t0.elapsed().as_secs_f64();
     done.store(true, Ordering::Relaxed);
     stop.store(true, Ordering::Relaxed);
     let _ = watchdog.join();
-    let _ = sampler.join();
-    let stderr = reader.join().unwrap_or_default();
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
+    if let Some(s) = sampler {
+        let _ = s.join();
     }
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -libc::WTERMSIG(status) };
+    let stderr = reader.join().unwrap_or_default();
     let tail: Vec<&str> = std::str::from_utf8(&stderr).unwrap_or("").lines().rev().take(3).collect();
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let stderr_tail = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
+    let line = format!("{line}{rest}");
+    if let Some(e) = line.lines().find_map(|l| l.strip_prefix("exec ")) {
+        let errno = e.trim().parse().unwrap_or(0);
+        return Err(std::io::Error::other(format!("cannot start {}: {}", spec.program.display(), std::io::Error::from_raw_os_error(errno))));
+    }
+    let Some(done) = line.lines().find_map(|l| l.strip_prefix("done ")) else {
+        // Killed before it could report (the deadline, or a signal to the launcher).
+        return Ok(Run { sampled_rss: peak.load(Ordering::Relaxed), wall, status: -(libc::SIGKILL), stderr_tail, ..Default::default() });
+    };
+    let v: Vec<i64> = done.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    if v.len() != 4 {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("launcher report '{done}'")));
+    }
     Ok(Run {
-        rusage_rss: (ru.ru_maxrss.max(0) as u64) * 1024,
+        rusage_rss: v[1].max(0) as u64 * 1024,
         sampled_rss: peak.load(Ordering::Relaxed),
         wall,
-        user: secs(ru.ru_utime),
-        sys: secs(ru.ru_stime),
-        status: code,
-        stderr_tail: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+        user: v[2] as f64 / 1e6,
+        sys: v[3] as f64 / 1e6,
+        status: v[0] as i32,
+        stderr_tail,
     })
 }
 
@@ -228,8 +259,12 @@ mod tests {
             timeout: Duration::from_secs(60),
             ..Default::default()
         };
+        // This process holds 300 MiB while it starts the program: none of it may show.
+        let ballast = vec![1u8; 300 << 20];
         let r = run_once(&spec).unwrap();
+        assert!(ballast.iter().step_by(4096).all(|&b| b == 1));
         assert!(r.ok(), "{r:?}");
+        assert!(r.rusage_rss < 200 << 20, "the parent's RSS leaked into the program's: {r:?}");
         assert!(r.rusage_rss >= 64 << 20 && r.sampled_rss >= 60 << 20, "{r:?}");
         assert!(r.peak(RssMethod::Rusage) == r.rusage_rss);
         let fail = RunSpec { args: vec!["-c".into(), "import sys; sys.exit(3)".into()], ..spec };
