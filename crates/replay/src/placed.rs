@@ -261,7 +261,7 @@ pub fn read_binary<R: Read>(mut r: R, name: &str) -> Result<Placed, InputError> 
     }
     // Every mapping takes at least 6 bytes and every job 6: counts beyond the file are corrupt.
     if nmaps > b.len() / 6 || njobs > (b.len() / 6) as u64 {
-        return Err(InputError::file(name, K::Format, format!("corrupt header: {nmaps} mappings and {njobs} jobs cannot fit in {} bytes", b.len())));
+        return Err(InputError::file(name, K::Format, format!("truncated or corrupt: the header counts {nmaps} mappings and {njobs} jobs, which cannot fit in the file's {} bytes", b.len())));
     }
     let mut mappings = Vec::with_capacity(nmaps);
     let mut counts = Vec::with_capacity(nmaps);
