@@ -248,33 +248,6 @@ pub fn frag_json(p: &Placed, f: &Frag, page: u64) -> Value {
     })
 }
 
-/// The fragmentation-over-time chart of one or more placements (name, result).
-pub fn frag_chart(title: &str, runs: &[(String, &Frag)]) -> heaplab_plot::chart::Chart {
-    use heaplab_plot::chart::{AxisFormat, Chart, Point, Series, Style};
-    let series = runs
-        .iter()
-        .enumerate()
-        .map(|(k, (name, f))| Series {
-            name: name.clone(),
-            colour: k,
-            style: Style::Line,
-            points: f.series.iter().filter(|b| b.areas.jobs > 0).map(|b| Point { x: (b.t0 + b.t1) as f64 / 2.0, y: b.areas.external_ratio(), y_err: 0.0 }).collect(),
-        })
-        .collect();
-    Chart {
-        title: title.to_string(),
-        subtitle: "per time bucket: page-local gaps below live blocks / job area".into(),
-        x_label: "time (bytes allocated)".into(),
-        y_label: "external fragmentation".into(),
-        x_format: AxisFormat::Number,
-        y_format: AxisFormat::Percent,
-        x_from_zero: true,
-        y_from_zero: true,
-        series,
-        ..Default::default()
-    }
-}
-
 /// `heaplab frag`.
 pub fn frag(a: FragArgs) -> Result<(), Failure> {
     if let Some(p) = &a.plot {
@@ -290,7 +263,8 @@ pub fn frag(a: FragArgs) -> Result<(), Failure> {
     };
     let page = a.page_size.unwrap_or(p.meta.page_size as u64);
     if let Some(out) = &a.plot {
-        let ch = frag_chart(&format!("{} under {}", p.meta.trace, if p.meta.allocator.is_empty() { "?" } else { &p.meta.allocator }), &[(p.meta.allocator.clone(), &f)]);
+        let title = format!("{} under {}", p.meta.trace, if p.meta.allocator.is_empty() { "an unnamed allocator" } else { &p.meta.allocator });
+        let ch = heaplab_study::report::over_time(title, &[(p.meta.allocator.clone(), f.external_series())]);
         let png = heaplab_plot::chart::render_chart_png(&ch);
         files::write_atomic(out, |w| w.write_all(&png)).map_err(|e| Failure::Input(format!("{out}: cannot write: {e}")))?;
     }

@@ -182,7 +182,7 @@ fn run_workload(w: &Workload, cwd: &Path, ctx: &Ctx, tag: &str, res: &mut Worklo
             replay_seconds: st.seconds,
             frag_seconds,
             placed_bytes: bin.len() as u64,
-            series: f.series.iter().filter(|b| b.areas.jobs > 0).map(|b| ((b.t0 + b.t1) as f64 / 2.0, b.areas.external_ratio())).collect(),
+            series: f.external_series(),
             runs: Vec::new(),
         });
     }

@@ -125,6 +125,14 @@ pub struct Frag {
     pub empty_jobs: u64,
 }
 
+impl Frag {
+    /// External fragmentation over time: (bucket middle on the clock, ratio) for every bucket
+    /// with live jobs.
+    pub fn external_series(&self) -> Vec<(f64, f64)> {
+        self.series.iter().filter(|b| b.areas.jobs > 0).map(|b| ((b.t0 + b.t1) as f64 / 2.0, b.areas.external_ratio())).collect()
+    }
+}
+
 /// Two jobs whose blocks overlap while both are live: not a real allocator's placement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Overlap {

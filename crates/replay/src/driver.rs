@@ -400,6 +400,14 @@ struct Live {
     job: u64,
 }
 
+/// Ends a live block's job at `clock` and frees it in the child.
+fn close(s: &mut Session, l: Live, clock: u64, thread: u16, free_slots: &mut Vec<u32>) -> Result<(), ReplayError> {
+    s.jobs[l.job as usize].end = clock;
+    s.emit(Op::Free as u8, thread, l.slot, 0, 0, NO_JOB)?;
+    free_slots.push(l.slot);
+    Ok(())
+}
+
 /// Starts the child under `alloc` and waits until it is ready.
 fn start(alloc: &Allocator, opts: &ReplayOptions, threads: u32) -> Result<Session, ReplayError> {
     let program = crate::child::program_path().map_err(|e| ReplayError::Work(format!("cannot install the replay child: {e}")))?;
@@ -537,11 +545,7 @@ pub fn replay<R: Read>(
         let requested = e.requested();
         match step.half {
             Half::Whole if e.op == Op::Free => match live.remove(&e.ptr_in) {
-                Some(l) => {
-                    s.jobs[l.job as usize].end = clock;
-                    s.emit(Op::Free as u8, thread, l.slot, 0, 0, NO_JOB)?;
-                    free_slots.push(l.slot);
-                }
+                Some(l) => close(&mut s, l, clock, thread, &mut free_slots)?,
                 None => stats.unmatched_frees += 1,
             },
             Half::Whole => {
@@ -550,9 +554,8 @@ pub fn replay<R: Read>(
                     continue;
                 }
                 if let Some(old) = live.remove(&e.ptr_out) {
-                    s.jobs[old.job as usize].end = clock;
-                    s.emit(Op::Free as u8, thread, old.slot, 0, 0, NO_JOB)?;
-                    free_slots.push(old.slot);
+                    // The trace missed a free: the older block ends here.
+                    close(&mut s, old, clock, thread, &mut free_slots)?;
                 }
                 let slot = take_slot(&mut free_slots)?;
                 let job = new_job(&mut s, clock, requested);
@@ -568,13 +571,12 @@ pub fn replay<R: Read>(
                     stats.unmatched_frees += 1;
                     continue;
                 };
-                s.jobs[old.job as usize].end = clock;
                 if e.ptr_out == 0 {
                     // realloc(p, 0) that freed p: the trace's program holds nothing more.
-                    s.emit(Op::Free as u8, thread, old.slot, 0, 0, NO_JOB)?;
-                    free_slots.push(old.slot);
+                    close(&mut s, old, clock, thread, &mut free_slots)?;
                     continue;
                 }
+                s.jobs[old.job as usize].end = clock;
                 let job = new_job(&mut s, u64::MAX, requested);
                 s.emit(e.op as u8, thread, old.slot, e.size, e.extra, job)?;
                 reallocs.insert(e.seq, Live { slot: old.slot, job });
@@ -587,9 +589,8 @@ pub fn replay<R: Read>(
                     continue;
                 }
                 if let Some(old) = live.remove(&e.ptr_out) {
-                    s.jobs[old.job as usize].end = clock;
-                    s.emit(Op::Free as u8, thread, old.slot, 0, 0, NO_JOB)?;
-                    free_slots.push(old.slot);
+                    // The trace missed a free: the older block ends here.
+                    close(&mut s, old, clock, thread, &mut free_slots)?;
                 }
                 let l = match reallocs.remove(&e.seq) {
                     Some(l) => {

@@ -77,16 +77,15 @@ pub fn scatter(w: &WorkloadResult, m: RssMethod) -> Chart {
     }
 }
 
-/// External fragmentation over time of one workload, one line per allocator.
-pub fn over_time(w: &WorkloadResult) -> Chart {
-    let series = w
-        .allocators
+/// External fragmentation over time, one line per (name, (time, ratio) points).
+pub fn over_time(title: String, runs: &[(String, Vec<(f64, f64)>)]) -> Chart {
+    let series = runs
         .iter()
         .enumerate()
-        .map(|(k, a)| Series { name: a.name.clone(), colour: k, style: Style::Line, points: a.series.iter().map(|&(x, y)| Point { x, y, y_err: 0.0 }).collect() })
+        .map(|(k, (name, pts))| Series { name: name.clone(), colour: k, style: Style::Line, points: pts.iter().map(|&(x, y)| Point { x, y, y_err: 0.0 }).collect() })
         .collect();
     Chart {
-        title: format!("{}: fragmentation over time", w.name),
+        title,
         subtitle: "page-local gaps below live blocks / job area, per time bucket".into(),
         x_label: "time (bytes allocated)".into(),
         y_label: "external fragmentation".into(),
@@ -176,6 +175,23 @@ fn method_md(s: &Study) -> String {
     )
 }
 
+/// The cells of an allocator's row in the per-workload tables: name, external, internal,
+/// makespan − max load, jobs, mappings, peak RSS, replay speed.
+fn allocator_cells(a: &crate::AllocatorResult, m: RssMethod) -> [String; 8] {
+    let (mean, sd) = mean_sd(&a.peaks(m));
+    let rate = if a.replay_seconds > 0.0 { a.replay_requests as f64 / a.replay_seconds } else { 0.0 };
+    [
+        a.name.clone(),
+        format!("{:.2}%", a.external * 100.0),
+        format!("{:.2}%", a.internal * 100.0),
+        format!("{:.2} MiB", a.makespan_excess as f64 / MIB),
+        a.jobs.to_string(),
+        a.mappings.to_string(),
+        format!("{:.2} ± {:.2}", mean / MIB, sd / MIB),
+        format!("{:.2}M req/s", rate / 1e6),
+    ]
+}
+
 /// The Markdown report.
 pub fn markdown(s: &Study) -> String {
     let mut o = String::new();
@@ -211,24 +227,10 @@ pub fn markdown(s: &Study) -> String {
     }
     for w in s.workloads.iter().filter(|w| w.error.is_none()) {
         let _ = writeln!(o, "\n## {}\n\n{}. Command: `{}`. Replayed: `{}` ({} events, {} thread{}).\n", w.name, w.description, command_text(&w.command), w.traced_exe, w.events, w.threads, if w.threads == 1 { "" } else { "s" });
-        let _ = writeln!(o, "| allocator | external | internal | makespan − max load | jobs | mappings | peak RSS mean ± sd (MiB) | replay req/s |");
+        let _ = writeln!(o, "| allocator | external | internal | makespan − max load | jobs | mappings | peak RSS mean ± sd (MiB) | replay |");
         let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|");
         for a in &w.allocators {
-            let (m, sd) = mean_sd(&a.peaks(s.rss_method));
-            let rate = if a.replay_seconds > 0.0 { a.replay_requests as f64 / a.replay_seconds } else { 0.0 };
-            let _ = writeln!(
-                o,
-                "| {} | {:.2}% | {:.2}% | {:.2} MiB | {} | {} | {:.2} ± {:.2} | {:.2}M |",
-                a.name,
-                a.external * 100.0,
-                a.internal * 100.0,
-                a.makespan_excess as f64 / MIB,
-                a.jobs,
-                a.mappings,
-                m / MIB,
-                sd / MIB,
-                rate / 1e6
-            );
+            let _ = writeln!(o, "| {} |", allocator_cells(a, s.rss_method).join(" | "));
         }
         let _ = writeln!(o, "\nSpearman ρ (external, peak RSS) = {}, p = {}; (internal, peak RSS) = {}, p = {}.\n", rho_text(&w.rho_external), p_text(&w.rho_external), rho_text(&w.rho_internal), p_text(&w.rho_internal));
         let n = slug(&w.name);
@@ -293,21 +295,8 @@ pub fn html(s: &Study) -> String {
         let _ = write!(o, "<h2 id=\"{n}\">{}</h2><p>{}. Replayed <code>{}</code>: {} events, {} thread{}.</p><p class=\"meta\">Command: <code>{}</code></p>", esc(&w.name), esc(&w.description), esc(&w.traced_exe), w.events, w.threads, if w.threads == 1 { "" } else { "s" }, esc(&command_text(&w.command)));
         let _ = write!(o, "<table><tr><th>allocator</th><th>external</th><th>internal</th><th>makespan − max load</th><th>jobs</th><th>mappings</th><th>peak RSS (MiB, mean ± sd)</th><th>replay</th></tr>");
         for a in &w.allocators {
-            let (m, sd) = mean_sd(&a.peaks(s.rss_method));
-            let rate = if a.replay_seconds > 0.0 { a.replay_requests as f64 / a.replay_seconds } else { 0.0 };
-            let _ = write!(
-                o,
-                "<tr><td>{}</td><td>{:.2}%</td><td>{:.2}%</td><td>{:.2} MiB</td><td>{}</td><td>{}</td><td>{:.2} ± {:.2}</td><td>{:.2}M req/s</td></tr>",
-                esc(&a.name),
-                a.external * 100.0,
-                a.internal * 100.0,
-                a.makespan_excess as f64 / MIB,
-                a.jobs,
-                a.mappings,
-                m / MIB,
-                sd / MIB,
-                rate / 1e6
-            );
+            let cells: Vec<String> = allocator_cells(a, s.rss_method).iter().map(|c| format!("<td>{}</td>", esc(c))).collect();
+            let _ = write!(o, "<tr>{}</tr>", cells.concat());
         }
         let _ = write!(
             o,
@@ -329,7 +318,8 @@ pub fn write(dir: &Path, s: &Study) -> std::io::Result<()> {
     for w in s.workloads.iter().filter(|w| w.error.is_none()) {
         let n = slug(&w.name);
         std::fs::write(dir.join(format!("{n}-scatter.png")), render_chart_png(&scatter(w, s.rss_method)))?;
-        std::fs::write(dir.join(format!("{n}-frag-time.png")), render_chart_png(&over_time(w)))?;
+        let runs: Vec<(String, Vec<(f64, f64)>)> = w.allocators.iter().map(|a| (a.name.clone(), a.series.clone())).collect();
+        std::fs::write(dir.join(format!("{n}-frag-time.png")), render_chart_png(&over_time(format!("{}: fragmentation over time", w.name), &runs)))?;
     }
     std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(&study_json(s)).expect("JSON of plain values") + "\n")?;
     std::fs::write(dir.join("report.md"), markdown(s))?;
