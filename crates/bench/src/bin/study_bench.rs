@@ -23,7 +23,7 @@ Usage: heaplab-bench-study [--heaplab PATH] [--reps N] [--runs N] [--out DIR] [-
   --reps N        repetitions of each replay and frag; the median is reported [default: 3]
   --runs N        runs per allocator in the suite's study [default: 10]
   --out DIR       where study-results.md/json and study-suite/ go [default: bench]
-  --skip-suite    only the speed table";
+  --skip-suite    only the speed table (the summary repeats the last suite report's results)";
 
 const ALLOCATORS: [&str; 4] = ["glibc", "jemalloc", "mimalloc", "tcmalloc"];
 
@@ -124,7 +124,7 @@ fn main() {
         for a in ALLOCATORS {
             eprintln!("heaplab-bench-study: {} under {a}", w.name);
             let placed = format!("{}.{a}.hlplaced", w.name);
-            let (mut rate, mut cpu_rate, mut frag_rate) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut rate, mut cpu_rate, mut frag_rate, mut frag_cpu_rate) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             let mut last = (Value::Null, Value::Null);
             for _ in 0..reps {
                 let (r, _wall, cpu) = heaplab(&bin, &["replay", &trace, "-a", a, "-o", &placed, "--json"], &work).unwrap_or_else(|e| fail(e));
@@ -134,6 +134,7 @@ fn main() {
                 let (f, _, _) = heaplab(&bin, &["frag", &placed, "--json", "--buckets", "0"], &work).unwrap_or_else(|e| fail(e));
                 let jobs = f["jobs"].as_f64().unwrap_or(0.0);
                 frag_rate.push(jobs / f["seconds"].as_f64().unwrap_or(f64::INFINITY));
+                frag_cpu_rate.push(jobs / f["cpu_seconds"].as_f64().unwrap_or(f64::INFINITY));
                 last = (r, f);
             }
             let (r, f) = last;
@@ -141,14 +142,15 @@ fn main() {
                 "workload": w.name, "what": w.what, "allocator": a,
                 "requests": r["requests"], "jobs": r["jobs"], "threads": r["threads"],
                 "replay_requests_per_second": median(rate), "replay_requests_per_cpu_second": median(cpu_rate),
-                "frag_jobs_per_second": median(frag_rate), "bytes_per_job": r["bytes_per_job"],
+                "frag_jobs_per_second": median(frag_rate), "frag_jobs_per_cpu_second": median(frag_cpu_rate), "bytes_per_job": r["bytes_per_job"],
                 "external": f["external"], "internal": f["internal"],
             }));
         }
     }
 
     let suite_dir = out_dir.join("study-suite");
-    let mut suite = Value::Null;
+    // With --skip-suite the last suite report's results are summarised again.
+    let mut suite: Value = std::fs::read(suite_dir.join("results.json")).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
     if !skip_suite {
         eprintln!("heaplab-bench-study: the default suite, {runs} runs per allocator");
         let t0 = Instant::now();
@@ -182,10 +184,10 @@ fn main() {
         "Machine: {cpu}, {cores} cores, Linux {kernel}. Date: {date}. Commit: {commit}. Load average at the end: {load} (the machine is shared; \
          CPU-time rates are steadier than wall-time ones). Command: `{command}`. Median of {reps} repetitions.\n\n"
     ));
-    md.push_str("| trace | allocator | requests | jobs | replay req/s (wall) | replay req/CPU-s | frag jobs/s | bytes/job | external | internal |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("| trace | allocator | requests | jobs | replay req/s (wall) | replay req/CPU-s | frag jobs/s (wall) | frag jobs/CPU-s | bytes/job | external | internal |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in &rows {
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {:.2}M | {:.2}M | {:.2}M | {:.2} | {:.2}% | {:.2}% |\n",
+            "| {} | {} | {} | {} | {:.2}M | {:.2}M | {:.2}M | {:.2}M | {:.2} | {:.2}% | {:.2}% |\n",
             r["workload"].as_str().unwrap_or(""),
             r["allocator"].as_str().unwrap_or(""),
             r["requests"],
@@ -193,6 +195,7 @@ fn main() {
             r["replay_requests_per_second"].as_f64().unwrap_or(0.0) / 1e6,
             r["replay_requests_per_cpu_second"].as_f64().unwrap_or(0.0) / 1e6,
             r["frag_jobs_per_second"].as_f64().unwrap_or(0.0) / 1e6,
+            r["frag_jobs_per_cpu_second"].as_f64().unwrap_or(0.0) / 1e6,
             r["bytes_per_job"].as_f64().unwrap_or(0.0),
             r["external"].as_f64().unwrap_or(0.0) * 100.0,
             r["internal"].as_f64().unwrap_or(0.0) * 100.0,
@@ -204,7 +207,7 @@ fn main() {
         md.push_str(&format!(
             "\n## Default suite: fragmentation vs peak RSS\n\n{} runs per allocator; full report in `study-suite/` (index.html, report.md). \
              **Spearman ρ > 0.65 in {} of {} workloads** (the published study: 13 of 28).\n\n| workload | jobs | ρ external | p | ρ internal | p |\n|---|---:|---:|---:|---:|---:|\n",
-            runs, suite["workloads_rho_above_threshold"], suite["workloads_with_rho"]
+            suite["runs_per_allocator"], suite["workloads_rho_above_threshold"], suite["workloads_with_rho"]
         ));
         for w in ws {
             let f = |k: &str, f: &str| w[k][f].as_f64().map_or("n/a".to_string(), |x| if f == "rho" { format!("{x:+.2}") } else { format!("{x:.2e}") });
