@@ -5,7 +5,7 @@ CARGO   ?= cargo
 HEAPLAB := target/release/heaplab
 OUT     := out
 
-.PHONY: all build demo test bench bench-quick bench-trace deps trace-deps clean
+.PHONY: all build demo test bench bench-quick bench-trace bench-study deps trace-deps study-deps clean
 
 all: build
 
@@ -29,7 +29,22 @@ trace-deps:
 	  else echo "run as root: apt-get install -y $(TRACE_PKGS)" >&2; exit 2; fi; \
 	fi
 
-build: deps trace-deps
+# Replay and the peak-RSS study: the allocators selectable by name (glibc is always there) and
+# the programs of `heaplab study --suite default`. Installed the same way as the trace deps.
+STUDY_TOOLS := perl xz xmllint espeak-ng tjbench sqlite3 jq php ruby lua5.4
+STUDY_PKGS  := libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 perl xz-utils libxml2-utils espeak-ng libjpeg-turbo-progs sqlite3 python3 jq php-cli ruby lua5.4
+STUDY_LIBS  := /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+study-deps:
+	@missing=""; for t in $(STUDY_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	for l in $(STUDY_LIBS); do [ -e $$l ] || missing="$$missing $$l"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing for the replay and study tests (missing:$$missing)"; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(STUDY_PKGS) >/dev/null; \
+	  else echo "run as root: apt-get install -y $(STUDY_PKGS)" >&2; exit 2; fi; \
+	fi
+
+build: deps trace-deps study-deps
 	$(CARGO) build --release --workspace
 
 # The main job on a generated default: a neural-network-like instance of 2,000 buffers is
@@ -44,7 +59,7 @@ demo: build
 	$(HEAPLAB) check $(OUT)/demo.csv $(OUT)/demo.placed.csv
 	@echo "picture: $(OUT)/demo.png"
 
-test: deps trace-deps
+test: deps trace-deps study-deps
 	$(CARGO) test --workspace
 
 # Long measurements: the full table (shared set + generated 10^3 … 10^6 buffers, and 10^7 for
@@ -61,6 +76,12 @@ bench-quick: build
 bench-trace: build
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench-trace --heaplab $(HEAPLAB)
+
+# Replay and fragmentation speed, placed-file size, and the default suite's study (10 runs per
+# allocator): writes bench/study-results.md/json and bench/study-suite/ (the report).
+bench-study: build
+	$(CARGO) build --release -p heaplab-bench
+	target/release/heaplab-bench-study --heaplab $(HEAPLAB)
 
 clean:
 	$(CARGO) clean

@@ -375,7 +375,8 @@ pub fn gen(a: GenArgs) -> Result<(), Failure> {
 /// Arguments of `heaplab convert`.
 #[derive(Args)]
 pub struct ConvertArgs {
-    /// Instance or placement (CSV or .hlbin), or a trace (.hltrace) to convert to an instance.
+    /// Instance or placement (CSV or .hlbin), a trace (.hltrace) to convert to an instance, or a
+    /// placed file from `heaplab replay` (to its CSV export).
     input: String,
     /// Output: .hlbin for binary, anything else CSV. Lifetimes are written as [lower, upper).
     #[arg(short, long, value_name = "FILE")]
@@ -390,6 +391,12 @@ pub struct ConvertArgs {
 /// `heaplab convert`.
 pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
     check_writable(&a.output)?;
+    if heaplab_replay::placed::is_placed(&a.input) {
+        let p = heaplab_replay::placed::read(&a.input, 4096)?;
+        crate::replay::write_placed(&a.output, &p)?;
+        eprintln!("heaplab: wrote {} jobs to {}", grouped(p.jobs.len() as u64), a.output);
+        return Ok(());
+    }
     let (inst, offsets) = if heaplab_trace::is_trace(&a.input) {
         (crate::trace::read_instance(&a.input, semantics(&a.semantics), &a.trace)?.0, None)
     } else {

@@ -4,7 +4,9 @@
 
 mod check;
 mod commands;
+mod replay;
 mod report;
+mod study;
 mod trace;
 
 use clap::{Parser, Subcommand};
@@ -44,6 +46,15 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Describe a trace: calls per function, threads, peak live bytes, sizes, duration.
     TraceInfo(trace::TraceInfoArgs),
+    /// Replay a trace under an allocator and record where it puts every block (placed jobs).
+    #[command(long_about = replay::REPLAY_HELP)]
+    Replay(replay::ReplayArgs),
+    /// Measure the 2-D fragmentation of placed jobs: external, internal, per mapping, over time.
+    #[command(long_about = replay::FRAG_HELP)]
+    Frag(replay::FragArgs),
+    /// Correlate replayed fragmentation with real peak RSS across allocators; write a report.
+    #[command(long_about = study::STUDY_HELP)]
+    Study(study::StudyArgs),
 }
 
 /// How a command ended, mapped to the exit code.
@@ -77,6 +88,9 @@ fn main() -> ExitCode {
         Command::Convert(a) => commands::convert(a),
         Command::Trace(a) => trace::trace(a),
         Command::TraceInfo(a) => trace::trace_info(a),
+        Command::Replay(a) => replay::replay(a),
+        Command::Frag(a) => replay::frag(a),
+        Command::Study(a) => study::study(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

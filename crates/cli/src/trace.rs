@@ -71,7 +71,7 @@ pub struct TraceArgs {
     command: Vec<String>,
 }
 
-fn find_program(name: &str) -> Option<PathBuf> {
+pub fn find_program(name: &str) -> Option<PathBuf> {
     let is_exec = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
         p.is_file() && p.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false)
@@ -123,7 +123,7 @@ fn signal_name(sig: i32) -> String {
     format!("{name} ({sig})")
 }
 
-fn describe_status(s: &ExitStatus) -> String {
+pub fn describe_status(s: &ExitStatus) -> String {
     match (s.code(), s.signal()) {
         (Some(c), _) => format!("exited with status {c}"),
         (None, Some(sig)) => format!("killed by {}", signal_name(sig)),
@@ -162,57 +162,14 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
         return Err(Failure::Input("-o -: a trace must go to a file".into()));
     }
     let program = &a.command[0];
-    let resolved = find_program(program)
-        .ok_or_else(|| Failure::Input(format!("{program}: program not found (not an executable file, nor in PATH)")))?;
-    let lib = heaplab_trace::preload::library_path().map_err(|e| Failure::Work(format!("cannot install the tracer library: {e}")))?;
     let output = std::path::absolute(&a.output).map_err(|e| Failure::Input(format!("{}: {e}", a.output)))?;
-    let dir = output.parent().unwrap_or(Path::new("/")).to_path_buf();
-    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    // The program writes a temporary name that is renamed over OUTPUT afterwards, so a run that
-    // cannot start leaves an existing OUTPUT alone.
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let before = child_traces(&output);
-    let mut preload = lib.to_string_lossy().into_owned();
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        preload = format!("{preload}:{}", old.to_string_lossy());
-    }
-    let follow = !a.no_follow_exec;
-    // The tracer's settings travel in one variable (lines of key=value), read at its start.
-    let settings = format!(
-        "out={}\nroot={}\ndepth={}\nfollow={}\nlib={}",
-        output.display(),
-        tmp.display(),
-        a.stack_depth,
-        u8::from(follow),
-        lib.display()
-    );
-    if settings.lines().count() != 5 {
-        return Err(Failure::Input(format!("{}: a trace path cannot contain a newline", a.output)));
-    }
     let t0 = Instant::now();
-    let status = {
+    let traced = {
         let _quiet = IgnoreInterrupts::new();
-        Command::new(&resolved)
-            .arg0(program)
-            .args(&a.command[1..])
-            .env("LD_PRELOAD", &preload)
-            .env("HEAPLAB_TRACE", &settings)
-            .status()
+        run_traced(&a.command, &output, a.stack_depth, !a.no_follow_exec, |c| c)?
     };
     let wall = t0.elapsed().as_secs_f64();
-    let status = status.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Failure::Input(format!("{program}: cannot start: {e}"))
-    })?;
-    if !tmp.is_file() {
-        return Err(Failure::Input(format!(
-            "{program} {}, but no trace was written: statically linked and setuid programs ignore LD_PRELOAD",
-            describe_status(&status)
-        )));
-    }
-    std::fs::rename(&tmp, &output).map_err(|e| Failure::Work(format!("{}: cannot rename the trace into place: {e}", a.output)))?;
-    let children: Vec<PathBuf> = child_traces(&output).into_iter().filter(|p| !before.contains(p)).collect();
+    let (status, children) = (traced.status, traced.children);
 
     // A quick count of every file (one pass in file order); `trace-info` does the full analysis.
     let out_str = output.to_string_lossy().into_owned();
@@ -257,6 +214,62 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
         }
     }
     code
+}
+
+/// A finished traced run.
+pub struct Traced {
+    /// How the program ended.
+    pub status: ExitStatus,
+    /// Traces written beside the output by fork children and exec'd programs.
+    pub children: Vec<PathBuf>,
+}
+
+/// Runs `command` under the tracer, writing the trace to `output` (absolute; renamed into
+/// place only when the program wrote one). `setup` adjusts the command (standard streams,
+/// working directory, environment) before it starts.
+pub fn run_traced(command: &[String], output: &Path, stack_depth: u32, follow: bool, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<Traced, Failure> {
+    let program = &command[0];
+    let resolved = find_program(program)
+        .ok_or_else(|| Failure::Input(format!("{program}: program not found (not an executable file, nor in PATH)")))?;
+    let lib = heaplab_trace::preload::library_path().map_err(|e| Failure::Work(format!("cannot install the tracer library: {e}")))?;
+    let dir = output.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // The program writes a temporary name that is renamed over OUTPUT afterwards, so a run that
+    // cannot start leaves an existing OUTPUT alone.
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let before = child_traces(output);
+    let mut preload = lib.to_string_lossy().into_owned();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload = format!("{preload}:{}", old.to_string_lossy());
+    }
+    // The tracer's settings travel in one variable (lines of key=value), read at its start.
+    let settings = format!(
+        "out={}\nroot={}\ndepth={}\nfollow={}\nlib={}",
+        output.display(),
+        tmp.display(),
+        stack_depth,
+        u8::from(follow),
+        lib.display()
+    );
+    if settings.lines().count() != 5 {
+        return Err(Failure::Input(format!("{}: a trace path cannot contain a newline", output.display())));
+    }
+    let mut cmd = Command::new(&resolved);
+    cmd.arg0(program).args(&command[1..]).env("LD_PRELOAD", &preload).env("HEAPLAB_TRACE", &settings);
+    let status = setup(&mut cmd).status().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Failure::Input(format!("{program}: cannot start: {e}"))
+    })?;
+    if !tmp.is_file() {
+        return Err(Failure::Input(format!(
+            "{program} {}, but no trace was written: statically linked and setuid programs ignore LD_PRELOAD",
+            describe_status(&status)
+        )));
+    }
+    std::fs::rename(&tmp, output).map_err(|e| Failure::Work(format!("{}: cannot rename the trace into place: {e}", output.display())))?;
+    let children = child_traces(output).into_iter().filter(|p| !before.contains(p)).collect();
+    Ok(Traced { status, children })
 }
 
 /// The quick count `heaplab trace` prints for the files a run wrote.

@@ -1,4 +1,4 @@
-//! Pictures of placements: time on the x axis, address on the y axis, each buffer a filled
+//! Pictures of placements, and charts of measurements ([`chart`]): time on the x axis, address on the y axis, each buffer a filled
 //! rectangle `[lower, upper) × [offset, offset + size)`, with the max load (the lower bound) and
 //! the makespan drawn as labelled horizontal lines, and a caption with the figures.
 //!
@@ -14,6 +14,7 @@
 //! [`render_svg`]. Arithmetic on coordinates is in `u128`/`f64`, so values near `u64::MAX`
 //! draw without overflow.
 
+pub mod chart;
 mod font;
 mod raster;
 mod scale;

@@ -42,7 +42,7 @@ impl Canvas {
     }
 
     /// Mixes `c` over `[x0, x1) × [y0, y1)` with opacity `alpha` (label backgrounds).
-    fn blend(&mut self, x0: i64, y0: i64, x1: i64, y1: i64, c: Rgb, alpha: f32) {
+    pub(crate) fn blend(&mut self, x0: i64, y0: i64, x1: i64, y1: i64, c: Rgb, alpha: f32) {
         if let Some((x0, y0, x1, y1)) = self.clip(x0, y0, x1, y1) {
             let w = self.w as usize;
             for y in y0..y1 {
@@ -56,7 +56,7 @@ impl Canvas {
     }
 
     /// Mixes colour `c` (components 0..=255) into one pixel with opacity `alpha`.
-    fn mix_pixel(&mut self, x: i64, y: i64, c: [f32; 3], alpha: f32) {
+    pub(crate) fn mix_pixel(&mut self, x: i64, y: i64, c: [f32; 3], alpha: f32) {
         let (x, y) = (x - self.ox, y - self.oy);
         if x >= 0 && y >= 0 && x < self.w && y < self.h {
             let i = ((y * self.w + x) * 3) as usize;
@@ -104,7 +104,7 @@ impl Canvas {
 
     /// Text turned 90° anticlockwise (reading upwards) with its baseline-left corner at
     /// `(x, y)`: the glyph top faces left.
-    fn vtext(&mut self, x: i64, y: i64, s: i64, text: &str, c: Rgb) {
+    pub(crate) fn vtext(&mut self, x: i64, y: i64, s: i64, text: &str, c: Rgb) {
         for (k, ch) in text.chars().enumerate() {
             let gy = y - k as i64 * 6 * s;
             for row in 0..GLYPH_H {

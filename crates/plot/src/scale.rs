@@ -11,7 +11,7 @@ fn trim(s: String) -> String {
 }
 
 /// At most `decimals` decimals, fewer when they are zeros.
-fn short(x: f64, decimals: usize) -> String {
+pub(crate) fn short(x: f64, decimals: usize) -> String {
     trim(format!("{x:.decimals$}"))
 }
 

@@ -16,9 +16,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The path of a tracer library ready to preload: `$HEAPLAB_PRELOAD` when set, otherwise the
-/// embedded library written (atomically, once per content) to
-/// `$XDG_CACHE_HOME/heaplab/` or `~/.cache/heaplab/` (a fresh private temporary directory when
-/// neither exists).
+/// embedded library written (atomically, once per content) to the cache directory (see
+/// [`install_cached`]).
 pub fn library_path() -> std::io::Result<PathBuf> {
     if let Some(p) = std::env::var_os(OVERRIDE_VAR).filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
@@ -27,6 +26,14 @@ pub fn library_path() -> std::io::Result<PathBuf> {
         }
         return std::path::absolute(&p);
     }
+    install_cached("libheaplab_preload", ".so", LIBRARY, false)
+}
+
+/// Writes `bytes` (a program or library embedded in the `heaplab` binary) to
+/// `$XDG_CACHE_HOME/heaplab/` or `~/.cache/heaplab/` (a fresh private temporary directory when
+/// neither exists) as `STEM-HASH.EXT`, atomically and once per content, and returns its path.
+/// `executable` gives the file mode 0755.
+pub fn install_cached(stem: &str, ext: &str, bytes: &[u8], executable: bool) -> std::io::Result<PathBuf> {
     let dir = std::env::var_os("XDG_CACHE_HOME")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
@@ -34,14 +41,18 @@ pub fn library_path() -> std::io::Result<PathBuf> {
         .map(|d| d.join("heaplab"))
         .unwrap_or_else(|| std::env::temp_dir().join(format!("heaplab-{}", std::process::id())));
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("libheaplab_preload-{:016x}.so", fnv1a(LIBRARY)));
-    if std::fs::read(&path).is_ok_and(|b| b == LIBRARY) {
+    let path = dir.join(format!("{stem}-{:016x}{ext}", fnv1a(bytes)));
+    if std::fs::read(&path).is_ok_and(|b| b == bytes) {
         return Ok(path);
     }
-    let tmp = dir.join(format!(".libheaplab_preload.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(".{stem}.{}.tmp", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(LIBRARY)?;
+        f.write_all(bytes)?;
+        if executable {
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(0o755))?;
+        }
         f.sync_all()?;
         std::fs::rename(&tmp, &path)
     })();

@@ -10,7 +10,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// Hashes one u64 key (an address or page number) by a multiply and fold: the analysis does a
 /// few map operations per event, and SipHash's resistance to chosen keys buys nothing here.
 #[derive(Default, Clone, Copy)]
-pub(crate) struct AddressHasher(u64);
+pub struct AddressHasher(u64);
 
 impl Hasher for AddressHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -27,8 +27,9 @@ impl Hasher for AddressHasher {
     }
 }
 
-/// A map keyed by addresses or page numbers.
-pub(crate) type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
+/// A map keyed by addresses or page numbers (also used by the replay driver and the
+/// fragmentation metric).
+pub type AddressMap<V> = HashMap<u64, V, BuildHasherDefault<AddressHasher>>;
 
 /// Figures about one trace, filled in by [`crate::convert::analyse`].
 #[derive(Clone, Debug, Default)]

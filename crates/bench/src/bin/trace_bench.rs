@@ -7,6 +7,10 @@
 //! events per second and the added time of each tracer, prints a Markdown table and writes
 //! `bench/trace-results.md` and `bench/trace-results.json` naming machine, date and commit.
 
+#[path = "../host.rs"]
+mod host;
+
+use host::{children_cpu, output};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -78,15 +82,6 @@ fn workloads(dir: &Path, quick: bool) -> std::io::Result<Vec<Workload>> {
     ])
 }
 
-/// CPU seconds (user + system) of all waited-for children so far.
-fn children_cpu() -> f64 {
-    // SAFETY: getrusage only writes into the struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
-    t(ru.ru_utime) + t(ru.ru_stime)
-}
-
 /// A run's wall seconds and the CPU seconds of its whole process tree (the program, the
 /// tracer's helper processes, heaplab's own reading of the trace). CPU time barely moves with
 /// other jobs' load on the machine; wall time does.
@@ -118,10 +113,6 @@ fn median(v: &[Timing], f: impl Fn(&Timing) -> f64) -> f64 {
     let mut x: Vec<f64> = v.iter().map(f).collect();
     x.sort_by(|a, b| a.total_cmp(b));
     x[x.len() / 2]
-}
-
-fn output(cmd: &str, args: &[&str]) -> String {
-    Command::new(cmd).args(args).output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
 }
 
 struct Row {

@@ -1,0 +1,18 @@
+//! What the benchmark binaries ask of the host: CPU time of finished children, and the output
+//! of a small command (git, date, uname) for the results' header.
+
+use std::process::Command;
+
+/// CPU seconds (user + system) of all waited-for children so far.
+pub fn children_cpu() -> f64 {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// The trimmed standard output of a command ("" when it cannot run).
+pub fn output(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd).args(args).output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+}

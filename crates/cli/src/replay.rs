@@ -1,0 +1,331 @@
+//! `heaplab replay` (a trace's requests under a chosen allocator → placed jobs) and
+//! `heaplab frag` (the 2-D fragmentation of placed jobs): arguments, the human summary and JSON.
+
+use crate::report::{bytes, grouped, ProgressLine};
+use crate::Failure;
+use clap::Args;
+use heaplab_frag::{Frag, FragOptions};
+use heaplab_model::files;
+use heaplab_replay::{placed, Placed, ReplayError, ReplayOptions, ReplayStats};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+pub const REPLAY_HELP: &str = "\
+Replay a trace under an allocator and record where it puts every block.
+
+A clean child process, with the allocator preloaded (nothing for glibc), executes the trace's
+requests in their recorded order: malloc, calloc, realloc, reallocarray, posix_memalign,
+aligned_alloc, memalign, valloc and pvalloc with their sizes and alignments, and free. Each
+traced thread is replayed on its own thread, in the trace's global order. The child allocates
+nothing through the allocator under test itself; requests and answers travel through a ring in
+shared memory. For each block it reports the address, malloc_usable_size and the memory mapping
+(from /proc/self/maps) that holds it. Address-space randomisation is off in the child, so the
+same trace under the same allocator gives the same addresses.
+
+ALLOCATOR is glibc, jemalloc, mimalloc or tcmalloc (the Debian packages libjemalloc2,
+libmimalloc2.0, libtcmalloc-minimal4), or the path of any shared library that defines malloc.
+A name heaplab does not know, a missing or non-loadable library, or one that does not provide
+malloc is a usage error (exit 2).
+
+Skipped (and counted): allocations that failed in the trace, frees of pointers the trace never
+saw allocated. Time is the trace's allocated-bytes clock (`heaplab convert --clock bytes`).
+
+OUTPUT: .csv writes the CSV export (job,mapping,map_start,start,end,requested,usable,address);
+any other name the compact binary placed format (about 8-12 bytes per job; spec in
+crates/replay/src/placed.rs). `heaplab convert X.hlplaced -o X.csv` converts later.
+
+Examples:
+  heaplab replay run.hltrace --allocator jemalloc -o run.jemalloc.hlplaced
+  heaplab replay run.hltrace --allocator /opt/lib/libsnmalloc.so -o run.sn.hlplaced --json";
+
+/// Arguments of `heaplab replay`.
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// A trace written by `heaplab trace`.
+    input: String,
+    /// glibc, jemalloc, mimalloc, tcmalloc, or a path to a shared library.
+    #[arg(short, long, value_name = "ALLOCATOR")]
+    allocator: String,
+    /// The placed file to write (.csv for CSV, anything else binary).
+    #[arg(short, long, value_name = "FILE")]
+    output: String,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Replay the usable part of a damaged (truncated) trace instead of failing.
+    #[arg(long)]
+    allow_truncated: bool,
+}
+
+impl From<ReplayError> for Failure {
+    fn from(e: ReplayError) -> Self {
+        match e {
+            ReplayError::Input(m) => Failure::Input(m),
+            ReplayError::Work(m) => Failure::Work(m),
+        }
+    }
+}
+
+/// Writes a placed file: CSV by extension, else binary.
+pub fn write_placed(path: &str, p: &Placed) -> Result<(), Failure> {
+    let csv = path.to_ascii_lowercase().ends_with(".csv");
+    files::write_atomic(path, |w| if csv { placed::write_csv(w, p) } else { placed::write_binary(w, p) })
+        .map_err(|e| Failure::Input(format!("{path}: cannot write: {e}")))
+}
+
+/// Replays `trace` under `alloc` with a progress line.
+pub fn replay_with_progress(trace: &str, alloc: &heaplab_replay::Allocator, allow_truncated: bool) -> Result<(Placed, ReplayStats), Failure> {
+    if !heaplab_trace::is_trace(trace) {
+        heaplab_trace::TraceReader::open(trace)?;
+    }
+    let counter = Arc::new(AtomicU64::new(0));
+    let (c, name, an) = (counter.clone(), trace.to_string(), alloc.name.clone());
+    let _line = ProgressLine::start(move |el| format!("replaying {name} under {an}: {} events, {:.1} s", grouped(c.load(Ordering::Relaxed)), el.as_secs_f64()));
+    let opts = ReplayOptions { allow_truncated, ..Default::default() };
+    Ok(heaplab_replay::replay_file(trace, alloc, &opts, Some(&counter))?)
+}
+
+/// `heaplab replay`.
+pub fn replay(a: ReplayArgs) -> Result<(), Failure> {
+    crate::commands::check_writable(&a.output)?;
+    let alloc = heaplab_replay::resolve(&a.allocator).map_err(|e| Failure::Input(e.0))?;
+    let (p, st) = replay_with_progress(&a.input, &alloc, a.allow_truncated)?;
+    write_placed(&a.output, &p)?;
+    let size = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
+    let per_job = if p.jobs.is_empty() { 0.0 } else { size as f64 / p.jobs.len() as f64 };
+    let rate = if st.seconds > 0.0 { st.requests as f64 / st.seconds } else { 0.0 };
+    if a.json {
+        let v = json!({
+            "trace": a.input,
+            "allocator": alloc.name,
+            "library": alloc.library.as_ref().map(|l| l.display().to_string()),
+            "malloc_from": p.meta.provider,
+            "requests": st.requests,
+            "requests_per_second": rate,
+            "seconds": st.seconds,
+            "threads": st.threads,
+            "jobs": st.jobs,
+            "mappings": p.mappings.len(),
+            "maps_rereads": st.maps_rereads,
+            "unmatched_frees": st.unmatched_frees,
+            "failed_in_trace": st.failed_in_trace,
+            "failed_in_replay": st.failed_in_replay,
+            "end_time": p.meta.end_time,
+            "output": a.output,
+            "output_bytes": size,
+            "bytes_per_job": per_job,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
+    } else {
+        println!("trace          {}", a.input);
+        println!("allocator      {} (malloc from {})", alloc.name, p.meta.provider);
+        println!("requests       {} in {:.3} s ({:.2}M requests/s), {} thread{}", grouped(st.requests), st.seconds, rate / 1e6, st.threads, if st.threads == 1 { "" } else { "s" });
+        println!("jobs           {} in {} mappings ({} reads of /proc/self/maps)", grouped(st.jobs), p.mappings.len(), st.maps_rereads);
+        println!(
+            "skipped        {} frees of unknown pointers, {} allocations that failed in the trace, {} that failed in the replay",
+            grouped(st.unmatched_frees),
+            grouped(st.failed_in_trace),
+            grouped(st.failed_in_replay)
+        );
+        println!("placed         {} ({}, {per_job:.2} bytes/job)", a.output, bytes(size));
+        println!("next           heaplab frag {}", a.output);
+    }
+    Ok(())
+}
+
+pub const FRAG_HELP: &str = "\
+Measure the fragmentation of placed jobs in the time x address plane (equation 3.1 of the thesis
+in ../shared/papers/000_..., chapter 3; equation 1 of the paper 003_...).
+
+External fragmentation F/L: for every span between consecutive events, and every virtual page
+that holds a live block, the bytes of that page left unused below the page's highest live
+block, times the span's length; summed over time and mappings (F) and divided by the total job
+area L = sum of usable size x lifetime. Internal fragmentation: sum of (usable - requested) x
+lifetime, divided by the same L. Both are reported in total and per mapping, with the simpler
+measure makespan - max load per mapping (highest block end - lowest block start, minus the peak
+of live usable bytes) and the fragmentation over time.
+
+Choices the papers leave open:
+  time     the trace's allocated-bytes clock: an allocation starts its job at the current value
+           and advances it by its requested size (at least 1); frees take no time. A span runs
+           between two consecutive distinct event times; a job is live on [start, end); at equal
+           times releases come first; jobs never freed end at the trace's end.
+  pages    aligned [k*P, (k+1)*P) ranges of absolute addresses, P = the replaying machine's page
+           size (from the placed file; --page-size for CSV input or to override). Mappings
+           start on page boundaries, so this equals counting from each mapping's start.
+  crossing a block crossing page boundaries counts in every page it touches, clipped to it: it
+           is the ceiling of the page where it starts (covered from its start to the page end),
+           pages it covers whole have no gap, and the page where it ends is covered from the
+           page start to its end. Gaps never cross a page boundary.
+  extent   blocks are their usable size: allocator headers between blocks are external
+           fragmentation, usable bytes beyond the request are internal.
+  mapping  a page's gap is charged to the mapping of the block that forms its ceiling.
+
+The computation is an event sweep with per-page bookkeeping: O(n log n) for n jobs.
+
+INPUT: a placed file from `heaplab replay` (binary), or CSV with the columns
+job,mapping,map_start,start,end,requested,usable,address (map_start optional). Two jobs that
+overlap while both are live make the input invalid (exit 2).
+
+Examples:
+  heaplab frag run.jemalloc.hlplaced
+  heaplab frag run.jemalloc.hlplaced --json --buckets 200
+  heaplab frag run.csv --page-size 16384 --plot frag.png";
+
+/// Arguments of `heaplab frag`.
+#[derive(Args)]
+pub struct FragArgs {
+    /// A placed file (binary from `heaplab replay`, or CSV).
+    input: String,
+    /// Print as JSON (with the per-mapping figures and the series over time).
+    #[arg(long)]
+    json: bool,
+    /// Page size in bytes (a power of two); default: the placed file's, 4096 for CSV.
+    #[arg(long, value_name = "BYTES")]
+    page_size: Option<u64>,
+    /// Buckets of the fragmentation-over-time series.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    buckets: usize,
+    /// Draw fragmentation over time to this PNG.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<String>,
+}
+
+/// CPU seconds this thread has used (the metric runs on one thread; other jobs on a shared
+/// machine slow its wall time, not this).
+fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the struct we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// Reads a placed file and computes its fragmentation; returns both and the wall and CPU
+/// seconds the metric took.
+pub fn measure(path: &str, page_size: Option<u64>, buckets: usize) -> Result<(Placed, Frag, f64, f64), Failure> {
+    if let Some(p) = page_size {
+        if p == 0 || !p.is_power_of_two() || p > 1 << 30 {
+            return Err(Failure::Input(format!("--page-size {p}: expected a power of two up to 1 GiB")));
+        }
+    }
+    let p = placed::read(path, page_size.unwrap_or(4096) as u32)?;
+    let opts = FragOptions { page_size: page_size.unwrap_or(p.meta.page_size as u64), buckets };
+    let (t0, c0) = (Instant::now(), thread_cpu());
+    let f = heaplab_frag::fragmentation(&p, &opts).map_err(|e| Failure::Input(format!("{path}: {e}")))?;
+    Ok((p, f, t0.elapsed().as_secs_f64(), thread_cpu() - c0))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.2}%", x * 100.0)
+}
+
+/// The JSON of a fragmentation result.
+pub fn frag_json(p: &Placed, f: &Frag, page: u64) -> Value {
+    let maps: Vec<Value> = p
+        .mappings
+        .iter()
+        .zip(&f.mappings)
+        .map(|(m, mf)| {
+            json!({
+                "id": m.id, "name": m.name, "start": m.start, "end": m.end, "jobs": mf.jobs,
+                "job_area": mf.areas.jobs as f64, "external_area": mf.areas.external as f64, "internal_area": mf.areas.internal as f64,
+                "external": mf.areas.external_ratio(), "internal": mf.areas.internal_ratio(),
+                "makespan": mf.makespan, "max_load": mf.max_load, "makespan_minus_max_load": mf.makespan as i128 - mf.max_load as i128,
+            })
+        })
+        .collect();
+    let series: Vec<Value> = f
+        .series
+        .iter()
+        .map(|b| json!({"t0": b.t0, "t1": b.t1, "external": b.areas.external_ratio(), "internal": b.areas.internal_ratio(), "mean_live_bytes": if b.t1 > b.t0 { b.areas.jobs as f64 / (b.t1 - b.t0) as f64 } else { 0.0 }}))
+        .collect();
+    json!({
+        "allocator": p.meta.allocator,
+        "trace": p.meta.trace,
+        "jobs": p.jobs.len(),
+        "page_size": page,
+        "end_time": f.end_time,
+        "external": f.total.external_ratio(),
+        "internal": f.total.internal_ratio(),
+        "job_area": f.total.jobs as f64,
+        "external_area": f.total.external as f64,
+        "internal_area": f.total.internal as f64,
+        "mappings": maps,
+        "series": series,
+    })
+}
+
+/// `heaplab frag`.
+pub fn frag(a: FragArgs) -> Result<(), Failure> {
+    if let Some(p) = &a.plot {
+        crate::commands::check_writable(p)?;
+        if !p.to_ascii_lowercase().ends_with(".png") {
+            return Err(Failure::Input(format!("--plot {p}: expected a .png file name")));
+        }
+    }
+    let (p, f, secs, cpu) = {
+        let name = a.input.clone();
+        let _line = ProgressLine::start(move |el| format!("measuring {name}: {:.1} s", el.as_secs_f64()));
+        measure(&a.input, a.page_size, a.buckets)?
+    };
+    let page = a.page_size.unwrap_or(p.meta.page_size as u64);
+    if let Some(out) = &a.plot {
+        let title = format!("{} under {}", p.meta.trace, if p.meta.allocator.is_empty() { "an unnamed allocator" } else { &p.meta.allocator });
+        let ch = heaplab_study::report::over_time(title, &[(p.meta.allocator.clone(), f.external_series())]);
+        let png = heaplab_plot::chart::render_chart_png(&ch);
+        files::write_atomic(out, |w| w.write_all(&png)).map_err(|e| Failure::Input(format!("{out}: cannot write: {e}")))?;
+    }
+    if a.json {
+        let mut v = frag_json(&p, &f, page);
+        v["seconds"] = json!(secs);
+        v["cpu_seconds"] = json!(cpu);
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
+        return Ok(());
+    }
+    let rate = if secs > 0.0 { p.jobs.len() as f64 / secs } else { 0.0 };
+    println!("placed         {} ({}{} jobs, {} mappings, {} B pages)", a.input, if p.meta.allocator.is_empty() { String::new() } else { format!("{}, ", p.meta.allocator) }, grouped(p.jobs.len() as u64), p.mappings.len(), page);
+    println!("external       {}   (page-local gaps below live blocks / job area)", pct(f.total.external_ratio()));
+    println!("internal       {}   ((usable - requested) x lifetime / job area)", pct(f.total.internal_ratio()));
+    println!("time           {secs:.3} s, {cpu:.3} s of CPU ({:.2}M jobs/s)", rate / 1e6);
+    println!("\nper mapping (largest job area first)");
+    println!("  {:>4}  {:<22} {:>10} {:>9} {:>9} {:>11} {:>11} {:>11}", "id", "name", "jobs", "external", "internal", "makespan", "max load", "difference");
+    let mut order: Vec<usize> = (0..p.mappings.len()).collect();
+    order.sort_by_key(|&k| std::cmp::Reverse(f.mappings[k].areas.jobs));
+    for &k in order.iter().take(20) {
+        let (m, mf) = (&p.mappings[k], &f.mappings[k]);
+        let name: String = m.name.chars().rev().take(22).collect::<Vec<_>>().into_iter().rev().collect();
+        println!(
+            "  {:>4}  {:<22} {:>10} {:>9} {:>9} {:>11} {:>11} {:>11}",
+            m.id,
+            name,
+            grouped(mf.jobs),
+            pct(mf.areas.external_ratio()),
+            pct(mf.areas.internal_ratio()),
+            bytes(mf.makespan),
+            bytes(mf.max_load),
+            bytes(mf.makespan.saturating_sub(mf.max_load))
+        );
+    }
+    if order.len() > 20 {
+        println!("  … {} more (see --json)", order.len() - 20);
+    }
+    // At most 60 columns: neighbouring buckets are merged (their areas added).
+    let per = f.series.len().div_ceil(60).max(1);
+    let ext: Vec<f64> = f
+        .series
+        .chunks(per)
+        .map(|c| c.iter().fold((0u128, 0u128), |(e, j), b| (e + b.areas.external, j + b.areas.jobs)))
+        .filter(|&(_, j)| j > 0)
+        .map(|(e, j)| e as f64 / j as f64)
+        .collect();
+    if !ext.is_empty() {
+        let spark = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+        let hi = ext.iter().cloned().fold(0.0, f64::max).max(1e-12);
+        let line: String = ext.iter().map(|&x| spark[((x / hi) * 7.0).round().clamp(0.0, 7.0) as usize]).collect();
+        println!("\nover time      {line}");
+        println!("               external per {} bytes allocated; max {}", grouped((f.series[0].t1 - f.series[0].t0) * per as u64), pct(hi));
+    }
+    Ok(())
+}

@@ -1,0 +1,356 @@
+//! `heaplab study`: for each workload, trace it once, replay the trace under each allocator and
+//! measure the replay's fragmentation, run the real program under each allocator N times for
+//! its peak RSS, correlate the two (Spearman), and write the report directory
+//! (`heaplab_study::report`). Workloads are one command after `--`, or the default suite.
+
+use crate::report::grouped;
+use crate::Failure;
+use clap::Args;
+use heaplab_frag::FragOptions;
+use heaplab_replay::{placed, Allocator, ReplayOptions};
+use heaplab_study::measure::{run_once, RssMethod, RunSpec};
+use heaplab_study::suite::Workload;
+use heaplab_study::{AllocatorResult, Machine, Study, WorkloadResult};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+pub const STUDY_HELP: &str = "\
+Does an allocator's 2-D fragmentation predict its peak RSS? For each workload: trace it once
+(the process image with the most heap events is kept), replay the trace under every allocator and
+measure the external and internal fragmentation of each placement (see `heaplab frag --help`),
+then run the real program under every allocator --runs times, the allocators taking turns, and
+measure its peak RSS (wait4's ru_maxrss; --rss proc samples /proc instead). Spearman's rho
+between fragmentation and peak RSS over all allocator x run pairs, with its two-sided p-value
+(exact permutation distribution for n <= 9 pairs, t-approximation with n-2 degrees of freedom
+above), says whether the relation is monotonic; the paper calls rho > 0.65 strong.
+
+Workloads: the command after `--` (run in the current directory; its standard output is
+discarded, standard input is /dev/null), or --suite default: perl, xz, xmllint (libxml2),
+espeak-ng, tjbench (libjpeg-turbo), sqlite3, python3, jq, php, ruby and lua5.4 on inputs
+generated in a temporary directory. Every run must exit 0. Files a run creates in its working
+directory are removed after it (so `gzip -k big.tar` can run again); --keep-outputs keeps them.
+
+Writes OUTDIR/index.html (open it in a browser), report.md, results.json and two PNG plots per
+workload (peak RSS against fragmentation; fragmentation over time), atomically: into a temporary
+directory renamed into place. An existing OUTDIR is replaced only if it holds a previous report.
+Prints the summary table (or --json). Exit 1 if a workload failed (the report says which).
+
+Examples:
+  heaplab study --allocators glibc,jemalloc,mimalloc,tcmalloc --runs 10 -o report/ -- gzip -9 -k big.tar
+  heaplab study --suite default --runs 10 -o report/";
+
+/// Arguments of `heaplab study`.
+#[derive(Args)]
+pub struct StudyArgs {
+    /// Allocators, comma-separated: glibc, jemalloc, mimalloc, tcmalloc or library paths.
+    #[arg(long, default_value = "glibc,jemalloc,mimalloc,tcmalloc", value_name = "LIST")]
+    allocators: String,
+    /// Runs of the real program per allocator.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    runs: usize,
+    /// The report directory.
+    #[arg(short, long, value_name = "OUTDIR")]
+    output: String,
+    /// Run a ready-made workload list instead of a command (only `default` exists).
+    #[arg(long, value_name = "NAME", value_parser = ["default"])]
+    suite: Option<String>,
+    /// Only these workloads of the suite (comma-separated names).
+    #[arg(long, value_name = "NAMES")]
+    only: Option<String>,
+    /// Divide the suite's input sizes by this (1 = full size; larger for quick checks).
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    suite_scale: u64,
+    /// Peak RSS from wait4's rusage (default) or from sampling /proc.
+    #[arg(long, default_value = "rusage", value_parser = ["rusage", "proc"])]
+    rss: String,
+    /// Kill a run after this many seconds (it then counts as failed).
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    timeout: u64,
+    /// Keep the files runs create in the working directory.
+    #[arg(long)]
+    keep_outputs: bool,
+    /// Also keep each replay's placed file in OUTDIR/placed/.
+    #[arg(long)]
+    keep_placed: bool,
+    /// Print the results as JSON.
+    #[arg(long)]
+    json: bool,
+    /// The program and its arguments (after `--`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM")]
+    command: Vec<String>,
+}
+
+/// Regular files directly in `dir`.
+fn files_in(dir: &Path) -> std::collections::BTreeSet<PathBuf> {
+    std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_file())).map(|e| e.path()).collect()
+}
+
+/// Removes the regular files in `dir` that were not in `before`.
+fn remove_new(dir: &Path, before: &std::collections::BTreeSet<PathBuf>) {
+    for p in files_in(dir) {
+        if !before.contains(&p) {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+struct Ctx<'a> {
+    allocs: &'a [Allocator],
+    runs: usize,
+    rss: RssMethod,
+    timeout: Duration,
+    keep_outputs: bool,
+    placed_dir: Option<PathBuf>,
+    scratch: PathBuf,
+}
+
+/// Traces the workload; returns the trace with the most events, its executable, events and
+/// threads.
+fn trace_workload(w: &Workload, cwd: &Path, ctx: &Ctx) -> Result<(PathBuf, String, u64, u32), String> {
+    let out = ctx.scratch.join(format!("{}.hltrace", heaplab_study::report::slug(&w.name)));
+    let stdin = match &w.stdin {
+        Some(p) => Stdio::from(std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?),
+        None => Stdio::null(),
+    };
+    let env = w.env.clone();
+    let t = crate::trace::run_traced(&w.command, &out, 0, true, |c| {
+        c.current_dir(cwd).stdin(stdin).stdout(Stdio::null()).stderr(Stdio::null());
+        for (k, v) in &env {
+            c.env(k, v);
+        }
+        c
+    })
+    .map_err(|f| match f {
+        Failure::Input(m) | Failure::Work(m) => m,
+    })?;
+    if !t.status.success() {
+        return Err(format!("the traced run {}", crate::trace::describe_status(&t.status)));
+    }
+    let mut best: Option<(PathBuf, String, u64, u32)> = None;
+    for p in std::iter::once(out.clone()).chain(t.children.iter().cloned()) {
+        let Ok(r) = heaplab_trace::TraceReader::open(&p.to_string_lossy()) else { continue };
+        let exe = r.header().exe.clone();
+        let sk = r.skim();
+        if best.as_ref().is_none_or(|b| sk.ending.calls > b.2) {
+            best = Some((p, exe, sk.ending.calls, sk.threads.len() as u32));
+        }
+    }
+    best.ok_or_else(|| "no readable trace".to_string())
+}
+
+fn study_workload(w: &Workload, cwd: &Path, ctx: &Ctx, tag: &str) -> WorkloadResult {
+    let mut res = WorkloadResult { name: w.name.clone(), description: w.description.clone(), command: w.command.clone(), ..Default::default() };
+    if let Err(e) = run_workload(w, cwd, ctx, tag, &mut res) {
+        eprintln!("heaplab: {tag} {}: {e}", w.name);
+        res.error = Some(e);
+    }
+    res
+}
+
+fn run_workload(w: &Workload, cwd: &Path, ctx: &Ctx, tag: &str, res: &mut WorkloadResult) -> Result<(), String> {
+    let program = crate::trace::find_program(&w.command[0]).ok_or_else(|| format!("{}: program not found (is its package installed?)", w.command[0]))?;
+    let before = files_in(cwd);
+    eprintln!("heaplab: {tag} {}: tracing", w.name);
+    let traced = trace_workload(w, cwd, ctx);
+    if !ctx.keep_outputs {
+        remove_new(cwd, &before);
+    }
+    let (trace, exe, events, threads) = traced?;
+    (res.traced_exe, res.events, res.threads) = (exe, events, threads);
+    let trace_s = trace.to_string_lossy().into_owned();
+    for a in ctx.allocs {
+        eprintln!("heaplab: {tag} {}: replaying {} events under {}", w.name, grouped(events), a.name);
+        let (p, st) = heaplab_replay::replay_file(&trace_s, a, &ReplayOptions::default(), None).map_err(|e| format!("replay under {}: {e}", a.name))?;
+        let t0 = std::time::Instant::now();
+        let f = heaplab_frag::fragmentation(&p, &FragOptions { page_size: p.meta.page_size as u64, buckets: 100 }).map_err(|e| format!("{}: {e}", a.name))?;
+        let frag_seconds = t0.elapsed().as_secs_f64();
+        let mut bin = Vec::new();
+        placed::write_binary(&mut bin, &p).map_err(|e| e.to_string())?;
+        if let Some(d) = &ctx.placed_dir {
+            std::fs::write(d.join(format!("{}.{}.hlplaced", heaplab_study::report::slug(&w.name), heaplab_study::report::slug(&a.name))), &bin).map_err(|e| e.to_string())?;
+        }
+        res.allocators.push(AllocatorResult {
+            name: a.name.clone(),
+            library: a.library.as_ref().map(|l| l.display().to_string()),
+            external: f.total.external_ratio(),
+            internal: f.total.internal_ratio(),
+            makespan_excess: f.mappings.iter().map(|m| m.makespan.saturating_sub(m.max_load)).sum(),
+            jobs: p.jobs.len() as u64,
+            mappings: p.mappings.len(),
+            replay_requests: st.requests,
+            replay_seconds: st.seconds,
+            frag_seconds,
+            placed_bytes: bin.len() as u64,
+            series: f.external_series(),
+            runs: Vec::new(),
+        });
+    }
+    for r in 0..ctx.runs {
+        for (k, a) in ctx.allocs.iter().enumerate() {
+            eprintln!("heaplab: {tag} {}: run {}/{} under {}", w.name, r + 1, ctx.runs, a.name);
+            let spec = RunSpec {
+                program: program.clone(),
+                arg0: w.command[0].clone(),
+                args: w.command[1..].to_vec(),
+                env: w.env.clone(),
+                preload: a.library.clone(),
+                stdin: w.stdin.clone(),
+                cwd: cwd.to_path_buf(),
+                timeout: ctx.timeout,
+            };
+            let before = files_in(cwd);
+            let run = run_once(&spec).map_err(|e| format!("cannot run {}: {e}", w.command[0]));
+            if !ctx.keep_outputs {
+                remove_new(cwd, &before);
+            }
+            let run = run?;
+            if !run.ok() {
+                let how = if run.status < 0 { format!("was killed by signal {}", -run.status) } else { format!("exited with status {}", run.status) };
+                let tail = if run.stderr_tail.is_empty() { String::new() } else { format!(": {}", run.stderr_tail.replace('\n', " / ")) };
+                return Err(format!("run {} under {} {how}{tail}", r + 1, a.name));
+            }
+            res.allocators[k].runs.push(run);
+        }
+    }
+    res.correlate(ctx.rss);
+    Ok(())
+}
+
+/// Replaces `target` by `tmp`: `target` must be absent or hold a previous report.
+fn install_dir(tmp: &Path, target: &Path) -> std::io::Result<()> {
+    if target.exists() {
+        let old = target.with_file_name(format!(".{}.old{}", target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
+        std::fs::rename(target, &old)?;
+        let r = std::fs::rename(tmp, target);
+        if r.is_err() {
+            let _ = std::fs::rename(&old, target);
+            return r;
+        }
+        let _ = std::fs::remove_dir_all(&old);
+        return Ok(());
+    }
+    std::fs::rename(tmp, target)
+}
+
+/// `heaplab study`.
+pub fn study(a: StudyArgs) -> Result<(), Failure> {
+    let allocs = heaplab_replay::resolve_list(&a.allocators).map_err(|e| Failure::Input(e.0))?;
+    if a.runs == 0 {
+        return Err(Failure::Input("--runs 0: expected at least 1".into()));
+    }
+    match (&a.suite, a.command.is_empty()) {
+        (Some(_), false) => return Err(Failure::Input("give either --suite or a command after --, not both".into())),
+        (None, true) => return Err(Failure::Input("nothing to study: give a command after -- or --suite default".into())),
+        _ => {}
+    }
+    if a.only.is_some() && a.suite.is_none() {
+        return Err(Failure::Input("--only selects workloads of --suite".into()));
+    }
+    if !a.command.is_empty() && crate::trace::find_program(&a.command[0]).is_none() {
+        return Err(Failure::Input(format!("{}: program not found (not an executable file, nor in PATH)", a.command[0])));
+    }
+    let target = PathBuf::from(a.output.trim_end_matches('/'));
+    if target.as_os_str().is_empty() {
+        return Err(Failure::Input("-o: empty directory name".into()));
+    }
+    if target.exists() && !(target.is_dir() && (target.join("results.json").is_file() || std::fs::read_dir(&target).is_ok_and(|mut d| d.next().is_none()))) {
+        return Err(Failure::Input(format!("{}: exists and is not a previous heaplab report; choose another directory", target.display())));
+    }
+    let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+    if !parent.is_dir() {
+        return Err(Failure::Input(format!("{}: directory {} does not exist", a.output, parent.display())));
+    }
+    let tmp = parent.join(format!(".{}.tmp{}", target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
+    let scratch = std::env::temp_dir().join(format!("heaplab-study-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let _ = std::fs::remove_dir_all(&scratch);
+    let mk = |d: &Path| std::fs::create_dir_all(d).map_err(|e| Failure::Work(format!("{}: cannot create: {e}", d.display())));
+    mk(&tmp)?;
+    mk(&scratch)?;
+    let cleanup = |ok: bool| {
+        let _ = std::fs::remove_dir_all(&scratch);
+        if !ok {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+    };
+    let placed_dir = a.keep_placed.then(|| tmp.join("placed"));
+    if let Some(d) = &placed_dir {
+        mk(d)?;
+    }
+    let ctx = Ctx {
+        allocs: &allocs,
+        runs: a.runs,
+        rss: RssMethod::parse(&a.rss).unwrap_or(RssMethod::Rusage),
+        timeout: Duration::from_secs(a.timeout.max(1)),
+        keep_outputs: a.keep_outputs,
+        placed_dir,
+        scratch: scratch.clone(),
+    };
+    let mut results = Vec::new();
+    if a.suite.is_some() {
+        let inputs = scratch.join("inputs");
+        mk(&inputs)?;
+        let mut suite = heaplab_study::suite::default_suite(&inputs, a.suite_scale).map_err(|e| Failure::Work(format!("cannot write the suite's inputs: {e}")))?;
+        if let Some(only) = &a.only {
+            let names: Vec<&str> = only.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            if let Some(bad) = names.iter().find(|n| !suite.iter().any(|w| w.name == **n)) {
+                cleanup(false);
+                let all: Vec<&str> = suite.iter().map(|w| w.name.as_str()).collect();
+                return Err(Failure::Input(format!("--only {bad}: no such workload in the suite ({})", all.join(", "))));
+            }
+            suite.retain(|w| names.contains(&w.name.as_str()));
+        }
+        let n = suite.len();
+        for (k, w) in suite.iter_mut().enumerate() {
+            if let Some(s) = w.stdin.as_mut() {
+                *s = inputs.join(s.file_name().unwrap_or_default());
+            }
+            results.push(study_workload(w, &inputs, &ctx, &format!("[{}/{n}]", k + 1)));
+        }
+    } else {
+        let cwd = std::env::current_dir().map_err(|e| Failure::Work(format!("cannot read the current directory: {e}")))?;
+        let name = Path::new(&a.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| a.command[0].clone());
+        let w = Workload { name, description: "the command given".into(), command: a.command.clone(), env: vec![], stdin: None };
+        results.push(study_workload(&w, &cwd, &ctx, "[1/1]"));
+    }
+    let study = Study {
+        workloads: results,
+        runs: a.runs,
+        rss_method: ctx.rss,
+        machine: Machine::detect(),
+        date: heaplab_study::utc_now(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        invocation: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let written = heaplab_study::report::write(&tmp, &study).and_then(|()| install_dir(&tmp, &target));
+    cleanup(written.is_ok());
+    written.map_err(|e| Failure::Work(format!("{}: cannot write the report: {e}", target.display())))?;
+    let (strong, with) = study.strong();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&heaplab_study::report::study_json(&study)).expect("JSON of plain values"));
+    } else {
+        println!("{:<12} {:>10} {:>8} {:>10} {:>8} {:>10}   allocators: external fragmentation / peak RSS MiB", "workload", "jobs", "rho ext", "p", "rho int", "p");
+        for w in &study.workloads {
+            if let Some(e) = &w.error {
+                println!("{:<12} failed: {e}", w.name);
+                continue;
+            }
+            let f = |s: &Option<heaplab_study::stats::Spearman>| s.map_or(("n/a".to_string(), "n/a".to_string()), |s| (format!("{:+.2}", s.rho), format!("{:.2e}", s.p)));
+            let (re, pe) = f(&w.rho_external);
+            let (ri, pi) = f(&w.rho_internal);
+            let allocs: Vec<String> = w
+                .allocators
+                .iter()
+                .map(|x| format!("{} {:.1}%/{:.1}", x.name, x.external * 100.0, heaplab_study::stats::mean_sd(&x.peaks(study.rss_method)).0 / 1048576.0))
+                .collect();
+            println!("{:<12} {:>10} {re:>8} {pe:>10} {ri:>8} {pi:>10}   {}", w.name, grouped(w.allocators.first().map_or(0, |x| x.jobs)), allocs.join(", "));
+        }
+        println!("\nrho > {} in {strong} of {with} workloads", heaplab_study::STRONG_RHO);
+        println!("report         {}", target.join("index.html").display());
+    }
+    if study.workloads.iter().any(|w| w.error.is_some()) {
+        return Err(Failure::Work("some workloads failed (see the report)".into()));
+    }
+    Ok(())
+}

@@ -1,0 +1,82 @@
+/* heaplab run launcher: starts a measured program from a small process, so that its peak RSS
+ * is its own.
+ *
+ * Linux records, when a process calls exec, the high-water RSS of the memory it had before
+ * (a forked copy of its parent) in the maxrss that wait4 later reports. A program forked
+ * straight from heaplab, whose own RSS holds traces and placements, would report at least
+ * heaplab's size. This launcher is exec'd first (its own report is contaminated, and unused);
+ * it forks the program from its own few hundred KiB, waits for it with wait4 and reports.
+ *
+ * Usage: heaplab_run PROGRAM ARGV0 [ARGS...]; descriptor 3 is a pipe for the report:
+ *   "pid N\n" once the program is started, then
+ *   "done STATUS MAXRSS_KIB UTIME_US STIME_US\n" (STATUS: exit code, or -signal), or
+ *   "exec ERRNO\n" when the program could not be started.
+ * HEAPLAB_RUN_PRELOAD, when set and not empty, becomes the program's LD_PRELOAD (the launcher
+ * itself runs without the allocator under test). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void report(const char *s) {
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(3, s, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: heaplab_run PROGRAM ARGV0 [ARGS...] (report on descriptor 3)\n");
+        return 2;
+    }
+    fcntl(3, F_SETFD, FD_CLOEXEC);
+    const char *pre = getenv("HEAPLAB_RUN_PRELOAD");
+    char line[160];
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(line, sizeof line, "exec %d\n", errno);
+        report(line);
+        return 1;
+    }
+    if (pid == 0) {
+        unsetenv("HEAPLAB_RUN_PRELOAD");
+        if (pre && *pre) setenv("LD_PRELOAD", pre, 1);
+        else unsetenv("LD_PRELOAD");
+        execv(argv[1], argv + 2);
+        snprintf(line, sizeof line, "exec %d\n", errno);
+        report(line);
+        _exit(127);
+    }
+    snprintf(line, sizeof line, "pid %d\n", (int)pid);
+    report(line);
+    /* Signals meant for the program (a Ctrl-C) must not stop the report. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    while (wait4(pid, &status, 0, &ru) < 0) {
+        if (errno != EINTR) {
+            snprintf(line, sizeof line, "exec %d\n", errno);
+            report(line);
+            return 1;
+        }
+    }
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    snprintf(line, sizeof line, "done %d %ld %lld %lld\n", code, ru.ru_maxrss,
+             (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
+             (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
+    report(line);
+    return 0;
+}
