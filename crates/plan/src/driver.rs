@@ -5,16 +5,17 @@
 //! 2. Solve trivial components exactly (no conflicts; all sizes equal), except when a single
 //!    heuristic or the heuristics alone were asked for.
 //! 3. Run the greedy heuristics on every component, in parallel, keeping the best. Under `Auto`
-//!    they may not start after the first half of the time limit, which is kept for boxing.
+//!    they may not start after the first quarter of the time limit, kept for the searches.
 //! 4. On components small enough for it (a bounded conflict count), run the exact search
 //!    ([`crate::exact`]) from the best heuristic: it tries the lower bound first and then halves
 //!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
-//!    gets 80% of the time left when components have at most 2,000 buffers, else 30% (60% of
+//!    gets 80% of the time left when components have at most 2,000 buffers, else 10% (60% of
 //!    that per component when several decide the makespan); what it refutes raises the lower
 //!    bound.
 //! 5. Improve the components that decide the makespan with the large-neighbourhood search
 //!    ([`crate::improve`]): exact re-packing of the slab under each peak, then first-fit
-//!    re-placement of columns; it gets half of the time left and returns early when stuck.
+//!    re-placement of columns; it gets half of the time left (a third when a component has more
+//!    than 2,000 buffers: boxing pays more there) and returns early when stuck.
 //! 6. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
 //!    whose makespan is above the global lower bound — only those decide the result — largest
 //!    first, each bootstrapped with its best heuristic makespan (passes that cannot beat it stop
@@ -23,7 +24,7 @@
 //!    the component that decides the makespan (see `boxing_stage`). `Algorithm::Boxing` runs
 //!    this stage alone, on every non-trivial component, without bootstrapping.
 //!    Under `Auto` boxing keeps a fifth of its time for a last improvement search on what it
-//!    found.
+//!    found (always run on components above 2,000 buffers, else only when boxing improved).
 //! 7. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
 //!    component whose first heuristic already reaches the lower bound runs no other.
 //!
@@ -214,11 +215,11 @@ impl Part<'_> {
 pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
     let start = Instant::now();
     let deadline = start + opts.time_limit;
-    // Under `Auto`, further heuristics may not start once they would run into the second half
-    // of the budget: that half is the boxing stage's (on 10^5 buffers the best-fit variants
-    // alone can take the whole limit, and rarely beat first-fit/size there).
+    // Under `Auto`, further heuristics may not start once they would run past a quarter of the
+    // budget: the rest belongs to the searches that improve on them (on 10^5 buffers the
+    // best-fit variants alone can take the whole limit, and rarely beat first-fit/size there).
     let heuristics_deadline =
-        if opts.algorithm == Algorithm::Auto { start + opts.time_limit / 2 } else { deadline };
+        if opts.algorithm == Algorithm::Auto { start + opts.time_limit / 4 } else { deadline };
     // Wall time per stage, for the summary: the stage name and when it began.
     let timeline = std::cell::RefCell::new(Vec::<(String, Instant)>::new());
     let stage = |s: &str| {
@@ -314,14 +315,15 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         }
     });
 
+    // Small components are where the exact search shines and boxing rarely helps; on large
+    // ones the exact search is a long shot and boxing, then improving its result, pays most.
+    let largest = parts.iter().filter(|p| !p.exact).map(|p| p.buffers.len()).max().unwrap_or(0);
+    let small = largest <= 2_000;
     if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Exact) {
         stage("exact search");
-        // Small components are where the exact search shines (and boxing rarely helps); on
-        // large ones it is a long shot next to the improvement search.
-        let largest = parts.iter().filter(|p| !p.exact).map(|p| p.buffers.len()).max().unwrap_or(0);
         let share = match opts.algorithm {
-            Algorithm::Auto if largest <= 2_000 => 0.8,
-            Algorithm::Auto => 0.3,
+            Algorithm::Auto if small => 0.8,
+            Algorithm::Auto => 0.1,
             _ => 1.0,
         };
         exact_stage(&mut parts, lower_bound, share, deadline, progress);
@@ -329,8 +331,11 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
 
     if opts.algorithm == Algorithm::Auto {
         stage("improvement search");
+        // Half the time left on small components; a third on large ones, whose boxing passes
+        // are long and which get a second improvement round from boxing's result anyway.
         let now = Instant::now();
-        improve_stage(&mut parts, lower_bound, now + deadline.saturating_duration_since(now) / 2, opts.seed, progress);
+        let share = if small { 0.5 } else { 0.33 };
+        improve_stage(&mut parts, lower_bound, now + deadline.saturating_duration_since(now).mul_f64(share), opts.seed, progress);
     }
 
     let mut boxing_iterations = 0;
@@ -345,7 +350,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         };
         let before: Vec<u64> = parts.iter().map(|p| p.makespan).collect();
         boxing_iterations = boxing_stage(&mut parts, opts, lower_bound, boxing_deadline, progress);
-        if opts.algorithm == Algorithm::Auto && parts.iter().zip(&before).any(|(p, &b)| p.makespan < b) {
+        if opts.algorithm == Algorithm::Auto && (!small || parts.iter().zip(&before).any(|(p, &b)| p.makespan < b)) {
             stage("improvement search");
             improve_stage(&mut parts, lower_bound, deadline, opts.seed ^ 1, progress);
         }
