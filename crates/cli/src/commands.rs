@@ -25,8 +25,9 @@ How it works: the instance is split into independent components (time ranges no 
 trivial components are solved exactly; greedy first-fit and best-fit heuristics run over several
 orders in parallel; components of up to 20,000 buffers (and 10 million conflicting pairs) then get
 an exact branch-and-bound search that tries the max load first and proves optimality when it can;
-the remaining time goes to the boxing algorithm of Buchsbaum et al. on the components that decide
-the makespan. It stops early when the makespan equals the lower bound, which proves the plan
+a large-neighbourhood improvement search (exact re-packing under the peak, first-fit re-placement
+of the buffers alive at an instant) and the boxing algorithm of Buchsbaum et al. share the
+remaining time on the components that decide the makespan (the `stages` line says how). It stops early when the makespan equals the lower bound, which proves the plan
 optimal. Every placement is validated before it is written.
 
 Prints: buffers, max load, the best proven lower bound (the max load, or more where the exact
