@@ -286,6 +286,17 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
         // The first heuristic always runs, alone, so that there is a placement and a measure of
         // cost; a later one starts only if its predicted time (`Heuristic::relative_cost` times
         // the first one's) still fits before the heuristics' deadline.
+        // Above `HUGE_BUFFERS` the cheapest heuristic goes first: first-fit by size grows
+        // superlinearly there (10^7 random buffers: 500 s and 5.5 GB, the start-order sweep 14 s
+        // and 1.2 GB), and then runs only if its predicted time fits the budget.
+        let mut heuristics = heuristics.clone();
+        if part.buffers.len() > HUGE_BUFFERS && heuristics.len() > 1 {
+            let cheapest = (0..heuristics.len())
+                .min_by(|&a, &b| heuristics[a].relative_cost().total_cmp(&heuristics[b].relative_cost()))
+                .unwrap_or(0);
+            let h = heuristics.remove(cheapest);
+            heuristics.insert(0, h);
+        }
         let Some((first, rest)) = heuristics.split_first() else { return };
         let t = Instant::now();
         let off = first.run(&part.buffers);
@@ -466,6 +477,9 @@ fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, lower_bound: u64, deadli
     }
     total
 }
+
+/// Component size above which the heuristics start with the cheapest one (see [`plan`]).
+const HUGE_BUFFERS: usize = 2_000_000;
 
 /// Conflicting pairs above which a component is left to the heuristics and boxing: the exact
 /// search keeps per-buffer conflict lists (8 bytes a pair).
