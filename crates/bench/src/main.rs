@@ -10,12 +10,16 @@
 //!
 //! Going through the binary instead of linking the planner keeps the numbers honest: file I/O,
 //! parsing, validation and process start-up are all in the time, as they are in the anchors.
+//!
+//! For issue 3's target (10^4–10^5 buffers: fragmentation at most half of what the boxing
+//! algorithm alone reaches, in no more time) it also runs `heaplab plan --algorithm boxing` on
+//! those rows.
 
 mod anchors;
 mod report;
 mod run;
 
-use report::{Machine, Row};
+use report::{Baseline, Machine, Row};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
@@ -32,12 +36,15 @@ Options:
   --plan-seed N         passed to `heaplab plan --seed` [default: the CLI's own]
   --max-n N             largest generated instance: 10^3 … 10^7 by powers of ten [default: 1000000;
                         make bench passes 10000000]
-  --quick               shared set plus generated 10^3 and 10^4 only
+  --quick               shared set plus generated 10^3 and 10^4 only (the baseline still runs)
   --kinds K,K,...       generated kinds [default: random,nn,malloc,tight]
   --huge-kinds K,K,...  the kinds (among --kinds) also run at 10^7 [default: random,nn,malloc]
   --shared DIR          benchmark files [default: ../shared/benchmarks]
   --out DIR             where results.md and results.json go [default: bench]
   --kill-after SECONDS  kill a child that runs this long [default: 600]
+  --no-baseline         skip the second run `heaplab plan --algorithm boxing` (the boxing
+                        algorithm alone, same --time-limit and --plan-seed) made for generated
+                        instances of 10^4 to 10^5 buffers (issue 3's target)
   --keep                keep the generated instances and placements (their folder is printed)
   -h, --help            this help
 
@@ -57,6 +64,7 @@ struct Opts {
     out: PathBuf,
     kill_after: f64,
     keep: bool,
+    baseline: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Opts, String> {
@@ -73,6 +81,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         out: PathBuf::from("bench"),
         kill_after: 600.0,
         keep: false,
+        baseline: true,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -115,6 +124,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             }
             "--quick" => o.quick = true,
             "--keep" => o.keep = true,
+            "--no-baseline" => o.baseline = false,
             "--kinds" | "--huge-kinds" => {
                 let v = value(flag)?;
                 let kinds: Vec<String> = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
@@ -150,7 +160,14 @@ struct Job {
     group: &'static str,
     /// For generated instances: (kind, n); the file is made by `heaplab gen` first.
     gen: Option<(String, usize)>,
+    /// Also run the boxing algorithm alone on it (issue 3's baseline).
+    baseline: bool,
     path: PathBuf,
+}
+
+/// Generated sizes that get the boxing baseline: issue 3's target row is 10^4–10^5 buffers.
+fn wants_baseline(n: usize) -> bool {
+    (10_000..=100_000).contains(&n)
 }
 
 /// The shared files in the order ANCHORS.md lists them.
@@ -161,7 +178,7 @@ fn shared_jobs(dir: &Path) -> Vec<Job> {
     }
     v.push(("iopddl/G_1".into(), "iopddl/G_1.csv".into()));
     v.push(("somas/resnet50".into(), "somas/resnet50.csv".into()));
-    v.into_iter().map(|(name, rel)| Job { name, group: "shared", gen: None, path: dir.join(rel) }).collect()
+    v.into_iter().map(|(name, rel)| Job { name, group: "shared", gen: None, baseline: false, path: dir.join(rel) }).collect()
 }
 
 fn short_n(n: usize) -> String {
@@ -239,10 +256,10 @@ fn main() -> ExitCode {
                 name,
                 group: "generated",
                 gen: Some((kind.clone(), n)),
+                baseline: opts.baseline && wants_baseline(n),
             });
         }
     }
-
     let kill = Duration::from_secs_f64(opts.kill_after);
     let total = jobs.len();
     let mut rows: Vec<Row> = Vec::new();
@@ -277,7 +294,7 @@ fn main() -> ExitCode {
                     "{:.2} s, {} MiB, {}, {}",
                     row.wall.unwrap_or(0.0),
                     report::mib(row.max_rss.unwrap_or(0)),
-                    row.frag_pct.map(|f| format!("{f:.2}%")).unwrap_or("?".into()),
+                    row.frag_pct.map(|f| format!("{}%", report::pct(f))).unwrap_or("?".into()),
                     match row.valid {
                         Some(true) => "valid",
                         Some(false) => "INVALID",
@@ -286,6 +303,29 @@ fn main() -> ExitCode {
                 ),
                 Some(e) => eprintln!("{e}"),
             }
+            if !opts.keep {
+                let _ = std::fs::remove_file(&out);
+            }
+        }
+        if job.baseline && row.error.is_none() {
+            eprint!("{tag}: boxing alone … ");
+            let big = job.gen.as_ref().is_some_and(|&(_, n)| n >= 100_000);
+            let out = work.join(format!("{}.boxing.placement.{}", job.name.replace('/', "_"), if big { "hlbin" } else { "csv" }));
+            let b = baseline(&opts, &job.path, &out, kill);
+            match &b.error {
+                None => eprintln!(
+                    "{:.2} s, {}{}",
+                    b.wall.unwrap_or(0.0),
+                    b.frag_pct.map(|f| format!("{}%", report::pct(f))).unwrap_or("?".into()),
+                    match row.frag_at_most_half_with(&b) {
+                        Some(true) => "; full planner ≤ half: yes",
+                        Some(false) => "; full planner ≤ half: no",
+                        None => "",
+                    }
+                ),
+                Some(e) => eprintln!("{e}"),
+            }
+            row.baseline = Some(b);
             if !opts.keep {
                 let _ = std::fs::remove_file(&out);
             }
@@ -303,12 +343,18 @@ fn main() -> ExitCode {
 
     let table = report::table(&rows);
     println!("{table}");
+    if let Some(t) = report::target_summary(&rows) {
+        println!("{t}\n");
+    }
     if let Err(e) = report::write_results(&opts.out, &machine, &rows, &notes, &table) {
         eprintln!("heaplab-bench: cannot write results to {}: {e}", opts.out.display());
         return ExitCode::from(1);
     }
     eprintln!("heaplab-bench: wrote {0}/results.md and {0}/results.json", opts.out.display());
-    let bad = rows.iter().filter(|r| r.error.is_some() || r.valid != Some(true)).count();
+    let bad = rows
+        .iter()
+        .filter(|r| r.error.is_some() || r.valid != Some(true) || r.baseline.as_ref().is_some_and(|b| b.error.is_some()))
+        .count();
     if bad > 0 {
         eprintln!("heaplab-bench: {bad} of {} runs failed or produced an invalid placement", rows.len());
         ExitCode::from(1)
@@ -319,14 +365,7 @@ fn main() -> ExitCode {
 
 /// `heaplab plan INPUT -o OUT --json`, then `heaplab check INPUT OUT --json`; fills `row`.
 fn plan_and_check(opts: &Opts, input: &Path, out: &Path, kill: Duration, row: &mut Row) {
-    let mut c = Command::new(&opts.heaplab);
-    c.arg("plan").arg(input).arg("-o").arg(out).arg("--json");
-    if let Some(t) = &opts.time_limit {
-        c.args(["--time-limit", t]);
-    }
-    if let Some(s) = &opts.plan_seed {
-        c.args(["--seed", s]);
-    }
+    let mut c = plan_command(opts, input, out);
     let m = match run::run(&mut c, kill) {
         Ok(m) => m,
         Err(e) => {
@@ -373,6 +412,45 @@ fn plan_and_check(opts: &Opts, input: &Path, out: &Path, kill: Duration, row: &m
     }
 }
 
+/// The shared options of `heaplab plan`: the same for the main run and the baseline.
+fn plan_command(opts: &Opts, input: &Path, out: &Path) -> Command {
+    let mut c = Command::new(&opts.heaplab);
+    c.arg("plan").arg(input).arg("-o").arg(out).arg("--json");
+    if let Some(t) = &opts.time_limit {
+        c.args(["--time-limit", t]);
+    }
+    if let Some(s) = &opts.plan_seed {
+        c.args(["--seed", s]);
+    }
+    c
+}
+
+/// `heaplab plan INPUT -o OUT --json --algorithm boxing`: the boxing algorithm alone.
+fn baseline(opts: &Opts, input: &Path, out: &Path, kill: Duration) -> Baseline {
+    let mut b = Baseline::default();
+    let mut c = plan_command(opts, input, out);
+    c.args(["--algorithm", "boxing"]);
+    let m = match run::run(&mut c, kill) {
+        Ok(m) => m,
+        Err(e) => {
+            b.error = Some(format!("cannot run heaplab plan --algorithm boxing: {e}"));
+            return b;
+        }
+    };
+    b.wall = Some(m.wall);
+    b.user = Some(m.user);
+    b.max_rss = Some(m.max_rss);
+    if !m.success() {
+        b.error = Some(failed("plan --algorithm boxing", &m));
+        return b;
+    }
+    match serde_json::from_str::<serde_json::Value>(m.stdout.trim()) {
+        Ok(v) => b.take_plan_json(v),
+        Err(e) => b.error = Some(format!("plan --algorithm boxing printed no JSON object ({e})")),
+    }
+    b
+}
+
 /// "plan failed (exit 1): <last stderr line>" — the line omitted when the child printed nothing.
 fn failed(what: &str, m: &run::Measured) -> String {
     let line = m.last_error_line();
@@ -380,5 +458,29 @@ fn failed(what: &str, m: &run::Measured) -> String {
         format!("{what} failed ({})", m.failure())
     } else {
         format!("{what} failed ({}): {line}", m.failure())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(a: &[&str]) -> Opts {
+        parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn baseline_is_on_by_default_and_can_be_skipped() {
+        assert!(parse(&[]).baseline);
+        assert!(parse(&["--quick"]).baseline);
+        assert!(!parse(&["--no-baseline"]).baseline);
+    }
+
+    #[test]
+    fn baseline_sizes_are_issue_3s_range() {
+        assert!(!wants_baseline(1_000));
+        assert!(wants_baseline(10_000));
+        assert!(wants_baseline(100_000));
+        assert!(!wants_baseline(1_000_000));
     }
 }
