@@ -11,15 +11,17 @@
 //! Going through the binary instead of linking the planner keeps the numbers honest: file I/O,
 //! parsing, validation and process start-up are all in the time, as they are in the anchors.
 //!
-//! For issue 3's target (10^4–10^5 buffers: fragmentation at most half of what the boxing
-//! algorithm alone reaches, in no more time) it also runs `heaplab plan --algorithm boxing` on
-//! those rows.
+//! For issue 3's target (10^4–10^5 buffers, generated and traced: fragmentation at most half of
+//! what the boxing algorithm alone reaches, in no more time) it also runs `heaplab plan
+//! --algorithm boxing` on those rows, and traces real programs (`traced.rs`) to plan their heaps.
 
 mod anchors;
 mod report;
 mod run;
+mod traced;
 
-use report::{Baseline, Machine, Row};
+use report::{Baseline, Machine, Row, Traced};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
@@ -36,7 +38,8 @@ Options:
   --plan-seed N         passed to `heaplab plan --seed` [default: the CLI's own]
   --max-n N             largest generated instance: 10^3 … 10^7 by powers of ten [default: 1000000;
                         make bench passes 10000000]
-  --quick               shared set plus generated 10^3 and 10^4 only (the baseline still runs)
+  --quick               shared set plus generated 10^3 and 10^4 only (the baseline and the
+                        traced group still run)
   --kinds K,K,...       generated kinds [default: random,nn,malloc,tight]
   --huge-kinds K,K,...  the kinds (among --kinds) also run at 10^7 [default: random,nn,malloc]
   --shared DIR          benchmark files [default: ../shared/benchmarks]
@@ -44,7 +47,9 @@ Options:
   --kill-after SECONDS  kill a child that runs this long [default: 600]
   --no-baseline         skip the second run `heaplab plan --algorithm boxing` (the boxing
                         algorithm alone, same --time-limit and --plan-seed) made for generated
-                        instances of 10^4 to 10^5 buffers (issue 3's target)
+                        instances of 10^4 to 10^5 buffers and traced programs (issue 3's target)
+  --no-traced           skip the traced group (python3, sqlite3, perl, jq traced with
+                        `heaplab trace` on generated inputs, converted and planned)
   --keep                keep the generated instances and placements (their folder is printed)
   -h, --help            this help
 
@@ -65,6 +70,7 @@ struct Opts {
     kill_after: f64,
     keep: bool,
     baseline: bool,
+    traced: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Opts, String> {
@@ -82,6 +88,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         kill_after: 600.0,
         keep: false,
         baseline: true,
+        traced: true,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -125,6 +132,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             "--quick" => o.quick = true,
             "--keep" => o.keep = true,
             "--no-baseline" => o.baseline = false,
+            "--no-traced" => o.traced = false,
             "--kinds" | "--huge-kinds" => {
                 let v = value(flag)?;
                 let kinds: Vec<String> = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
@@ -156,10 +164,12 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
 struct Job {
     /// Display name: `minimalloc/A`, `random-10k`, ...
     name: String,
-    /// `shared` or `generated`.
+    /// `shared`, `generated` or `traced`.
     group: &'static str,
     /// For generated instances: (kind, n); the file is made by `heaplab gen` first.
     gen: Option<(String, usize)>,
+    /// For traced programs: the run to trace; `path` is made by `heaplab trace` and `convert`.
+    traced: Option<traced::Workload>,
     /// Also run the boxing algorithm alone on it (issue 3's baseline).
     baseline: bool,
     path: PathBuf,
@@ -178,7 +188,7 @@ fn shared_jobs(dir: &Path) -> Vec<Job> {
     }
     v.push(("iopddl/G_1".into(), "iopddl/G_1.csv".into()));
     v.push(("somas/resnet50".into(), "somas/resnet50.csv".into()));
-    v.into_iter().map(|(name, rel)| Job { name, group: "shared", gen: None, baseline: false, path: dir.join(rel) }).collect()
+    v.into_iter().map(|(name, rel)| Job { name, group: "shared", gen: None, traced: None, baseline: false, path: dir.join(rel) }).collect()
 }
 
 fn short_n(n: usize) -> String {
@@ -191,7 +201,7 @@ fn short_n(n: usize) -> String {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opts = match parse_args(&args) {
+    let mut opts = match parse_args(&args) {
         Ok(o) => o,
         Err(e) if e.is_empty() => {
             println!("{USAGE}");
@@ -210,6 +220,10 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    // Traced programs run in the work folder: the binary's path must not depend on the cwd.
+    if let Ok(p) = std::path::absolute(&opts.heaplab) {
+        opts.heaplab = p;
+    }
     let command = {
         let mut c = String::from("heaplab-bench");
         for a in &args {
@@ -224,7 +238,9 @@ fn main() -> ExitCode {
     let machine = Machine::collect(&opts.heaplab, command);
     eprintln!("heaplab-bench: {} on {} ({} cores), commit {}", machine.heaplab_version, machine.cpu, machine.cores, machine.commit);
 
-    let work = std::env::temp_dir().join(format!("heaplab-bench-{}", std::process::id()));
+    // The pid padded to a fixed width: traced programs keep names of their folder, so its length
+    // must not change with the pid.
+    let work = std::env::temp_dir().join(format!("heaplab-bench-{:07}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&work) {
         eprintln!("heaplab-bench: cannot create {}: {e}", work.display());
         return ExitCode::from(1);
@@ -256,10 +272,39 @@ fn main() -> ExitCode {
                 name,
                 group: "generated",
                 gen: Some((kind.clone(), n)),
+                traced: None,
                 baseline: opts.baseline && wants_baseline(n),
             });
         }
     }
+    if opts.traced {
+        match traced::workloads(&work) {
+            Ok((found, missing)) => {
+                for program in missing {
+                    println!("skipped: {program} not installed");
+                    notes.push(format!(
+                        "traced group: skipped {program}: not installed (no ELF executable named {program} in /usr/bin or PATH; `make trace-deps` installs it)"
+                    ));
+                }
+                for w in found {
+                    jobs.push(Job {
+                        name: format!("traced/{}", w.program),
+                        group: "traced",
+                        path: work.join(format!("traced-{}.hlbin", w.program)),
+                        gen: None,
+                        traced: Some(w),
+                        baseline: opts.baseline,
+                    });
+                }
+            }
+            Err(e) => {
+                let msg = format!("traced group skipped: cannot write its inputs in {}: {e}", work.display());
+                eprintln!("heaplab-bench: {msg}");
+                notes.push(msg);
+            }
+        }
+    }
+
     let kill = Duration::from_secs_f64(opts.kill_after);
     let total = jobs.len();
     let mut rows: Vec<Row> = Vec::new();
@@ -282,6 +327,9 @@ fn main() -> ExitCode {
                     row.error = Some(format!("cannot run heaplab gen: {e}"));
                 }
             }
+        }
+        if let Some(w) = &job.traced {
+            trace_and_convert(&opts, w, &job.path, kill, &tag, &mut row);
         }
         if row.error.is_none() {
             eprint!("{tag}: plan … ");
@@ -330,7 +378,7 @@ fn main() -> ExitCode {
                 let _ = std::fs::remove_file(&out);
             }
         }
-        if !opts.keep && job.gen.is_some() {
+        if !opts.keep && (job.gen.is_some() || job.traced.is_some()) {
             let _ = std::fs::remove_file(&job.path);
         }
         rows.push(row);
@@ -451,6 +499,74 @@ fn baseline(opts: &Opts, input: &Path, out: &Path, kill: Duration) -> Baseline {
     b
 }
 
+/// Traces the workload's program (`heaplab trace -o X.hltrace -- PROGRAM ARGS`), keeps a few
+/// figures of `heaplab trace-info --json`, and converts the trace to the instance `hlbin`.
+fn trace_and_convert(opts: &Opts, w: &traced::Workload, hlbin: &Path, kill: Duration, tag: &str, row: &mut Row) {
+    let trace = hlbin.with_extension("hltrace");
+    let mut t = Traced { program: w.program.to_string(), what: w.what.clone(), command: w.command_line(), ..Default::default() };
+    eprint!("{tag}: tracing {} … ", w.program);
+    let mut c = Command::new(&opts.heaplab);
+    c.args(["trace", "-o"]).arg(&trace).arg("--").arg(&w.exe).args(&w.args);
+    // A fixed environment (no LD_PRELOAD of ours either: the tracer manages it).
+    c.env_clear().envs(traced::base_env()).envs(w.env.iter().copied()).current_dir(&w.cwd);
+    // Address-space randomisation off for heaplab trace and so for the program it starts
+    // (personality survives fork and exec): the same trace run after run (see traced.rs).
+    // SAFETY: only an async-signal-safe system call between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            // A refusal (some sandboxes) costs only determinism.
+            libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+            Ok(())
+        });
+    }
+    match run::run(&mut c, kill) {
+        Ok(m) if m.success() => {
+            t.trace_wall = Some(m.wall);
+            eprint!("{:.2} s; converting … ", m.wall);
+        }
+        Ok(m) => {
+            eprintln!("failed ({})", m.failure());
+            row.error = Some(failed("trace", &m));
+        }
+        Err(e) => {
+            eprintln!("failed");
+            row.error = Some(format!("cannot run heaplab trace: {e}"));
+        }
+    }
+    if row.error.is_none() {
+        let mut c = Command::new(&opts.heaplab);
+        c.args(["trace-info", "--json"]).arg(&trace);
+        if let Ok(m) = run::run(&mut c, kill) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(m.stdout.trim()) {
+                let keep = ["exe", "events", "calls", "free_null", "failed_allocations", "peak_live_blocks", "peak_live_bytes", "peak_rss_bytes", "duration_ns", "file_bytes", "live_at_end"];
+                let picked: serde_json::Map<String, serde_json::Value> =
+                    keep.iter().filter_map(|k| v.get(*k).map(|x| (k.to_string(), x.clone()))).collect();
+                t.trace_info = Some(serde_json::Value::Object(picked));
+            }
+        }
+        let mut c = Command::new(&opts.heaplab);
+        c.arg("convert").arg(&trace).arg("-o").arg(hlbin);
+        match run::run(&mut c, kill) {
+            Ok(m) if m.success() => {
+                t.convert_wall = Some(m.wall);
+                eprintln!("{:.2} s", m.wall);
+            }
+            Ok(m) => {
+                eprintln!("failed ({})", m.failure());
+                row.error = Some(failed("convert", &m));
+            }
+            Err(e) => {
+                eprintln!("failed");
+                row.error = Some(format!("cannot run heaplab convert: {e}"));
+            }
+        }
+    }
+    if !opts.keep {
+        let _ = std::fs::remove_file(&trace);
+    }
+    row.traced = Some(t);
+}
+
 /// "plan failed (exit 1): <last stderr line>" — the line omitted when the child printed nothing.
 fn failed(what: &str, m: &run::Measured) -> String {
     let line = m.last_error_line();
@@ -470,10 +586,13 @@ mod tests {
     }
 
     #[test]
-    fn baseline_is_on_by_default_and_can_be_skipped() {
-        assert!(parse(&[]).baseline);
-        assert!(parse(&["--quick"]).baseline);
-        assert!(!parse(&["--no-baseline"]).baseline);
+    fn baseline_and_traced_are_on_by_default_and_can_be_skipped() {
+        let o = parse(&[]);
+        assert!(o.baseline && o.traced);
+        let o = parse(&["--quick"]);
+        assert!(o.baseline && o.traced);
+        let o = parse(&["--no-baseline", "--no-traced"]);
+        assert!(!o.baseline && !o.traced);
     }
 
     #[test]
