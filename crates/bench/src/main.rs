@@ -10,12 +10,18 @@
 //!
 //! Going through the binary instead of linking the planner keeps the numbers honest: file I/O,
 //! parsing, validation and process start-up are all in the time, as they are in the anchors.
+//!
+//! For issue 3's target (10^4–10^5 buffers, generated and traced: fragmentation at most half of
+//! what the boxing algorithm alone reaches, in no more time) it also runs `heaplab plan
+//! --algorithm boxing` on those rows, and traces real programs (`traced.rs`) to plan their heaps.
 
 mod anchors;
 mod report;
 mod run;
+mod traced;
 
-use report::{Machine, Row};
+use report::{Baseline, Machine, Row, Traced};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
@@ -32,12 +38,18 @@ Options:
   --plan-seed N         passed to `heaplab plan --seed` [default: the CLI's own]
   --max-n N             largest generated instance: 10^3 … 10^7 by powers of ten [default: 1000000;
                         make bench passes 10000000]
-  --quick               shared set plus generated 10^3 and 10^4 only
+  --quick               shared set plus generated 10^3 and 10^4 only (the baseline and the
+                        traced group still run)
   --kinds K,K,...       generated kinds [default: random,nn,malloc,tight]
   --huge-kinds K,K,...  the kinds (among --kinds) also run at 10^7 [default: random,nn,malloc]
   --shared DIR          benchmark files [default: ../shared/benchmarks]
   --out DIR             where results.md and results.json go [default: bench]
   --kill-after SECONDS  kill a child that runs this long [default: 600]
+  --no-baseline         skip the second run `heaplab plan --algorithm boxing` (the boxing
+                        algorithm alone, same --time-limit and --plan-seed) made for generated
+                        instances of 10^4 to 10^5 buffers and traced programs (issue 3's target)
+  --no-traced           skip the traced group (python3, sqlite3, perl, jq traced with
+                        `heaplab trace` on generated inputs, converted and planned)
   --keep                keep the generated instances and placements (their folder is printed)
   -h, --help            this help
 
@@ -57,6 +69,8 @@ struct Opts {
     out: PathBuf,
     kill_after: f64,
     keep: bool,
+    baseline: bool,
+    traced: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Opts, String> {
@@ -73,6 +87,8 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         out: PathBuf::from("bench"),
         kill_after: 600.0,
         keep: false,
+        baseline: true,
+        traced: true,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -115,6 +131,8 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             }
             "--quick" => o.quick = true,
             "--keep" => o.keep = true,
+            "--no-baseline" => o.baseline = false,
+            "--no-traced" => o.traced = false,
             "--kinds" | "--huge-kinds" => {
                 let v = value(flag)?;
                 let kinds: Vec<String> = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
@@ -146,11 +164,20 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
 struct Job {
     /// Display name: `minimalloc/A`, `random-10k`, ...
     name: String,
-    /// `shared` or `generated`.
+    /// `shared`, `generated` or `traced`.
     group: &'static str,
     /// For generated instances: (kind, n); the file is made by `heaplab gen` first.
     gen: Option<(String, usize)>,
+    /// For traced programs: the run to trace; `path` is made by `heaplab trace` and `convert`.
+    traced: Option<traced::Workload>,
+    /// Also run the boxing algorithm alone on it (issue 3's baseline).
+    baseline: bool,
     path: PathBuf,
+}
+
+/// Generated sizes that get the boxing baseline: issue 3's target row is 10^4–10^5 buffers.
+fn wants_baseline(n: usize) -> bool {
+    (10_000..=100_000).contains(&n)
 }
 
 /// The shared files in the order ANCHORS.md lists them.
@@ -161,7 +188,7 @@ fn shared_jobs(dir: &Path) -> Vec<Job> {
     }
     v.push(("iopddl/G_1".into(), "iopddl/G_1.csv".into()));
     v.push(("somas/resnet50".into(), "somas/resnet50.csv".into()));
-    v.into_iter().map(|(name, rel)| Job { name, group: "shared", gen: None, path: dir.join(rel) }).collect()
+    v.into_iter().map(|(name, rel)| Job { name, group: "shared", gen: None, traced: None, baseline: false, path: dir.join(rel) }).collect()
 }
 
 fn short_n(n: usize) -> String {
@@ -174,7 +201,7 @@ fn short_n(n: usize) -> String {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opts = match parse_args(&args) {
+    let mut opts = match parse_args(&args) {
         Ok(o) => o,
         Err(e) if e.is_empty() => {
             println!("{USAGE}");
@@ -193,6 +220,10 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    // Traced programs run in the work folder: the binary's path must not depend on the cwd.
+    if let Ok(p) = std::path::absolute(&opts.heaplab) {
+        opts.heaplab = p;
+    }
     let command = {
         let mut c = String::from("heaplab-bench");
         for a in &args {
@@ -207,7 +238,9 @@ fn main() -> ExitCode {
     let machine = Machine::collect(&opts.heaplab, command);
     eprintln!("heaplab-bench: {} on {} ({} cores), commit {}", machine.heaplab_version, machine.cpu, machine.cores, machine.commit);
 
-    let work = std::env::temp_dir().join(format!("heaplab-bench-{}", std::process::id()));
+    // The pid padded to a fixed width: traced programs keep names of their folder, so its length
+    // must not change with the pid.
+    let work = std::env::temp_dir().join(format!("heaplab-bench-{:07}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&work) {
         eprintln!("heaplab-bench: cannot create {}: {e}", work.display());
         return ExitCode::from(1);
@@ -239,7 +272,36 @@ fn main() -> ExitCode {
                 name,
                 group: "generated",
                 gen: Some((kind.clone(), n)),
+                traced: None,
+                baseline: opts.baseline && wants_baseline(n),
             });
+        }
+    }
+    if opts.traced {
+        match traced::workloads(&work) {
+            Ok((found, missing)) => {
+                for program in missing {
+                    println!("skipped: {program} not installed");
+                    notes.push(format!(
+                        "traced group: skipped {program}: not installed (no ELF executable named {program} in /usr/bin or PATH; `make trace-deps` installs it)"
+                    ));
+                }
+                for w in found {
+                    jobs.push(Job {
+                        name: format!("traced/{}", w.program),
+                        group: "traced",
+                        path: work.join(format!("traced-{}.hlbin", w.program)),
+                        gen: None,
+                        traced: Some(w),
+                        baseline: opts.baseline,
+                    });
+                }
+            }
+            Err(e) => {
+                let msg = format!("traced group skipped: cannot write its inputs in {}: {e}", work.display());
+                eprintln!("heaplab-bench: {msg}");
+                notes.push(msg);
+            }
         }
     }
 
@@ -266,6 +328,9 @@ fn main() -> ExitCode {
                 }
             }
         }
+        if let Some(w) = &job.traced {
+            trace_and_convert(&opts, w, &job.path, kill, &tag, &mut row);
+        }
         if row.error.is_none() {
             eprint!("{tag}: plan … ");
             // Binary placements for the big generated instances, as for their inputs.
@@ -277,7 +342,7 @@ fn main() -> ExitCode {
                     "{:.2} s, {} MiB, {}, {}",
                     row.wall.unwrap_or(0.0),
                     report::mib(row.max_rss.unwrap_or(0)),
-                    row.frag_pct.map(|f| format!("{f:.2}%")).unwrap_or("?".into()),
+                    row.frag_pct.map(|f| format!("{}%", report::pct(f))).unwrap_or("?".into()),
                     match row.valid {
                         Some(true) => "valid",
                         Some(false) => "INVALID",
@@ -290,7 +355,30 @@ fn main() -> ExitCode {
                 let _ = std::fs::remove_file(&out);
             }
         }
-        if !opts.keep && job.gen.is_some() {
+        if job.baseline && row.error.is_none() {
+            eprint!("{tag}: boxing alone … ");
+            let big = job.gen.as_ref().is_some_and(|&(_, n)| n >= 100_000);
+            let out = work.join(format!("{}.boxing.placement.{}", job.name.replace('/', "_"), if big { "hlbin" } else { "csv" }));
+            let b = baseline(&opts, &job.path, &out, kill);
+            match &b.error {
+                None => eprintln!(
+                    "{:.2} s, {}{}",
+                    b.wall.unwrap_or(0.0),
+                    b.frag_pct.map(|f| format!("{}%", report::pct(f))).unwrap_or("?".into()),
+                    match row.frag_at_most_half_with(&b) {
+                        Some(true) => "; full planner ≤ half: yes",
+                        Some(false) => "; full planner ≤ half: no",
+                        None => "",
+                    }
+                ),
+                Some(e) => eprintln!("{e}"),
+            }
+            row.baseline = Some(b);
+            if !opts.keep {
+                let _ = std::fs::remove_file(&out);
+            }
+        }
+        if !opts.keep && (job.gen.is_some() || job.traced.is_some()) {
             let _ = std::fs::remove_file(&job.path);
         }
         rows.push(row);
@@ -303,12 +391,18 @@ fn main() -> ExitCode {
 
     let table = report::table(&rows);
     println!("{table}");
+    if let Some(t) = report::target_summary(&rows) {
+        println!("{t}\n");
+    }
     if let Err(e) = report::write_results(&opts.out, &machine, &rows, &notes, &table) {
         eprintln!("heaplab-bench: cannot write results to {}: {e}", opts.out.display());
         return ExitCode::from(1);
     }
     eprintln!("heaplab-bench: wrote {0}/results.md and {0}/results.json", opts.out.display());
-    let bad = rows.iter().filter(|r| r.error.is_some() || r.valid != Some(true)).count();
+    let bad = rows
+        .iter()
+        .filter(|r| r.error.is_some() || r.valid != Some(true) || r.baseline.as_ref().is_some_and(|b| b.error.is_some()))
+        .count();
     if bad > 0 {
         eprintln!("heaplab-bench: {bad} of {} runs failed or produced an invalid placement", rows.len());
         ExitCode::from(1)
@@ -319,14 +413,7 @@ fn main() -> ExitCode {
 
 /// `heaplab plan INPUT -o OUT --json`, then `heaplab check INPUT OUT --json`; fills `row`.
 fn plan_and_check(opts: &Opts, input: &Path, out: &Path, kill: Duration, row: &mut Row) {
-    let mut c = Command::new(&opts.heaplab);
-    c.arg("plan").arg(input).arg("-o").arg(out).arg("--json");
-    if let Some(t) = &opts.time_limit {
-        c.args(["--time-limit", t]);
-    }
-    if let Some(s) = &opts.plan_seed {
-        c.args(["--seed", s]);
-    }
+    let mut c = plan_command(opts, input, out);
     let m = match run::run(&mut c, kill) {
         Ok(m) => m,
         Err(e) => {
@@ -373,6 +460,113 @@ fn plan_and_check(opts: &Opts, input: &Path, out: &Path, kill: Duration, row: &m
     }
 }
 
+/// The shared options of `heaplab plan`: the same for the main run and the baseline.
+fn plan_command(opts: &Opts, input: &Path, out: &Path) -> Command {
+    let mut c = Command::new(&opts.heaplab);
+    c.arg("plan").arg(input).arg("-o").arg(out).arg("--json");
+    if let Some(t) = &opts.time_limit {
+        c.args(["--time-limit", t]);
+    }
+    if let Some(s) = &opts.plan_seed {
+        c.args(["--seed", s]);
+    }
+    c
+}
+
+/// `heaplab plan INPUT -o OUT --json --algorithm boxing`: the boxing algorithm alone.
+fn baseline(opts: &Opts, input: &Path, out: &Path, kill: Duration) -> Baseline {
+    let mut b = Baseline::default();
+    let mut c = plan_command(opts, input, out);
+    c.args(["--algorithm", "boxing"]);
+    let m = match run::run(&mut c, kill) {
+        Ok(m) => m,
+        Err(e) => {
+            b.error = Some(format!("cannot run heaplab plan --algorithm boxing: {e}"));
+            return b;
+        }
+    };
+    b.wall = Some(m.wall);
+    b.user = Some(m.user);
+    b.max_rss = Some(m.max_rss);
+    if !m.success() {
+        b.error = Some(failed("plan --algorithm boxing", &m));
+        return b;
+    }
+    match serde_json::from_str::<serde_json::Value>(m.stdout.trim()) {
+        Ok(v) => b.take_plan_json(v),
+        Err(e) => b.error = Some(format!("plan --algorithm boxing printed no JSON object ({e})")),
+    }
+    b
+}
+
+/// Traces the workload's program (`heaplab trace -o X.hltrace -- PROGRAM ARGS`), keeps a few
+/// figures of `heaplab trace-info --json`, and converts the trace to the instance `hlbin`.
+fn trace_and_convert(opts: &Opts, w: &traced::Workload, hlbin: &Path, kill: Duration, tag: &str, row: &mut Row) {
+    let trace = hlbin.with_extension("hltrace");
+    let mut t = Traced { program: w.program.to_string(), what: w.what.clone(), command: w.command_line(), ..Default::default() };
+    eprint!("{tag}: tracing {} … ", w.program);
+    let mut c = Command::new(&opts.heaplab);
+    c.args(["trace", "-o"]).arg(&trace).arg("--").arg(&w.exe).args(&w.args);
+    // A fixed environment (no LD_PRELOAD of ours either: the tracer manages it).
+    c.env_clear().envs(traced::base_env()).envs(w.env.iter().copied()).current_dir(&w.cwd);
+    // Address-space randomisation off for heaplab trace and so for the program it starts
+    // (personality survives fork and exec): the same trace run after run (see traced.rs).
+    // SAFETY: only an async-signal-safe system call between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            // A refusal (some sandboxes) costs only determinism.
+            libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+            Ok(())
+        });
+    }
+    match run::run(&mut c, kill) {
+        Ok(m) if m.success() => {
+            t.trace_wall = Some(m.wall);
+            eprint!("{:.2} s; converting … ", m.wall);
+        }
+        Ok(m) => {
+            eprintln!("failed ({})", m.failure());
+            row.error = Some(failed("trace", &m));
+        }
+        Err(e) => {
+            eprintln!("failed");
+            row.error = Some(format!("cannot run heaplab trace: {e}"));
+        }
+    }
+    if row.error.is_none() {
+        let mut c = Command::new(&opts.heaplab);
+        c.args(["trace-info", "--json"]).arg(&trace);
+        if let Ok(m) = run::run(&mut c, kill) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(m.stdout.trim()) {
+                let keep = ["exe", "events", "calls", "free_null", "failed_allocations", "peak_live_blocks", "peak_live_bytes", "peak_rss_bytes", "duration_ns", "file_bytes", "live_at_end"];
+                let picked: serde_json::Map<String, serde_json::Value> =
+                    keep.iter().filter_map(|k| v.get(*k).map(|x| (k.to_string(), x.clone()))).collect();
+                t.trace_info = Some(serde_json::Value::Object(picked));
+            }
+        }
+        let mut c = Command::new(&opts.heaplab);
+        c.arg("convert").arg(&trace).arg("-o").arg(hlbin);
+        match run::run(&mut c, kill) {
+            Ok(m) if m.success() => {
+                t.convert_wall = Some(m.wall);
+                eprintln!("{:.2} s", m.wall);
+            }
+            Ok(m) => {
+                eprintln!("failed ({})", m.failure());
+                row.error = Some(failed("convert", &m));
+            }
+            Err(e) => {
+                eprintln!("failed");
+                row.error = Some(format!("cannot run heaplab convert: {e}"));
+            }
+        }
+    }
+    if !opts.keep {
+        let _ = std::fs::remove_file(&trace);
+    }
+    row.traced = Some(t);
+}
+
 /// "plan failed (exit 1): <last stderr line>" — the line omitted when the child printed nothing.
 fn failed(what: &str, m: &run::Measured) -> String {
     let line = m.last_error_line();
@@ -380,5 +574,32 @@ fn failed(what: &str, m: &run::Measured) -> String {
         format!("{what} failed ({})", m.failure())
     } else {
         format!("{what} failed ({}): {line}", m.failure())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(a: &[&str]) -> Opts {
+        parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn baseline_and_traced_are_on_by_default_and_can_be_skipped() {
+        let o = parse(&[]);
+        assert!(o.baseline && o.traced);
+        let o = parse(&["--quick"]);
+        assert!(o.baseline && o.traced);
+        let o = parse(&["--no-baseline", "--no-traced"]);
+        assert!(!o.baseline && !o.traced);
+    }
+
+    #[test]
+    fn baseline_sizes_are_issue_3s_range() {
+        assert!(!wants_baseline(1_000));
+        assert!(wants_baseline(10_000));
+        assert!(wants_baseline(100_000));
+        assert!(!wants_baseline(1_000_000));
     }
 }

@@ -37,7 +37,83 @@ pub struct Row {
     pub error: Option<String>,
     /// The plan's JSON as printed, kept whole in results.json.
     pub plan_json: Option<Value>,
+    /// `heaplab plan --algorithm boxing` on the same input (issue 3's comparison), for the rows
+    /// that get it: generated 10^4 ≤ n ≤ 10^5 and traced.
+    pub baseline: Option<Baseline>,
+    /// For traced rows: the program, its workload and the trace's figures.
+    pub traced: Option<Traced>,
 }
+
+/// The boxing algorithm alone (`--algorithm boxing`) on a row's input, same time limit and seed.
+#[derive(Debug, Default)]
+pub struct Baseline {
+    pub makespan: Option<u64>,
+    pub max_load: Option<u64>,
+    pub frag_pct: Option<f64>,
+    /// Seconds heaplab itself reported.
+    pub seconds: Option<f64>,
+    /// Wall seconds of the `plan --algorithm boxing` process.
+    pub wall: Option<f64>,
+    pub user: Option<f64>,
+    pub max_rss: Option<u64>,
+    pub error: Option<String>,
+    /// The baseline plan's JSON as printed, kept whole in results.json.
+    pub plan_json: Option<Value>,
+}
+
+/// What a traced row ran and what its trace held.
+#[derive(Debug, Default)]
+pub struct Traced {
+    pub program: String,
+    pub what: String,
+    /// The program's command line (environment, binary, arguments).
+    pub command: String,
+    /// Wall seconds of `heaplab trace` (the program run under the tracer).
+    pub trace_wall: Option<f64>,
+    /// Wall seconds of `heaplab convert` (trace to .hlbin).
+    pub convert_wall: Option<f64>,
+    /// Chosen figures of `heaplab trace-info --json` (events, calls, peak live bytes, ...).
+    pub trace_info: Option<Value>,
+}
+
+/// Fragmentation in percent from max load and makespan, when the JSON does not give it.
+fn frag_from(v: &Value, max_load: Option<u64>, makespan: Option<u64>) -> Option<f64> {
+    v.get("fragmentation_pct").and_then(Value::as_f64).or(match (max_load, makespan) {
+        (Some(l), Some(m)) if l > 0 => Some((m as f64 - l as f64) / l as f64 * 100.0),
+        _ => None,
+    })
+}
+
+impl Baseline {
+    /// Takes the figures from `heaplab plan --algorithm boxing --json`.
+    pub fn take_plan_json(&mut self, v: Value) {
+        let u = |k: &str| v.get(k).and_then(Value::as_u64);
+        self.max_load = u("max_load");
+        self.makespan = u("makespan");
+        self.frag_pct = frag_from(&v, self.max_load, self.makespan);
+        self.seconds = v.get("seconds").and_then(Value::as_f64);
+        self.plan_json = Some(v);
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "command": "heaplab plan INPUT -o OUT --json --algorithm boxing (same --time-limit and --seed as the main run)",
+            "max_load": self.max_load,
+            "makespan": self.makespan,
+            "fragmentation_pct": self.frag_pct,
+            "plan_seconds_reported": self.seconds,
+            "plan_wall_seconds": self.wall,
+            "plan_user_cpu_seconds": self.user,
+            "plan_peak_rss_bytes": self.max_rss,
+            "error": self.error,
+            "plan_json": self.plan_json,
+        })
+    }
+}
+
+/// Slack allowed when comparing the two wall times for "no more time": each is one run on a
+/// possibly shared machine.
+pub const TIME_SLACK: f64 = 0.05;
 
 impl Row {
     pub fn new(name: &str, group: &'static str, path: &Path) -> Row {
@@ -50,14 +126,40 @@ impl Row {
         self.n = u("n");
         self.max_load = u("max_load");
         self.makespan = u("makespan");
-        self.frag_pct = v.get("fragmentation_pct").and_then(Value::as_f64).or_else(|| match (self.max_load, self.makespan) {
-            (Some(l), Some(m)) if l > 0 => Some((m as f64 - l as f64) / l as f64 * 100.0),
-            _ => None,
-        });
+        self.frag_pct = frag_from(&v, self.max_load, self.makespan);
         self.algorithm = v.get("algorithm").map(|a| a.as_str().map(str::to_string).unwrap_or_else(|| a.to_string()));
         self.optimal = v.get("optimal").and_then(Value::as_bool);
         self.seconds = v.get("seconds").and_then(Value::as_f64);
         self.plan_json = Some(v);
+    }
+
+    /// Issue 3's fragmentation test: the full planner's fragmentation is at most half of what
+    /// the boxing algorithm alone reached, i.e. 2·(makespan − L) ≤ (boxing makespan − L), in
+    /// exact integers (so 0 against 0 passes). `None` without a complete baseline.
+    pub fn frag_at_most_half(&self) -> Option<bool> {
+        self.frag_at_most_half_with(self.baseline.as_ref()?)
+    }
+
+    /// [`Row::frag_at_most_half`] against a given baseline.
+    pub fn frag_at_most_half_with(&self, b: &Baseline) -> Option<bool> {
+        if self.error.is_some() || b.error.is_some() {
+            return None;
+        }
+        let (l, m, bm) = (self.max_load?, self.makespan?, b.makespan?);
+        if b.max_load.is_some_and(|bl| bl != l) {
+            return None;
+        }
+        Some(2 * (m.saturating_sub(l) as u128) <= bm.saturating_sub(l) as u128)
+    }
+
+    /// Issue 3's time test: the full planner's wall time is no more than the baseline's
+    /// (within [`TIME_SLACK`]). `None` without a complete baseline.
+    pub fn no_more_time(&self) -> Option<bool> {
+        let b = self.baseline.as_ref()?;
+        if self.error.is_some() || b.error.is_some() {
+            return None;
+        }
+        Some(self.wall? <= b.wall? * (1.0 + TIME_SLACK))
     }
 
     fn to_json(&self) -> Value {
@@ -83,6 +185,22 @@ impl Row {
             "check_message": self.check_message,
             "error": self.error,
             "plan_json": self.plan_json,
+            "boxing_baseline": self.baseline.as_ref().map(Baseline::to_json),
+            "target": self.baseline.as_ref().map(|_| json!({
+                "rule": "issue 3: fragmentation at most half of what the boxing algorithm alone reaches, in no more time",
+                "frag_at_most_half": self.frag_at_most_half(),
+                "no_more_time": self.no_more_time(),
+                "time_slack": TIME_SLACK,
+            })),
+            "traced": self.traced.as_ref().map(|t| json!({
+                "program": t.program,
+                "workload": t.what,
+                "command": t.command,
+                "inputs": "generated by crates/bench/src/traced.rs into the program's own folder (run there); heaplab-bench --keep keeps them",
+                "trace_wall_seconds": t.trace_wall,
+                "convert_wall_seconds": t.convert_wall,
+                "trace_info": t.trace_info,
+            })),
             "reference": { "minimalloc": mm, "idealloc": ia, "source": "../shared/ANCHORS.md (quoted, not measured here)" },
         })
     }
@@ -171,11 +289,31 @@ pub fn shell_quote(a: &str) -> String {
 
 const DASH: &str = "—";
 
+/// A fragmentation percentage: two decimals, or two significant digits below 0.01% so that
+/// small nonzero figures (common on traced programs) can be told from 0 and from each other.
+pub fn pct(f: f64) -> String {
+    if f == 0.0 || f.abs() >= 0.01 {
+        format!("{f:.2}")
+    } else {
+        // Digits after the point for two significant ones: 0.0012 → 4.
+        let d = (-f.abs().log10().floor()) as usize + 1;
+        format!("{f:.d$}")
+    }
+}
+
+fn yes_no(b: Option<bool>) -> String {
+    match b {
+        Some(true) => "yes".into(),
+        Some(false) => "**no**".into(),
+        None => DASH.into(),
+    }
+}
+
 /// The Markdown table printed to stdout and written to results.md.
 pub fn table(rows: &[Row]) -> String {
     let mut s = String::from(
-        "| instance | n | max load | makespan | frag % | algorithm | optimal | time s | CPU s | peak RSS MiB | valid | check s | minimalloc (ref) | idealloc (ref) |\n\
-         |---|--:|--:|--:|--:|---|---|--:|--:|--:|---|--:|---|---|\n",
+        "| instance | n | max load | makespan | frag % | boxing alone % | ≤ half | algorithm | optimal | time s | boxing s | no more time | CPU s | peak RSS MiB | valid | check s | minimalloc (ref) | idealloc (ref) |\n\
+         |---|--:|--:|--:|--:|--:|---|---|---|--:|--:|---|--:|--:|---|--:|---|---|\n",
     );
     let opt = |x: Option<String>| x.unwrap_or_else(|| "?".into());
     for r in rows {
@@ -192,16 +330,30 @@ pub fn table(rows: &[Row]) -> String {
         };
         let failed_plan = r.error.is_some() && r.makespan.is_none();
         let fig = |x: Option<String>| if failed_plan { DASH.to_string() } else { opt(x) };
+        let (boxing_pct, boxing_s) = match &r.baseline {
+            None => (DASH.to_string(), DASH.to_string()),
+            Some(b) => (
+                match (&b.error, b.frag_pct) {
+                    (Some(_), _) => "**FAILED**".into(),
+                    (None, f) => opt(f.map(pct)),
+                },
+                b.wall.map(|w| format!("{w:.2}")).unwrap_or(DASH.into()),
+            ),
+        };
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.name,
             fig(r.n.map(grouped)),
             fig(r.max_load.map(grouped)),
             fig(r.makespan.map(grouped)),
-            fig(r.frag_pct.map(|f| format!("{f:.2}"))),
+            fig(r.frag_pct.map(pct)),
+            boxing_pct,
+            yes_no(r.frag_at_most_half()),
             algorithm,
             fig(r.optimal.map(|o| if o { "yes".into() } else { "no".into() })),
             r.wall.map(|w| format!("{w:.2}")).unwrap_or(DASH.into()),
+            boxing_s,
+            yes_no(r.no_more_time()),
             r.user.map(|u| format!("{u:.2}")).unwrap_or(DASH.into()),
             r.max_rss.map(mib).unwrap_or(DASH.into()),
             valid,
@@ -211,6 +363,34 @@ pub fn table(rows: &[Row]) -> String {
         ));
     }
     s
+}
+
+/// What the boxing columns mean, for results.md.
+pub const BASELINE_NOTE: &str = "*boxing alone %* and *boxing s* come from a second run, \
+`heaplab plan INPUT -o OUT --json --algorithm boxing` with the same `--time-limit` and `--seed`, on the \
+rows issue 3's target is about: generated instances of 10^4 to 10^5 buffers and traced programs \
+(— elsewhere). *≤ half* is that target's fragmentation test, 2·(makespan − max load) ≤ (boxing \
+makespan − max load) in exact bytes (0 against 0 passes); *no more time* is its time test, \
+*time s* ≤ *boxing s* + 5% (one run each).";
+
+/// One line counting the rows that meet issue 3's target, or `None` when no row has a baseline.
+pub fn target_summary(rows: &[Row]) -> Option<String> {
+    let with: Vec<&Row> = rows.iter().filter(|r| r.baseline.is_some()).collect();
+    if with.is_empty() {
+        return None;
+    }
+    let count = |f: &dyn Fn(&Row) -> bool| with.iter().filter(|r| f(r)).count();
+    let half = count(&|r| r.frag_at_most_half() == Some(true));
+    let time = count(&|r| r.no_more_time() == Some(true));
+    let both = count(&|r| r.frag_at_most_half() == Some(true) && r.no_more_time() == Some(true));
+    let incomplete = count(&|r| r.frag_at_most_half().is_none());
+    Some(format!(
+        "Issue 3 target (10^4–10^5 buffers, generated and traced: fragmentation at most half of the boxing \
+         algorithm alone's, in no more time): {both} of {} rows meet it; fragmentation ≤ half in {half}, no more \
+         time in {time}{}.",
+        with.len(),
+        if incomplete > 0 { format!("; {incomplete} without a complete comparison (a run failed)") } else { String::new() }
+    ))
 }
 
 /// Writes `results.md` and `results.json` into `dir` (created if needed), each atomically.
@@ -238,6 +418,12 @@ pub fn write_results(dir: &Path, m: &Machine, rows: &[Row], notes: &[String], ta
          *valid* and *check s* come from a separate `heaplab check INPUT OUT` run. \
          *frag %* = (makespan − max load) / max load.\n\n",
     );
+    md.push_str(BASELINE_NOTE);
+    md.push_str("\n\n");
+    if let Some(t) = target_summary(rows) {
+        md.push_str(&t);
+        md.push_str("\n\n");
+    }
     md.push_str(anchors::NOTE);
     md.push('\n');
     let gens: Vec<&Row> = rows.iter().filter(|r| r.generator.is_some()).collect();
@@ -247,10 +433,29 @@ pub fn write_results(dir: &Path, m: &Machine, rows: &[Row], notes: &[String], ta
             md.push_str(&format!("- {}: `{}`\n", r.name, r.generator.as_deref().unwrap_or("")));
         }
     }
+    let traced: Vec<(&Row, &Traced)> = rows.iter().filter_map(|r| r.traced.as_ref().map(|t| (r, t))).collect();
+    if !traced.is_empty() {
+        md.push_str(
+            "\nTraced programs (`heaplab trace -o X.hltrace -- COMMAND`, then `heaplab convert X.hltrace -o X.hlbin`: \
+             allocated-bytes clock, requested sizes; inputs generated by the harness, deterministically):\n\n",
+        );
+        for (r, t) in traced {
+            let events = t.trace_info.as_ref().and_then(|v| v.get("events")).and_then(Value::as_u64);
+            md.push_str(&format!(
+                "- {}: {}{}. `{}`\n",
+                r.name,
+                t.what,
+                events.map(|e| format!(" ({} trace events)", grouped(e))).unwrap_or_default(),
+                t.command
+            ));
+        }
+    }
     let js = json!({
         "machine": m.to_json(),
         "notes": notes,
         "reference_note": anchors::NOTE,
+        "baseline_note": BASELINE_NOTE,
+        "target_summary": target_summary(rows),
         "rows": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
     });
     write_atomic(&dir.join("results.md"), md.as_bytes())?;
@@ -266,4 +471,68 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(max_load: u64, makespan: u64, wall: f64, boxing: Option<(u64, f64)>) -> Row {
+        let mut r = Row::new("x", "generated", Path::new("x.csv"));
+        r.take_plan_json(json!({"n": 10, "max_load": max_load, "makespan": makespan}));
+        r.wall = Some(wall);
+        r.valid = Some(true);
+        r.baseline = boxing.map(|(m, w)| {
+            let mut b = Baseline { wall: Some(w), ..Default::default() };
+            b.take_plan_json(json!({"max_load": max_load, "makespan": m}));
+            b
+        });
+        r
+    }
+
+    #[test]
+    fn half_test_is_exact() {
+        // 0 against 0 passes; any fragmentation against none fails.
+        assert_eq!(row(100, 100, 1.0, Some((100, 1.0))).frag_at_most_half(), Some(true));
+        assert_eq!(row(100, 101, 1.0, Some((100, 1.0))).frag_at_most_half(), Some(false));
+        // 5 of 10 is exactly half; 6 is more.
+        assert_eq!(row(100, 105, 1.0, Some((110, 1.0))).frag_at_most_half(), Some(true));
+        assert_eq!(row(100, 106, 1.0, Some((110, 1.0))).frag_at_most_half(), Some(false));
+        assert_eq!(row(100, 100, 1.0, None).frag_at_most_half(), None);
+        let mut failed = row(100, 100, 1.0, Some((100, 1.0)));
+        failed.baseline.as_mut().unwrap().error = Some("plan failed".into());
+        assert_eq!(failed.frag_at_most_half(), None);
+        assert_eq!(failed.no_more_time(), None);
+    }
+
+    #[test]
+    fn time_test_allows_the_slack() {
+        assert_eq!(row(1, 1, 2.0, Some((1, 2.0))).no_more_time(), Some(true));
+        assert_eq!(row(1, 1, 2.09, Some((1, 2.0))).no_more_time(), Some(true));
+        assert_eq!(row(1, 1, 2.2, Some((1, 2.0))).no_more_time(), Some(false));
+    }
+
+    #[test]
+    fn percentages_keep_small_figures_readable() {
+        assert_eq!(pct(0.0), "0.00");
+        assert_eq!(pct(12.345), "12.35");
+        assert_eq!(pct(0.01), "0.01");
+        assert_eq!(pct(0.0012117), "0.0012");
+        assert_eq!(pct(0.000059342), "0.000059");
+    }
+
+    #[test]
+    fn table_has_baseline_columns_and_dashes_without_one() {
+        let rows = [row(100, 100, 1.0, Some((110, 2.0))), row(100, 100, 1.0, None)];
+        let t = table(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        let cols = |l: &str| l.split('|').count();
+        assert!(lines[0].contains("| boxing alone % | ≤ half |") && lines[0].contains("| boxing s | no more time |"));
+        assert!(lines.iter().all(|l| cols(l) == cols(lines[0])));
+        assert!(lines[2].contains("| 10.00 | yes |") && lines[2].contains("| 1.00 | 2.00 | yes |"));
+        assert!(lines[3].contains("| 0.00 | — | — |") && lines[3].contains("| 1.00 | — | — |"));
+        let s = target_summary(&rows).unwrap();
+        assert!(s.contains("1 of 1 rows meet it"), "{s}");
+        assert!(target_summary(&rows[1..]).is_none());
+    }
 }

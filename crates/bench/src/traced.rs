@@ -1,0 +1,277 @@
+//! The "traced" group: real programs installed on the machine, run under `heaplab trace` on
+//! small generated inputs, their traces converted to instances and planned like any other row.
+//!
+//! Every input is generated here, deterministically (no randomness, fixed hash seeds), so two
+//! runs of the benchmark plan the same heaps as long as the programs' versions do not change.
+//! Two more things keep the traces the same from run to run, both found on python3: each
+//! program runs in a folder of its own that holds only its input, named relatively (Python lists
+//! its script's folder when it imports a module, and keeps the names), and the harness starts
+//! `heaplab trace` with address-space randomisation off (objects hashed by address are
+//! otherwise visited, and freed at exit, in a different order each run). The environment is
+//! fixed as well ([`base_env`]): Python copies every variable into `os.environ`, so one more
+//! exported variable changed its heap.
+//! Each workload makes roughly 4·10^4–10^5 heap allocations, inside issue 3's 10^4–10^5 range.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One program run to trace.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// The program's name (`python3`, `sqlite3`, ...); the row is `traced/NAME`.
+    pub program: &'static str,
+    /// The real binary that runs (never a shell wrapper: see [`find_program`]).
+    pub exe: PathBuf,
+    /// Its arguments (input files named relative to `cwd`).
+    pub args: Vec<String>,
+    /// The folder it runs in: its own, holding only its input file.
+    pub cwd: PathBuf,
+    /// Environment set for the program (fixed hash seeds, Python on plain malloc).
+    pub env: Vec<(&'static str, &'static str)>,
+    /// What it does, for the results.
+    pub what: String,
+}
+
+/// The whole environment of a traced program besides its workload's own variables (and what
+/// `heaplab trace` adds): a fixed `PATH`, the C locale, and `HOME` (where heaplab keeps its
+/// tracer library) and `HEAPLAB_PRELOAD` (a tracer override) passed on when set.
+pub fn base_env() -> Vec<(String, String)> {
+    let mut env = vec![("PATH".to_string(), "/usr/local/bin:/usr/bin:/bin".to_string()), ("LC_ALL".to_string(), "C".to_string())];
+    for k in ["HOME", "HEAPLAB_PRELOAD"] {
+        if let Some(v) = std::env::var_os(k) {
+            env.push((k.to_string(), v.to_string_lossy().into_owned()));
+        }
+    }
+    env
+}
+
+impl Workload {
+    /// The command line as recorded in the results (`env -i`, the environment, the program,
+    /// shell-quoted), run in a folder holding only the input.
+    pub fn command_line(&self) -> String {
+        let mut s = String::from("env -i ");
+        for (k, v) in base_env().iter().filter(|(k, _)| k != "HEAPLAB_PRELOAD") {
+            let _ = write!(s, "{k}={} ", crate::report::shell_quote(v));
+        }
+        for (k, v) in &self.env {
+            let _ = write!(s, "{k}={v} ");
+        }
+        s.push_str(&crate::report::shell_quote(&self.exe.to_string_lossy()));
+        for a in &self.args {
+            s.push(' ');
+            s.push_str(&crate::report::shell_quote(a));
+        }
+        s
+    }
+}
+
+/// The programs of the group, in table order.
+pub const PROGRAMS: [&str; 4] = ["python3", "sqlite3", "perl", "jq"];
+
+/// Finds the real executable for `name`: `/usr/bin/NAME` first, then every `PATH` entry, each
+/// with symlinks resolved, keeping the first that is an ELF file. A shell wrapper (pyenv's
+/// `python3` shim, for one) is skipped: traced through it, the program's own heap would go to a
+/// child trace `STEM.PID.hltrace` and the main trace would hold only the shell's.
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let mut dirs = vec![PathBuf::from("/usr/bin")];
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs.into_iter().map(|d| d.join(name)).find_map(|p| {
+        let real = std::fs::canonicalize(&p).ok()?;
+        is_elf_executable(&real).then_some(real)
+    })
+}
+
+fn is_elf_executable(p: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(p) else { return false };
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return false;
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == *b"\x7fELF"
+}
+
+/// Python: a dict of 800 records (strings, lists), a third deleted, the rest formatted, joined,
+/// sent through JSON and split into a sorted word set. Run with `PYTHONMALLOC=malloc` so every
+/// object comes from malloc (by default small objects come from Python's own arenas).
+pub fn python_script() -> String {
+    "\
+import json
+N = 800
+d = {}
+for i in range(N):
+    d['key%05d' % i] = {'n': i, 's': 'v' * (i % 40), 'l': [j * i for j in range(i % 9)]}
+for i in range(0, N, 3):
+    del d['key%05d' % i]
+parts = []
+for k in sorted(d):
+    v = d[k]
+    parts.append('%s=%d:%s' % (k, v['n'], ','.join(str(x) for x in v['l'])))
+text = '\\n'.join(parts)
+back = json.loads(json.dumps(d, sort_keys=True))
+words = sorted(set(text.replace('=', ' ').replace(':', ' ').split()))
+print(len(back), len(text), len(words))
+"
+    .to_string()
+}
+
+/// SQLite: 2,000 inserts in one transaction, an index, grouped and joined queries, then a
+/// delete and an update (values derived from the row number, no `random()`).
+pub fn sql_script() -> String {
+    let rows = 2000;
+    let mut s = String::from("create table t(id integer primary key, name text, grp integer, val real);\nbegin;\n");
+    for i in 0..rows {
+        let _ = writeln!(s, "insert into t(name, grp, val) values('name{i}-{}', {}, {}.25);", "x".repeat(i % 23), i % 97, i * 7919 % 10007);
+    }
+    s.push_str(
+        "commit;\n\
+         create index ig on t(grp, name);\n\
+         select grp, count(*), sum(val) from t group by grp order by 3 desc limit 5;\n\
+         select count(*) from t where name like 'name1%';\n\
+         select a.id, b.id from t a join t b on a.grp = b.grp and a.id < b.id where a.id < 50 limit 5;\n\
+         delete from t where id % 3 = 0;\n\
+         update t set name = name || '-upd' where grp < 20;\n\
+         select count(*), max(length(name)) from t;\n",
+    );
+    s
+}
+
+/// Perl: a hash of 8,000 keys to small arrays, a third deleted, the rest sorted and joined.
+pub fn perl_script() -> String {
+    "\
+my %h;
+for my $i (1..8000) { $h{\"k$i\"} = [$i, 'v' x ($i % 30)]; }
+delete $h{\"k$_\"} for grep { $_ % 3 == 0 } 1..8000;
+my @k = sort keys %h;
+my $s = join(',', map { \"$_=\" . scalar(@{$h{$_}}) } @k);
+print scalar(@k), ' ', length($s), \"\\n\";
+"
+    .to_string()
+}
+
+/// jq: 3,000 JSON records, one per line.
+pub fn jq_records() -> String {
+    let mut s = String::new();
+    for i in 0..3000 {
+        let _ = writeln!(s, "{{\"id\":{i},\"name\":\"user{i}\",\"tags\":[\"t{}\",\"t{}\"],\"score\":{}.5}}", i % 17, i % 5, i % 1000);
+    }
+    s
+}
+
+/// The jq filter run over [`jq_records`].
+pub const JQ_FILTER: &str = "select(.id % 3 == 0) | {id, tags, name: (.name | ascii_upcase)}";
+
+/// Writes each program's input into a folder of its own under `dir` and returns the workloads
+/// of the installed programs, plus the names of the programs not found.
+pub fn workloads(dir: &Path) -> std::io::Result<(Vec<Workload>, Vec<&'static str>)> {
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for program in PROGRAMS {
+        let Some(exe) = find_program(program) else {
+            missing.push(program);
+            continue;
+        };
+        let cwd = dir.join(format!("traced-{program}"));
+        std::fs::create_dir_all(&cwd)?;
+        let w = match program {
+            "python3" => {
+                std::fs::write(cwd.join("script.py"), python_script())?;
+                Workload {
+                    program,
+                    exe,
+                    cwd,
+                    args: vec!["-s".into(), "script.py".into()],
+                    env: vec![("PYTHONMALLOC", "malloc"), ("PYTHONHASHSEED", "0"), ("PYTHONDONTWRITEBYTECODE", "1")],
+                    what: "800 dicts of strings and lists, a third deleted, formatted, JSON round trip, sorted word set; PYTHONMALLOC=malloc".into(),
+                }
+            }
+            "sqlite3" => {
+                std::fs::write(cwd.join("script.sql"), sql_script())?;
+                Workload {
+                    program,
+                    exe,
+                    cwd,
+                    args: vec![":memory:".into(), ".read script.sql".into()],
+                    env: vec![],
+                    what: "2000 inserts in one transaction, an index, group-by and join queries, a delete and an update, in memory".into(),
+                }
+            }
+            "perl" => {
+                std::fs::write(cwd.join("script.pl"), perl_script())?;
+                Workload {
+                    program,
+                    exe,
+                    cwd,
+                    args: vec!["script.pl".into()],
+                    env: vec![("PERL_HASH_SEED", "0"), ("PERL_PERTURB_KEYS", "0")],
+                    what: "hash of 8000 keys to arrays, a third deleted, sorted and joined".into(),
+                }
+            }
+            "jq" => {
+                std::fs::write(cwd.join("records.json"), jq_records())?;
+                Workload {
+                    program,
+                    exe,
+                    cwd,
+                    args: vec!["-c".into(), JQ_FILTER.into(), "records.json".into()],
+                    env: vec![],
+                    what: "filter and reshape 3000 JSON records".into(),
+                }
+            }
+            _ => unreachable!("every program of PROGRAMS has a workload"),
+        };
+        found.push(w);
+    }
+    Ok((found, missing))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_are_deterministic() {
+        assert_eq!(python_script(), python_script());
+        assert_eq!(sql_script(), sql_script());
+        assert_eq!(perl_script(), perl_script());
+        assert_eq!(jq_records(), jq_records());
+        assert_eq!(sql_script().matches("insert into").count(), 2000);
+        assert_eq!(jq_records().lines().count(), 3000);
+        assert!(!sql_script().contains("random"));
+    }
+
+    #[test]
+    fn find_program_skips_scripts_and_missing_names() {
+        let dir = std::env::temp_dir().join(format!("heaplab-bench-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let shim = dir.join("shim");
+        std::fs::write(&shim, "#!/bin/sh\nexec true\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(!is_elf_executable(&shim));
+        assert!(find_program("heaplab-bench-no-such-program").is_none());
+        // /bin/sh itself is an ELF binary (through its symlinks) on any Linux this runs on.
+        if let Ok(sh) = std::fs::canonicalize("/bin/sh") {
+            assert!(is_elf_executable(&sh));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn workloads_write_their_inputs() {
+        let dir = std::env::temp_dir().join(format!("heaplab-bench-test-w-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (found, missing) = workloads(&dir).unwrap();
+        assert_eq!(found.len() + missing.len(), PROGRAMS.len());
+        for w in &found {
+            assert!(w.exe.is_absolute());
+            // Only the input in the program's folder.
+            assert_eq!(std::fs::read_dir(&w.cwd).unwrap().count(), 1);
+            assert!(w.command_line().contains(&*w.exe.to_string_lossy()));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
