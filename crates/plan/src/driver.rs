@@ -220,6 +220,9 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
     // best-fit variants alone can take the whole limit, and rarely beat first-fit/size there).
     let heuristics_deadline =
         if opts.algorithm == Algorithm::Auto { start + opts.time_limit / 4 } else { deadline };
+    // A heuristic whose prediction was wrong is abandoned here (the first one always finishes).
+    let heuristics_cutoff =
+        if opts.algorithm == Algorithm::Auto { start + opts.time_limit * 2 / 5 } else { deadline };
     // Wall time per stage, for the summary: the stage name and when it began.
     let timeline = std::cell::RefCell::new(Vec::<(String, Instant)>::new());
     let stage = |s: &str| {
@@ -313,7 +316,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
                         return None;
                     }
                     let t = Instant::now();
-                    let off = h.run(&part.buffers);
+                    let off = h.run_until(&part.buffers, heuristics_cutoff)?;
                     Some((h.name(), off, t.elapsed().as_secs_f64()))
                 })
                 .collect::<Vec<_>>(),

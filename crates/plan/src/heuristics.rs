@@ -83,6 +83,17 @@ impl Heuristic {
         }
     }
 
+    /// [`Heuristic::run`] that gives up (`None`) once `deadline` has passed: a heuristic's cost
+    /// is predicted from another's, and the prediction can be far off (best-fit by area on a
+    /// traced perl heap: 12 times first-fit by size). The start-order sweep always finishes.
+    pub fn run_until(&self, buffers: &[Buffer], deadline: std::time::Instant) -> Option<Vec<u64>> {
+        if self.order == Order::Start {
+            return Some(crate::online::place_by_start(buffers, self.fit));
+        }
+        let order = order(buffers, self.order);
+        place_in_order_bounded(buffers, &order, self.fit, u64::MAX, Some(deadline))
+    }
+
     /// Places every buffer; the result is valid by construction. Start order runs as a sweep
     /// ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
@@ -128,7 +139,7 @@ pub fn place_in_order(buffers: &[Buffer], order: &[u32], fit: Fit) -> Vec<u64> {
 }
 
 /// [`place_in_order`] that gives up (returns `None`) as soon as a buffer's top `offset + size`
-/// would exceed `max_makespan`, or once `deadline` has passed (checked every few thousand
+/// would exceed `max_makespan`, or once `deadline` has passed (checked every 512
 /// buffers). The boxing algorithm's early stop: a pass that cannot beat the best makespan known
 /// so far is abandoned instead of finished. When it returns `Some`, the offsets are exactly
 /// those of [`place_in_order`].
@@ -142,7 +153,7 @@ pub fn place_in_order_bounded(
     let mut occ = Occupancy::new(buffers);
     let mut offsets = vec![0u64; buffers.len()];
     for (k, &i) in order.iter().enumerate() {
-        if k % 4096 == 4095 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+        if k % 512 == 511 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return None;
         }
         let i = i as usize;

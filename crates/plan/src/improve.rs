@@ -37,12 +37,17 @@ pub struct ImproveParams {
     pub max_free: usize,
     /// Node budget of one re-packing search.
     pub nodes: u64,
+    /// Largest column re-placed by first-fit: a column is everything alive at an instant, which
+    /// in a traced heap can be tens of thousands of buffers, each move then taking longer than
+    /// the whole budget.
+    pub max_column: usize,
 }
 
 impl ImproveParams {
-    /// Defaults for a deadline: free sets of up to 2,000 buffers, 50,000 nodes a move.
+    /// Defaults for a deadline: free sets of up to 2,000 buffers, 50,000 nodes a move, columns
+    /// of up to 5,000 buffers.
     pub fn new(deadline: Instant, seed: u64, target: u64) -> Self {
-        ImproveParams { deadline, seed, target, max_free: 2000, nodes: 50_000 }
+        ImproveParams { deadline, seed, target, max_free: 2000, nodes: 50_000, max_column: 5000 }
     }
 }
 
@@ -119,7 +124,7 @@ pub fn improve(buffers: &[Buffer], offsets: &mut [u64], params: &ImproveParams) 
                 moved
             }
             Next::Column(tries) => {
-                let moved = column_move(buffers, offsets, star, m, tries, &mut rng);
+                let moved = column_move(buffers, offsets, star, m, tries, params.max_column, &mut rng);
                 if moved.is_none() {
                     if tries + 1 >= COLUMN_TRIES {
                         exhausted.insert(star);
@@ -185,10 +190,13 @@ fn slab_move(
 
 /// Column move (see [`improve`]): the buffers alive at a random instant of `star`'s lifetime
 /// re-placed by first-fit against all the others, in the order of try `tries`.
-fn column_move(buffers: &[Buffer], offsets: &[u64], star: u32, m: u64, tries: u32, rng: &mut Rng) -> Option<Vec<(usize, u64)>> {
+fn column_move(buffers: &[Buffer], offsets: &[u64], star: u32, m: u64, tries: u32, max_column: usize, rng: &mut Rng) -> Option<Vec<(usize, u64)>> {
     let b = &buffers[star as usize];
     let t = b.lower + rng.below(b.length());
     let free: Vec<usize> = (0..buffers.len()).filter(|&i| buffers[i].lower <= t && t < buffers[i].upper).collect();
+    if free.len() > max_column {
+        return None;
+    }
     let (lo, hi) = free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(buffers[i].lower), hi.max(buffers[i].upper)));
     let fixed = overlapping(buffers, lo, hi, &free);
     let local: Vec<Buffer> = fixed.iter().chain(&free).map(|&i| buffers[i]).collect();
