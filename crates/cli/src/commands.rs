@@ -164,7 +164,13 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         }
         println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
     } else {
-        println!("instance       {} ({} buffers, {} components)", a.input, grouped(inst.len() as u64), outcome.components);
+        let plural = |n: usize, one: &str, many: &str| format!("{} {}", grouped(n as u64), if n == 1 { one } else { many });
+        println!(
+            "instance       {} ({}, {})",
+            a.input,
+            plural(inst.len(), "buffer", "buffers"),
+            plural(outcome.components, "component", "components")
+        );
         if outcome.lower_bound > outcome.max_load {
             println!("max load       {} B ({})", grouped(outcome.max_load), bytes(outcome.max_load));
             println!("lower bound    {} B ({})  (proven by the exact search)", grouped(outcome.lower_bound), bytes(outcome.lower_bound));
