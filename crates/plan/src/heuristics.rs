@@ -294,6 +294,23 @@ mod tests {
     }
 
     #[test]
+    fn run_until_gives_up_only_after_its_deadline() {
+        let inst = heaplab_gen::generate(heaplab_gen::Kind::Random, 3000, 4);
+        let bs = &inst.buffers;
+        let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+        let past = std::time::Instant::now();
+        for h in Heuristic::STANDARD {
+            assert_eq!(h.run_until(bs, later), Some(h.run(bs)), "{}", h.name());
+            if h.order == Order::Start {
+                // The sweep is cheap and always finishes.
+                assert_eq!(h.run_until(bs, past), Some(h.run(bs)), "{}", h.name());
+            } else {
+                assert_eq!(h.run_until(bs, past), None, "{}", h.name());
+            }
+        }
+    }
+
+    #[test]
     fn oracle_fits_honour_gaps_and_alignment() {
         let mut occ = vec![(0, 10), (20, 30), (12, 15)];
         assert_eq!(lowest_fit(&mut occ, 5, 0), 15);
