@@ -278,29 +278,37 @@ fn main() -> ExitCode {
         }
     }
     if opts.traced {
-        match traced::workloads(&work) {
-            Ok((found, missing)) => {
-                for program in missing {
-                    println!("skipped: {program} not installed");
-                    notes.push(format!(
-                        "traced group: skipped {program}: not installed (no ELF executable named {program} in /usr/bin or PATH; `make trace-deps` installs it)"
-                    ));
+        // The large traces (10^5-10^6 blocks) are the scale check on real heaps: not in --quick,
+        // and without the boxing baseline, which is for 10^4-10^5 buffers.
+        let scales: &[traced::Scale] = if opts.quick { &[traced::Scale::Small] } else { &[traced::Scale::Small, traced::Scale::Large] };
+        for &scale in scales {
+            match traced::workloads(&work, scale) {
+                Ok((found, missing)) => {
+                    for program in missing {
+                        if scale == traced::Scale::Small {
+                            println!("skipped: {program} not installed");
+                            notes.push(format!(
+                                "traced group: skipped {program}: not installed (no ELF executable named {program} in /usr/bin or PATH; `make trace-deps` installs it)"
+                            ));
+                        }
+                    }
+                    for w in found {
+                        let name = format!("{}{}", w.program, scale.suffix());
+                        jobs.push(Job {
+                            name: format!("traced/{name}"),
+                            group: "traced",
+                            path: work.join(format!("traced-{name}.hlbin")),
+                            gen: None,
+                            traced: Some(w),
+                            baseline: opts.baseline && scale == traced::Scale::Small,
+                        });
+                    }
                 }
-                for w in found {
-                    jobs.push(Job {
-                        name: format!("traced/{}", w.program),
-                        group: "traced",
-                        path: work.join(format!("traced-{}.hlbin", w.program)),
-                        gen: None,
-                        traced: Some(w),
-                        baseline: opts.baseline,
-                    });
+                Err(e) => {
+                    let msg = format!("traced group skipped: cannot write its inputs in {}: {e}", work.display());
+                    eprintln!("heaplab-bench: {msg}");
+                    notes.push(msg);
                 }
-            }
-            Err(e) => {
-                let msg = format!("traced group skipped: cannot write its inputs in {}: {e}", work.display());
-                eprintln!("heaplab-bench: {msg}");
-                notes.push(msg);
             }
         }
     }

@@ -10,7 +10,8 @@
 //! otherwise visited, and freed at exit, in a different order each run). The environment is
 //! fixed as well ([`base_env`]): Python copies every variable into `os.environ`, so one more
 //! exported variable changed its heap.
-//! Each workload makes roughly 4·10^4–10^5 heap allocations, inside issue 3's 10^4–10^5 range.
+//! Each workload makes roughly 4·10^4–10^5 heap allocations, inside issue 3's 10^4–10^5 range,
+//! and again at [`Scale::Large`] (0.3–3 million), the size of the real traces in the anchors.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -94,13 +95,13 @@ fn is_elf_executable(p: &Path) -> bool {
     std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == *b"\x7fELF"
 }
 
-/// Python: a dict of 800 records (strings, lists), a third deleted, the rest formatted, joined,
+/// Python: a dict of `n` records (strings, lists), a third deleted, the rest formatted, joined,
 /// sent through JSON and split into a sorted word set. Run with `PYTHONMALLOC=malloc` so every
 /// object comes from malloc (by default small objects come from Python's own arenas).
-pub fn python_script() -> String {
+pub fn python_script(n: usize) -> String {
     "\
 import json
-N = 800
+N = @N@
 d = {}
 for i in range(N):
     d['key%05d' % i] = {'n': i, 's': 'v' * (i % 40), 'l': [j * i for j in range(i % 9)]}
@@ -115,13 +116,12 @@ back = json.loads(json.dumps(d, sort_keys=True))
 words = sorted(set(text.replace('=', ' ').replace(':', ' ').split()))
 print(len(back), len(text), len(words))
 "
-    .to_string()
+    .replace("@N@", &n.to_string())
 }
 
-/// SQLite: 2,000 inserts in one transaction, an index, grouped and joined queries, then a
+/// SQLite: `rows` inserts in one transaction, an index, grouped and joined queries, then a
 /// delete and an update (values derived from the row number, no `random()`).
-pub fn sql_script() -> String {
-    let rows = 2000;
+pub fn sql_script(rows: usize) -> String {
     let mut s = String::from("create table t(id integer primary key, name text, grp integer, val real);\nbegin;\n");
     for i in 0..rows {
         let _ = writeln!(s, "insert into t(name, grp, val) values('name{i}-{}', {}, {}.25);", "x".repeat(i % 23), i % 97, i * 7919 % 10007);
@@ -139,23 +139,23 @@ pub fn sql_script() -> String {
     s
 }
 
-/// Perl: a hash of 8,000 keys to small arrays, a third deleted, the rest sorted and joined.
-pub fn perl_script() -> String {
+/// Perl: a hash of `keys` keys to small arrays, a third deleted, the rest sorted and joined.
+pub fn perl_script(keys: usize) -> String {
     "\
 my %h;
-for my $i (1..8000) { $h{\"k$i\"} = [$i, 'v' x ($i % 30)]; }
-delete $h{\"k$_\"} for grep { $_ % 3 == 0 } 1..8000;
+for my $i (1..@N@) { $h{\"k$i\"} = [$i, 'v' x ($i % 30)]; }
+delete $h{\"k$_\"} for grep { $_ % 3 == 0 } 1..@N@;
 my @k = sort keys %h;
 my $s = join(',', map { \"$_=\" . scalar(@{$h{$_}}) } @k);
 print scalar(@k), ' ', length($s), \"\\n\";
 "
-    .to_string()
+    .replace("@N@", &keys.to_string())
 }
 
-/// jq: 3,000 JSON records, one per line.
-pub fn jq_records() -> String {
+/// jq: `records` JSON records, one per line.
+pub fn jq_records(records: usize) -> String {
     let mut s = String::new();
-    for i in 0..3000 {
+    for i in 0..records {
         let _ = writeln!(s, "{{\"id\":{i},\"name\":\"user{i}\",\"tags\":[\"t{}\",\"t{}\"],\"score\":{}.5}}", i % 17, i % 5, i % 1000);
     }
     s
@@ -164,9 +164,38 @@ pub fn jq_records() -> String {
 /// The jq filter run over [`jq_records`].
 pub const JQ_FILTER: &str = "select(.id % 3 == 0) | {id, tags, name: (.name | ascii_upcase)}";
 
+/// How much work each program is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// 4·10^4–10^5 heap blocks each: issue 3's range, with the boxing baseline.
+    Small,
+    /// 0.3–3 million blocks each, the size of the traces in `../shared/ANCHORS.md` on which
+    /// idealloc ran out of memory or failed (rows `traced/NAME-large`, not in `--quick`).
+    Large,
+}
+
+impl Scale {
+    /// (python3 records, sqlite3 rows, perl keys, jq records).
+    fn counts(self) -> (usize, usize, usize, usize) {
+        match self {
+            Scale::Small => (800, 2000, 8000, 3000),
+            Scale::Large => (20_000, 60_000, 100_000, 30_000),
+        }
+    }
+
+    /// The row name's suffix.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Scale::Small => "",
+            Scale::Large => "-large",
+        }
+    }
+}
+
 /// Writes each program's input into a folder of its own under `dir` and returns the workloads
 /// of the installed programs, plus the names of the programs not found.
-pub fn workloads(dir: &Path) -> std::io::Result<(Vec<Workload>, Vec<&'static str>)> {
+pub fn workloads(dir: &Path, scale: Scale) -> std::io::Result<(Vec<Workload>, Vec<&'static str>)> {
+    let (py_n, sql_rows, perl_keys, jq_n) = scale.counts();
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for program in PROGRAMS {
@@ -174,51 +203,51 @@ pub fn workloads(dir: &Path) -> std::io::Result<(Vec<Workload>, Vec<&'static str
             missing.push(program);
             continue;
         };
-        let cwd = dir.join(format!("traced-{program}"));
+        let cwd = dir.join(format!("traced-{program}{}", scale.suffix()));
         std::fs::create_dir_all(&cwd)?;
         let w = match program {
             "python3" => {
-                std::fs::write(cwd.join("script.py"), python_script())?;
+                std::fs::write(cwd.join("script.py"), python_script(py_n))?;
                 Workload {
                     program,
                     exe,
                     cwd,
                     args: vec!["-s".into(), "script.py".into()],
                     env: vec![("PYTHONMALLOC", "malloc"), ("PYTHONHASHSEED", "0"), ("PYTHONDONTWRITEBYTECODE", "1")],
-                    what: "800 dicts of strings and lists, a third deleted, formatted, JSON round trip, sorted word set; PYTHONMALLOC=malloc".into(),
+                    what: format!("{py_n} dicts of strings and lists, a third deleted, formatted, JSON round trip, sorted word set; PYTHONMALLOC=malloc"),
                 }
             }
             "sqlite3" => {
-                std::fs::write(cwd.join("script.sql"), sql_script())?;
+                std::fs::write(cwd.join("script.sql"), sql_script(sql_rows))?;
                 Workload {
                     program,
                     exe,
                     cwd,
                     args: vec![":memory:".into(), ".read script.sql".into()],
                     env: vec![],
-                    what: "2000 inserts in one transaction, an index, group-by and join queries, a delete and an update, in memory".into(),
+                    what: format!("{sql_rows} inserts in one transaction, an index, group-by and join queries, a delete and an update, in memory"),
                 }
             }
             "perl" => {
-                std::fs::write(cwd.join("script.pl"), perl_script())?;
+                std::fs::write(cwd.join("script.pl"), perl_script(perl_keys))?;
                 Workload {
                     program,
                     exe,
                     cwd,
                     args: vec!["script.pl".into()],
                     env: vec![("PERL_HASH_SEED", "0"), ("PERL_PERTURB_KEYS", "0")],
-                    what: "hash of 8000 keys to arrays, a third deleted, sorted and joined".into(),
+                    what: format!("hash of {perl_keys} keys to arrays, a third deleted, sorted and joined"),
                 }
             }
             "jq" => {
-                std::fs::write(cwd.join("records.json"), jq_records())?;
+                std::fs::write(cwd.join("records.json"), jq_records(jq_n))?;
                 Workload {
                     program,
                     exe,
                     cwd,
                     args: vec!["-c".into(), JQ_FILTER.into(), "records.json".into()],
                     env: vec![],
-                    what: "filter and reshape 3000 JSON records".into(),
+                    what: format!("filter and reshape {jq_n} JSON records"),
                 }
             }
             _ => unreachable!("every program of PROGRAMS has a workload"),
@@ -234,13 +263,14 @@ mod tests {
 
     #[test]
     fn inputs_are_deterministic() {
-        assert_eq!(python_script(), python_script());
-        assert_eq!(sql_script(), sql_script());
-        assert_eq!(perl_script(), perl_script());
-        assert_eq!(jq_records(), jq_records());
-        assert_eq!(sql_script().matches("insert into").count(), 2000);
-        assert_eq!(jq_records().lines().count(), 3000);
-        assert!(!sql_script().contains("random"));
+        assert_eq!(python_script(800), python_script(800));
+        assert_eq!(sql_script(2000), sql_script(2000));
+        assert_eq!(perl_script(8000), perl_script(8000));
+        assert_eq!(jq_records(3000), jq_records(3000));
+        assert_eq!(sql_script(2000).matches("insert into").count(), 2000);
+        assert_eq!(jq_records(3000).lines().count(), 3000);
+        assert!(!sql_script(2000).contains("random"));
+        assert!(python_script(20_000).contains("N = 20000\n") && perl_script(7).contains("(1..7)"));
     }
 
     #[test]
@@ -264,9 +294,11 @@ mod tests {
     fn workloads_write_their_inputs() {
         let dir = std::env::temp_dir().join(format!("heaplab-bench-test-w-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let (found, missing) = workloads(&dir).unwrap();
+        let (found, missing) = workloads(&dir, Scale::Small).unwrap();
         assert_eq!(found.len() + missing.len(), PROGRAMS.len());
-        for w in &found {
+        let (large, _) = workloads(&dir, Scale::Large).unwrap();
+        assert_eq!(large.len(), found.len());
+        for w in found.iter().chain(&large) {
             assert!(w.exe.is_absolute());
             // Only the input in the program's folder.
             assert_eq!(std::fs::read_dir(&w.cwd).unwrap().count(), 1);
