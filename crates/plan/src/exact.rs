@@ -159,6 +159,10 @@ pub struct Problem {
     /// Conflict lists in CSR form.
     conf_start: Vec<u32>,
     conf: Vec<u32>,
+    /// The buffers covering each section, in CSR form (at most 2 × conflicts + n entries: a
+    /// buffer spans a section only where some buffer it conflicts with, or itself, ends).
+    sec_start: Vec<u32>,
+    sec_bufs: Vec<u32>,
     /// Load of each section.
     section_load: Vec<u64>,
     /// Peak section load over each buffer's sections.
@@ -226,6 +230,23 @@ impl Problem {
             conf.extend_from_slice(&l);
             conf_start.push(conf.len() as u32);
         }
+        let mut sec_start = vec![0u32; sections + 1];
+        for i in 0..n {
+            for s in first[i]..last[i] {
+                sec_start[s as usize + 1] += 1;
+            }
+        }
+        for s in 0..sections {
+            sec_start[s + 1] += sec_start[s];
+        }
+        let mut fill = sec_start.clone();
+        let mut sec_bufs = vec![0u32; sec_start[sections] as usize];
+        for i in 0..n {
+            for s in first[i]..last[i] {
+                sec_bufs[fill[s as usize] as usize] = i as u32;
+                fill[s as usize] += 1;
+            }
+        }
         Some(Problem {
             size: buffers.iter().map(|b| b.size).collect(),
             align: buffers.iter().map(|b| b.align_log2).collect(),
@@ -233,6 +254,8 @@ impl Problem {
             last,
             conf_start,
             conf,
+            sec_start,
+            sec_bufs,
             section_load,
             total,
             floor: vec![0; n],
@@ -537,7 +560,8 @@ struct Search<'p, 'l> {
     /// conflicts with exactly the same buffers) ranked just before it, which must be placed
     /// first; swapping such buffers changes nothing, so one order of each group is explored.
     twin: Vec<u32>,
-    /// Scratch: per-section lowest offset an unplaced buffer can still take.
+    /// Scratch: per-section lowest offset an unplaced buffer can still take (the debug oracle's).
+    #[cfg(debug_assertions)]
     low: Vec<u64>,
     /// Subproblems proven to fail (see [`FailureMemo`]).
     memo: FailureMemo,
@@ -597,6 +621,7 @@ impl<'p, 'l> Search<'p, 'l> {
             offsets: vec![0; n],
             nodes: 0,
             stopped: false,
+            #[cfg(debug_assertions)]
             low: vec![u64::MAX; sections],
             member_pool: Vec::new(),
             cand_pool: Vec::new(),
@@ -697,7 +722,39 @@ impl<'p, 'l> Search<'p, 'l> {
     /// Section inference over the sections of `members`: in each section the unplaced buffers
     /// covering it are pairwise conflicting, so they stack above the lowest offset any of them
     /// can still take: `low + rem ≤ C`.
+    ///
+    /// Only sections where even the highest such offset among `members` could break the bound
+    /// are examined, each through its own buffer list: spreading every member's offset over its
+    /// sections was half of the search's time. The unplaced buffers covering a section spanned
+    /// by `members` are members: `members` is a connected group of the unplaced buffers (or all
+    /// of them), and buffers sharing a section conflict.
     fn sections_fit(&mut self, members: &[u32], p: u64, last_rank: u32) -> bool {
+        let (mut lo, mut hi, mut max_low) = (u32::MAX, 0u32, 0u64);
+        for &u in members {
+            let u = u as usize;
+            max_low = max_low.max(self.lowest(u, p, last_rank));
+            lo = lo.min(self.p.first[u]);
+            hi = hi.max(self.p.last[u]);
+        }
+        let ok = (lo..hi).all(|s| {
+            let s = s as usize;
+            let rem = self.rem[s];
+            if rem == 0 || max_low.saturating_add(rem) <= self.capacity {
+                return true;
+            }
+            let covering = &self.p.sec_bufs[self.p.sec_start[s] as usize..self.p.sec_start[s + 1] as usize];
+            let low = covering.iter().filter(|&&u| !self.placed[u as usize]).map(|&u| self.lowest(u as usize, p, last_rank)).min();
+            low.is_none_or(|l| l.saturating_add(rem) <= self.capacity)
+        });
+        #[cfg(debug_assertions)]
+        assert_eq!(ok, self.sections_fit_by_spreading(members, p, last_rank), "section inference shortcut");
+        ok
+    }
+
+    /// The plain form of [`Search::sections_fit`] (every member's lowest offset spread over its
+    /// sections), kept as the oracle of debug builds.
+    #[cfg(debug_assertions)]
+    fn sections_fit_by_spreading(&mut self, members: &[u32], p: u64, last_rank: u32) -> bool {
         let (mut lo, mut hi) = (u32::MAX, 0u32);
         for &u in members {
             let u = u as usize;
