@@ -9,8 +9,9 @@
 //! 4. On components small enough for it (a bounded conflict count), run the exact search
 //!    ([`crate::exact`]) from the best heuristic: it tries the lower bound first and then halves
 //!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
-//!    gets 80% of the time left when components have at most 2,000 buffers, else 10% (60% of
-//!    that per component when several decide the makespan); what it refutes raises the lower
+//!    gets 80% of the time left when components have at most 2,000 buffers, else 10% (all of
+//!    it for a component that decides the makespan alone, 60% of it per component when several
+//!    tie); what it refutes raises the lower
 //!    bound.
 //! 5. Improve the components that decide the makespan with the large-neighbourhood search
 //!    ([`crate::improve`]): exact re-packing of the slab under each peak, then first-fit
@@ -526,6 +527,10 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Insta
     for (k, &i) in queue.iter().enumerate() {
         // Components that no longer decide the makespan need only reach what is settled.
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
+        // The components after this one only matter if they tie with it: one below it is
+        // skipped (as not deciding) unless this one gets below it first. So a component that
+        // decides the makespan alone gets the whole stage.
+        let others_tie = queue[k + 1..].iter().any(|&j| parts[j].makespan >= parts[i].makespan);
         let part = &mut parts[i];
         if part.makespan < settled && part.makespan > lower_bound {
             // Not deciding: improving it cannot lower the makespan.
@@ -537,7 +542,7 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Insta
             break;
         }
         let left = stage_end.duration_since(now);
-        let until = if k + 1 == queue.len() { stage_end } else { now + left.mul_f64(0.6) };
+        let until = if !others_tie { stage_end } else { now + left.mul_f64(0.6) };
         let m = exact::minimize(&problem, part.makespan, part.lower.max(lower_bound), &strategies, threads, until);
         part.lower = part.lower.max(m.lower_bound);
         if let Some(off) = m.offsets {
