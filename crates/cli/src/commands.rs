@@ -23,7 +23,7 @@ against the plan); '-' reads standard input. Lifetimes are [lower, upper) unless
 
 How it works: the instance is split into independent components (time ranges no buffer crosses);
 trivial components are solved exactly; greedy first-fit and best-fit heuristics run over several
-orders in parallel; components of up to 20,000 buffers (and 10 million conflicting pairs) then get
+orders in parallel; components of up to 6,000 buffers (and 10 million conflicting pairs) then get
 an exact branch-and-bound search that tries the max load first and proves optimality when it can;
 a large-neighbourhood improvement search (exact re-packing under the peak, first-fit re-placement
 of the buffers alive at an instant) and the boxing algorithm of Buchsbaum et al. share the
