@@ -9,7 +9,7 @@
 //! 4. On components small enough for it (a bounded conflict count), run the exact search
 //!    ([`crate::exact`]) from the best heuristic: it tries the lower bound first and then halves
 //!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
-//!    gets 80% of the time left when components have at most 2,000 buffers, else 10% (all of
+//!    gets 90% of the time left when components have at most 2,000 buffers, else 10% (all of
 //!    it for a component that decides the makespan alone, 60% of it per component when several
 //!    tie); what it refutes raises the lower
 //!    bound.
@@ -343,7 +343,7 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
     if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Exact) {
         stage("exact search");
         let share = match opts.algorithm {
-            Algorithm::Auto if small => 0.8,
+            Algorithm::Auto if small => 0.9,
             Algorithm::Auto => 0.1,
             _ => 1.0,
         };
