@@ -87,21 +87,21 @@ impl Heuristic {
     /// is predicted from another's, and the prediction can be far off (best-fit by area on a
     /// traced perl heap: 12 times first-fit by size). The start-order sweep always finishes.
     pub fn run_until(&self, buffers: &[Buffer], deadline: std::time::Instant) -> Option<Vec<u64>> {
-        if self.order == Order::Start {
-            return Some(crate::online::place_by_start(buffers, self.fit));
-        }
-        let order = order(buffers, self.order);
-        place_in_order_bounded(buffers, &order, self.fit, u64::MAX, Some(deadline))
+        self.run_bounded(buffers, Some(deadline))
     }
 
     /// Places every buffer; the result is valid by construction. Start order runs as a sweep
     /// ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
+        self.run_bounded(buffers, None).expect("a placement without a deadline always completes")
+    }
+
+    fn run_bounded(&self, buffers: &[Buffer], deadline: Option<std::time::Instant>) -> Option<Vec<u64>> {
         if self.order == Order::Start {
-            return crate::online::place_by_start(buffers, self.fit);
+            return Some(crate::online::place_by_start(buffers, self.fit));
         }
         let order = order(buffers, self.order);
-        place_in_order(buffers, &order, self.fit)
+        place_in_order_bounded(buffers, &order, self.fit, u64::MAX, deadline)
     }
 }
 

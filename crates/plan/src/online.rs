@@ -28,8 +28,8 @@ struct GapTree {
     /// Freed node slots.
     spare: Vec<u32>,
     root: u32,
-    /// xorshift state for priorities (fixed seed: the shape never changes the answers).
-    rng: u64,
+    /// Priorities (fixed seed: the shape never changes the answers).
+    rng: crate::rng::Rng,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -45,7 +45,7 @@ struct GapNode {
 
 impl GapTree {
     fn new() -> Self {
-        GapTree { nodes: vec![GapNode::default()], spare: Vec::new(), root: 0, rng: 0x9e37_79b9_7f4a_7c15 }
+        GapTree { nodes: vec![GapNode::default()], spare: Vec::new(), root: 0, rng: crate::rng::Rng::new(0x9e37_79b9_7f4a_7c15) }
     }
 
     fn fix(&mut self, t: u32) {
@@ -91,10 +91,7 @@ impl GapTree {
     }
 
     fn insert(&mut self, start: u64, end: u64) {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        let node = GapNode { start, end, max_len: end - start, prio: self.rng, left: 0, right: 0 };
+        let node = GapNode { start, end, max_len: end - start, prio: self.rng.next_u64(), left: 0, right: 0 };
         let id = match self.spare.pop() {
             Some(id) => {
                 self.nodes[id as usize] = node;
