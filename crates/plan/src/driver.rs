@@ -457,9 +457,7 @@ fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, lower_bound: u64, deadli
             let name = if out.exact { "exact (boxing prelude)".to_string() } else { "boxing".to_string() };
             part.offer(name, out.offsets, now.elapsed().as_secs_f64());
         }
-        if let Some(p) = progress {
-            p.best.store(parts.iter().map(|p| p.makespan).max().unwrap_or(0), Ordering::Relaxed);
-        }
+        show_best(parts, progress);
         out.iterations
     };
     // Under `Auto`, a pass that cannot finish in the time left is not started (on 4.4M traced
@@ -539,11 +537,11 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Insta
             // Not deciding: improving it cannot lower the makespan.
             continue;
         }
-        let Some(problem) = exact::Problem::new(&part.buffers, EXACT_MAX_CONFLICTS) else { continue };
         let now = Instant::now();
         if now >= stage_end {
             break;
         }
+        let Some(problem) = exact::Problem::new(&part.buffers, EXACT_MAX_CONFLICTS) else { continue };
         let left = stage_end.duration_since(now);
         let until = if !others_tie { stage_end } else { now + left.mul_f64(0.6) };
         let m = exact::minimize(&problem, part.makespan, part.lower.max(lower_bound), &strategies, threads, until);
@@ -551,9 +549,7 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Insta
         if let Some(off) = m.offsets {
             part.offer("exact search".into(), off, now.elapsed().as_secs_f64());
         }
-        if let Some(p) = progress {
-            p.best.store(parts.iter().map(|p| p.makespan).max().unwrap_or(0), Ordering::Relaxed);
-        }
+        show_best(parts, progress);
     }
 }
 
@@ -588,9 +584,14 @@ fn improve_stage(parts: &mut [Part], lower_bound: u64, until: Instant, seed: u64
                 part.offer(format!("{name} + improvement"), offsets, t.elapsed().as_secs_f64());
             }
         }
-        if let Some(p) = progress {
-            p.best.store(parts.iter().map(|p| p.makespan).max().unwrap_or(0), Ordering::Relaxed);
-        }
+        show_best(parts, progress);
+    }
+}
+
+/// Publishes the current makespan (the largest component's) to the progress line.
+fn show_best(parts: &[Part], progress: Option<&Progress>) {
+    if let Some(p) = progress {
+        p.best.store(parts.iter().map(|p| p.makespan).max().unwrap_or(0), Ordering::Relaxed);
     }
 }
 
