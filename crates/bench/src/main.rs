@@ -324,16 +324,9 @@ fn main() -> ExitCode {
             let mut c = Command::new(&opts.heaplab);
             c.args(["gen", "--kind", kind, "--buffers", &n.to_string(), "--seed", &opts.seed.to_string(), "-o"]).arg(&job.path);
             row.generator = Some(format!("heaplab gen --kind {kind} --buffers {n} --seed {}", opts.seed));
-            match run::run(&mut c, kill) {
-                Ok(m) if m.success() => eprintln!("{:.2} s", m.wall),
-                Ok(m) => {
-                    eprintln!("failed ({})", m.failure());
-                    row.error = Some(failed("gen", &m));
-                }
-                Err(e) => {
-                    eprintln!("failed");
-                    row.error = Some(format!("cannot run heaplab gen: {e}"));
-                }
+            match step(&mut c, "gen", kill) {
+                Ok(m) => eprintln!("{:.2} s", m.wall),
+                Err(e) => row.error = Some(e),
             }
         }
         if let Some(w) = &job.traced {
@@ -527,19 +520,12 @@ fn trace_and_convert(opts: &Opts, w: &traced::Workload, hlbin: &Path, kill: Dura
             Ok(())
         });
     }
-    match run::run(&mut c, kill) {
-        Ok(m) if m.success() => {
+    match step(&mut c, "trace", kill) {
+        Ok(m) => {
             t.trace_wall = Some(m.wall);
             eprint!("{:.2} s; converting … ", m.wall);
         }
-        Ok(m) => {
-            eprintln!("failed ({})", m.failure());
-            row.error = Some(failed("trace", &m));
-        }
-        Err(e) => {
-            eprintln!("failed");
-            row.error = Some(format!("cannot run heaplab trace: {e}"));
-        }
+        Err(e) => row.error = Some(e),
     }
     if row.error.is_none() {
         let mut c = Command::new(&opts.heaplab);
@@ -554,25 +540,34 @@ fn trace_and_convert(opts: &Opts, w: &traced::Workload, hlbin: &Path, kill: Dura
         }
         let mut c = Command::new(&opts.heaplab);
         c.arg("convert").arg(&trace).arg("-o").arg(hlbin);
-        match run::run(&mut c, kill) {
-            Ok(m) if m.success() => {
+        match step(&mut c, "convert", kill) {
+            Ok(m) => {
                 t.convert_wall = Some(m.wall);
                 eprintln!("{:.2} s", m.wall);
             }
-            Ok(m) => {
-                eprintln!("failed ({})", m.failure());
-                row.error = Some(failed("convert", &m));
-            }
-            Err(e) => {
-                eprintln!("failed");
-                row.error = Some(format!("cannot run heaplab convert: {e}"));
-            }
+            Err(e) => row.error = Some(e),
         }
     }
     if !opts.keep {
         let _ = std::fs::remove_file(&trace);
     }
     row.traced = Some(t);
+}
+
+/// Runs one step of a row (`heaplab WHAT ...`): its measurement when it succeeded, else the
+/// row's error, after ending the progress line with "failed".
+fn step(c: &mut Command, what: &str, kill: Duration) -> Result<run::Measured, String> {
+    match run::run(c, kill) {
+        Ok(m) if m.success() => Ok(m),
+        Ok(m) => {
+            eprintln!("failed ({})", m.failure());
+            Err(failed(what, &m))
+        }
+        Err(e) => {
+            eprintln!("failed");
+            Err(format!("cannot run heaplab {what}: {e}"))
+        }
+    }
 }
 
 /// "plan failed (exit 1): <last stderr line>" — the line omitted when the child printed nothing.
