@@ -13,15 +13,26 @@
 //! makespan has dropped. A failure (refuted, or out of nodes) widens the slab next time, so the
 //! neighbourhoods grow where they must.
 //!
-//! Everything is local: a move costs a scan for the buffers alive in `W` plus a search over a
-//! few hundred buffers, so the search scales to millions of buffers; moves never make the
-//! placement worse, and the result is validated by the caller like every other placement.
+//! Once a peak's slab is thicker than the makespan or holds more than `max_free` buffers, the
+//! exact search is a long shot and the peak gets *window moves* instead: the buffers alive in a
+//! random time window around it whose tops lie above a random depth are taken out and put back
+//! greedily against all the others, which, unlike the floors, lets them drop into holes far
+//! below. Sideways moves (the peak stays but fewer buffers reach it, or they sit lower on the
+//! whole) are kept too, so the search can drift out of a local optimum.
+//!
+//! Everything is local: a move lists the buffers alive in a window through a [`TimeIndex`] and
+//! searches or re-places a few hundred to a few thousand buffers, so the search scales to
+//! millions of buffers; moves never raise the makespan, and the result is validated by the
+//! caller like every other placement. It returns early when stuck (see [`improve`]).
 
 use crate::exact::{self, Decision, Limits, Strategy};
 use crate::occupancy::Occupancy;
 use crate::rng::Rng;
+use crate::timeline::TimeIndex;
 use heaplab_model::Buffer;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Limits and knobs of [`improve`].
@@ -37,17 +48,18 @@ pub struct ImproveParams {
     pub max_free: usize,
     /// Node budget of one re-packing search.
     pub nodes: u64,
-    /// Largest column re-placed by first-fit: a column is everything alive at an instant, which
-    /// in a traced heap can be tens of thousands of buffers, each move then taking longer than
-    /// the whole budget.
+    /// Largest free set of a window move: everything alive in a window of a traced heap can be
+    /// tens of thousands of buffers, each move then taking longer than the whole budget.
     pub max_column: usize,
+    /// Raised by any search sharing it that reaches the target: the others stop too.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl ImproveParams {
-    /// Defaults for a deadline: free sets of up to 2,000 buffers, 50,000 nodes a move, columns
+    /// Defaults for a deadline: free sets of up to 2,000 buffers, 50,000 nodes a move, windows
     /// of up to 5,000 buffers.
     pub fn new(deadline: Instant, seed: u64, target: u64) -> Self {
-        ImproveParams { deadline, seed, target, max_free: 2000, nodes: 50_000, max_column: 5000 }
+        ImproveParams { deadline, seed, target, max_free: 2000, nodes: 50_000, max_column: 5000, stop: None }
     }
 }
 
@@ -69,159 +81,277 @@ pub struct ImproveStats {
 enum Next {
     /// Re-pack the slab of this thickness exactly.
     Slab(u64),
-    /// Re-place a column by first-fit; this many tries made.
-    Column(u32),
+    /// Slabs are exhausted or too large for the exact search: greedy window re-packs.
+    Window,
 }
 
-/// First-fit re-placements of a column tried per peak before it counts as exhausted.
-const COLUMN_TRIES: u32 = 6;
+/// Moves, or seconds, without a makespan drop before [`improve`] may return early.
+const PATIENCE: usize = 200;
+const PATIENCE_SECONDS: f64 = 0.5;
 
 /// Improves `offsets` (a valid placement of `buffers`) in place until the deadline, the target,
-/// or until no peak can be lowered with the largest allowed neighbourhoods.
+/// or until it is stuck (no drop of the makespan in [`PATIENCE`] moves or [`PATIENCE_SECONDS`],
+/// and in as long as the last drop took).
 ///
 /// Each peak buffer is worked on with growing slabs (re-packed exactly above the skyline of the
-/// rest; see the module doc) and then, when even the thickest slab fails, with *column* moves:
-/// the buffers alive at one instant of its lifetime are taken out and put back by first-fit
-/// against everything else — the first try in their current offset order (a compaction that
-/// can only lower them, into holes under other buffers the skyline cannot use), later tries by
-/// size with random perturbations. A column move is kept when the column no longer reaches the
-/// makespan (or, for the compaction, when anything moved down).
+/// rest; see the module doc) while the slab stays small enough for the exact search, and then
+/// with *window* moves (see [`Improver::window_move`]).
 pub fn improve(buffers: &[Buffer], offsets: &mut [u64], params: &ImproveParams) -> ImproveStats {
-    let n = buffers.len();
-    let mut by_top: BTreeSet<(u64, u32)> = (0..n).map(|i| (offsets[i] + buffers[i].size, i as u32)).collect();
-    let makespan = |by_top: &BTreeSet<(u64, u32)>| by_top.last().map(|&(t, _)| t).unwrap_or(0);
-    let mut stats = ImproveStats { start: makespan(&by_top), ..Default::default() };
-    let mut rng = Rng::new(params.seed);
-    // The next move per peak buffer, reset whenever the makespan drops; a peak whose moves all
-    // failed is exhausted for this makespan.
-    let mut next: HashMap<u32, Next> = HashMap::new();
-    let mut exhausted: BTreeSet<u32> = BTreeSet::new();
-    let mut current = makespan(&by_top);
-    while Instant::now() < params.deadline {
-        let m = makespan(&by_top);
-        if m <= params.target || m == 0 {
-            break;
+    let mut im = Improver::new(buffers, offsets, params);
+    im.run();
+    im.stats
+}
+
+/// State of one [`improve`] run.
+struct Improver<'a> {
+    buffers: &'a [Buffer],
+    offsets: &'a mut [u64],
+    params: &'a ImproveParams,
+    /// Every buffer by (top, index): the peaks are the last entries.
+    by_top: BTreeSet<(u64, u32)>,
+    index: TimeIndex,
+    /// `mark[i] == epoch` when buffer `i` is in the current move's free set.
+    mark: Vec<u32>,
+    epoch: u32,
+    rng: Rng,
+    stats: ImproveStats,
+    /// Reused lists: free set, fixed set, query output.
+    free: Vec<usize>,
+    fixed: Vec<usize>,
+    found: Vec<usize>,
+}
+
+impl<'a> Improver<'a> {
+    fn new(buffers: &'a [Buffer], offsets: &'a mut [u64], params: &'a ImproveParams) -> Self {
+        let by_top: BTreeSet<(u64, u32)> = (0..buffers.len()).map(|i| (offsets[i] + buffers[i].size, i as u32)).collect();
+        let start = by_top.last().map(|&(t, _)| t).unwrap_or(0);
+        Improver {
+            buffers,
+            offsets,
+            params,
+            by_top,
+            index: TimeIndex::new(buffers),
+            mark: vec![0; buffers.len()],
+            epoch: 0,
+            rng: Rng::new(params.seed),
+            stats: ImproveStats { start, end: start, ..Default::default() },
+            free: Vec::new(),
+            fixed: Vec::new(),
+            found: Vec::new(),
         }
-        if m < current {
-            current = m;
-            next.clear();
-            exhausted.clear();
-        }
-        let peaks: Vec<u32> = by_top.range((m, 0)..).map(|&(_, i)| i).filter(|i| !exhausted.contains(i)).collect();
-        if peaks.is_empty() {
-            break;
-        }
-        let star = peaks[rng.below(peaks.len() as u64) as usize];
-        let step = *next.entry(star).or_insert(Next::Slab(buffers[star as usize].size));
-        stats.moves += 1;
-        let moved = match step {
-            Next::Slab(thickness) => {
-                let moved = slab_move(buffers, offsets, &by_top, star, m, thickness, params, &mut rng);
-                if moved.is_none() {
-                    let grown = thickness.saturating_mul(2);
-                    next.insert(star, if thickness >= m { Next::Column(0) } else { Next::Slab(grown.min(m)) });
+    }
+
+    fn makespan(&self) -> u64 {
+        self.by_top.last().map(|&(t, _)| t).unwrap_or(0)
+    }
+
+    fn run(&mut self) {
+        // The next move per peak buffer, reset whenever the makespan drops.
+        let mut next: HashMap<u32, Next> = HashMap::new();
+        let mut current = self.makespan();
+        let started = Instant::now();
+        let (mut last_drop, mut moves_at_drop) = (started, 0);
+        while Instant::now() < self.params.deadline {
+            let m = self.makespan();
+            if m <= self.params.target || m == 0 {
+                if let Some(stop) = &self.params.stop {
+                    stop.store(true, Ordering::Relaxed);
                 }
-                moved
+                break;
             }
-            Next::Column(tries) => {
-                let moved = column_move(buffers, offsets, star, m, tries, params.max_column, &mut rng);
-                if moved.is_none() {
-                    if tries + 1 >= COLUMN_TRIES {
-                        exhausted.insert(star);
-                    } else {
-                        next.insert(star, Next::Column(tries + 1));
+            if self.params.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+                break;
+            }
+            if m < current {
+                current = m;
+                next.clear();
+                (last_drop, moves_at_drop) = (Instant::now(), self.stats.moves);
+            }
+            // Stuck: `PATIENCE` moves or `PATIENCE_SECONDS` (slab moves on large slabs are
+            // slow), and longer than it took to reach the last drop, without lowering the
+            // makespan. The time is better spent by the caller (another start, boxing) than on
+            // more of the same moves.
+            let since = last_drop.elapsed();
+            if (self.stats.moves - moves_at_drop >= PATIENCE || since.as_secs_f64() >= PATIENCE_SECONDS) && since > last_drop - started {
+                break;
+            }
+            let peaks: Vec<u32> = self.by_top.range((m, 0)..).map(|&(_, i)| i).collect();
+            let star = peaks[self.rng.below(peaks.len() as u64) as usize];
+            let step = *next.entry(star).or_insert(Next::Slab(self.buffers[star as usize].size));
+            self.stats.moves += 1;
+            let moved = match step {
+                Next::Slab(thickness) => {
+                    let (moved, size) = self.slab_move(star, m, thickness);
+                    if moved.is_none() {
+                        let grown = thickness.saturating_mul(2);
+                        let last = thickness >= m || size > self.params.max_free;
+                        next.insert(star, if last { Next::Window } else { Next::Slab(grown.min(m)) });
                     }
+                    moved
                 }
-                moved
+                Next::Window => self.window_move(star, m),
+            };
+            if let Some(moves) = moved {
+                for (i, o) in moves {
+                    self.by_top.remove(&(self.offsets[i] + self.buffers[i].size, i as u32));
+                    self.offsets[i] = o;
+                    self.by_top.insert((o + self.buffers[i].size, i as u32));
+                }
+                self.stats.improvements += 1;
             }
-        };
-        if let Some(moves) = moved {
-            for (i, o) in moves {
-                by_top.remove(&(offsets[i] + buffers[i].size, i as u32));
-                offsets[i] = o;
-                by_top.insert((offsets[i] + buffers[i].size, i as u32));
-            }
-            stats.improvements += 1;
+        }
+        self.stats.end = self.makespan();
+    }
+
+    /// Starts a new free set: clears the marks.
+    fn new_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.mark.fill(0);
+            self.epoch = 1;
         }
     }
-    stats.end = makespan(&by_top);
-    stats
-}
 
-/// The buffers overlapping `[lo, hi)` in time that are not in `free` (sorted), as indices.
-fn overlapping(buffers: &[Buffer], lo: u64, hi: u64, free: &[usize]) -> Vec<usize> {
-    (0..buffers.len()).filter(|&j| buffers[j].lower < hi && lo < buffers[j].upper && free.binary_search(&j).is_err()).collect()
-}
+    /// Fills `self.fixed` with the buffers overlapping the free set's time span that are not in
+    /// it (the free set is `self.free`, marked with the current epoch).
+    fn collect_fixed(&mut self) -> (u64, u64) {
+        let (lo, hi) = self.free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(self.buffers[i].lower), hi.max(self.buffers[i].upper)));
+        self.found.clear();
+        self.index.overlapping(lo, hi, &mut self.found);
+        self.fixed.clear();
+        for &j in &self.found {
+            if self.mark[j] != self.epoch {
+                self.fixed.push(j);
+            }
+        }
+        (lo, hi)
+    }
 
-/// Slab move (see the module doc): new offsets for the free set, or `None` when the exact
-/// search could not keep it below `m` within its budget.
-#[allow(clippy::too_many_arguments)]
-fn slab_move(
-    buffers: &[Buffer],
-    offsets: &[u64],
-    by_top: &BTreeSet<(u64, u32)>,
-    star: u32,
-    m: u64,
-    thickness: u64,
-    params: &ImproveParams,
-    rng: &mut Rng,
-) -> Option<Vec<(usize, u64)>> {
-    let mut free = free_set(buffers, by_top, star, m.saturating_sub(thickness), params.max_free)?;
-    free.sort_unstable();
-    // Floors: the highest top of fixed buffers alive during each free buffer's lifetime.
-    let (lo, hi) = free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(buffers[i].lower), hi.max(buffers[i].upper)));
-    let fixed = overlapping(buffers, lo, hi, &free);
-    let floors: Vec<u64> = free
-        .iter()
-        .map(|&i| {
-            fixed.iter().filter(|&&j| buffers[j].conflicts(&buffers[i])).map(|&j| offsets[j] + buffers[j].size).max().unwrap_or(0)
-        })
-        .collect();
-    let sub: Vec<Buffer> = free.iter().map(|&i| buffers[i]).collect();
-    let problem = exact::Problem::new(&sub, u64::MAX)?.with_floors(floors);
-    let strategies = Strategy::portfolio();
-    let strategy = strategies[rng.below(strategies.len() as u64) as usize];
-    let limits = Limits { deadline: Some(params.deadline), nodes: params.nodes, ..Limits::default() };
-    match problem.decide(m - 1, strategy, limits).0 {
-        Decision::Found(new) => Some(free.into_iter().zip(new).collect()),
-        Decision::Infeasible | Decision::Unknown => None,
+    /// Slab move (see the module doc): new offsets for the free set, or `None` when the exact
+    /// search could not keep it below `m` within its budget; with the free set's size.
+    fn slab_move(&mut self, star: u32, m: u64, thickness: u64) -> (Option<Vec<(usize, u64)>>, usize) {
+        let buffers = self.buffers;
+        let Some(mut free) = free_set(buffers, &self.by_top, star, m.saturating_sub(thickness), self.params.max_free) else {
+            return (None, 0);
+        };
+        free.sort_unstable();
+        let size = free.len();
+        self.new_epoch();
+        for &i in &free {
+            self.mark[i] = self.epoch;
+        }
+        self.free = free;
+        self.collect_fixed();
+        // Floors: the highest top of fixed buffers alive during each free buffer's lifetime.
+        let mut floors = vec![0u64; self.free.len()];
+        let mut by_lower: Vec<usize> = (0..self.free.len()).collect();
+        by_lower.sort_unstable_by_key(|&k| buffers[self.free[k]].lower);
+        for &j in &self.fixed {
+            let (b, top) = (&buffers[j], self.offsets[j] + buffers[j].size);
+            // Free buffers starting before b ends; of those, the ones ending after b starts.
+            let end = by_lower.partition_point(|&k| buffers[self.free[k]].lower < b.upper);
+            for &k in &by_lower[..end] {
+                if buffers[self.free[k]].upper > b.lower {
+                    floors[k] = floors[k].max(top);
+                }
+            }
+        }
+        let sub: Vec<Buffer> = self.free.iter().map(|&i| buffers[i]).collect();
+        let Some(problem) = exact::Problem::new(&sub, u64::MAX) else {
+            return (None, size);
+        };
+        let problem = problem.with_floors(floors);
+        let strategies = Strategy::portfolio();
+        let strategy = strategies[self.rng.below(strategies.len() as u64) as usize];
+        let limits = Limits { deadline: Some(self.params.deadline), nodes: self.params.nodes, ..Limits::default() };
+        match problem.decide(m - 1, strategy, limits).0 {
+            Decision::Found(new) => (Some(self.free.iter().copied().zip(new).collect()), size),
+            Decision::Infeasible | Decision::Unknown => (None, size),
+        }
     }
-}
 
-/// Column move (see [`improve`]): the buffers alive at a random instant of `star`'s lifetime
-/// re-placed by first-fit against all the others, in the order of try `tries`.
-fn column_move(buffers: &[Buffer], offsets: &[u64], star: u32, m: u64, tries: u32, max_column: usize, rng: &mut Rng) -> Option<Vec<(usize, u64)>> {
-    let b = &buffers[star as usize];
-    let t = b.lower + rng.below(b.length());
-    let free: Vec<usize> = (0..buffers.len()).filter(|&i| buffers[i].lower <= t && t < buffers[i].upper).collect();
-    if free.len() > max_column {
-        return None;
+    /// Window move: the buffers alive in a time window around a random instant of `star`'s
+    /// lifetime whose top lies above a random depth below the makespan are taken out and put
+    /// back greedily against all the others (so holes anywhere under them can be used), in a
+    /// random one of several orders. Kept when the free set no longer reaches `m`, or when it
+    /// still does with fewer buffers there or, at equal count, with no larger sum of tops (a
+    /// sideways step that lets the search drift into shapes a later move can lower).
+    fn window_move(&mut self, star: u32, m: u64) -> Option<Vec<(usize, u64)>> {
+        let buffers = self.buffers;
+        let b = buffers[star as usize];
+        let t = b.lower + self.rng.below(b.length());
+        let half = (b.length() / 2).max(1) << self.rng.below(4);
+        // Depth: a few times the star's size (a thin slab) or a fraction of the makespan down
+        // to all of it (a whole column: compaction into holes far below).
+        let depth = if self.rng.below(2) == 0 { b.size.saturating_mul(1 << self.rng.below(8)) } else { m >> self.rng.below(8) };
+        let h = m.saturating_sub(depth);
+        self.new_epoch();
+        self.found.clear();
+        self.index.overlapping(t.saturating_sub(half), t.saturating_add(half).saturating_add(1), &mut self.found);
+        self.free.clear();
+        for &i in &self.found {
+            if self.offsets[i] + buffers[i].size > h {
+                self.free.push(i);
+            }
+        }
+        if self.free.len() > self.params.max_column {
+            return None;
+        }
+        for k in 0..self.free.len() {
+            let i = self.free[k];
+            self.mark[i] = self.epoch;
+        }
+        self.collect_fixed();
+        let local: Vec<Buffer> = self.fixed.iter().chain(&self.free).map(|&i| buffers[i]).collect();
+        let mut occ = Occupancy::new(&local);
+        for (k, &j) in self.fixed.iter().enumerate() {
+            occ.insert(k, self.offsets[j]);
+        }
+        let nf = self.free.len();
+        let mut order: Vec<usize> = (0..nf).collect();
+        let kind = self.rng.below(4);
+        match kind {
+            0 => order.sort_by_key(|&k| (self.offsets[self.free[k]], k)),
+            1 => {
+                // Size order, each key scaled by a random factor in [1, 2): nearby sizes swap.
+                let keys: Vec<u128> = self.free.iter().map(|&i| buffers[i].size as u128 * (1024 + self.rng.below(1024)) as u128).collect();
+                order.sort_by_key(|&k| (std::cmp::Reverse(keys[k]), k));
+            }
+            2 => {
+                // Area order, perturbed the same way.
+                let keys: Vec<u128> =
+                    self.free.iter().map(|&i| (buffers[i].size as u128 * buffers[i].length() as u128) * (1024 + self.rng.below(1024)) as u128).collect();
+                order.sort_by_key(|&k| (std::cmp::Reverse(keys[k]), k));
+            }
+            _ => {
+                for k in (1..nf).rev() {
+                    order.swap(k, self.rng.below(k as u64 + 1) as usize);
+                }
+            }
+        }
+        let best = self.rng.below(4) == 0;
+        let mut placed = vec![0u64; nf];
+        let nfix = self.fixed.len();
+        for &k in &order {
+            let at = nfix + k;
+            placed[k] = if best { occ.tightest_fit(at) } else { occ.lowest_fit(at) };
+            if placed[k] + buffers[self.free[k]].size > m {
+                return None;
+            }
+            occ.insert(at, placed[k]);
+        }
+        let score = |tops: &mut dyn Iterator<Item = u64>| {
+            let (mut at_m, mut sum) = (0u64, 0u128);
+            for top in tops {
+                at_m += (top == m) as u64;
+                sum += top as u128;
+            }
+            (at_m, sum)
+        };
+        let old = score(&mut self.free.iter().map(|&i| self.offsets[i] + buffers[i].size));
+        let new = score(&mut self.free.iter().zip(&placed).map(|(&i, &o)| o + buffers[i].size));
+        (new <= old).then(|| self.free.iter().copied().zip(placed).collect())
     }
-    let (lo, hi) = free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(buffers[i].lower), hi.max(buffers[i].upper)));
-    let fixed = overlapping(buffers, lo, hi, &free);
-    let local: Vec<Buffer> = fixed.iter().chain(&free).map(|&i| buffers[i]).collect();
-    let mut occ = Occupancy::new(&local);
-    for (k, &j) in fixed.iter().enumerate() {
-        occ.insert(k, offsets[j]);
-    }
-    let mut order: Vec<usize> = (0..free.len()).collect();
-    if tries == 0 {
-        order.sort_by_key(|&k| (offsets[free[k]], k));
-    } else {
-        // Size order, each key scaled by a random factor in [1, 2): nearby sizes swap places.
-        let keys: Vec<u128> = free.iter().map(|&i| buffers[i].size as u128 * (1024 + rng.below(1024)) as u128).collect();
-        order.sort_by_key(|&k| (std::cmp::Reverse(keys[k]), k));
-    }
-    let mut placed = vec![0u64; free.len()];
-    for &k in &order {
-        let at = fixed.len() + k;
-        placed[k] = occ.lowest_fit(at);
-        occ.insert(at, placed[k]);
-    }
-    let new_top = free.iter().zip(&placed).map(|(&i, &o)| o + buffers[i].size).max().unwrap_or(0);
-    let lowered = free.iter().zip(&placed).any(|(&i, &o)| o < offsets[i]);
-    let keep = new_top < m || (tries == 0 && lowered && new_top <= m);
-    keep.then(|| free.into_iter().zip(placed).collect())
 }
 
 /// The free set around `star`: buffers with top above `h`, grown from `star` by layers of

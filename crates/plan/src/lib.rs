@@ -1,7 +1,8 @@
 //! Static memory planning: given buffers with sizes and lifetimes, choose offsets that minimise
-//! the makespan (peak memory). Owns the greedy [`heuristics`], the exact trivial cases, the
-//! boxing algorithm of Buchsbaum et al. ([`boxing`]) and the portfolio [`driver`] that splits an
-//! instance into independent components and runs all of these within a time limit.
+//! the makespan (peak memory). Owns the greedy [`heuristics`], the exact trivial cases and the
+//! [`exact`] search, the boxing algorithm of Buchsbaum et al. ([`boxing`]), the critical
+//! [`windows`] decomposition, the [`improve`]ment search, and the portfolio [`driver`] that
+//! splits an instance into independent components and runs all of these within a time limit.
 
 pub mod boxing;
 pub mod driver;
@@ -11,5 +12,6 @@ pub mod improve;
 pub mod occupancy;
 pub mod online;
 pub mod rng;
+pub mod timeline;
 
 pub use driver::{plan, Algorithm, PlanOptions, PlanOutcome, Progress};
