@@ -23,12 +23,15 @@ against the plan); '-' reads standard input. Lifetimes are [lower, upper) unless
 
 How it works: the instance is split into independent components (time ranges no buffer crosses);
 trivial components are solved exactly; greedy first-fit and best-fit heuristics run over several
-orders in parallel; components of up to 6,000 buffers (and 10 million conflicting pairs) then get
-an exact branch-and-bound search that tries the max load first and proves optimality when it can;
-a large-neighbourhood improvement search (exact re-packing under the peak, first-fit re-placement
-of the buffers alive at an instant) and the boxing algorithm of Buchsbaum et al. share the
-remaining time on the components that decide the makespan (the `stages` line says how). It stops early when the makespan equals the lower bound, which proves the plan
-optimal. Every placement is validated before it is written.
+orders in parallel; on components of more than 2,000 buffers the critical windows (the stretches
+of time around the load's peaks, where the makespan is decided) are planned as instances of their
+own and everything else is placed around them; components of up to 6,000 buffers (and 10 million
+conflicting pairs) get an exact branch-and-bound search that tries the max load first and proves
+optimality when it can; a large-neighbourhood improvement search (exact re-packing under the
+peak, greedy re-packing of time windows) and the boxing algorithm of Buchsbaum et al. share the
+remaining time on the components that decide the makespan (the `stages` line says how). It stops
+early when the makespan equals the lower bound, which proves the plan optimal. Every placement is
+validated before it is written.
 
 Prints: buffers, max load, the best proven lower bound (the max load, or more where the exact
 search refuted smaller makespans), makespan, fragmentation (makespan - max load, in bytes and % of

@@ -6,18 +6,22 @@
 //!    heuristic or the heuristics alone were asked for.
 //! 3. Run the greedy heuristics on every component, in parallel, keeping the best. Under `Auto`
 //!    they may not start after the first quarter of the time limit, kept for the searches.
-//! 4. On components small enough for it (a bounded conflict count), run the exact search
-//!    ([`crate::exact`]) from the best heuristic: it tries the lower bound first and then halves
+//! 4. On components of more than 2,000 buffers ([`SMALL_BUFFERS`]), plan the *critical windows*
+//!    ([`crate::windows`]): the stretches of time where the makespan is decided, each planned
+//!    alone by this same pipeline (nested, without windows), the rest filled in around them.
+//!    Up to 60% of the time left, if one and a half first-fit placements fit in it.
+//! 5. On components small enough for it (a bounded conflict count), run the exact search
+//!    ([`crate::exact`]) from the best placement: it tries the lower bound first and then halves
 //!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
 //!    gets 90% of the time left when components have at most 2,000 buffers, else 10% (all of
 //!    it for a component that decides the makespan alone, 60% of it per component when several
-//!    tie); what it refutes raises the lower
-//!    bound.
-//! 5. Improve the components that decide the makespan with the large-neighbourhood search
-//!    ([`crate::improve`]): exact re-packing of the slab under each peak, then first-fit
-//!    re-placement of columns; it gets half of the time left (a third when a component has more
-//!    than 2,000 buffers: boxing pays more there) and returns early when stuck.
-//! 6. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
+//!    tie); what it refutes raises the lower bound.
+//! 6. Improve the components that decide the makespan with the large-neighbourhood search
+//!    ([`crate::improve`]) from the best placement and the runners-up, one per thread: exact
+//!    re-packing of small slabs under each peak, then greedy re-packing of time windows; it gets
+//!    half of the time left (a third when a component has more than 2,000 buffers: boxing pays
+//!    more there) and returns early when stuck.
+//! 7. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
 //!    whose makespan is above the global lower bound — only those decide the result — largest
 //!    first, each bootstrapped with its best heuristic makespan (passes that cannot beat it stop
 //!    early). Each component gets 60% of the time left (the last one all of it), `--iterations`
@@ -26,7 +30,7 @@
 //!    this stage alone, on every non-trivial component, without bootstrapping.
 //!    Under `Auto` boxing keeps a fifth of its time for a last improvement search on what it
 //!    found (always run on components above 2,000 buffers, else only when boxing improved).
-//! 7. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
+//! 8. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
 //!    component whose first heuristic already reaches the lower bound runs no other.
 //!
 //! Every result is validated before it is returned; an invalid placement is a bug and panics.
@@ -218,6 +222,12 @@ impl Part<'_> {
 
 /// Plans `buffers` within the options' limits. Optional `progress` is updated as it goes.
 pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
+    plan_at(buffers, opts, progress, false)
+}
+
+/// [`plan`]; `nested` for a window's own plan inside the critical-windows stage, which does not
+/// open windows again.
+fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, nested: bool) -> PlanOutcome {
     let start = Instant::now();
     let deadline = start + opts.time_limit;
     // Under `Auto`, further heuristics may not start once they would run past a quarter of the
@@ -339,7 +349,12 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
     // Small components are where the exact search shines and boxing rarely helps; on large
     // ones the exact search is a long shot and boxing, then improving its result, pays most.
     let largest = parts.iter().filter(|p| !p.exact).map(|p| p.buffers.len()).max().unwrap_or(0);
-    let small = largest <= 2_000;
+    let small = largest <= SMALL_BUFFERS;
+
+    if opts.algorithm == Algorithm::Auto && !nested && !small {
+        stage("critical windows");
+        windows_stage(&mut parts, lower_bound, deadline, opts.seed, progress);
+    }
     if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Exact) {
         stage("exact search");
         let share = match opts.algorithm {
@@ -500,6 +515,41 @@ fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, lower_bound: u64, deadli
 /// Component size above which the heuristics start with the cheapest one (see [`plan`]).
 const HUGE_BUFFERS: usize = 2_000_000;
 
+/// Components of at most this many buffers are *small*: the exact search gets most of the time
+/// and no critical windows are opened (a window would be most of the component).
+const SMALL_BUFFERS: usize = 2_000;
+
+/// The critical-windows stage of [`plan`] ([`crate::windows`]): on each component above
+/// [`SMALL_BUFFERS`] that decides the makespan, largest makespan first, for up to 60% of the
+/// time left, provided one and a half fills (each about one first-fit placement) fit in it. Each window is
+/// planned by this driver's own pipeline (nested: no windows inside windows).
+fn windows_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
+    let mut queue: Vec<usize> = (0..parts.len())
+        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].buffers.len() > SMALL_BUFFERS)
+        .filter(|&i| parts[i].makespan > lower_bound.max(parts[i].lower))
+        .collect();
+    queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
+    for &i in &queue {
+        let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
+        let part = &mut parts[i];
+        let now = Instant::now();
+        let left = deadline.saturating_duration_since(now);
+        if part.makespan < settled || left.as_secs_f64() * 0.6 < 1.5 * part.first_fit_seconds {
+            continue;
+        }
+        let params = crate::windows::WindowParams::new(now + left.mul_f64(0.6), lower_bound.max(part.lower), part.makespan);
+        let mut solve = |sub: &[Buffer], until: Instant| {
+            let opts = PlanOptions { time_limit: until.saturating_duration_since(Instant::now()), iterations: None, seed, algorithm: Algorithm::Auto };
+            plan_at(sub, &opts, None, true).offsets
+        };
+        let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
+        if let Some(off) = out.offsets {
+            part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
+        }
+        show_best(parts, progress);
+    }
+}
+
 /// Conflicting pairs above which a component is left to the heuristics and boxing: the exact
 /// search keeps per-buffer conflict lists (8 bytes a pair).
 const EXACT_MAX_CONFLICTS: u64 = 10_000_000;
@@ -554,8 +604,8 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Insta
 }
 
 /// The improvement stage of [`plan`]: the components that decide the makespan, largest first,
-/// each improved ([`crate::improve`]) from its best placement until `until` (it returns early
-/// when no peak can be lowered any more), aiming at its proven lower bound.
+/// each improved ([`crate::improve`]) from its best placement and its runners-up in parallel
+/// until `until` (a search returns early when stuck), aiming at its proven lower bound.
 fn improve_stage(parts: &mut [Part], lower_bound: u64, until: Instant, seed: u64, progress: Option<&Progress>) {
     let mut queue: Vec<usize> = (0..parts.len())
         .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].makespan > lower_bound.max(parts[i].lower))
@@ -567,21 +617,33 @@ fn improve_stage(parts: &mut [Part], lower_bound: u64, until: Instant, seed: u64
         if part.makespan < settled || Instant::now() >= until {
             continue;
         }
-        // From the best placement, then from the runners-up while time is left: the search
-        // returns early where it is stuck, and another start is stuck elsewhere.
+        // From the best placement and the runners-up, on all threads (the search itself is
+        // sequential): each start gets stuck in a different place, and a search returns early
+        // when stuck, freeing its thread for the next start. The first to reach the target
+        // stops the others.
         let target = lower_bound.max(part.lower);
         let starts: Vec<(String, Vec<u64>)> = std::iter::once((part.algorithm.clone(), part.offsets.clone()))
             .chain(part.runners_up.iter().map(|r| (r.1.clone(), r.2.clone())))
             .collect();
-        for (k, (name, mut offsets)) in starts.into_iter().enumerate() {
-            if Instant::now() >= until || part.makespan <= target {
-                break;
-            }
-            let t = Instant::now();
-            let seed = crate::rng::mix(crate::rng::mix(seed, i as u64), k as u64);
-            let stats = improve::improve(&part.buffers, &mut offsets, &improve::ImproveParams::new(until, seed, target));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let buffers = &part.buffers;
+        let results: Vec<(String, Vec<u64>, improve::ImproveStats, f64)> = starts
+            .into_par_iter()
+            .enumerate()
+            .filter_map(|(k, (name, mut offsets))| {
+                if Instant::now() >= until || stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                let t = Instant::now();
+                let seed = crate::rng::mix(crate::rng::mix(seed, i as u64), k as u64);
+                let params = improve::ImproveParams { stop: Some(stop.clone()), ..improve::ImproveParams::new(until, seed, target) };
+                let stats = improve::improve(buffers, &mut offsets, &params);
+                Some((name, offsets, stats, t.elapsed().as_secs_f64()))
+            })
+            .collect();
+        for (name, offsets, stats, secs) in results {
             if stats.end < stats.start {
-                part.offer(format!("{name} + improvement"), offsets, t.elapsed().as_secs_f64());
+                part.offer(format!("{name} + improvement"), offsets, secs);
             }
         }
         show_best(parts, progress);

@@ -13,5 +13,6 @@ pub mod occupancy;
 pub mod online;
 pub mod rng;
 pub mod timeline;
+pub mod windows;
 
 pub use driver::{plan, Algorithm, PlanOptions, PlanOutcome, Progress};
