@@ -319,10 +319,7 @@ impl Problem {
             Rank::SizeTotal => idx.sort_by_cached_key(|&i| (Reverse((z[u(i)], t(i))), tie(u(i)))),
             Rank::Random(seed) => {
                 idx.sort_by_key(|&i| tie(u(i)));
-                let mut rng = crate::rng::Rng::new(seed ^ idx.len() as u64);
-                for k in (1..idx.len()).rev() {
-                    idx.swap(k, rng.below(k as u64 + 1) as usize);
-                }
+                crate::rng::Rng::new(seed ^ idx.len() as u64).shuffle(idx);
             }
         }
     }

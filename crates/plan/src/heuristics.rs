@@ -116,13 +116,7 @@ pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
         }),
         Order::Length => idx.sort_unstable_by_key(|i| (std::cmp::Reverse((b(i).length(), b(i).size)), b(i).lower, *i)),
         Order::Start => idx.sort_unstable_by_key(|i| (b(i).lower, std::cmp::Reverse(b(i).size), *i)),
-        Order::Random(seed) => {
-            let mut rng = crate::rng::Rng::new(seed);
-            for k in (1..idx.len()).rev() {
-                let j = rng.below(k as u64 + 1) as usize;
-                idx.swap(k, j);
-            }
-        }
+        Order::Random(seed) => crate::rng::Rng::new(seed).shuffle(&mut idx),
     }
     idx
 }

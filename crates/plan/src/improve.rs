@@ -323,11 +323,7 @@ impl<'a> Improver<'a> {
                     self.free.iter().map(|&i| (buffers[i].size as u128 * buffers[i].length() as u128) * (1024 + self.rng.below(1024)) as u128).collect();
                 order.sort_by_key(|&k| (std::cmp::Reverse(keys[k]), k));
             }
-            _ => {
-                for k in (1..nf).rev() {
-                    order.swap(k, self.rng.below(k as u64 + 1) as usize);
-                }
-            }
+            _ => self.rng.shuffle(&mut order),
         }
         let best = self.rng.below(4) == 0;
         let mut placed = vec![0u64; nf];

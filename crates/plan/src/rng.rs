@@ -39,6 +39,13 @@ impl Rng {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
 
+    /// Shuffles `v` uniformly in place (Fisher–Yates, drawing from the last position down).
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for k in (1..v.len()).rev() {
+            v.swap(k, self.below(k as u64 + 1) as usize);
+        }
+    }
+
     /// Uniform in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
