@@ -50,7 +50,7 @@ pub struct ImproveParams {
     pub nodes: u64,
     /// Largest free set of a window move: everything alive in a window of a traced heap can be
     /// tens of thousands of buffers, each move then taking longer than the whole budget.
-    pub max_column: usize,
+    pub max_window: usize,
     /// Raised by any search sharing it that reaches the target: the others stop too.
     pub stop: Option<Arc<AtomicBool>>,
 }
@@ -59,7 +59,7 @@ impl ImproveParams {
     /// Defaults for a deadline: free sets of up to 2,000 buffers, 50,000 nodes a move, windows
     /// of up to 5,000 buffers.
     pub fn new(deadline: Instant, seed: u64, target: u64) -> Self {
-        ImproveParams { deadline, seed, target, max_free: 2000, nodes: 50_000, max_column: 5000, stop: None }
+        ImproveParams { deadline, seed, target, max_free: 2000, nodes: 50_000, max_window: 5000, stop: None }
     }
 }
 
@@ -203,18 +203,22 @@ impl<'a> Improver<'a> {
         self.stats.end = self.makespan();
     }
 
-    /// Starts a new free set: clears the marks.
-    fn new_epoch(&mut self) {
+    /// Marks the buffers of `self.free` as the current move's free set (a new epoch, so the
+    /// previous move's marks lapse without clearing them).
+    fn mark_free(&mut self) {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.mark.fill(0);
             self.epoch = 1;
         }
+        for &i in &self.free {
+            self.mark[i] = self.epoch;
+        }
     }
 
     /// Fills `self.fixed` with the buffers overlapping the free set's time span that are not in
-    /// it (the free set is `self.free`, marked with the current epoch).
-    fn collect_fixed(&mut self) -> (u64, u64) {
+    /// it (the free set is `self.free`, marked by [`Improver::mark_free`]).
+    fn collect_fixed(&mut self) {
         let (lo, hi) = self.free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(self.buffers[i].lower), hi.max(self.buffers[i].upper)));
         self.found.clear();
         self.index.overlapping(lo, hi, &mut self.found);
@@ -224,7 +228,6 @@ impl<'a> Improver<'a> {
                 self.fixed.push(j);
             }
         }
-        (lo, hi)
     }
 
     /// Slab move (see the module doc): new offsets for the free set, or `None` when the exact
@@ -236,11 +239,8 @@ impl<'a> Improver<'a> {
         };
         free.sort_unstable();
         let size = free.len();
-        self.new_epoch();
-        for &i in &free {
-            self.mark[i] = self.epoch;
-        }
         self.free = free;
+        self.mark_free();
         self.collect_fixed();
         // Floors: the highest top of fixed buffers alive during each free buffer's lifetime.
         let mut floors = vec![0u64; self.free.len()];
@@ -285,7 +285,6 @@ impl<'a> Improver<'a> {
         // to all of it (a whole column: compaction into holes far below).
         let depth = if self.rng.below(2) == 0 { b.size.saturating_mul(1 << self.rng.below(8)) } else { m >> self.rng.below(8) };
         let h = m.saturating_sub(depth);
-        self.new_epoch();
         self.found.clear();
         self.index.overlapping(t.saturating_sub(half), t.saturating_add(half).saturating_add(1), &mut self.found);
         self.free.clear();
@@ -294,13 +293,10 @@ impl<'a> Improver<'a> {
                 self.free.push(i);
             }
         }
-        if self.free.len() > self.params.max_column {
+        if self.free.len() > self.params.max_window {
             return None;
         }
-        for k in 0..self.free.len() {
-            let i = self.free[k];
-            self.mark[i] = self.epoch;
-        }
+        self.mark_free();
         self.collect_fixed();
         let local: Vec<Buffer> = self.fixed.iter().chain(&self.free).map(|&i| buffers[i]).collect();
         let mut occ = Occupancy::new(&local);
@@ -312,15 +308,18 @@ impl<'a> Improver<'a> {
         let kind = self.rng.below(4);
         match kind {
             0 => order.sort_by_key(|&k| (self.offsets[self.free[k]], k)),
-            1 => {
-                // Size order, each key scaled by a random factor in [1, 2): nearby sizes swap.
-                let keys: Vec<u128> = self.free.iter().map(|&i| buffers[i].size as u128 * (1024 + self.rng.below(1024)) as u128).collect();
-                order.sort_by_key(|&k| (std::cmp::Reverse(keys[k]), k));
-            }
-            2 => {
-                // Area order, perturbed the same way.
-                let keys: Vec<u128> =
-                    self.free.iter().map(|&i| (buffers[i].size as u128 * buffers[i].length() as u128) * (1024 + self.rng.below(1024)) as u128).collect();
+            1 | 2 => {
+                // Size (1) or area (2) order, each key scaled by a random factor in [1, 2):
+                // nearby keys swap places.
+                let keys: Vec<u128> = self
+                    .free
+                    .iter()
+                    .map(|&i| {
+                        let b = &buffers[i];
+                        let weight = if kind == 1 { b.size as u128 } else { b.size as u128 * b.length() as u128 };
+                        weight * (1024 + self.rng.below(1024)) as u128
+                    })
+                    .collect();
                 order.sort_by_key(|&k| (std::cmp::Reverse(keys[k]), k));
             }
             _ => self.rng.shuffle(&mut order),
