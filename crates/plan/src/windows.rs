@@ -106,14 +106,15 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
         in_window.fill(false);
         let mut offsets = vec![0u64; buffers.len()];
         let mut occ = Occupancy::new(buffers);
+        let mut windows_top = 0;
         for w in &windows {
             for (&i, &o) in w.members.iter().zip(w.plan.as_deref().unwrap_or(&[])) {
                 offsets[i] = o;
                 occ.insert(i, o);
                 in_window[i] = true;
+                windows_top = windows_top.max(o + buffers[i].size);
             }
         }
-        let windows_top = (0..buffers.len()).filter(|&i| in_window[i]).map(|i| offsets[i] + buffers[i].size).max().unwrap_or(0);
         // The fill: stops at the first buffer that cannot stay below the best makespan.
         let mut highest = (windows_top, usize::MAX);
         let mut complete = windows_top < out.makespan;
