@@ -351,6 +351,10 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     let largest = parts.iter().filter(|p| !p.exact).map(|p| p.buffers.len()).max().unwrap_or(0);
     let small = largest <= SMALL_BUFFERS;
 
+    if opts.algorithm == Algorithm::Auto && !nested {
+        stage("flat components");
+        flat_stage(&mut parts, lower_bound, deadline, opts.seed, progress);
+    }
     if opts.algorithm == Algorithm::Auto && !nested && !small {
         stage("critical windows");
         windows_stage(&mut parts, lower_bound, deadline, opts.seed, progress);
@@ -545,6 +549,58 @@ fn windows_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: 
         let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
         if let Some(off) = out.offsets {
             part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
+        }
+        show_best(parts, progress);
+    }
+}
+
+/// Buffers below which a flat component is left to the exact search alone.
+const FLAT_MIN_BUFFERS: usize = 64;
+
+/// The flat-components stage of [`plan`] ([`crate::flat`]): each component that decides the
+/// makespan, has more than [`FLAT_MIN_BUFFERS`] buffers and the same load at every tick is
+/// merged into blocks, and the blocks are planned as an instance of their own by this driver's
+/// pipeline (nested). Up to 80% of the time left (the other stages rarely gain a byte on a
+/// flat component: every instant is a peak, and no slack anywhere), shared equally by the components in line; in
+/// a component's share the first merge order gets half, each further one (drawn from `seed`)
+/// half of what remains, until a plan reaches the lower bound.
+fn flat_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
+    let mut queue: Vec<usize> = (0..parts.len())
+        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].buffers.len() > FLAT_MIN_BUFFERS)
+        .filter(|&i| parts[i].makespan > lower_bound.max(parts[i].lower))
+        .collect();
+    queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
+    let stage_end = {
+        let now = Instant::now();
+        now + deadline.saturating_duration_since(now).mul_f64(0.8)
+    };
+    for (k, &i) in queue.iter().enumerate() {
+        let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
+        let part = &mut parts[i];
+        if part.makespan < settled || !crate::flat::is_flat(&part.buffers, part.max_load) {
+            continue;
+        }
+        // An equal share of the stage for this component and each after it in the queue.
+        let part_end = {
+            let now = Instant::now();
+            now + stage_end.saturating_duration_since(now) / (queue.len() - k) as u32
+        };
+        let target = lower_bound.max(part.lower);
+        for round in 0u64.. {
+            let now = Instant::now();
+            if now >= part_end || part.makespan <= target {
+                break;
+            }
+            let blocks = crate::flat::reduce(&part.buffers, (round > 0).then(|| seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+            if blocks.len() * 2 > part.buffers.len() {
+                break; // no structure to exploit
+            }
+            let sub = blocks.buffers();
+            let until = now + part_end.saturating_duration_since(now) / 2;
+            let opts = PlanOptions { time_limit: until.saturating_duration_since(Instant::now()), iterations: None, seed, algorithm: Algorithm::Auto };
+            let planned = plan_at(&sub, &opts, None, true);
+            let off = blocks.expand(&planned.offsets, part.buffers.len());
+            part.offer(format!("flat blocks ({} blocks)", sub.len()), off, now.elapsed().as_secs_f64());
         }
         show_best(parts, progress);
     }

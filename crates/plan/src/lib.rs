@@ -12,6 +12,7 @@ pub mod improve;
 pub mod occupancy;
 pub mod online;
 pub mod rng;
+pub mod flat;
 pub mod timeline;
 pub mod windows;
 
