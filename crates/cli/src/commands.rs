@@ -23,7 +23,10 @@ against the plan); '-' reads standard input. Lifetimes are [lower, upper) unless
 
 How it works: the instance is split into independent components (time ranges no buffer crosses);
 trivial components are solved exactly; greedy first-fit and best-fit heuristics run over several
-orders in parallel; on components of more than 2,000 buffers the critical windows (the stretches
+orders in parallel; a flat component (the same load at every tick, so no slack anywhere) is merged
+into blocks, rectangles its buffers fill exactly (equal heights meeting in time chain, equal
+lifetimes stack), and the blocks are planned instead; on components of more than 2,000 buffers
+the critical windows (the stretches
 of time around the load's peaks, where the makespan is decided) are planned as instances of their
 own and everything else is placed around them; components of up to 6,000 buffers (and 10 million
 conflicting pairs) get an exact branch-and-bound search that tries the max load first and proves

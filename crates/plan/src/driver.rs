@@ -6,22 +6,27 @@
 //!    heuristic or the heuristics alone were asked for.
 //! 3. Run the greedy heuristics on every component, in parallel, keeping the best. Under `Auto`
 //!    they may not start after the first quarter of the time limit, kept for the searches.
-//! 4. On components of more than 2,000 buffers ([`SMALL_BUFFERS`]), plan the *critical windows*
+//! 4. On *flat* components (load equal to the max at every tick) of more than 64 buffers that
+//!    decide the makespan, merge the buffers into blocks ([`crate::flat`]) and plan the blocks by
+//!    this same pipeline (nested), trying other merge orders while they do not pack at the
+//!    lower bound. Up to 80% of the time left.
+//! 5. On components of more than 2,000 buffers ([`SMALL_BUFFERS`]), plan the *critical windows*
 //!    ([`crate::windows`]): the stretches of time where the makespan is decided, each planned
-//!    alone by this same pipeline (nested, without windows), the rest filled in around them.
+//!    alone by this same pipeline (nested: without flat blocks or windows), the rest filled in
+//!    around them.
 //!    Up to 60% of the time left, if one and a half first-fit placements fit in it.
-//! 5. On components small enough for it (a bounded conflict count), run the exact search
+//! 6. On components small enough for it (a bounded conflict count), run the exact search
 //!    ([`crate::exact`]) from the best placement: it tries the lower bound first and then halves
 //!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
 //!    gets 90% of the time left when components have at most 2,000 buffers, else 10% (all of
 //!    it for a component that decides the makespan alone, 60% of it per component when several
 //!    tie); what it refutes raises the lower bound.
-//! 6. Improve the components that decide the makespan with the large-neighbourhood search
+//! 7. Improve the components that decide the makespan with the large-neighbourhood search
 //!    ([`crate::improve`]) from the best placement and the runners-up, one per thread: exact
 //!    re-packing of small slabs under each peak, then greedy re-packing of time windows; it gets
 //!    half of the time left (a third when a component has more than 2,000 buffers: boxing pays
 //!    more there) and returns early when stuck.
-//! 7. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
+//! 8. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
 //!    whose makespan is above the global lower bound — only those decide the result — largest
 //!    first, each bootstrapped with its best heuristic makespan (passes that cannot beat it stop
 //!    early). Each component gets 60% of the time left (the last one all of it), `--iterations`
@@ -30,7 +35,7 @@
 //!    this stage alone, on every non-trivial component, without bootstrapping.
 //!    Under `Auto` boxing keeps a fifth of its time for a last improvement search on what it
 //!    found (always run on components above 2,000 buffers, else only when boxing improved).
-//! 8. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
+//! 9. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
 //!    component whose first heuristic already reaches the lower bound runs no other.
 //!
 //! Every result is validated before it is returned; an invalid placement is a bug and panics.

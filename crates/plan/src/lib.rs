@@ -1,8 +1,9 @@
 //! Static memory planning: given buffers with sizes and lifetimes, choose offsets that minimise
 //! the makespan (peak memory). Owns the greedy [`heuristics`], the exact trivial cases and the
-//! [`exact`] search, the boxing algorithm of Buchsbaum et al. ([`boxing`]), the critical
-//! [`windows`] decomposition, the [`improve`]ment search, and the portfolio [`driver`] that
-//! splits an instance into independent components and runs all of these within a time limit.
+//! [`exact`] search, the boxing algorithm of Buchsbaum et al. ([`boxing`]), the blocks of
+//! [`flat`] components, the critical [`windows`] decomposition, the [`improve`]ment search, and
+//! the portfolio [`driver`] that splits an instance into independent components and runs all of
+//! these within a time limit.
 
 pub mod boxing;
 pub mod driver;
