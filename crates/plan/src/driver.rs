@@ -528,6 +528,13 @@ const HUGE_BUFFERS: usize = 2_000_000;
 /// and no critical windows are opened (a window would be most of the component).
 const SMALL_BUFFERS: usize = 2_000;
 
+/// Offsets for a sub-instance a stage builds (a window, the blocks of a flat component), planned
+/// by this driver under `Auto` until `until`, nested: no windows or flat blocks inside.
+fn plan_nested(sub: &[Buffer], until: Instant, seed: u64) -> Vec<u64> {
+    let opts = PlanOptions { time_limit: until.saturating_duration_since(Instant::now()), iterations: None, seed, algorithm: Algorithm::Auto };
+    plan_at(sub, &opts, None, true).offsets
+}
+
 /// The critical-windows stage of [`plan`] ([`crate::windows`]): on each component above
 /// [`SMALL_BUFFERS`] that decides the makespan, largest makespan first, for up to 60% of the
 /// time left, provided one and a half fills (each about one first-fit placement) fit in it. Each window is
@@ -547,10 +554,7 @@ fn windows_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: 
             continue;
         }
         let params = crate::windows::WindowParams::new(now + left.mul_f64(0.6), lower_bound.max(part.lower), part.makespan);
-        let mut solve = |sub: &[Buffer], until: Instant| {
-            let opts = PlanOptions { time_limit: until.saturating_duration_since(Instant::now()), iterations: None, seed, algorithm: Algorithm::Auto };
-            plan_at(sub, &opts, None, true).offsets
-        };
+        let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, seed);
         let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
         if let Some(off) = out.offsets {
             part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
@@ -602,9 +606,7 @@ fn flat_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64
             }
             let sub = blocks.buffers();
             let until = now + part_end.saturating_duration_since(now) / 2;
-            let opts = PlanOptions { time_limit: until.saturating_duration_since(Instant::now()), iterations: None, seed, algorithm: Algorithm::Auto };
-            let planned = plan_at(&sub, &opts, None, true);
-            let off = blocks.expand(&planned.offsets, part.buffers.len());
+            let off = blocks.expand(&plan_nested(&sub, until, seed), part.buffers.len());
             part.offer(format!("flat blocks ({} blocks)", sub.len()), off, now.elapsed().as_secs_f64());
         }
         show_best(parts, progress);
