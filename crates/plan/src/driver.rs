@@ -528,6 +528,18 @@ const HUGE_BUFFERS: usize = 2_000_000;
 /// and no critical windows are opened (a window would be most of the component).
 const SMALL_BUFFERS: usize = 2_000;
 
+/// The components a search stage works on, largest makespan first (ties by index): not solved
+/// exactly, with a placement above their target (the global lower bound or their own proven
+/// bound, whichever is higher), and a buffer count `sized` accepts.
+fn above_target(parts: &[Part], lower_bound: u64, sized: impl Fn(usize) -> bool) -> Vec<usize> {
+    let mut queue: Vec<usize> = (0..parts.len())
+        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].makespan > lower_bound.max(parts[i].lower))
+        .filter(|&i| sized(parts[i].buffers.len()))
+        .collect();
+    queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
+    queue
+}
+
 /// Offsets for a sub-instance a stage builds (a window, the blocks of a flat component), planned
 /// by this driver under `Auto` until `until`, nested: no windows or flat blocks inside.
 fn plan_nested(sub: &[Buffer], until: Instant, seed: u64) -> Vec<u64> {
@@ -540,11 +552,7 @@ fn plan_nested(sub: &[Buffer], until: Instant, seed: u64) -> Vec<u64> {
 /// time left, provided one and a half fills (each about one first-fit placement) fit in it. Each window is
 /// planned by this driver's own pipeline (nested: no windows inside windows).
 fn windows_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
-    let mut queue: Vec<usize> = (0..parts.len())
-        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].buffers.len() > SMALL_BUFFERS)
-        .filter(|&i| parts[i].makespan > lower_bound.max(parts[i].lower))
-        .collect();
-    queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
+    let queue = above_target(parts, lower_bound, |n| n > SMALL_BUFFERS);
     for &i in &queue {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
@@ -574,11 +582,7 @@ const FLAT_MIN_BUFFERS: usize = 64;
 /// a component's share the first merge order gets half, each further one (drawn from `seed`)
 /// half of what remains, until a plan reaches the lower bound.
 fn flat_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
-    let mut queue: Vec<usize> = (0..parts.len())
-        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].buffers.len() > FLAT_MIN_BUFFERS)
-        .filter(|&i| parts[i].makespan > lower_bound.max(parts[i].lower))
-        .collect();
-    queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
+    let queue = above_target(parts, lower_bound, |n| n > FLAT_MIN_BUFFERS);
     let stage_end = {
         let now = Instant::now();
         now + deadline.saturating_duration_since(now).mul_f64(0.8)
@@ -627,11 +631,7 @@ const EXACT_MAX_BUFFERS: usize = 6_000;
 /// each minimised from its best placement for `share` of the time left (the last one all of
 /// the stage's time). A refuted capacity raises the component's proven lower bound.
 fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Instant, progress: Option<&Progress>) {
-    let mut queue: Vec<usize> = (0..parts.len())
-        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].makespan > lower_bound.max(parts[i].lower))
-        .filter(|&i| parts[i].buffers.len() <= EXACT_MAX_BUFFERS)
-        .collect();
-    queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
+    let queue = above_target(parts, lower_bound, |n| n <= EXACT_MAX_BUFFERS);
     let strategies = exact::Strategy::portfolio();
     let threads = rayon::current_num_threads().clamp(1, 2);
     let stage_end = {
@@ -670,10 +670,7 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Insta
 /// each improved ([`crate::improve`]) from its best placement and its runners-up in parallel
 /// until `until` (a search returns early when stuck), aiming at its proven lower bound.
 fn improve_stage(parts: &mut [Part], lower_bound: u64, until: Instant, seed: u64, progress: Option<&Progress>) {
-    let mut queue: Vec<usize> = (0..parts.len())
-        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].makespan > lower_bound.max(parts[i].lower))
-        .collect();
-    queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
+    let queue = above_target(parts, lower_bound, |_| true);
     for &i in &queue {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
