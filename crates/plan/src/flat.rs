@@ -81,9 +81,7 @@ impl Blocks {
         self.roots
             .iter()
             .enumerate()
-            .map(|(i, &r)| {
-                Buffer { id: i as u64, ..self.shapes[r as usize] }
-            })
+            .map(|(i, &r)| Buffer { id: i as u64, ..self.shapes[r as usize] })
             .collect()
     }
 
@@ -108,10 +106,10 @@ impl Blocks {
     }
 }
 
-/// Merges `buffers` into blocks (see the module doc). Buckets of blocks that share a lifetime
-/// are stacked in a fixed order, or, given an `order` seed, in an order drawn from it: which
-/// blocks end up stacked depends on it, so a caller can try several. Any instance is accepted;
-/// the rules are only likely to pay on flat ones. O(n) expected hash operations.
+/// Merges `buffers` into blocks (see the module doc). Stacks go smallest area first; given an
+/// `order` seed, each stack's area is jittered by up to a quarter, drawn from it: which blocks
+/// end up stacked depends on the order, so a caller can try several. Any instance is accepted;
+/// the rules are only likely to pay on flat ones. O(n log n): hash buckets and a heap of stacks.
 pub fn reduce(buffers: &[Buffer], order: Option<u64>) -> Blocks {
     let n = buffers.len();
     let mut blocks = Blocks {
@@ -174,8 +172,7 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>) -> Vec<u32> {
     roots
 }
 
-/// The buckets of one round of [`merge`]. Buckets hold dead blocks too (removed lazily):
-/// `alive` decides.
+/// The buckets of [`merge`]. Buckets hold dead blocks too (removed lazily): `alive` decides.
 #[derive(Default)]
 struct Merger {
     alive: HashSet<u32>,
