@@ -13,8 +13,7 @@
 //! 5. On components of more than 2,000 buffers ([`SMALL_BUFFERS`]), plan the *critical windows*
 //!    ([`crate::windows`]): the stretches of time where the makespan is decided, each planned
 //!    alone by this same pipeline (nested: without flat blocks or windows), the rest filled in
-//!    around them.
-//!    Up to 60% of the time left, if one and a half first-fit placements fit in it.
+//!    around them. Up to 60% of the time left, if one and a half first-fit placements fit in it.
 //! 6. On components small enough for it (a bounded conflict count), run the exact search
 //!    ([`crate::exact`]) from the best placement: it tries the lower bound first and then halves
 //!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
@@ -230,8 +229,8 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
     plan_at(buffers, opts, progress, false)
 }
 
-/// [`plan`]; `nested` for a window's own plan inside the critical-windows stage, which does not
-/// open windows again.
+/// [`plan`]; `nested` for the plan of a sub-instance (a window, a flat component's blocks; see
+/// [`plan_nested`]), which opens no windows and merges no blocks again.
 fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, nested: bool) -> PlanOutcome {
     let start = Instant::now();
     let deadline = start + opts.time_limit;
@@ -549,8 +548,8 @@ fn plan_nested(sub: &[Buffer], until: Instant, seed: u64) -> Vec<u64> {
 
 /// The critical-windows stage of [`plan`] ([`crate::windows`]): on each component above
 /// [`SMALL_BUFFERS`] that decides the makespan, largest makespan first, for up to 60% of the
-/// time left, provided one and a half fills (each about one first-fit placement) fit in it. Each window is
-/// planned by this driver's own pipeline (nested: no windows inside windows).
+/// time left, provided one and a half fills (each about one first-fit placement) fit in it.
+/// Each window is planned by this driver's own pipeline (nested: no windows inside windows).
 fn windows_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
     let queue = above_target(parts, lower_bound, |n| n > SMALL_BUFFERS);
     for &i in &queue {
@@ -578,9 +577,9 @@ const FLAT_MIN_BUFFERS: usize = 64;
 /// makespan, has more than [`FLAT_MIN_BUFFERS`] buffers and the same load at every tick is
 /// merged into blocks, and the blocks are planned as an instance of their own by this driver's
 /// pipeline (nested). Up to 80% of the time left (the other stages rarely gain a byte on a
-/// flat component: every instant is a peak, and no slack anywhere), shared equally by the components in line; in
-/// a component's share the first merge order gets half, each further one (drawn from `seed`)
-/// half of what remains, until a plan reaches the lower bound.
+/// flat component: every instant is a peak, and no slack anywhere), shared equally by the
+/// components in line; in a component's share the first merge order gets half, each further
+/// one (drawn from `seed`) half of what remains, until a plan reaches the lower bound.
 fn flat_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
     let queue = above_target(parts, lower_bound, |n| n > FLAT_MIN_BUFFERS);
     let stage_end = {
