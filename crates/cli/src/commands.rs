@@ -28,7 +28,8 @@ into blocks, rectangles its buffers fill exactly (equal heights meeting in time 
 lifetimes stack), and the blocks are planned instead; on components of more than 2,000 buffers
 the critical windows (the stretches
 of time around the load's peaks, where the makespan is decided) are planned as instances of their
-own and everything else is placed around them; components of up to 6,000 buffers (and 10 million
+own and everything else is placed around them (from 50,000 buffers beside the heuristics, on the
+other core); components of up to 6,000 buffers (and 10 million
 conflicting pairs) get an exact branch-and-bound search that tries the max load first and proves
 optimality when it can; a large-neighbourhood improvement search (exact re-packing under the
 peak, greedy re-packing of time windows) and the boxing algorithm of Buchsbaum et al. share the

@@ -13,7 +13,11 @@
 //! 5. On components of more than 2,000 buffers ([`SMALL_BUFFERS`]), plan the *critical windows*
 //!    ([`crate::windows`]): the stretches of time where the makespan is decided, each planned
 //!    alone by this same pipeline (nested: without flat blocks or windows), the rest filled in
-//!    around them. Up to 60% of the time left, if one and a half first-fit placements fit in it.
+//!    around them. Up to 80% of the time left ([`WINDOWS_SHARE`]), if a first-fit placement and
+//!    a fifth more fit in it. On the largest component, when it has 50,000–400,000 buffers and
+//!    is not flat, the windows start at once instead, beside stage 3 on the other core (one
+//!    first-fit placement there can take a third of a 3 s budget), and stop as soon as a
+//!    heuristic reaches the lower bound; the stage is then named `heuristics + critical windows`.
 //! 6. On components small enough for it (a bounded conflict count), run the exact search
 //!    ([`crate::exact`]) from the best placement: it tries the lower bound first and then halves
 //!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
@@ -47,7 +51,7 @@ use heaplab_model::Buffer;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Which algorithm `plan` may use.
@@ -198,6 +202,9 @@ struct Part<'a> {
     /// by its relative cost); a boxing pass costs at least that and cannot be interrupted
     /// before its squeeze, so under `Auto` boxing is skipped when less time is left.
     first_fit_seconds: f64,
+    /// The critical windows already ran on this part (beside the heuristics), and the windows
+    /// stage leaves it alone.
+    windowed: bool,
 }
 
 /// Runners-up kept per component, and the component size up to which they are kept (each is a
@@ -276,6 +283,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
                 exact: false,
                 runners_up: Vec::new(),
                 first_fit_seconds: 0.0,
+                windowed: false,
             }
         })
         .collect();
@@ -284,14 +292,32 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         part.lower = part.max_load;
     }
 
-    stage("heuristics");
+    // On a large component that is not flat, the critical windows (stage 5) are what usually
+    // reaches the max load, and one first-fit placement there can take a third of a 3 s
+    // budget: the windows start now, beside the heuristics, on the other core. The heuristics
+    // post their makespans to `rival`, which stops the windows once one reaches the target.
+    let speculative = (opts.algorithm == Algorithm::Auto && !nested)
+        .then(|| (0..parts.len()).max_by_key(|&i| (parts[i].buffers.len(), std::cmp::Reverse(i))))
+        .flatten()
+        .filter(|&i| {
+            let p = &parts[i];
+            (SPECULATIVE_WINDOWS_MIN..=SPECULATIVE_WINDOWS_MAX).contains(&p.buffers.len())
+                && !crate::flat::is_flat(&p.buffers, p.max_load)
+        });
+    let rival = Arc::new(AtomicU64::new(u64::MAX));
+    stage(if speculative.is_some() { "heuristics + critical windows" } else { "heuristics" });
     let heuristics: Vec<Heuristic> = match opts.algorithm {
         Algorithm::Auto | Algorithm::Heuristics => Heuristic::STANDARD.to_vec(),
         Algorithm::Heuristic(h) => vec![h],
         Algorithm::Exact => vec![Heuristic::STANDARD[0]],
         Algorithm::Boxing => Vec::new(),
     };
-    parts.par_iter_mut().for_each(|part| {
+    let post = |i: usize, part: &Part| {
+        if speculative == Some(i) && !part.offsets.is_empty() {
+            rival.fetch_min(part.makespan, Ordering::Relaxed);
+        }
+    };
+    let run_heuristics = |parts: &mut [Part]| parts.par_iter_mut().enumerate().for_each(|(index, part)| {
         // Exact cases first (also under `Boxing`, whose own prelude would solve them anyway, so
         // that they do not take a share of the boxing time).
         if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing | Algorithm::Exact) {
@@ -303,6 +329,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
             }
             part.exact = !part.offsets.is_empty();
             if part.exact {
+                post(index, part);
                 return;
             }
         }
@@ -328,6 +355,10 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         // At the global lower bound nothing can do better: the other heuristics are skipped.
         let done = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0) <= lower_bound;
         let rest = if done { &[][..] } else { rest };
+        if speculative == Some(index) {
+            let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
+            rival.fetch_min(top, Ordering::Relaxed);
+        }
         let mut results = vec![(first.name(), off, unit.as_secs_f64())];
         results.extend(
             rest.par_iter()
@@ -345,10 +376,29 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         for (name, off, secs) in results {
             part.offer(name, off, secs);
         }
+        post(index, part);
         if let Some(p) = progress {
             p.best.fetch_max(part.makespan, Ordering::Relaxed);
         }
     });
+    match speculative {
+        None => run_heuristics(&mut parts),
+        Some(i) => {
+            let sub = parts[i].buffers.to_vec();
+            let mut params = crate::windows::WindowParams::new(start + opts.time_limit.mul_f64(WINDOWS_SHARE), lower_bound, u64::MAX);
+            params.rival = Some(Arc::clone(&rival));
+            let began = Instant::now();
+            let ((), out) = rayon::join(
+                || run_heuristics(&mut parts),
+                || crate::windows::plan_windows(&sub, &params, &mut |w: &[Buffer], until: Instant| plan_nested(w, until, opts.seed)),
+            );
+            if let Some(off) = out.offsets {
+                parts[i].offer(format!("critical windows ({})", out.windows), off, began.elapsed().as_secs_f64());
+            }
+            parts[i].windowed = true;
+            show_best(&parts, progress);
+        }
+    }
 
     // Small components are where the exact search shines and boxing rarely helps; on large
     // ones the exact search is a long shot and boxing, then improving its result, pays most.
@@ -547,8 +597,9 @@ fn plan_nested(sub: &[Buffer], until: Instant, seed: u64) -> Vec<u64> {
 }
 
 /// The critical-windows stage of [`plan`] ([`crate::windows`]): on each component above
-/// [`SMALL_BUFFERS`] that decides the makespan, largest makespan first, for up to 60% of the
-/// time left, provided one and a half fills (each about one first-fit placement) fit in it.
+/// [`SMALL_BUFFERS`] that decides the makespan, largest makespan first, for up to
+/// [`WINDOWS_SHARE`] of the time left, provided that holds a fill (about one first-fit placement)
+/// and a fifth more for planning the window.
 /// Each window is planned by this driver's own pipeline (nested: no windows inside windows).
 fn windows_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
     let queue = above_target(parts, lower_bound, |n| n > SMALL_BUFFERS);
@@ -557,10 +608,10 @@ fn windows_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: 
         let part = &mut parts[i];
         let now = Instant::now();
         let left = deadline.saturating_duration_since(now);
-        if part.makespan < settled || left.as_secs_f64() * 0.6 < 1.5 * part.first_fit_seconds {
+        if part.windowed || part.makespan < settled || left.as_secs_f64() * WINDOWS_SHARE < 1.2 * part.first_fit_seconds {
             continue;
         }
-        let params = crate::windows::WindowParams::new(now + left.mul_f64(0.6), lower_bound.max(part.lower), part.makespan);
+        let params = crate::windows::WindowParams::new(now + left.mul_f64(WINDOWS_SHARE), lower_bound.max(part.lower), part.makespan);
         let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, seed);
         let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
         if let Some(off) = out.offsets {
@@ -569,6 +620,20 @@ fn windows_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: 
         show_best(parts, progress);
     }
 }
+
+/// Share of the time left the critical-windows stage may take. Most of it: on large components
+/// it is the stage that reaches the max load (10^5 random buffers: 0% where the improvement
+/// search and boxing, given the same time, end 2.4-2.7% above), and on a slow machine the first
+/// heuristic alone takes a third of a 3 s budget, so 60% of the rest no longer held the
+/// one fill and window plan it needs there.
+const WINDOWS_SHARE: f64 = 0.8;
+
+/// Component sizes on which the critical windows start beside the heuristics (see [`plan_at`]):
+/// from where one first-fit placement takes a sizeable part of a short budget, up to where a
+/// second copy of the component and its occupancy index would cost more memory than it saves
+/// time (above, a fill alone takes most of a 3 s budget and the windows stage does not run).
+const SPECULATIVE_WINDOWS_MIN: usize = 50_000;
+const SPECULATIVE_WINDOWS_MAX: usize = 400_000;
 
 /// Buffers below which a flat component is left to the exact search alone.
 const FLAT_MIN_BUFFERS: usize = 64;

@@ -19,9 +19,11 @@
 //!    window is valid for its buffers' real lifetimes. Plans are kept while a window is unchanged.
 //! 5. *Fill*: window buffers at their planned offsets, every other buffer by first-fit in size
 //!    order around them ([`Occupancy`] sees all placed buffers, so holes under and between the
-//!    windows are used). A fill stops as soon as a buffer ends above the best makespan known.
+//!    windows are used). A fill stops as soon as a buffer ends above the best makespan known
+//!    (its own, or a rival's: the driver runs the windows beside its heuristics on large
+//!    components and posts their makespans to [`WindowParams::rival`]).
 //!
-//! It stops at the deadline, at the target, when the buffer that ended highest belongs to a
+//! It stops at the deadline, at the target (reached by itself or the rival), when the buffer that ended highest belongs to a
 //! window (then the window's own plan decides and another window cannot help), or after two
 //! rounds in a row that did not improve. The windows are what the issue calls "spend effort
 //! where the makespan is decided": the rest of the instance only has to stay below them.
@@ -30,6 +32,8 @@ use crate::heuristics::{self, Order};
 use crate::occupancy::Occupancy;
 use crate::timeline::TimeIndex;
 use heaplab_model::Buffer;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Limits of [`plan_windows`].
@@ -43,12 +47,16 @@ pub struct WindowParams {
     pub bound: u64,
     /// Largest window, in buffers, unless the column at its centre alone is larger.
     pub max_window: usize,
+    /// The best makespan found meanwhile by another thread (the driver's heuristics, when the
+    /// windows run beside them): fills abandon above it too, and the search stops once it
+    /// reaches `target`, so a heuristic that solves the instance does not wait for the windows.
+    pub rival: Option<Arc<AtomicU64>>,
 }
 
 impl WindowParams {
     /// Defaults: windows of up to 4,000 buffers.
     pub fn new(deadline: Instant, target: u64, bound: u64) -> Self {
-        WindowParams { deadline, target, bound, max_window: 4000 }
+        WindowParams { deadline, target, bound, max_window: 4000, rival: None }
     }
 }
 
@@ -89,7 +97,8 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
     let mut in_window = vec![false; buffers.len()];
     let mut focus = peak_in(&profile, index.start(), index.end());
     let mut stale = 0;
-    while Instant::now() < params.deadline && out.makespan > params.target {
+    let rival = || params.rival.as_ref().map_or(u64::MAX, |r| r.load(Ordering::Relaxed));
+    while Instant::now() < params.deadline && out.makespan > params.target && rival() > params.target {
         add_window(&mut windows, open_window(&index, focus, params.max_window), &index, buffers);
         // Plan the new windows, sharing a quarter of the time left between them.
         let unplanned = windows.iter().filter(|w| w.plan.is_none()).count();
@@ -117,16 +126,20 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
         }
         // The fill: stops at the first buffer that cannot stay below the best makespan.
         let mut highest = (windows_top, usize::MAX);
-        let mut complete = windows_top < out.makespan;
+        let mut bound = out.makespan.min(rival());
+        let mut complete = windows_top < bound;
         if complete {
-            for &i in &order {
+            for (k, &i) in order.iter().enumerate() {
                 let i = i as usize;
                 if in_window[i] {
                     continue;
                 }
+                if k % 1024 == 0 {
+                    bound = bound.min(rival());
+                }
                 let o = occ.lowest_fit(i);
                 let top = o + buffers[i].size;
-                if top >= out.makespan {
+                if top >= bound {
                     highest = (top, i);
                     complete = false;
                     break;
@@ -249,6 +262,29 @@ mod tests {
                     None => assert_eq!(out.makespan, bound),
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_rival_stops_the_search_and_bounds_its_fills() {
+        let inst = heaplab_gen::generate(heaplab_gen::Kind::Random, 3000, 5);
+        let bs = &inst.buffers;
+        let greedy = validate(bs, &first_fit(bs, Instant::now())).makespan;
+        let params = |rival: u64| WindowParams {
+            max_window: 64,
+            rival: Some(Arc::new(AtomicU64::new(rival))),
+            ..WindowParams::new(Instant::now() + Duration::from_secs(5), max_load(bs), u64::MAX)
+        };
+        // A rival at the target: nothing left to do, not even one fill.
+        let out = plan_windows(bs, &params(max_load(bs)), &mut first_fit);
+        assert_eq!((out.rounds, out.offsets.is_none()), (0, true));
+        // A rival at the greedy makespan: every fill must beat it (a round that does not is
+        // abandoned), so whatever comes back is below it.
+        let out = plan_windows(bs, &params(greedy), &mut first_fit);
+        assert!(out.rounds >= 1);
+        if let Some(off) = &out.offsets {
+            let v = validate(bs, off);
+            assert!(v.is_valid() && v.makespan < greedy, "{}", v.describe(bs, off));
         }
     }
 

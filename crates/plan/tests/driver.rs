@@ -82,3 +82,17 @@ fn flat_components_reach_the_load_through_blocks() {
         assert!(out.algorithm.starts_with("flat blocks"), "seed {seed}: won by {}", out.algorithm);
     }
 }
+
+#[test]
+fn large_components_open_windows_beside_the_heuristics() {
+    // 60,000 buffers of a network's tensors: the critical windows start with the heuristics
+    // (one stage), and their plan reaches the max load (in under a second on a slow machine;
+    // a generous limit so the machine does not decide the test).
+    let inst = generate(Kind::Nn, 60_000, 1);
+    let o = PlanOptions { time_limit: Duration::from_secs(30), iterations: None, seed: 1, algorithm: Algorithm::Auto };
+    let out = plan(&inst.buffers, &o, None);
+    let v = validate(&inst.buffers, &out.offsets);
+    assert!(v.is_valid(), "{}", v.describe(&inst.buffers, &out.offsets));
+    assert!(out.stages.iter().any(|(s, _)| s == "heuristics + critical windows"), "{:?}", out.stages);
+    assert!(out.optimal, "{} over {} by {}", out.makespan, out.max_load, out.algorithm);
+}
