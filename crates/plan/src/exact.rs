@@ -574,6 +574,9 @@ struct Search<'p, 'l> {
     excluded: Vec<u64>,
     /// Scratch: per-section count of candidates.
     count: Vec<u32>,
+    /// Per section, the unplaced buffer covering it that had the lowest offset at the last
+    /// section inference there (`u32::MAX`: none yet); a cache, not part of the search state.
+    witness: Vec<u32>,
     /// Reusable member and candidate lists, one per depth.
     member_pool: Vec<Vec<u32>>,
     cand_pool: Vec<Vec<(u64, u32, u32)>>,
@@ -629,6 +632,7 @@ impl<'p, 'l> Search<'p, 'l> {
             by_section: strategy.by_section,
             excluded: vec![u64::MAX; n],
             count: vec![0; sections],
+            witness: vec![u32::MAX; sections],
         }
     }
 
@@ -734,16 +738,31 @@ impl<'p, 'l> Search<'p, 'l> {
             lo = lo.min(self.p.first[u]);
             hi = hi.max(self.p.last[u]);
         }
-        let ok = (lo..hi).all(|s| {
-            let s = s as usize;
+        let mut ok = true;
+        for s in lo as usize..hi as usize {
             let rem = self.rem[s];
             if rem == 0 || max_low.saturating_add(rem) <= self.capacity {
-                return true;
+                continue;
+            }
+            // Any unplaced buffer covering the section bounds its lowest offset from above: the
+            // one that was lowest at the last scan usually still passes, and spares the scan.
+            let w = self.witness[s];
+            if w != u32::MAX && !self.placed[w as usize] && self.lowest(w as usize, p, last_rank).saturating_add(rem) <= self.capacity {
+                continue;
             }
             let covering = &self.p.sec_bufs[self.p.sec_start[s] as usize..self.p.sec_start[s + 1] as usize];
-            let low = covering.iter().filter(|&&u| !self.placed[u as usize]).map(|&u| self.lowest(u as usize, p, last_rank)).min();
-            low.is_none_or(|l| l.saturating_add(rem) <= self.capacity)
-        });
+            let mut low = (u64::MAX, u32::MAX);
+            for &u in covering {
+                if !self.placed[u as usize] {
+                    low = low.min((self.lowest(u as usize, p, last_rank), u));
+                }
+            }
+            self.witness[s] = low.1;
+            if low.1 != u32::MAX && low.0.saturating_add(rem) > self.capacity {
+                ok = false;
+                break;
+            }
+        }
         #[cfg(debug_assertions)]
         assert_eq!(ok, self.sections_fit_by_spreading(members, p, last_rank), "section inference shortcut");
         ok
