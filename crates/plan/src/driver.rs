@@ -352,13 +352,12 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         let off = first.run(&part.buffers);
         let unit = t.elapsed();
         part.first_fit_seconds = unit.as_secs_f64() / first.relative_cost();
-        // At the global lower bound nothing can do better: the other heuristics are skipped.
-        let done = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0) <= lower_bound;
-        let rest = if done { &[][..] } else { rest };
+        let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
         if speculative == Some(index) {
-            let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
             rival.fetch_min(top, Ordering::Relaxed);
         }
+        // At the global lower bound nothing can do better: the other heuristics are skipped.
+        let rest = if top <= lower_bound { &[][..] } else { rest };
         let mut results = vec![(first.name(), off, unit.as_secs_f64())];
         results.extend(
             rest.par_iter()
