@@ -312,9 +312,10 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         Algorithm::Exact => vec![Heuristic::STANDARD[0]],
         Algorithm::Boxing => Vec::new(),
     };
-    let post = |i: usize, part: &Part| {
-        if speculative == Some(i) && !part.offsets.is_empty() {
-            rival.fetch_min(part.makespan, Ordering::Relaxed);
+    // Tells the windows running beside the heuristics (if on this part) a makespan reached.
+    let post = |i: usize, makespan: u64| {
+        if speculative == Some(i) {
+            rival.fetch_min(makespan, Ordering::Relaxed);
         }
     };
     let run_heuristics = |parts: &mut [Part]| parts.par_iter_mut().enumerate().for_each(|(index, part)| {
@@ -329,7 +330,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
             }
             part.exact = !part.offsets.is_empty();
             if part.exact {
-                post(index, part);
+                post(index, part.makespan);
                 return;
             }
         }
@@ -353,9 +354,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         let unit = t.elapsed();
         part.first_fit_seconds = unit.as_secs_f64() / first.relative_cost();
         let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
-        if speculative == Some(index) {
-            rival.fetch_min(top, Ordering::Relaxed);
-        }
+        post(index, top);
         // At the global lower bound nothing can do better: the other heuristics are skipped.
         let rest = if top <= lower_bound { &[][..] } else { rest };
         let mut results = vec![(first.name(), off, unit.as_secs_f64())];
@@ -375,7 +374,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         for (name, off, secs) in results {
             part.offer(name, off, secs);
         }
-        post(index, part);
+        post(index, part.makespan);
         if let Some(p) = progress {
             p.best.fetch_max(part.makespan, Ordering::Relaxed);
         }

@@ -23,9 +23,9 @@
 //!    (its own, or a rival's: the driver runs the windows beside its heuristics on large
 //!    components and posts their makespans to [`WindowParams::rival`]).
 //!
-//! It stops at the deadline, at the target (reached by itself or the rival), when the buffer that ended highest belongs to a
-//! window (then the window's own plan decides and another window cannot help), or after two
-//! rounds in a row that did not improve. The windows are what the issue calls "spend effort
+//! It stops at the deadline, at the target (reached by itself or the rival), when the buffer
+//! that ended highest belongs to a window (then the window's own plan decides and another window
+//! cannot help), or after two rounds in a row that did not improve. The windows are what the issue calls "spend effort
 //! where the makespan is decided": the rest of the instance only has to stay below them.
 
 use crate::heuristics::{self, Order};
