@@ -337,6 +337,7 @@ impl Problem {
         let mut s = Search::new(self, capacity, strategy, limits);
         if let Some(m) = memo {
             s.memo = m;
+            s.term = s.memo.terms(&s.viable);
         }
         let d = if s.root_infeasible() {
             Decision::Infeasible
@@ -352,6 +353,20 @@ impl Problem {
         };
         (d, SearchStats { nodes: s.nodes }, s.memo)
     }
+}
+
+/// What [`Search::scan`] learns about a node.
+struct Scan {
+    /// The node's failure-memo key.
+    key: (u64, u64),
+    /// Dominance bound: the next placement's offset must be below the lowest top of an unplaced
+    /// buffer at its viable offset (else that buffer could have gone first).
+    gap_bound: u64,
+    /// The section range the members span.
+    lo: u32,
+    hi: u32,
+    /// The highest lowest offset any member can still take.
+    max_low: u64,
 }
 
 /// One undoable change of the search state.
@@ -460,8 +475,9 @@ pub fn minimize(problem: &Problem, incumbent: u64, lower_bound: u64, strategies:
             break;
         }
         // The first capacity (the lower bound) is the likeliest optimum and the hardest to settle:
-        // it gets 80% of the time (minimalloc E needs 1.85 s of a 3 s plan at the lower bound;
-        // what the halving steps would have found is left to the improvement search).
+        // it gets 80% of the time (minimalloc E needs 1.9 s of a 3 s plan at the lower bound on
+        // a 2-core Xeon; what the halving steps would have found is left to the improvement
+        // search).
         let share = if cap + 1 >= out.makespan { 1.0 } else if out.nodes == 0 { 0.8 } else { 0.5 };
         let limits = Limits { deadline: Some(now + deadline.duration_since(now).mul_f64(share)), ..Limits::default() };
         let (d, st) = decide_portfolio(problem, cap, strategies, threads, limits);
@@ -515,23 +531,34 @@ impl FailureMemo {
         x ^ (x >> 31)
     }
 
-    fn key(&self, members: &[u32], viable: &[u64], excluded: &[u64], p: u64, last_rank: u32) -> (u64, u64) {
-        let (mut a, mut b) = (Self::mix(p ^ 0x1234_5678), Self::mix((last_rank as u64) ^ (p << 7)));
-        for &u in members {
-            let (s1, s2) = self.salt[u as usize];
-            // A buffer ruled out at this offset is a different state from one still allowed.
-            let v = viable[u as usize] ^ ((excluded[u as usize] == p) as u64) << 63;
-            a = a.wrapping_add(Self::mix(s1 ^ v));
-            b = b.wrapping_add(Self::mix(s2 ^ v.rotate_left(29)));
-        }
-        (a, b | 1)
+    /// The start of a node's key: the last placement's offset and rank.
+    fn seed(&self, p: u64, last_rank: u32) -> (u64, u64) {
+        (Self::mix(p ^ 0x1234_5678), Self::mix((last_rank as u64) ^ (p << 7)))
+    }
+
+    /// The term unplaced buffer `u`, with viable offset `v`, adds to a node's key. A buffer
+    /// ruled out at the node's offset (`excluded`) is a different state from one still allowed
+    /// there.
+    #[inline]
+    fn term(&self, u: usize, v: u64, excluded: bool) -> (u64, u64) {
+        let (s1, s2) = self.salt[u];
+        let v = v ^ (excluded as u64) << 63;
+        (Self::mix(s1 ^ v), Self::mix(s2 ^ v.rotate_left(29)))
+    }
+
+    /// Every buffer's term at `viable`.
+    fn terms(&self, viable: &[u64]) -> Vec<(u64, u64)> {
+        viable.iter().enumerate().map(|(u, &v)| self.term(u, v, false)).collect()
     }
 
     fn failed(&self, key: (u64, u64)) -> bool {
+        let key = (key.0, key.1 | 1);
         self.table[key.0 as usize & (Self::SLOTS - 1)] == key
     }
 
     fn record(&mut self, key: (u64, u64)) {
+        // The low bit set keeps a key apart from the table's empty slots.
+        let key = (key.0, key.1 | 1);
         self.table[key.0 as usize & (Self::SLOTS - 1)] = key;
     }
 }
@@ -563,6 +590,9 @@ struct Search<'p, 'l> {
     low: Vec<u64>,
     /// Subproblems proven to fail (see [`FailureMemo`]).
     memo: FailureMemo,
+    /// Each buffer's failure-memo term at its current viable offset ([`FailureMemo::term`]):
+    /// hashing every member at every node was a seventh of the search's work.
+    term: Vec<(u64, u64)>,
     /// The ranking in use (groups are ranked afresh with it).
     kind: Rank,
     /// Whether independent groups restart the canonical order with fresh ranks (see
@@ -585,7 +615,9 @@ struct Search<'p, 'l> {
 impl<'p, 'l> Search<'p, 'l> {
     fn new(p: &'p Problem, capacity: u64, strategy: Strategy, limits: Limits<'l>) -> Self {
         let n = p.len();
-        let viable = (0..n).map(|i| align_up(p.floor[i], p.align[i]).unwrap_or(u64::MAX)).collect();
+        let viable: Vec<u64> = (0..n).map(|i| align_up(p.floor[i], p.align[i]).unwrap_or(u64::MAX)).collect();
+        let memo = FailureMemo::new(n);
+        let term = memo.terms(&viable);
         let rem = p.section_load.clone();
         let sections = rem.len();
         let mut cuts = vec![0u32; sections];
@@ -626,7 +658,8 @@ impl<'p, 'l> Search<'p, 'l> {
             low: vec![u64::MAX; sections],
             member_pool: Vec::new(),
             cand_pool: Vec::new(),
-            memo: FailureMemo::new(n),
+            term,
+            memo,
             kind: rank_kind,
             rerank_groups: strategy.rerank_groups,
             by_section: strategy.by_section,
@@ -721,27 +754,57 @@ impl<'p, 'l> Search<'p, 'l> {
         }
     }
 
-    /// Section inference over the sections of `members`: in each section the unplaced buffers
-    /// covering it are pairwise conflicting, so they stack above the lowest offset any of them
-    /// can still take: `low + rem ≤ C`.
-    ///
-    /// Only sections where even the highest such offset among `members` could break the bound
-    /// are examined, each through its own buffer list: spreading every member's offset over its
-    /// sections was half of the search's time. The unplaced buffers covering a section spanned
-    /// by `members` are members: `members` is a connected group of the unplaced buffers (or all
-    /// of them), and buffers sharing a section conflict.
-    fn sections_fit(&mut self, members: &[u32], p: u64, last_rank: u32) -> bool {
-        let (mut lo, mut hi, mut max_low) = (u32::MAX, 0u32, 0u64);
+    /// One pass over `members` at a node whose last placement was at `p` with `last_rank`: the
+    /// per-buffer checks, what section inference needs, the failure-memo key and the candidate
+    /// list, fused because the search spends most of its time in these loops (four separate
+    /// passes read the same arrays four times). `None` when some buffer can no longer fit.
+    /// `cand` receives every member that may be placed next at its viable offset, before the
+    /// dominance bound is applied (see [`Scan::gap_bound`]).
+    fn scan(&self, members: &[u32], p: u64, last_rank: u32) -> Option<Scan> {
+        let cap = self.capacity;
+        let mut sc = Scan { key: self.memo.seed(p, last_rank), gap_bound: u64::MAX, lo: u32::MAX, hi: 0, max_low: 0 };
+        // Every array cut to one length: a single bounds check per member covers them all.
+        let n = self.p.len();
+        let (viable, size, excluded, rank) = (&self.viable[..n], &self.p.size[..n], &self.excluded[..n], &self.rank[..n]);
+        let (first, last, term) = (&self.p.first[..n], &self.p.last[..n], &self.term[..n]);
         for &u in members {
             let u = u as usize;
-            max_low = max_low.max(self.lowest(u, p, last_rank));
-            lo = lo.min(self.p.first[u]);
-            hi = hi.max(self.p.last[u]);
+            if u >= n {
+                unreachable!("member {u} out of range");
+            }
+            let (v, size) = (viable[u], size[u]);
+            let excluded = excluded[u] == p;
+            let low = if v > p || (v == p && (last_rank == u32::MAX || rank[u] > last_rank) && !excluded) { v } else { p + 1 };
+            let top = v + size;
+            if low + size > cap || top <= p {
+                return None;
+            }
+            sc.gap_bound = sc.gap_bound.min(top);
+            sc.max_low = sc.max_low.max(low);
+            sc.lo = sc.lo.min(first[u]);
+            sc.hi = sc.hi.max(last[u]);
+            // Terms of buffers at their viable offset are kept up to date by `place` and `undo`.
+            let t = if excluded { self.memo.term(u, v, true) } else { term[u] };
+            sc.key = (sc.key.0.wrapping_add(t.0), sc.key.1.wrapping_add(t.1));
         }
+        Some(sc)
+    }
+
+    /// Section inference over the sections `[sc.lo, sc.hi)` of a node's members (see
+    /// [`Search::scan`]): in each section the unplaced buffers covering it are pairwise
+    /// conflicting, so they stack above the lowest offset any of them can still take:
+    /// `low + rem ≤ C`.
+    ///
+    /// Only sections where even the highest such offset among the members could break the bound
+    /// are examined, each through its own buffer list: spreading every member's offset over its
+    /// sections was half of the search's time. The unplaced buffers covering a section spanned
+    /// by the members are members: the members are a connected group of the unplaced buffers
+    /// (or all of them), and buffers sharing a section conflict.
+    fn sections_fit(&mut self, sc: &Scan, p: u64, last_rank: u32) -> bool {
         let mut ok = true;
-        for s in lo as usize..hi as usize {
-            let rem = self.rem[s];
-            if rem == 0 || max_low.saturating_add(rem) <= self.capacity {
+        let (lo, hi) = (sc.lo as usize, sc.hi as usize);
+        for (s, &rem) in (lo..hi).zip(&self.rem[lo..hi]) {
+            if rem == 0 || sc.max_low.saturating_add(rem) <= self.capacity {
                 continue;
             }
             // Any unplaced buffer covering the section bounds its lowest offset from above: the
@@ -763,8 +826,6 @@ impl<'p, 'l> Search<'p, 'l> {
                 break;
             }
         }
-        #[cfg(debug_assertions)]
-        assert_eq!(ok, self.sections_fit_by_spreading(members, p, last_rank), "section inference shortcut");
         ok
     }
 
@@ -791,31 +852,38 @@ impl<'p, 'l> Search<'p, 'l> {
         ok
     }
 
-    /// The checks of a node: `None` when it can be pruned, else the dominance bound `G` (the
-    /// next offset must be below it).
-    fn bound(&mut self, members: &[u32], p: u64, last_rank: u32) -> Option<u64> {
-        let cap = self.capacity;
-        let mut gap_bound = u64::MAX;
+    /// The checks of a node: the member pass ([`Search::scan`]), then, unless the failure memo
+    /// knows the node, section inference. `None` when it can be pruned. `cand` as for `scan`.
+    fn check(&mut self, members: &[u32], p: u64, last_rank: u32, cand: &mut Vec<(u64, u32, u32)>) -> Option<Scan> {
+        let sc = self.scan(members, p, last_rank)?;
+        if self.memo.failed(sc.key) {
+            return None;
+        }
+        let ok = self.sections_fit(&sc, p, last_rank);
+        #[cfg(debug_assertions)]
+        assert_eq!(ok, self.sections_fit_by_spreading(members, p, last_rank), "section inference shortcut");
+        if !ok {
+            return None;
+        }
+        cand.clear();
+        let n = self.p.len();
+        let (viable, twin, excluded, rank) = (&self.viable[..n], &self.twin[..n], &self.excluded[..n], &self.rank[..n]);
         for &u in members {
             let u = u as usize;
-            let top = self.viable[u] + self.p.size[u];
-            if self.lowest(u, p, last_rank) + self.p.size[u] > cap || top <= p {
-                return None;
+            if u >= n {
+                unreachable!("member {u} out of range");
             }
-            gap_bound = gap_bound.min(top);
+            let (v, twin) = (viable[u], twin[u]);
+            if v >= p
+                && v < sc.gap_bound
+                && (v > p || ((last_rank == u32::MAX || rank[u] > last_rank) && excluded[u] != p))
+                && (twin == u32::MAX || self.placed[twin as usize])
+            {
+                cand.push((v, rank[u], u as u32));
+            }
         }
-        self.sections_fit(members, p, last_rank).then_some(gap_bound)
-    }
-
-    /// Whether unplaced `u` may be placed next (at its viable offset).
-    #[inline]
-    fn is_candidate(&self, u: usize, p: u64, last_rank: u32, gap_bound: u64) -> bool {
-        let v = self.viable[u];
-        let twin = self.twin[u];
-        v >= p
-            && v < gap_bound
-            && (v > p || (self.after(u, last_rank) && self.excluded[u] != p))
-            && (twin == u32::MAX || self.placed[twin as usize])
+        cand.sort_unstable();
+        Some(sc)
     }
 
     /// Places every buffer of `members` (all unplaced), continuing a canonical sequence whose
@@ -858,32 +926,25 @@ impl<'p, 'l> Search<'p, 'l> {
             }
         }
         let p = last_off;
-        let key = self.memo.key(members, &self.viable, &self.excluded, p, last_rank);
-        if self.memo.failed(key) {
-            return false;
-        }
-        let Some(gap_bound) = self.bound(members, p, last_rank) else { return false };
-        if self.by_section {
-            let found = self.branch_on_section(members, p, gap_bound);
-            if !found && !self.stopped {
-                self.memo.record(key);
-            }
-            return found;
-        }
         let depth = self.p.len() - members.len();
         if self.cand_pool.len() <= depth {
             self.cand_pool.resize_with(depth + 1, Vec::new);
             self.member_pool.resize_with(depth + 1, Vec::new);
         }
         let mut cand = std::mem::take(&mut self.cand_pool[depth]);
-        let mut rest = std::mem::take(&mut self.member_pool[depth]);
-        cand.clear();
-        for &u in members {
-            if self.is_candidate(u as usize, p, last_rank, gap_bound) {
-                cand.push((self.viable[u as usize], self.rank[u as usize], u));
+        let Some(sc) = self.check(members, p, last_rank, &mut cand) else {
+            self.cand_pool[depth] = cand;
+            return false;
+        };
+        if self.by_section {
+            let found = self.branch_on_section(members, &cand);
+            self.cand_pool[depth] = cand;
+            if !found && !self.stopped {
+                self.memo.record(sc.key);
             }
+            return found;
         }
-        cand.sort_unstable();
+        let mut rest = std::mem::take(&mut self.member_pool[depth]);
         let mut found = false;
         for &(v, r, u) in &cand {
             let mark = self.trail.len();
@@ -905,7 +966,7 @@ impl<'p, 'l> Search<'p, 'l> {
         self.cand_pool[depth] = cand;
         self.member_pool[depth] = rest;
         if !found && !self.stopped {
-            self.memo.record(key);
+            self.memo.record(sc.key);
         }
         found
     }
@@ -915,26 +976,21 @@ impl<'p, 'l> Search<'p, 'l> {
     /// one with the fewest such candidates is decided: each candidate covering it is tried at
     /// `q`, and finally the section is left empty at `q` (its candidates ruled out there). A
     /// hatless candidate is placed without alternatives.
-    fn branch_on_section(&mut self, members: &[u32], p: u64, gap_bound: u64) -> bool {
-        let q = members
-            .iter()
-            .copied()
-            .filter(|&u| self.is_candidate(u as usize, p, u32::MAX, gap_bound))
-            .map(|u| self.viable[u as usize])
-            .min();
-        let Some(q) = q else { return false };
-        let at_q: Vec<u32> =
-            members.iter().copied().filter(|&u| self.viable[u as usize] == q && self.is_candidate(u as usize, p, u32::MAX, gap_bound)).collect();
-        if let Some(&u) = at_q.iter().find(|&&u| self.hatless(u as usize)) {
+    fn branch_on_section(&mut self, members: &[u32], cand: &[(u64, u32, u32)]) -> bool {
+        // `cand` is sorted by (offset, rank): its head is the candidates at the lowest offset,
+        // in rank order.
+        let Some(&(q, _, _)) = cand.first() else { return false };
+        let at_q = &cand[..cand.partition_point(|c| c.0 == q)];
+        if let Some(&(_, _, u)) = at_q.iter().find(|c| self.hatless(c.2 as usize)) {
             return self.try_place(members, u, q);
         }
-        for &u in &at_q {
+        for &(_, _, u) in at_q {
             for s in self.p.first[u as usize]..self.p.last[u as usize] {
                 self.count[s as usize] += 1;
             }
         }
         let mut best = (u32::MAX, u32::MAX);
-        for &u in &at_q {
+        for &(_, _, u) in at_q {
             for s in self.p.first[u as usize]..self.p.last[u as usize] {
                 let c = self.count[s as usize];
                 if c > 0 {
@@ -944,10 +1000,11 @@ impl<'p, 'l> Search<'p, 'l> {
             }
         }
         let section = best.1;
-        let mut branch: Vec<u32> =
-            at_q.iter().copied().filter(|&u| self.p.first[u as usize] <= section && section < self.p.last[u as usize]).collect();
-        branch.sort_unstable_by_key(|&u| self.rank[u as usize]);
-        for &u in &branch {
+        let covers = |p: &Problem, u: u32| p.first[u as usize] <= section && section < p.last[u as usize];
+        for &(_, _, u) in at_q {
+            if !covers(self.p, u) {
+                continue;
+            }
             if self.try_place(members, u, q) {
                 return true;
             }
@@ -957,9 +1014,11 @@ impl<'p, 'l> Search<'p, 'l> {
         }
         // Leave the section empty at `q`: nothing covering it may be placed there.
         let mark = self.trail.len();
-        for &u in &branch {
-            self.trail.push(Undo::Excluded(u, self.excluded[u as usize]));
-            self.excluded[u as usize] = q;
+        for &(_, _, u) in at_q {
+            if covers(self.p, u) {
+                self.trail.push(Undo::Excluded(u, self.excluded[u as usize]));
+                self.excluded[u as usize] = q;
+            }
         }
         if self.solve(members, q, u32::MAX, false) {
             return true;
@@ -972,12 +1031,17 @@ impl<'p, 'l> Search<'p, 'l> {
     fn try_place(&mut self, members: &[u32], u: u32, off: u64) -> bool {
         let mark = self.trail.len();
         let split = self.place(u as usize, off);
-        let rest: Vec<u32> = members.iter().copied().filter(|&x| x != u).collect();
-        if self.solve(&rest, off, u32::MAX, split) {
-            return true;
+        // The list of the node's depth is free: section branching does not use it.
+        let depth = self.p.len() - members.len();
+        let mut rest = std::mem::take(&mut self.member_pool[depth]);
+        rest.clear();
+        rest.extend(members.iter().copied().filter(|&x| x != u));
+        let found = self.solve(&rest, off, u32::MAX, split);
+        self.member_pool[depth] = rest;
+        if !found {
+            self.undo(mark);
         }
-        self.undo(mark);
-        false
+        found
     }
 
     /// Test support: follows `order` (a placement sequence) through the node checks and says
@@ -987,10 +1051,12 @@ impl<'p, 'l> Search<'p, 'l> {
         let mut members: Vec<u32> = (0..self.p.len() as u32).collect();
         let (mut p, mut last_rank) = (0u64, u32::MAX);
         for (k, &u) in order.iter().enumerate() {
-            let Some(g) = self.bound(&members, p, last_rank) else {
+            let mut cand = Vec::new();
+            let Some(sc) = self.check(&members, p, last_rank, &mut cand) else {
                 return Err(format!("step {k}: node pruned before placing buffer {u} at {}", offsets[u as usize]));
             };
-            if !self.is_candidate(u as usize, p, last_rank, g) {
+            let g = sc.gap_bound;
+            if !cand.iter().any(|c| c.2 == u && c.0 < g) {
                 return Err(format!(
                     "step {k}: buffer {u} (viable {}, wanted {}) not a candidate (p {p}, bound {g})",
                     self.viable[u as usize], offsets[u as usize]
@@ -1031,6 +1097,7 @@ impl<'p, 'l> Search<'p, 'l> {
             if self.viable[c] < a {
                 self.trail.push(Undo::Viable(c as u32, self.viable[c]));
                 self.viable[c] = a;
+                self.term[c] = self.memo.term(c, a, false);
             }
         }
         split
@@ -1039,7 +1106,10 @@ impl<'p, 'l> Search<'p, 'l> {
     fn undo(&mut self, mark: usize) {
         while self.trail.len() > mark {
             match self.trail.pop().expect("trail entry") {
-                Undo::Viable(c, old) => self.viable[c as usize] = old,
+                Undo::Viable(c, old) => {
+                    self.viable[c as usize] = old;
+                    self.term[c as usize] = self.memo.term(c as usize, old, false);
+                }
                 Undo::Excluded(u, old) => self.excluded[u as usize] = old,
                 Undo::Placed(u) => {
                     let u = u as usize;
