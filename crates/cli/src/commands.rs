@@ -1,7 +1,7 @@
 //! The `plan`, `stats`, `plot`, `gen` and `convert` subcommands: arguments, and turning the
 //! library's results into the human table or JSON.
 
-use crate::report::{bytes, grouped, pct, ProgressLine};
+use crate::report::{bytes, exact_bytes, grouped, parse_bytes, pct, ProgressLine};
 use crate::Failure;
 use clap::Args;
 use heaplab_model::{files, Semantics};
@@ -37,12 +37,19 @@ remaining time on the components that decide the makespan (the `stages` line say
 early when the makespan equals the lower bound, which proves the plan optimal. Every placement is
 validated before it is written.
 
+With --capacity (the memory there is, as minimalloc takes it) any plan that fits is enough: the
+planner stops at the first one within the capacity instead of minimising further, and the exact
+search decides that capacity alone (it can prove that nothing fits). When no plan fits, the
+summary still shows the best one, nothing is written, and the exit code is 1: at once when the
+max load is above the capacity, else after a proof or when time runs out.
+
 Prints: buffers, max load, the best proven lower bound (the max load, or more where the exact
 search refuted smaller makespans), makespan, fragmentation (makespan - max load, in bytes and % of
 max load), the gap to the lower bound, time, and the algorithm that won.
 
 Examples:
   heaplab plan model.csv -o placed.csv
+  heaplab plan model.csv --capacity 16GiB -o placed.csv
   heaplab plan model.csv --time-limit 10 --seed 7 --json
   heaplab plan model.csv --algorithm best-fit/size -o placed.csv --plot placed.png";
 
@@ -66,6 +73,10 @@ pub struct PlanArgs {
     /// first, and first-fit by size only if the budget allows it).
     #[arg(long, default_value_t = 3.0, value_name = "SECONDS")]
     time_limit: f64,
+    /// Memory available (bytes; units such as 16GiB or 512MB allowed): stop at the first plan
+    /// that fits in it instead of minimising; exit code 1 when none fits.
+    #[arg(long, value_name = "BYTES")]
+    capacity: Option<String>,
     /// Cap on boxing iterations per component.
     #[arg(long, value_name = "N")]
     iterations: Option<usize>,
@@ -102,6 +113,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     if a.iterations == Some(0) {
         return Err(Failure::Input("--iterations 0: expected at least 1".into()));
     }
+    let capacity = a.capacity.as_deref().map(parse_bytes).transpose().map_err(|e| Failure::Input(format!("--capacity {e}")))?;
     for out in [&a.output, &a.plot].into_iter().flatten() {
         check_writable(out)?;
     }
@@ -110,11 +122,23 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     }
     let (inst, traced) = crate::trace::read_instance(&a.input, semantics(&a.semantics), &a.trace)?;
     let read_s = t0.elapsed().as_secs_f64();
+    if let Some(c) = capacity {
+        let load = heaplab_sweep::max_load(&inst.buffers);
+        if load > c {
+            return Err(Failure::Work(format!(
+                "{}: no plan fits in --capacity {}: the buffers live at the busiest instant alone need {}",
+                a.input,
+                exact_bytes(c),
+                exact_bytes(load)
+            )));
+        }
+    }
     let opts = PlanOptions {
         time_limit: Duration::from_secs_f64(a.time_limit),
         iterations: a.iterations,
         seed: a.seed,
         algorithm,
+        capacity,
     };
     let progress = Arc::new(Progress::default());
     let outcome = {
@@ -128,11 +152,15 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         });
         heaplab_plan::plan(&inst.buffers, &opts, Some(&progress))
     };
-    if let Some(out) = &a.output {
-        files::write(out, &inst, Some(&outcome.offsets)).map_err(|e| io_failure(out, e))?;
-    }
-    if let Some(p) = &a.plot {
-        write_plot(p, &inst.buffers, &outcome.offsets, &a.input)?;
+    // Under a capacity, a plan that does not fit is shown but not written.
+    let fits = capacity.is_none_or(|c| outcome.makespan <= c);
+    if fits {
+        if let Some(out) = &a.output {
+            files::write(out, &inst, Some(&outcome.offsets)).map_err(|e| io_failure(out, e))?;
+        }
+        if let Some(p) = &a.plot {
+            write_plot(p, &inst.buffers, &outcome.offsets, &a.input)?;
+        }
     }
     let total = t0.elapsed().as_secs_f64();
     let frag = outcome.makespan - outcome.max_load;
@@ -158,12 +186,14 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             "boxing_iterations": outcome.boxing_iterations,
             "stages": outcome.stages.iter().map(|(n, t)| json!({"stage": n, "seconds": t})).collect::<Vec<_>>(),
             "attempts": attempts,
+            "capacity": capacity,
+            "fits": fits,
             "seed": a.seed,
             "time_limit": a.time_limit,
             "seconds": total,
             "read_seconds": read_s,
             "plan_seconds": outcome.seconds,
-            "output": a.output,
+            "output": if fits { a.output.clone() } else { None },
             "valid": true,
         });
         if let Some(t) = &traced {
@@ -185,6 +215,16 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             println!("max load       {} B ({})  = lower bound", grouped(outcome.max_load), bytes(outcome.max_load));
         }
         println!("makespan       {} B ({})", grouped(outcome.makespan), bytes(outcome.makespan));
+        if let Some(c) = capacity {
+            let verdict = if fits {
+                format!("fits, {} B to spare", grouped(c - outcome.makespan))
+            } else if outcome.lower_bound > c {
+                "does not fit: proven (the lower bound is above it)".to_string()
+            } else {
+                "no plan within it found in the time limit".to_string()
+            };
+            println!("capacity       {}  {verdict}", exact_bytes(c));
+        }
         println!("fragmentation  {} B ({:.3}%)", grouped(frag), pct(outcome.makespan, outcome.max_load));
         let verdict = if !outcome.optimal {
             format!("  (gap to lower bound {} B, {:.3}%)", grouped(outcome.makespan - outcome.lower_bound), pct(outcome.makespan, outcome.lower_bound))
@@ -207,17 +247,33 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
                 .collect();
             println!("tried          {}", list.join(", "));
         }
-        if let Some(o) = &a.output {
+        if let Some(o) = a.output.as_ref().filter(|_| fits) {
             println!("written        {o} (validated)");
         }
-        if let Some(p) = &a.plot {
+        if let Some(p) = a.plot.as_ref().filter(|_| fits) {
             println!("picture        {p}");
         }
         if let Some(t) = &traced {
             crate::trace::oracle_gap(t, outcome.makespan, outcome.max_load, None);
         }
     }
-    Ok(())
+    match capacity {
+        Some(c) if !fits => {
+            let why = if outcome.lower_bound > c {
+                format!("the exact search proved that every plan needs at least {}", exact_bytes(outcome.lower_bound))
+            } else {
+                format!(
+                    "the best plan found in {} s needs {} (lower bound {}); a longer --time-limit may find one",
+                    a.time_limit,
+                    exact_bytes(outcome.makespan),
+                    exact_bytes(outcome.lower_bound)
+                )
+            };
+            let written = if a.output.is_some() || a.plot.is_some() { "; nothing written" } else { "" };
+            Err(Failure::Work(format!("{}: no plan fits in --capacity {}: {why}{written}", a.input, exact_bytes(c))))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Fails early (before long work) when an output path cannot be created.

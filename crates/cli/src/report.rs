@@ -1,5 +1,5 @@
-//! Human-readable figures: byte sizes with units, grouped integers, and the progress line shown
-//! on a terminal while a long command runs.
+//! Human-readable figures: byte sizes with units (written and read), grouped integers, and the
+//! progress line shown on a terminal while a long command runs.
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +32,51 @@ pub fn bytes(v: u64) -> String {
         format!("{v} B")
     } else {
         format!("{x:.2} {}", UNITS[u])
+    }
+}
+
+/// Reads a byte size as a user types it: `1048576`, `1,048,576`, `1_048_576`, `16GiB`, `1.5 MiB`,
+/// `512K` (K, M, G, T and the -iB forms are powers of 1024; KB, MB, GB and TB powers of 1000; a
+/// trailing `B` is optional). Fractions are rounded down to whole bytes. The error says what
+/// was expected.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | ',' | '_'))).unwrap_or(t.len());
+    let (number, unit) = (t[..split].replace([',', '_'], ""), t[split..].trim());
+    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        _ => return Err(format!("{text:?}: unknown unit {unit:?}; expected B, K/KiB, M/MiB, G/GiB, T/TiB, KB, MB, GB or TB")),
+    };
+    let expected = || format!("{text:?}: expected a number of bytes, such as 1048576, 16GiB or 1.5MiB");
+    if number.is_empty() {
+        return Err(expected());
+    }
+    if let Ok(n) = number.parse::<u64>() {
+        return n.checked_mul(scale).ok_or_else(|| format!("{text:?}: too large (above 2^64 bytes)"));
+    }
+    let x: f64 = number.parse().map_err(|_| expected())?;
+    let v = x * scale as f64;
+    if !v.is_finite() || v >= u64::MAX as f64 {
+        return Err(format!("{text:?}: too large (above 2^64 bytes)"));
+    }
+    Ok(v as u64)
+}
+
+/// Exact bytes, with the size in a binary unit beside them when that says more:
+/// `986,112 B (963.00 KiB)`, `7 B`.
+pub fn exact_bytes(v: u64) -> String {
+    if v < 1024 {
+        format!("{v} B")
+    } else {
+        format!("{} B ({})", grouped(v), bytes(v))
     }
 }
 
@@ -101,5 +146,21 @@ mod tests {
         assert_eq!(bytes(1023), "1023 B");
         assert_eq!(bytes(1536), "1.50 KiB");
         assert_eq!(pct(110, 100), 10.0);
+    }
+
+    #[test]
+    fn byte_sizes_read_as_typed() {
+        assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
+        assert_eq!(parse_bytes("1,048,576"), Ok(1 << 20));
+        assert_eq!(parse_bytes("1_048_576 B"), Ok(1 << 20));
+        assert_eq!(parse_bytes("16GiB"), Ok(16 << 30));
+        assert_eq!(parse_bytes("16 g"), Ok(16 << 30));
+        assert_eq!(parse_bytes("1.5MiB"), Ok(3 << 19));
+        assert_eq!(parse_bytes("2MB"), Ok(2_000_000));
+        assert_eq!(parse_bytes("512K"), Ok(512 << 10));
+        assert_eq!(parse_bytes("0"), Ok(0));
+        for bad in ["", "GiB", "12 parsecs", "-5", "1.2.3", "99999999999999999999", "20000000TiB"] {
+            assert!(parse_bytes(bad).is_err(), "{bad:?} accepted");
+        }
     }
 }

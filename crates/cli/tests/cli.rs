@@ -294,3 +294,52 @@ fn shared_benchmarks_plan_validly() {
         assert_eq!(heaplab(&["check", f.to_str().unwrap(), &out]).code, 0, "{name}");
     }
 }
+
+#[test]
+fn capacity_stops_at_a_fitting_plan_and_fails_with_exit_1_when_none_fits() {
+    let d = tmpdir("capacity");
+    // Max load 5, but the 4-aligned buffer must go at 0 or 4, so every plan needs 6 bytes.
+    let model = write(&d, "m.csv", "id,lower,upper,size,alignment\n0,6,8,3,4\n1,3,13,2,2\n");
+    let out = d.join("p.csv").to_string_lossy().into_owned();
+    let r = heaplab(&["plan", &model, "-o", &out, "--capacity", "6", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!((v["capacity"].as_u64(), v["fits"].as_bool()), (Some(6), Some(true)));
+    assert!(brute_check(&out) <= 6);
+
+    // Above the max load, below the optimum: the exact search proves it; nothing is written.
+    std::fs::remove_file(&out).unwrap();
+    let r = heaplab(&["plan", &model, "-o", &out, "--capacity", "5"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("does not fit: proven"), "{}", r.stdout);
+    assert!(r.stderr.contains("proved that every plan needs at least 6 B"), "{}", r.stderr);
+    assert!(!Path::new(&out).exists());
+
+    // Below the max load: refused before planning.
+    let r = heaplab(&["plan", &model, "-o", &out, "--capacity", "4"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("m.csv") && r.stderr.contains("need 5 B"), "{}", r.stderr);
+    assert!(r.stdout.is_empty() && !Path::new(&out).exists());
+
+    // Units are read; nonsense is bad usage.
+    let r = heaplab(&["plan", &model, "--capacity", "1KiB", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("\"capacity\": 1024"), "{}", r.stdout);
+    let r = heaplab(&["plan", &model, "--capacity", "12 parsecs"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--capacity") && r.stderr.contains("parsecs"), "{}", r.stderr);
+
+    // On the minimalloc suite at the capacity its files are named after, every instance fits.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/benchmarks/minimalloc");
+    if !root.exists() {
+        println!("skipped: ../shared not found");
+        return;
+    }
+    for name in ["D", "J"] {
+        let f = root.join(format!("{name}.1048576.csv"));
+        let out = d.join(format!("{name}.csv")).to_string_lossy().into_owned();
+        let r = heaplab(&["plan", f.to_str().unwrap(), "-o", &out, "--capacity", "1MiB", "--time-limit", "10"]);
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        assert!(brute_check(&out) <= 1 << 20, "{name}");
+    }
+}

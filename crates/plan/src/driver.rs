@@ -41,6 +41,11 @@
 //! 9. Stop as soon as the makespan equals the lower bound (proven optimal) or time runs out; a
 //!    component whose first heuristic already reaches the lower bound runs no other.
 //!
+//! With a capacity ([`PlanOptions::capacity`], the memory there is) every stage aims at the
+//! capacity instead of the lower bound, so the plan ends at the first placement within it; the
+//! exact search decides that capacity alone, and once it proves that nothing fits, the stages
+//! after it do not run.
+//!
 //! Every result is validated before it is returned; an invalid placement is a bug and panics.
 
 use crate::boxing::{self, BoxingParams, Squeeze};
@@ -129,11 +134,16 @@ pub struct PlanOptions {
     pub seed: u64,
     /// Algorithm restriction.
     pub algorithm: Algorithm,
+    /// Memory available, as minimalloc takes it: when set, a placement with makespan at most
+    /// this is enough, and the driver stops at the first it finds instead of minimising further
+    /// (the exact search then decides this capacity alone). Whether one fits is for the caller
+    /// to check on the outcome; a proof that none does shows as a lower bound above it.
+    pub capacity: Option<u64>,
 }
 
 impl Default for PlanOptions {
     fn default() -> Self {
-        PlanOptions { time_limit: Duration::from_secs(3), iterations: None, seed: 1, algorithm: Algorithm::Auto }
+        PlanOptions { time_limit: Duration::from_secs(3), iterations: None, seed: 1, algorithm: Algorithm::Auto, capacity: None }
     }
 }
 
@@ -291,6 +301,10 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     for part in &mut parts {
         part.lower = part.max_load;
     }
+    // The makespan at which a component is done: the lower bound, or a capacity above it.
+    let target = opts.capacity.map_or(lower_bound, |c| c.max(lower_bound));
+    // Under a capacity, once a component is proven not to fit in it nothing more is worth doing.
+    let refuted = |parts: &[Part]| opts.capacity.is_some_and(|c| parts.iter().any(|p| p.lower > c));
 
     // On a large component that is not flat, the critical windows (stage 5) are what usually
     // reaches the max load, and one first-fit placement there can take a third of a 3 s
@@ -355,8 +369,9 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         part.first_fit_seconds = unit.as_secs_f64() / first.relative_cost();
         let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
         post(index, top);
-        // At the global lower bound nothing can do better: the other heuristics are skipped.
-        let rest = if top <= lower_bound { &[][..] } else { rest };
+        // At the target (the global lower bound, or the capacity) nothing better is needed: the
+        // other heuristics are skipped.
+        let rest = if top <= target { &[][..] } else { rest };
         let mut results = vec![(first.name(), off, unit.as_secs_f64())];
         results.extend(
             rest.par_iter()
@@ -383,7 +398,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         None => run_heuristics(&mut parts),
         Some(i) => {
             let sub = parts[i].buffers.to_vec();
-            let mut params = crate::windows::WindowParams::new(start + opts.time_limit.mul_f64(WINDOWS_SHARE), lower_bound, u64::MAX);
+            let mut params = crate::windows::WindowParams::new(start + opts.time_limit.mul_f64(WINDOWS_SHARE), target, u64::MAX);
             params.rival = Some(Arc::clone(&rival));
             let began = Instant::now();
             let ((), out) = rayon::join(
@@ -405,11 +420,11 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
 
     if opts.algorithm == Algorithm::Auto && !nested {
         stage("flat components");
-        flat_stage(&mut parts, lower_bound, deadline, opts.seed, progress);
+        flat_stage(&mut parts, target, deadline, opts.seed, progress);
     }
     if opts.algorithm == Algorithm::Auto && !nested && !small {
         stage("critical windows");
-        windows_stage(&mut parts, lower_bound, deadline, opts.seed, progress);
+        windows_stage(&mut parts, target, deadline, opts.seed, progress);
     }
     if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Exact) {
         stage("exact search");
@@ -418,20 +433,20 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
             Algorithm::Auto => 0.1,
             _ => 1.0,
         };
-        exact_stage(&mut parts, lower_bound, share, deadline, progress);
+        exact_stage(&mut parts, lower_bound, opts.capacity, share, deadline, progress);
     }
 
-    if opts.algorithm == Algorithm::Auto {
+    if opts.algorithm == Algorithm::Auto && !refuted(&parts) {
         stage("improvement search");
         // Half the time left on small components; a third on large ones, whose boxing passes
         // are long and which get a second improvement round from boxing's result anyway.
         let now = Instant::now();
         let share = if small { 0.5 } else { 0.33 };
-        improve_stage(&mut parts, lower_bound, now + deadline.saturating_duration_since(now).mul_f64(share), opts.seed, progress);
+        improve_stage(&mut parts, target, now + deadline.saturating_duration_since(now).mul_f64(share), opts.seed, progress);
     }
 
     let mut boxing_iterations = 0;
-    if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) {
+    if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) && !refuted(&parts) {
         stage("boxing");
         // Under `Auto` a fifth of what is left is kept to improve what boxing finds.
         let boxing_deadline = if opts.algorithm == Algorithm::Auto {
@@ -441,10 +456,10 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
             deadline
         };
         let before: Vec<u64> = parts.iter().map(|p| p.makespan).collect();
-        boxing_iterations = boxing_stage(&mut parts, opts, lower_bound, boxing_deadline, progress);
+        boxing_iterations = boxing_stage(&mut parts, opts, target, boxing_deadline, progress);
         if opts.algorithm == Algorithm::Auto && (!small || parts.iter().zip(&before).any(|(p, &b)| p.makespan < b)) {
             stage("improvement search");
-            improve_stage(&mut parts, lower_bound, deadline, opts.seed ^ 1, progress);
+            improve_stage(&mut parts, target, deadline, opts.seed ^ 1, progress);
         }
     }
 
@@ -499,9 +514,9 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
 /// is left — a component may stop early at its target or iteration cap — the component that
 /// decides the makespan gets more passes (new seeds), until it no longer decides it alone, its
 /// cap is used up, or time runs out.
-fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, lower_bound: u64, deadline: Instant, progress: Option<&Progress>) -> usize {
+fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, target: u64, deadline: Instant, progress: Option<&Progress>) -> usize {
     let mut queue: Vec<usize> = (0..parts.len())
-        .filter(|&i| !parts[i].exact && (parts[i].offsets.is_empty() || parts[i].makespan > lower_bound.max(parts[i].lower)))
+        .filter(|&i| !parts[i].exact && (parts[i].offsets.is_empty() || parts[i].makespan > target.max(parts[i].lower)))
         .collect();
     queue.sort_by_key(|&i| (std::cmp::Reverse((parts[i].offsets.is_empty(), parts[i].makespan, parts[i].buffers.len())), i));
     let cap = opts.iterations.unwrap_or(usize::MAX);
@@ -540,7 +555,7 @@ fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, lower_bound: u64, deadli
     };
     let mut queued = vec![false; parts.len()];
     queue.iter().for_each(|&i| queued[i] = true);
-    let mut settled = settled_outside(parts, &queued, lower_bound);
+    let mut settled = settled_outside(parts, &queued, target);
     for (k, &i) in queue.iter().enumerate() {
         if hopeless(&parts[i]) {
             settled = settled.max(parts[i].makespan);
@@ -555,7 +570,7 @@ fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, lower_bound: u64, deadli
     for round in 1.. {
         let Some(&i) = queue.iter().max_by_key(|&&i| (parts[i].makespan, std::cmp::Reverse(i))) else { break };
         let others = queue.iter().filter(|&&j| j != i).map(|&j| parts[j].makespan).max().unwrap_or(0);
-        let others = others.max(settled_outside(parts, &queued, lower_bound));
+        let others = others.max(settled_outside(parts, &queued, target));
         if parts[i].makespan <= others || used[i] >= cap || Instant::now() >= deadline || hopeless(&parts[i]) {
             break;
         }
@@ -576,11 +591,12 @@ const HUGE_BUFFERS: usize = 2_000_000;
 const SMALL_BUFFERS: usize = 2_000;
 
 /// The components a search stage works on, largest makespan first (ties by index): not solved
-/// exactly, with a placement above their target (the global lower bound or their own proven
-/// bound, whichever is higher), and a buffer count `sized` accepts.
-fn above_target(parts: &[Part], lower_bound: u64, sized: impl Fn(usize) -> bool) -> Vec<usize> {
+/// exactly, with a placement above their target (`target` — the global lower bound, or the
+/// capacity when one is given — or their own proven bound, whichever is higher), and a buffer
+/// count `sized` accepts.
+fn above_target(parts: &[Part], target: u64, sized: impl Fn(usize) -> bool) -> Vec<usize> {
     let mut queue: Vec<usize> = (0..parts.len())
-        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].makespan > lower_bound.max(parts[i].lower))
+        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].makespan > target.max(parts[i].lower))
         .filter(|&i| sized(parts[i].buffers.len()))
         .collect();
     queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
@@ -590,7 +606,7 @@ fn above_target(parts: &[Part], lower_bound: u64, sized: impl Fn(usize) -> bool)
 /// Offsets for a sub-instance a stage builds (a window, the blocks of a flat component), planned
 /// by this driver under `Auto` until `until`, nested: no windows or flat blocks inside.
 fn plan_nested(sub: &[Buffer], until: Instant, seed: u64) -> Vec<u64> {
-    let opts = PlanOptions { time_limit: until.saturating_duration_since(Instant::now()), iterations: None, seed, algorithm: Algorithm::Auto };
+    let opts = PlanOptions { time_limit: until.saturating_duration_since(Instant::now()), seed, ..PlanOptions::default() };
     plan_at(sub, &opts, None, true).offsets
 }
 
@@ -599,8 +615,8 @@ fn plan_nested(sub: &[Buffer], until: Instant, seed: u64) -> Vec<u64> {
 /// [`WINDOWS_SHARE`] of the time left, provided that holds a fill (about one first-fit placement)
 /// and a fifth more for planning the window.
 /// Each window is planned by this driver's own pipeline (nested: no windows inside windows).
-fn windows_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
-    let queue = above_target(parts, lower_bound, |n| n > SMALL_BUFFERS);
+fn windows_stage(parts: &mut [Part], target: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
+    let queue = above_target(parts, target, |n| n > SMALL_BUFFERS);
     for &i in &queue {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
@@ -609,7 +625,7 @@ fn windows_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: 
         if part.windowed || part.makespan < settled || left.as_secs_f64() * WINDOWS_SHARE < 1.2 * part.first_fit_seconds {
             continue;
         }
-        let params = crate::windows::WindowParams::new(now + left.mul_f64(WINDOWS_SHARE), lower_bound.max(part.lower), part.makespan);
+        let params = crate::windows::WindowParams::new(now + left.mul_f64(WINDOWS_SHARE), target.max(part.lower), part.makespan);
         let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, seed);
         let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
         if let Some(off) = out.offsets {
@@ -643,8 +659,8 @@ const FLAT_MIN_BUFFERS: usize = 64;
 /// flat component: every instant is a peak, and no slack anywhere), shared equally by the
 /// components in line; in a component's share the first merge order gets half, each further
 /// one (drawn from `seed`) half of what remains, until a plan reaches the lower bound.
-fn flat_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
-    let queue = above_target(parts, lower_bound, |n| n > FLAT_MIN_BUFFERS);
+fn flat_stage(parts: &mut [Part], target: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
+    let queue = above_target(parts, target, |n| n > FLAT_MIN_BUFFERS);
     let stage_end = {
         let now = Instant::now();
         now + deadline.saturating_duration_since(now).mul_f64(0.8)
@@ -660,10 +676,10 @@ fn flat_stage(parts: &mut [Part], lower_bound: u64, deadline: Instant, seed: u64
             let now = Instant::now();
             now + stage_end.saturating_duration_since(now) / (queue.len() - k) as u32
         };
-        let target = lower_bound.max(part.lower);
+        let aim = target.max(part.lower);
         for round in 0u64.. {
             let now = Instant::now();
-            if now >= part_end || part.makespan <= target {
+            if now >= part_end || part.makespan <= aim {
                 break;
             }
             let blocks = crate::flat::reduce(&part.buffers, (round > 0).then(|| seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
@@ -691,9 +707,11 @@ const EXACT_MAX_BUFFERS: usize = 6_000;
 
 /// The exact stage of [`plan`]: components above the makespan settled elsewhere, largest first,
 /// each minimised from its best placement for `share` of the time left (the last one all of
-/// the stage's time). A refuted capacity raises the component's proven lower bound.
-fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Instant, progress: Option<&Progress>) {
-    let queue = above_target(parts, lower_bound, |n| n <= EXACT_MAX_BUFFERS);
+/// the stage's time); under a user's `capacity`, only that capacity is decided. A refuted
+/// capacity raises the component's proven lower bound.
+fn exact_stage(parts: &mut [Part], lower_bound: u64, capacity: Option<u64>, share: f64, deadline: Instant, progress: Option<&Progress>) {
+    let target = capacity.map_or(lower_bound, |c| c.max(lower_bound));
+    let queue = above_target(parts, target, |n| n <= EXACT_MAX_BUFFERS);
     let strategies = exact::Strategy::portfolio();
     let threads = rayon::current_num_threads().clamp(1, 2);
     let stage_end = {
@@ -708,7 +726,7 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Insta
         // decides the makespan alone gets the whole stage.
         let others_tie = queue[k + 1..].iter().any(|&j| parts[j].makespan >= parts[i].makespan);
         let part = &mut parts[i];
-        if part.makespan < settled && part.makespan > lower_bound {
+        if part.makespan < settled && part.makespan > target {
             // Not deciding: improving it cannot lower the makespan.
             continue;
         }
@@ -719,7 +737,7 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Insta
         let Some(problem) = exact::Problem::new(&part.buffers, EXACT_MAX_CONFLICTS) else { continue };
         let left = stage_end.duration_since(now);
         let until = if !others_tie { stage_end } else { now + left.mul_f64(0.6) };
-        let m = exact::minimize(&problem, part.makespan, part.lower.max(lower_bound), &strategies, threads, until);
+        let m = exact::minimize(&problem, part.makespan, part.lower.max(lower_bound), capacity, &strategies, threads, until);
         part.lower = part.lower.max(m.lower_bound);
         if let Some(off) = m.offsets {
             part.offer("exact search".into(), off, now.elapsed().as_secs_f64());
@@ -730,9 +748,10 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, share: f64, deadline: Insta
 
 /// The improvement stage of [`plan`]: the components that decide the makespan, largest first,
 /// each improved ([`crate::improve`]) from its best placement and its runners-up in parallel
-/// until `until` (a search returns early when stuck), aiming at its proven lower bound.
-fn improve_stage(parts: &mut [Part], lower_bound: u64, until: Instant, seed: u64, progress: Option<&Progress>) {
-    let queue = above_target(parts, lower_bound, |_| true);
+/// until `until` (a search returns early when stuck), aiming at `target` or its proven lower
+/// bound, whichever is higher.
+fn improve_stage(parts: &mut [Part], target: u64, until: Instant, seed: u64, progress: Option<&Progress>) {
+    let queue = above_target(parts, target, |_| true);
     for &i in &queue {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
@@ -743,7 +762,7 @@ fn improve_stage(parts: &mut [Part], lower_bound: u64, until: Instant, seed: u64
         // sequential): each start gets stuck in a different place, and a search returns early
         // when stuck, freeing its thread for the next start. The first to reach the target
         // stops the others.
-        let target = lower_bound.max(part.lower);
+        let aim = target.max(part.lower);
         let starts: Vec<(String, Vec<u64>)> = std::iter::once((part.algorithm.clone(), part.offsets.clone()))
             .chain(part.runners_up.iter().map(|r| (r.1.clone(), r.2.clone())))
             .collect();
@@ -758,7 +777,7 @@ fn improve_stage(parts: &mut [Part], lower_bound: u64, until: Instant, seed: u64
                 }
                 let t = Instant::now();
                 let seed = crate::rng::mix(crate::rng::mix(seed, i as u64), k as u64);
-                let params = improve::ImproveParams { stop: Some(stop.clone()), ..improve::ImproveParams::new(until, seed, target) };
+                let params = improve::ImproveParams { stop: Some(stop.clone()), ..improve::ImproveParams::new(until, seed, aim) };
                 let stats = improve::improve(buffers, &mut offsets, &params);
                 Some((name, offsets, stats, t.elapsed().as_secs_f64()))
             })
@@ -780,6 +799,6 @@ fn show_best(parts: &[Part], progress: Option<&Progress>) {
 }
 
 /// The largest makespan among components outside the boxing queue, or the lower bound.
-fn settled_outside(parts: &[Part], queued: &[bool], lower_bound: u64) -> u64 {
-    parts.iter().zip(queued).filter(|(_, &q)| !q).map(|(p, _)| p.makespan).max().unwrap_or(0).max(lower_bound)
+fn settled_outside(parts: &[Part], queued: &[bool], target: u64) -> u64 {
+    parts.iter().zip(queued).filter(|(_, &q)| !q).map(|(p, _)| p.makespan).max().unwrap_or(0).max(target)
 }

@@ -466,8 +466,35 @@ pub struct Minimized {
 /// a search cut off by its time share moves the next capacity halfway up. Each capacity gets
 /// half of the time left. Stops when the gap closes (the result is proven optimal) or the
 /// deadline passes.
-pub fn minimize(problem: &Problem, incumbent: u64, lower_bound: u64, strategies: &[Strategy], threads: usize, deadline: Instant) -> Minimized {
+///
+/// With a `capacity` (a user's memory size, as minimalloc takes it) any makespan up to it is
+/// enough: only that capacity is decided, with all the time, and a refutation proves that
+/// nothing fits (the returned lower bound is then above it).
+pub fn minimize(
+    problem: &Problem,
+    incumbent: u64,
+    lower_bound: u64,
+    capacity: Option<u64>,
+    strategies: &[Strategy],
+    threads: usize,
+    deadline: Instant,
+) -> Minimized {
     let mut out = Minimized { offsets: None, makespan: incumbent, lower_bound: lower_bound.max(problem.max_load()), nodes: 0 };
+    if let Some(c) = capacity {
+        if out.makespan > c && out.lower_bound <= c {
+            let (d, st) = decide_portfolio(problem, c, strategies, threads, Limits { deadline: Some(deadline), ..Limits::default() });
+            out.nodes = st.nodes;
+            match d {
+                Decision::Found(off) => {
+                    out.makespan = off.iter().zip(&problem.size).map(|(o, s)| o + s).max().unwrap_or(0);
+                    out.offsets = Some(off);
+                }
+                Decision::Infeasible => out.lower_bound = c + 1,
+                Decision::Unknown => {}
+            }
+        }
+        return out;
+    }
     let mut cap = out.lower_bound;
     while out.lower_bound < out.makespan {
         let now = Instant::now();
@@ -1308,7 +1335,7 @@ mod tests {
             let first = crate::heuristics::Heuristic::STANDARD[0].run(&bs);
             let inc = bs.iter().zip(&first).map(|(b, o)| b.size + o).max().unwrap_or(0);
             let far = Instant::now() + std::time::Duration::from_secs(60);
-            let m = minimize(&p, inc, 0, &Strategy::portfolio(), 2, far);
+            let m = minimize(&p, inc, 0, None, &Strategy::portfolio(), 2, far);
             assert_eq!(m.makespan, opt, "round {round}: {bs:?}");
             assert_eq!(m.lower_bound, opt, "round {round}: optimality proven");
             if let Some(off) = &m.offsets {
@@ -1318,6 +1345,40 @@ mod tests {
                 assert_eq!(inc, opt);
             }
         }
+    }
+
+    #[test]
+    fn a_capacity_is_decided_alone_against_the_brute_force_optimum() {
+        let mut rng = Rng::new(41);
+        let mut refuted = 0;
+        for round in 0..120u64 {
+            let n = 2 + (round % 6) as usize;
+            let bs = random_instance(&mut rng, n, round);
+            let opt = brute_optimum(&bs);
+            let p = Problem::new(&bs, u64::MAX).unwrap();
+            let first = crate::heuristics::Heuristic::STANDARD[0].run(&bs);
+            let inc = bs.iter().zip(&first).map(|(b, o)| b.size + o).max().unwrap_or(0);
+            let far = Instant::now() + std::time::Duration::from_secs(60);
+            // At or above the optimum a placement fits (not necessarily the optimum); below, the
+            // search proves that none does.
+            for cap in [opt, opt + opt / 3] {
+                let m = minimize(&p, inc, 0, Some(cap), &Strategy::portfolio(), 2, far);
+                assert!(m.makespan <= cap, "round {round}: cap {cap}, got {}", m.makespan);
+                assert!(m.lower_bound <= opt);
+                if let Some(off) = &m.offsets {
+                    let v = validate(&bs, off);
+                    assert!(v.is_valid() && v.makespan == m.makespan);
+                } else {
+                    assert!(inc <= cap);
+                }
+            }
+            if opt > p.max_load() {
+                let m = minimize(&p, inc, 0, Some(opt - 1), &Strategy::portfolio(), 2, far);
+                assert!(m.offsets.is_none() && m.lower_bound == opt, "round {round}: capacity {} refuted", opt - 1);
+                refuted += 1;
+            }
+        }
+        assert!(refuted >= 5, "only {refuted} instances above their max load: the refutation went untested");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 fn opts(algorithm: Algorithm, seed: u64) -> PlanOptions {
     // A generous limit with an iteration cap: the cap, not the clock, ends the boxing stage, so
     // runs are reproducible.
-    PlanOptions { time_limit: Duration::from_secs(60), iterations: Some(8), seed, algorithm }
+    PlanOptions { time_limit: Duration::from_secs(60), iterations: Some(8), seed, algorithm, capacity: None }
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn flat_components_reach_the_load_through_blocks() {
     // well under a second; a generous limit so a slow machine does not decide the test).
     for seed in [1u64, 2] {
         let inst = generate(Kind::Tight, 10_000, seed);
-        let o = PlanOptions { time_limit: Duration::from_secs(30), iterations: None, seed: 1, algorithm: Algorithm::Auto };
+        let o = PlanOptions { time_limit: Duration::from_secs(30), ..PlanOptions::default() };
         let out = plan(&inst.buffers, &o, None);
         let v = validate(&inst.buffers, &out.offsets);
         assert!(v.is_valid(), "{}", v.describe(&inst.buffers, &out.offsets));
@@ -89,10 +89,30 @@ fn large_components_open_windows_beside_the_heuristics() {
     // (one stage), and their plan reaches the max load (in under a second on a slow machine;
     // a generous limit so the machine does not decide the test).
     let inst = generate(Kind::Nn, 60_000, 1);
-    let o = PlanOptions { time_limit: Duration::from_secs(30), iterations: None, seed: 1, algorithm: Algorithm::Auto };
+    let o = PlanOptions { time_limit: Duration::from_secs(30), ..PlanOptions::default() };
     let out = plan(&inst.buffers, &o, None);
     let v = validate(&inst.buffers, &out.offsets);
     assert!(v.is_valid(), "{}", v.describe(&inst.buffers, &out.offsets));
     assert!(out.stages.iter().any(|(s, _)| s == "heuristics + critical windows"), "{:?}", out.stages);
     assert!(out.optimal, "{} over {} by {}", out.makespan, out.max_load, out.algorithm);
+}
+
+#[test]
+fn a_capacity_ends_the_plan_at_the_first_placement_within_it() {
+    // Each kind at 3% above its max load, at a size where the exact search runs and one where
+    // the windows and boxing do: a placement within it comes back, valid (the stages aim at
+    // the capacity, not at the max load).
+    for (k, &kind) in Kind::ALL.iter().enumerate() {
+        for n in [300usize, 5_000] {
+            let inst = generate(kind, n, 5 + k as u64);
+            let load = heaplab_sweep::max_load(&inst.buffers);
+            let capacity = load + load * 3 / 100;
+            let o = PlanOptions { time_limit: Duration::from_secs(60), capacity: Some(capacity), ..PlanOptions::default() };
+            let out = plan(&inst.buffers, &o, None);
+            let v = validate(&inst.buffers, &out.offsets);
+            assert!(v.is_valid(), "{} n={n}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
+            assert!(out.makespan <= capacity, "{} n={n}: {} above capacity {capacity}", kind.name(), out.makespan);
+            assert!(out.lower_bound <= out.makespan);
+        }
+    }
 }
