@@ -20,7 +20,7 @@ mod report;
 mod run;
 mod traced;
 
-use report::{Baseline, Machine, Row, Traced};
+use report::{Baseline, CapacityRun, Machine, Row, Traced};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -172,6 +172,9 @@ struct Job {
     traced: Option<traced::Workload>,
     /// Also run the boxing algorithm alone on it (issue 3's baseline).
     baseline: bool,
+    /// Also plan it under this capacity (`--capacity`): the minimalloc suite at the capacity its
+    /// files are named after, the question minimalloc answers.
+    capacity: Option<u64>,
     path: PathBuf,
 }
 
@@ -184,11 +187,13 @@ fn wants_baseline(n: usize) -> bool {
 fn shared_jobs(dir: &Path) -> Vec<Job> {
     let mut v = Vec::new();
     for l in "ABCDEFGHIJK".chars() {
-        v.push((format!("minimalloc/{l}"), format!("minimalloc/{l}.1048576.csv")));
+        v.push((format!("minimalloc/{l}"), format!("minimalloc/{l}.1048576.csv"), Some(1_048_576)));
     }
-    v.push(("iopddl/G_1".into(), "iopddl/G_1.csv".into()));
-    v.push(("somas/resnet50".into(), "somas/resnet50.csv".into()));
-    v.into_iter().map(|(name, rel)| Job { name, group: "shared", gen: None, traced: None, baseline: false, path: dir.join(rel) }).collect()
+    v.push(("iopddl/G_1".into(), "iopddl/G_1.csv".into(), None));
+    v.push(("somas/resnet50".into(), "somas/resnet50.csv".into(), None));
+    v.into_iter()
+        .map(|(name, rel, capacity)| Job { name, group: "shared", gen: None, traced: None, baseline: false, capacity, path: dir.join(rel) })
+        .collect()
 }
 
 fn short_n(n: usize) -> String {
@@ -274,6 +279,7 @@ fn main() -> ExitCode {
                 gen: Some((kind.clone(), n)),
                 traced: None,
                 baseline: opts.baseline && wants_baseline(n),
+                capacity: None,
             });
         }
     }
@@ -301,6 +307,7 @@ fn main() -> ExitCode {
                             gen: None,
                             traced: Some(w),
                             baseline: opts.baseline && scale == traced::Scale::Small,
+                            capacity: None,
                         });
                     }
                 }
@@ -379,6 +386,27 @@ fn main() -> ExitCode {
                 let _ = std::fs::remove_file(&out);
             }
         }
+        if let (Some(cap), None) = (job.capacity, &row.error) {
+            eprint!("{tag}: at capacity {cap} … ");
+            let out = work.join(format!("{}.capacity.placement.csv", job.name.replace('/', "_")));
+            let c = at_capacity(&opts, &job.path, &out, cap, kill);
+            match &c.error {
+                None => eprintln!(
+                    "{:.2} s, {}",
+                    c.wall.unwrap_or(0.0),
+                    match (c.fits, c.valid) {
+                        (Some(true), Some(true)) => "fits, valid",
+                        (Some(true), _) => "fits, INVALID",
+                        _ => "does not fit",
+                    }
+                ),
+                Some(e) => eprintln!("{e}"),
+            }
+            row.at_capacity = Some(c);
+            if !opts.keep {
+                let _ = std::fs::remove_file(&out);
+            }
+        }
         if !opts.keep && (job.gen.is_some() || job.traced.is_some()) {
             let _ = std::fs::remove_file(&job.path);
         }
@@ -392,6 +420,9 @@ fn main() -> ExitCode {
 
     let table = report::table(&rows);
     println!("{table}");
+    if let Some(t) = report::capacity_table(&rows) {
+        println!("{t}");
+    }
     if let Some(t) = report::target_summary(&rows) {
         println!("{t}\n");
     }
@@ -402,7 +433,12 @@ fn main() -> ExitCode {
     eprintln!("heaplab-bench: wrote {0}/results.md and {0}/results.json", opts.out.display());
     let bad = rows
         .iter()
-        .filter(|r| r.error.is_some() || r.valid != Some(true) || r.baseline.as_ref().is_some_and(|b| b.error.is_some()))
+        .filter(|r| {
+            r.error.is_some()
+                || r.valid != Some(true)
+                || r.baseline.as_ref().is_some_and(|b| b.error.is_some())
+                || r.at_capacity.as_ref().is_some_and(|c| c.error.is_some() || (c.fits == Some(true) && c.valid != Some(true)))
+        })
         .count();
     if bad > 0 {
         eprintln!("heaplab-bench: {bad} of {} runs failed or produced an invalid placement", rows.len());
@@ -498,6 +534,47 @@ fn baseline(opts: &Opts, input: &Path, out: &Path, kill: Duration) -> Baseline {
         Err(e) => b.error = Some(format!("plan --algorithm boxing printed no JSON object ({e})")),
     }
     b
+}
+
+/// `heaplab plan INPUT -o OUT --json --capacity CAP`, then `heaplab check` on what it wrote. Exit
+/// 0 means a plan fits (and is written), 1 that none was found or one was proven impossible.
+fn at_capacity(opts: &Opts, input: &Path, out: &Path, capacity: u64, kill: Duration) -> CapacityRun {
+    let mut r = CapacityRun { capacity, ..Default::default() };
+    let mut c = plan_command(opts, input, out);
+    c.args(["--capacity", &capacity.to_string()]);
+    let m = match run::run(&mut c, kill) {
+        Ok(m) => m,
+        Err(e) => {
+            r.error = Some(format!("cannot run heaplab plan --capacity: {e}"));
+            return r;
+        }
+    };
+    r.wall = Some(m.wall);
+    if !matches!(m.code, Some(0 | 1)) {
+        r.error = Some(failed("plan --capacity", &m));
+        return r;
+    }
+    match serde_json::from_str::<serde_json::Value>(m.stdout.trim()) {
+        Ok(v) => {
+            r.makespan = v.get("makespan").and_then(|x| x.as_u64());
+            r.fits = v.get("fits").and_then(|x| x.as_bool());
+            r.plan_json = Some(v);
+        }
+        Err(e) => {
+            r.error = Some(format!("plan --capacity printed no JSON object ({e})"));
+            return r;
+        }
+    }
+    if r.fits == Some(true) {
+        let mut c = Command::new(&opts.heaplab);
+        c.arg("check").arg(input).arg(out);
+        r.valid = run::run(&mut c, kill).ok().and_then(|m| match m.code {
+            Some(0) => Some(true),
+            Some(1) => Some(false),
+            _ => None,
+        });
+    }
+    r
 }
 
 /// Traces the workload's program (`heaplab trace -o X.hltrace -- PROGRAM ARGS`), keeps a few

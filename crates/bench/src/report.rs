@@ -42,6 +42,41 @@ pub struct Row {
     pub baseline: Option<Baseline>,
     /// For traced rows: the program, its workload and the trace's figures.
     pub traced: Option<Traced>,
+    /// `heaplab plan --capacity` on the same input, for the rows that name a capacity (the
+    /// minimalloc suite).
+    pub at_capacity: Option<CapacityRun>,
+}
+
+/// `heaplab plan --capacity CAP` on a row's input (same time limit and seed): the question
+/// minimalloc answers, "is there a placement within CAP?", stopping at the first one.
+#[derive(Debug, Default)]
+pub struct CapacityRun {
+    pub capacity: u64,
+    pub makespan: Option<u64>,
+    /// Whether a placement within the capacity came back (exit 0).
+    pub fits: Option<bool>,
+    /// Verdict of `heaplab check` on it.
+    pub valid: Option<bool>,
+    /// Wall seconds of the `plan --capacity` process.
+    pub wall: Option<f64>,
+    pub error: Option<String>,
+    /// The plan's JSON as printed, kept whole in results.json.
+    pub plan_json: Option<Value>,
+}
+
+impl CapacityRun {
+    fn to_json(&self) -> Value {
+        json!({
+            "command": "heaplab plan INPUT -o OUT --json --capacity CAPACITY (same --time-limit and --seed as the main run)",
+            "capacity": self.capacity,
+            "makespan": self.makespan,
+            "fits": self.fits,
+            "valid": self.valid,
+            "plan_wall_seconds": self.wall,
+            "error": self.error,
+            "plan_json": self.plan_json,
+        })
+    }
 }
 
 /// The boxing algorithm alone (`--algorithm boxing`) on a row's input, same time limit and seed.
@@ -186,6 +221,7 @@ impl Row {
             "error": self.error,
             "plan_json": self.plan_json,
             "boxing_baseline": self.baseline.as_ref().map(Baseline::to_json),
+            "at_capacity": self.at_capacity.as_ref().map(CapacityRun::to_json),
             "target": self.baseline.as_ref().map(|_| json!({
                 "rule": "issue 3: fragmentation at most half of what the boxing algorithm alone reaches, in no more time",
                 "frag_at_most_half": self.frag_at_most_half(),
@@ -365,6 +401,47 @@ pub fn table(rows: &[Row]) -> String {
     s
 }
 
+/// The rows planned under a capacity as a Markdown table, or `None` when there are none.
+pub fn capacity_table(rows: &[Row]) -> Option<String> {
+    let with: Vec<(&Row, &CapacityRun)> = rows.iter().filter_map(|r| r.at_capacity.as_ref().map(|c| (r, c))).collect();
+    if with.is_empty() {
+        return None;
+    }
+    let mut s = String::from(
+        "| instance | max load | capacity | makespan | fits | valid | time s | minimalloc (ref) |\n|---|--:|--:|--:|---|---|--:|---|\n",
+    );
+    for (r, c) in with {
+        let fits = match (&c.error, c.fits) {
+            (Some(e), _) => format!("**FAILED**: {}", e.replace('|', "/").chars().take(60).collect::<String>()),
+            (None, f) => yes_no(f),
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.name,
+            r.max_load.map(grouped).unwrap_or(DASH.into()),
+            grouped(c.capacity),
+            c.makespan.map(grouped).unwrap_or(DASH.into()),
+            fits,
+            match c.valid {
+                Some(true) => "yes".to_string(),
+                Some(false) => "**NO**".to_string(),
+                None => DASH.to_string(),
+            },
+            c.wall.map(|w| format!("{w:.2}")).unwrap_or(DASH.into()),
+            anchors::reference(&r.name).0.unwrap_or(DASH),
+        ));
+    }
+    Some(s)
+}
+
+/// What the capacity table means, for results.md.
+pub const CAPACITY_NOTE: &str = "A third run, `heaplab plan INPUT -o OUT --json --capacity 1048576` \
+(same `--time-limit` and `--seed`), asks what minimalloc is asked: is there a placement within the \
+capacity the suite's files are named after? It stops at the first one (*makespan* is that placement's, \
+not a minimum) and fails (exit 1) when none is found or one is proven impossible. *valid* is \
+`heaplab check` on it. The main table's target is stricter: makespan = max load, which for C, D and J \
+is below 1,048,576.";
+
 /// What the boxing columns mean, for results.md.
 pub const BASELINE_NOTE: &str = "*boxing alone %* and *boxing s* come from a second run, \
 `heaplab plan INPUT -o OUT --json --algorithm boxing` with the same `--time-limit` and `--seed`, on the \
@@ -424,6 +501,13 @@ pub fn write_results(dir: &Path, m: &Machine, rows: &[Row], notes: &[String], ta
         md.push_str(&t);
         md.push_str("\n\n");
     }
+    if let Some(t) = capacity_table(rows) {
+        md.push_str("## The minimalloc suite at its capacity\n\n");
+        md.push_str(&t);
+        md.push('\n');
+        md.push_str(CAPACITY_NOTE);
+        md.push_str("\n\n");
+    }
     md.push_str(anchors::NOTE);
     md.push('\n');
     let gens: Vec<&Row> = rows.iter().filter(|r| r.generator.is_some()).collect();
@@ -455,6 +539,7 @@ pub fn write_results(dir: &Path, m: &Machine, rows: &[Row], notes: &[String], ta
         "notes": notes,
         "reference_note": anchors::NOTE,
         "baseline_note": BASELINE_NOTE,
+        "capacity_note": CAPACITY_NOTE,
         "target_summary": target_summary(rows),
         "rows": rows.iter().map(Row::to_json).collect::<Vec<_>>(),
     });
