@@ -39,9 +39,12 @@ validated before it is written.
 
 With --capacity (the memory there is, as minimalloc takes it) any plan that fits is enough: the
 planner stops at the first one within the capacity instead of minimising further, and the exact
-search decides that capacity alone (it can prove that nothing fits). When no plan fits, the
-summary still shows the best one, nothing is written, and the exit code is 1: at once when the
-max load is above the capacity, else after a proof or when time runs out.
+search decides that capacity alone (it can prove that nothing fits). K, M, G, T (or KiB, MiB, GiB,
+TiB) are powers of 1024; KB, MB, GB, TB powers of 1000. When no plan fits the exit code is 1 and
+nothing is written (an existing output file is left as it was): when the max load is above the
+capacity this is said at once, without planning; otherwise the summary shows the best plan found
+and whether the exact search proved that none fits or time ran out. The JSON summary has
+`capacity` and `fits` in every case.
 
 Prints: buffers, max load, the best proven lower bound (the max load, or more where the exact
 search refuted smaller makespans), makespan, fragmentation (makespan - max load, in bytes and % of
@@ -73,8 +76,8 @@ pub struct PlanArgs {
     /// first, and first-fit by size only if the budget allows it).
     #[arg(long, default_value_t = 3.0, value_name = "SECONDS")]
     time_limit: f64,
-    /// Memory available (bytes; units such as 16GiB or 512MB allowed): stop at the first plan
-    /// that fits in it instead of minimising; exit code 1 when none fits.
+    /// Memory available, in bytes or with a unit (16GiB = 16·2^30, 16GB = 16·10^9): stop at the
+    /// first plan that fits in it instead of minimising; exit code 1 when none fits.
     #[arg(long, value_name = "BYTES")]
     capacity: Option<String>,
     /// Cap on boxing iterations per component.
@@ -125,6 +128,19 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     if let Some(c) = capacity {
         let load = heaplab_sweep::max_load(&inst.buffers);
         if load > c {
+            if a.json {
+                let v = json!({
+                    "input": a.input,
+                    "n": inst.len(),
+                    "max_load": load,
+                    "lower_bound": load,
+                    "capacity": c,
+                    "fits": false,
+                    "output": null,
+                    "seconds": t0.elapsed().as_secs_f64(),
+                });
+                println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
+            }
             return Err(Failure::Work(format!(
                 "{}: no plan fits in --capacity {}: the buffers live at the busiest instant alone need {}",
                 a.input,
@@ -262,8 +278,14 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             let why = if outcome.lower_bound > c {
                 format!("the exact search proved that every plan needs at least {}", exact_bytes(outcome.lower_bound))
             } else {
+                // The heuristics alone do not use the time: more of it would not help them.
+                let hint = if matches!(algorithm, Algorithm::Heuristics | Algorithm::Heuristic(_)) {
+                    ""
+                } else {
+                    "; a longer --time-limit may find one"
+                };
                 format!(
-                    "the best plan found in {} s needs {} (lower bound {}); a longer --time-limit may find one",
+                    "the best plan found in {} s needs {} (lower bound {}){hint}",
                     a.time_limit,
                     exact_bytes(outcome.makespan),
                     exact_bytes(outcome.lower_bound)

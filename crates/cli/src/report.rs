@@ -36,14 +36,15 @@ pub fn bytes(v: u64) -> String {
 }
 
 /// Reads a byte size as a user types it: `1048576`, `1,048,576`, `1_048_576`, `16GiB`, `1.5 MiB`,
-/// `512K` (K, M, G, T and the -iB forms are powers of 1024; KB, MB, GB and TB powers of 1000; a
-/// trailing `B` is optional). Fractions are rounded down to whole bytes. The error says what
-/// was expected.
+/// `512K`. K, M, G, T and the -iB forms are powers of 1024; KB, MB, GB and TB powers of 1000; a
+/// trailing `B` is optional. Separators go between groups of three digits only (so `1,5GiB` is
+/// an error, not 15 GiB). A fraction is exact (`1.001KB` is 1,001 bytes) and rounded down to
+/// whole bytes. The error says what was expected.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | ',' | '_'))).unwrap_or(t.len());
-    let (number, unit) = (t[..split].replace([',', '_'], ""), t[split..].trim());
-    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+    let (number, unit) = (&t[..split], t[split..].trim());
+    let scale: u128 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kib" => 1 << 10,
         "m" | "mib" => 1 << 20,
@@ -53,21 +54,35 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         "mb" => 1_000_000,
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
-        _ => return Err(format!("{text:?}: unknown unit {unit:?}; expected B, K/KiB, M/MiB, G/GiB, T/TiB, KB, MB, GB or TB")),
+        _ => return Err(format!("{text:?}: unknown unit {unit:?}; expected B, K/KiB, M/MiB, G/GiB, T/TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000)")),
     };
-    let expected = || format!("{text:?}: expected a number of bytes, such as 1048576, 16GiB or 1.5MiB");
-    if number.is_empty() {
+    let expected = || format!("{text:?}: expected a number of bytes, such as 1048576, 1,048,576, 16GiB or 1.5MiB");
+    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
+    // Separators only between groups of three: the first group 1-3 digits, the others 3.
+    let groups: Vec<&str> = whole.split([',', '_']).collect();
+    let grouped_ok = groups.len() == 1
+        || (!groups[0].is_empty() && groups[0].len() <= 3 && groups[1..].iter().all(|g| g.len() == 3));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !grouped_ok || !groups.iter().all(|g| digits(g)) || !digits(frac) || (number.contains('.') && frac.is_empty()) {
         return Err(expected());
     }
-    if let Ok(n) = number.parse::<u64>() {
-        return n.checked_mul(scale).ok_or_else(|| format!("{text:?}: too large (above 2^64 bytes)"));
+    let too_large = || format!("{text:?}: too large (2^64 bytes or more)");
+    let mut value: u128 = 0;
+    for g in &groups {
+        for b in g.bytes() {
+            value = value.checked_mul(10).and_then(|v| v.checked_add((b - b'0') as u128)).ok_or_else(too_large)?;
+        }
     }
-    let x: f64 = number.parse().map_err(|_| expected())?;
-    let v = x * scale as f64;
-    if !v.is_finite() || v >= u64::MAX as f64 {
-        return Err(format!("{text:?}: too large (above 2^64 bytes)"));
+    value = value.checked_mul(scale).ok_or_else(too_large)?;
+    // The fraction times the scale, exactly; 24 digits are kept (the largest scale is 2^40, so
+    // digits past the 13th cannot move a byte) and the product stays within u128.
+    let (mut num, mut den) = (0u128, 1u128);
+    for b in frac.bytes().take(24) {
+        num = num * 10 + (b - b'0') as u128;
+        den *= 10;
     }
-    Ok(v as u64)
+    value += num * scale / den;
+    u64::try_from(value).map_err(|_| too_large())
 }
 
 /// Exact bytes, with the size in a binary unit beside them when that says more:
@@ -159,7 +174,14 @@ mod tests {
         assert_eq!(parse_bytes("2MB"), Ok(2_000_000));
         assert_eq!(parse_bytes("512K"), Ok(512 << 10));
         assert_eq!(parse_bytes("0"), Ok(0));
-        for bad in ["", "GiB", "12 parsecs", "-5", "1.2.3", "99999999999999999999", "20000000TiB"] {
+        assert_eq!(parse_bytes("1.001KB"), Ok(1001));
+        assert_eq!(parse_bytes("2.01MB"), Ok(2_010_000));
+        assert_eq!(parse_bytes("0.5"), Ok(0));
+        assert_eq!(parse_bytes("18446744073709551615"), Ok(u64::MAX));
+        for bad in [
+            "", "GiB", "12 parsecs", "-5", "1.2.3", "1.", ".5", "1,5GiB", "1,0485,76", ",123", "1__000",
+            "99999999999999999999", "20000000TiB", "18446744073709551616",
+        ] {
             assert!(parse_bytes(bad).is_err(), "{bad:?} accepted");
         }
     }

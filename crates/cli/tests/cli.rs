@@ -315,11 +315,16 @@ fn capacity_stops_at_a_fitting_plan_and_fails_with_exit_1_when_none_fits() {
     assert!(r.stderr.contains("proved that every plan needs at least 6 B"), "{}", r.stderr);
     assert!(!Path::new(&out).exists());
 
-    // Below the max load: refused before planning.
+    // Below the max load: refused before planning (the JSON summary says so too).
     let r = heaplab(&["plan", &model, "-o", &out, "--capacity", "4"]);
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("m.csv") && r.stderr.contains("need 5 B"), "{}", r.stderr);
     assert!(r.stdout.is_empty() && !Path::new(&out).exists());
+    let r = heaplab(&["plan", &model, "-o", &out, "--capacity", "4", "--json"]);
+    assert_eq!(r.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!((v["fits"].as_bool(), v["max_load"].as_u64()), (Some(false), Some(5)));
+    assert!(!Path::new(&out).exists());
 
     // Units are read; nonsense is bad usage.
     let r = heaplab(&["plan", &model, "--capacity", "1KiB", "--json"]);

@@ -658,7 +658,7 @@ const FLAT_MIN_BUFFERS: usize = 64;
 /// pipeline (nested). Up to 80% of the time left (the other stages rarely gain a byte on a
 /// flat component: every instant is a peak, and no slack anywhere), shared equally by the
 /// components in line; in a component's share the first merge order gets half, each further
-/// one (drawn from `seed`) half of what remains, until a plan reaches the lower bound.
+/// one (drawn from `seed`) half of what remains, until a plan reaches the target.
 fn flat_stage(parts: &mut [Part], target: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
     let queue = above_target(parts, target, |n| n > FLAT_MIN_BUFFERS);
     let stage_end = {
@@ -723,10 +723,15 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, capacity: Option<u64>, shar
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         // The components after this one only matter if they tie with it: one below it is
         // skipped (as not deciding) unless this one gets below it first. So a component that
-        // decides the makespan alone gets the whole stage.
-        let others_tie = queue[k + 1..].iter().any(|&j| parts[j].makespan >= parts[i].makespan);
+        // decides the makespan alone gets the whole stage. Under a capacity every component
+        // above it must come down, deciding or not.
+        let others_tie = queue[k + 1..].iter().any(|&j| capacity.is_some() || parts[j].makespan >= parts[i].makespan);
+        // Once one component cannot fit the capacity, the plan cannot.
+        if capacity.is_some_and(|c| parts.iter().any(|p| p.lower > c)) {
+            break;
+        }
         let part = &mut parts[i];
-        if part.makespan < settled && part.makespan > target {
+        if capacity.is_none() && part.makespan < settled && part.makespan > target {
             // Not deciding: improving it cannot lower the makespan.
             continue;
         }

@@ -782,11 +782,9 @@ impl<'p, 'l> Search<'p, 'l> {
     }
 
     /// One pass over `members` at a node whose last placement was at `p` with `last_rank`: the
-    /// per-buffer checks, what section inference needs, the failure-memo key and the candidate
-    /// list, fused because the search spends most of its time in these loops (four separate
-    /// passes read the same arrays four times). `None` when some buffer can no longer fit.
-    /// `cand` receives every member that may be placed next at its viable offset, before the
-    /// dominance bound is applied (see [`Scan::gap_bound`]).
+    /// per-buffer checks, what section inference needs and the failure-memo key, fused because
+    /// the search spends most of its time in these loops (separate passes read the same arrays
+    /// three times). `None` when some buffer can no longer fit.
     fn scan(&self, members: &[u32], p: u64, last_rank: u32) -> Option<Scan> {
         let cap = self.capacity;
         let mut sc = Scan { key: self.memo.seed(p, last_rank), gap_bound: u64::MAX, lo: u32::MAX, hi: 0, max_low: 0 };
@@ -880,7 +878,9 @@ impl<'p, 'l> Search<'p, 'l> {
     }
 
     /// The checks of a node: the member pass ([`Search::scan`]), then, unless the failure memo
-    /// knows the node, section inference. `None` when it can be pruned. `cand` as for `scan`.
+    /// knows the node, section inference. `None` when it can be pruned. Otherwise `cand` receives,
+    /// sorted by (offset, rank), every member that may be placed next at its viable offset below
+    /// the dominance bound ([`Scan::gap_bound`]).
     fn check(&mut self, members: &[u32], p: u64, last_rank: u32, cand: &mut Vec<(u64, u32, u32)>) -> Option<Scan> {
         let sc = self.scan(members, p, last_rank)?;
         if self.memo.failed(sc.key) {
@@ -964,6 +964,9 @@ impl<'p, 'l> Search<'p, 'l> {
             return false;
         };
         if self.by_section {
+            // Section branching restarts the canonical order at every placement, so its nodes
+            // come with no last rank, and `cand` holds exactly the candidates it branches on.
+            debug_assert_eq!(last_rank, u32::MAX);
             let found = self.branch_on_section(members, &cand);
             self.cand_pool[depth] = cand;
             if !found && !self.stopped {

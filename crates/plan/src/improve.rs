@@ -42,7 +42,7 @@ pub struct ImproveParams {
     pub deadline: Instant,
     /// Seed for the choice of peaks and search orders.
     pub seed: u64,
-    /// A proven lower bound: the search stops when the makespan reaches it.
+    /// The makespan to stop at: a proven lower bound, or a user's capacity above it.
     pub target: u64,
     /// Largest free set handed to the exact search.
     pub max_free: usize,

@@ -41,7 +41,7 @@ use std::time::Instant;
 pub struct WindowParams {
     /// Stop at this instant (a round in progress finishes its fill first).
     pub deadline: Instant,
-    /// A proven lower bound: stop when the makespan reaches it.
+    /// The makespan to stop at: a proven lower bound, or a user's capacity above it.
     pub target: u64,
     /// Makespan to beat (the best placement known): fills abandon above it.
     pub bound: u64,
