@@ -711,7 +711,14 @@ const EXACT_MAX_BUFFERS: usize = 6_000;
 /// capacity raises the component's proven lower bound.
 fn exact_stage(parts: &mut [Part], lower_bound: u64, capacity: Option<u64>, share: f64, deadline: Instant, progress: Option<&Progress>) {
     let target = capacity.map_or(lower_bound, |c| c.max(lower_bound));
-    let queue = above_target(parts, target, |n| n <= EXACT_MAX_BUFFERS);
+    let mut queue = above_target(parts, target, |n| n <= EXACT_MAX_BUFFERS);
+    // Under a capacity every component above it must come down, and which is hard is not
+    // known: the smallest go first, each with an equal share of what is left, so quick ones
+    // hand their time on (largest-makespan-first gave minimalloc E's hard component 60% of the
+    // stage behind a trivial one).
+    if capacity.is_some() {
+        queue.sort_by_key(|&i| (parts[i].buffers.len(), i));
+    }
     let strategies = exact::Strategy::portfolio();
     let threads = rayon::current_num_threads().clamp(1, 2);
     let stage_end = {
@@ -723,9 +730,8 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, capacity: Option<u64>, shar
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         // The components after this one only matter if they tie with it: one below it is
         // skipped (as not deciding) unless this one gets below it first. So a component that
-        // decides the makespan alone gets the whole stage. Under a capacity every component
-        // above it must come down, deciding or not.
-        let others_tie = queue[k + 1..].iter().any(|&j| capacity.is_some() || parts[j].makespan >= parts[i].makespan);
+        // decides the makespan alone gets the whole stage. (Under a capacity, see above.)
+        let others_tie = queue[k + 1..].iter().any(|&j| parts[j].makespan >= parts[i].makespan);
         // Once one component cannot fit the capacity, the plan cannot.
         if capacity.is_some_and(|c| parts.iter().any(|p| p.lower > c)) {
             break;
@@ -741,7 +747,13 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, capacity: Option<u64>, shar
         }
         let Some(problem) = exact::Problem::new(&part.buffers, EXACT_MAX_CONFLICTS) else { continue };
         let left = stage_end.duration_since(now);
-        let until = if !others_tie { stage_end } else { now + left.mul_f64(0.6) };
+        let until = if capacity.is_some() {
+            now + left / (queue.len() - k) as u32
+        } else if !others_tie {
+            stage_end
+        } else {
+            now + left.mul_f64(0.6)
+        };
         let m = exact::minimize(&problem, part.makespan, part.lower.max(lower_bound), capacity, &strategies, threads, until);
         part.lower = part.lower.max(m.lower_bound);
         if let Some(off) = m.offsets {

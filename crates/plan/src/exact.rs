@@ -634,6 +634,12 @@ struct Search<'p, 'l> {
     /// Per section, the unplaced buffer covering it that had the lowest offset at the last
     /// section inference there (`u32::MAX`: none yet); a cache, not part of the search state.
     witness: Vec<u32>,
+    /// The section where section inference last failed (`u32::MAX`: none yet): most nodes fail
+    /// there, and it is asked before the member pass (a cache, not part of the search state).
+    hot: u32,
+    /// Sections `[lo, hi)` of the independent group being solved (all of them outside groups):
+    /// the unplaced buffers covering a section in it are the group's own.
+    span: (u32, u32),
     /// Reusable member and candidate lists, one per depth.
     member_pool: Vec<Vec<u32>>,
     cand_pool: Vec<Vec<(u64, u32, u32)>>,
@@ -693,6 +699,8 @@ impl<'p, 'l> Search<'p, 'l> {
             excluded: vec![u64::MAX; n],
             count: vec![0; sections],
             witness: vec![u32::MAX; sections],
+            hot: u32::MAX,
+            span: (0, sections as u32),
         }
     }
 
@@ -847,11 +855,32 @@ impl<'p, 'l> Search<'p, 'l> {
             }
             self.witness[s] = low.1;
             if low.1 != u32::MAX && low.0.saturating_add(rem) > self.capacity {
+                self.hot = s as u32;
                 ok = false;
                 break;
             }
         }
         ok
+    }
+
+    /// Whether section inference fails in section `s` alone: its unplaced buffers cannot all
+    /// stack above the lowest offset any of them can still take.
+    fn section_fails(&self, s: usize, p: u64, last_rank: u32) -> bool {
+        let rem = self.rem[s];
+        if rem == 0 {
+            return false;
+        }
+        let covering = &self.p.sec_bufs[self.p.sec_start[s] as usize..self.p.sec_start[s + 1] as usize];
+        let mut any = false;
+        for &u in covering {
+            if !self.placed[u as usize] {
+                if self.lowest(u as usize, p, last_rank).saturating_add(rem) <= self.capacity {
+                    return false;
+                }
+                any = true;
+            }
+        }
+        any
     }
 
     /// The plain form of [`Search::sections_fit`] (every member's lowest offset spread over its
@@ -882,6 +911,15 @@ impl<'p, 'l> Search<'p, 'l> {
     /// sorted by (offset, rank), every member that may be placed next at its viable offset below
     /// the dominance bound ([`Scan::gap_bound`]).
     fn check(&mut self, members: &[u32], p: u64, last_rank: u32, cand: &mut Vec<(u64, u32, u32)>) -> Option<Scan> {
+        // Three nodes in four fail section inference, most of them where the last one failed:
+        // that section is asked first, before the member pass, when it lies in the group being
+        // solved (then its unplaced buffers are members). Same verdicts: a failing section fails
+        // the node either way, and a pruned node records nothing.
+        if (self.span.0..self.span.1).contains(&self.hot) && self.section_fails(self.hot as usize, p, last_rank) {
+            #[cfg(debug_assertions)]
+            assert!(!self.sections_fit_by_spreading(members, p, last_rank), "hot section shortcut");
+            return None;
+        }
         let sc = self.scan(members, p, last_rank)?;
         if self.memo.failed(sc.key) {
             return None;
@@ -933,7 +971,11 @@ impl<'p, 'l> Search<'p, 'l> {
             let groups = self.groups(members);
             if groups.len() > 1 {
                 let mark = self.trail.len();
+                let outer = self.span;
                 for g in &groups {
+                    let lo = g.iter().map(|&u| self.p.first[u as usize]).min().unwrap_or(0);
+                    let hi = g.iter().map(|&u| self.p.last[u as usize]).max().unwrap_or(0);
+                    self.span = (lo, hi);
                     let ok = if self.rerank_groups {
                         let saved = self.rerank(g);
                         let ok = self.solve(g, 0, u32::MAX, false);
@@ -945,10 +987,12 @@ impl<'p, 'l> Search<'p, 'l> {
                         self.solve(g, last_off, last_rank, false)
                     };
                     if !ok {
+                        self.span = outer;
                         self.undo(mark);
                         return false;
                     }
                 }
+                self.span = outer;
                 return true;
             }
         }
