@@ -43,8 +43,9 @@
 //!
 //! With a capacity ([`PlanOptions::capacity`], the memory there is) every stage aims at the
 //! capacity instead of the lower bound, so the plan ends at the first placement within it; the
-//! exact search decides that capacity alone, and once it proves that nothing fits, the stages
-//! after it do not run.
+//! exact search decides that capacity alone, on every component above it, smallest first with
+//! equal shares of its time, and once it proves that one cannot fit, the stages after it do not
+//! run.
 //!
 //! Every result is validated before it is returned; an invalid placement is a bug and panics.
 
