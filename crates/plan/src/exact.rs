@@ -1,7 +1,8 @@
 //! Exact search for small and medium components: a depth-first branch-and-bound over
 //! *canonical* partial solutions. It answers "does a placement with makespan ≤ C exist?",
 //! proving it either way when it runs to the end, and is cut off by time, node or cancellation
-//! limits otherwise. [`decide_with_restarts`] runs it as a portfolio with growing node budgets.
+//! limits otherwise. [`decide_portfolio`] runs it on several threads as a portfolio: fixed
+//! orders deepened with growing node budgets, and short restarts over randomly perturbed ones.
 //!
 //! # The search space
 //!
@@ -74,6 +75,9 @@ pub enum Rank {
     SizeTotal,
     /// A seeded random order.
     Random(u64),
+    /// Largest total first with every buffer's total scaled by a seeded random factor: a
+    /// perturbation of a good order, for restarts (a plain random order is far worse).
+    Jitter(u64),
 }
 
 impl Rank {
@@ -317,6 +321,15 @@ impl Problem {
             Rank::TotalAreaWidth => idx.sort_by_cached_key(|&i| (Reverse((t(i), a[u(i)], w[u(i)])), tie(u(i)))),
             Rank::TotalWidthArea => idx.sort_by_cached_key(|&i| (Reverse((t(i), w[u(i)], a[u(i)])), tie(u(i)))),
             Rank::SizeTotal => idx.sort_by_cached_key(|&i| (Reverse((z[u(i)], t(i))), tie(u(i)))),
+            Rank::Jitter(seed) => {
+                // Each buffer's total scaled by its own factor in [0.5, 1.5): the order stays
+                // close to largest-total-first, as a greedy needs, while every seed explores
+                // another tree. Narrower factors (±5%) rarely changed the search; wider ones
+                // behaved like these on the minimalloc suite.
+                // In exact integers: the factor is (2^31 + 32 random bits) / 2^32.
+                let factor = |i: u32| (1u128 << 31) + (crate::rng::mix(seed, i as u64) >> 32) as u128;
+                idx.sort_by_cached_key(|&i| (Reverse((t(i) as u128 * factor(i), w[u(i)])), tie(u(i))));
+            }
             Rank::Random(seed) => {
                 idx.sort_by_key(|&i| tie(u(i)));
                 crate::rng::Rng::new(seed ^ idx.len() as u64).shuffle(idx);
@@ -334,11 +347,7 @@ impl Problem {
     /// and strategy: a run restarted with a larger node budget then skips, at their roots, the
     /// subtrees the earlier run exhausted. Returns the memo for the next run.
     fn decide_with_memo(&self, capacity: u64, strategy: Strategy, limits: Limits, memo: Option<FailureMemo>) -> (Decision, SearchStats, FailureMemo) {
-        let mut s = Search::new(self, capacity, strategy, limits);
-        if let Some(m) = memo {
-            s.memo = m;
-            s.term = s.memo.terms(&s.viable);
-        }
+        let mut s = Search::new(self, capacity, strategy, limits, memo);
         let d = if s.root_infeasible() {
             Decision::Infeasible
         } else {
@@ -380,10 +389,51 @@ enum Undo {
     Excluded(u32, u64),
 }
 
-/// Searches with restarts on `threads` threads: job `k` runs strategy `k mod S` with a node
-/// budget of `2n · 2^(k div S)`, so every strategy gets short runs first and longer ones later
-/// (search trees are heavy-tailed: short runs over several orders find placements one long run
-/// misses). Jobs are taken in index order; the verdict of the lowest-indexed job that finds a
+/// One job of [`decide_portfolio`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Job {
+    /// Strategy `which` of the portfolio, continued (same tree, its failure memo) with a
+    /// larger node budget.
+    Deepen { which: usize, budget: u64 },
+    /// A fresh tree: section branching over a jittered ranking ([`Rank::Jitter`]).
+    Restart { seed: u64, budget: u64 },
+}
+
+/// The `k`-th job of a portfolio of `strategies` on `n` buffers. Round `r` runs every strategy
+/// with a budget of `2n · 2^r` nodes, each followed by as many restarts of `10n` nodes as make
+/// up the same number of nodes, so deepening and restarting share the search half and half
+/// at every point in time.
+fn portfolio_job(k: usize, strategies: usize, n: usize) -> Job {
+    let base = 2 * n.max(1) as u64;
+    let restart = 5 * base;
+    let (mut k, mut restarts_before) = (k as u64, 0u64);
+    for round in 0..=40u32 {
+        let budget = base.saturating_mul(1 << round);
+        let per = budget.div_ceil(restart);
+        let block = strategies as u64 * (1 + per);
+        if k < block || round == 40 {
+            let (which, q) = (k / (1 + per), k % (1 + per));
+            if q == 0 {
+                return Job::Deepen { which: which.min(strategies as u64 - 1) as usize, budget };
+            }
+            return Job::Restart { seed: restarts_before + which * per + q - 1, budget: restart };
+        }
+        k -= block;
+        restarts_before += strategies as u64 * per;
+    }
+    unreachable!("round 40 takes every job")
+}
+
+/// Searches with restarts on `threads` threads, in jobs ([`portfolio_job`]) of two kinds:
+/// *deepening* runs each strategy again with a doubled node budget, resuming from its failure
+/// memo, and *restarts* run short searches on fresh trees, each ranked by another seed of
+/// [`Rank::Jitter`] with section branching. Search trees are heavy-tailed: one long run can
+/// spend millions of nodes under an early mistake that many short runs over perturbed orders
+/// avoid (minimalloc D at its max load: no strategy of the portfolio found a packing in 10^9
+/// nodes; one restart in a few hundred finds one within 2,000). Deepening is what proves
+/// infeasibility and is kept for the instances the fixed orders suit.
+///
+/// Jobs are taken in index order; the verdict of the lowest-indexed job that finds a
 /// placement or proves there is none wins, and jobs above it are cancelled. Each job is
 /// deterministic, so the result does not depend on thread timing, only on the limits (a
 /// deadline that cuts a run short can change it).
@@ -399,7 +449,6 @@ pub fn decide_portfolio(problem: &Problem, capacity: u64, strategies: &[Strategy
     let running: Mutex<Vec<(usize, Arc<AtomicBool>)>> = Mutex::new(Vec::new());
     // One failure memo per strategy, handed from each run to the next of the same strategy.
     let memos: Vec<Mutex<Option<FailureMemo>>> = strategies.iter().map(|_| Mutex::new(None)).collect();
-    let base = 2 * problem.len().max(1) as u64;
     let stopped_outside = || {
         limits.deadline.is_some_and(|t| Instant::now() >= t) || limits.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
     };
@@ -415,15 +464,21 @@ pub fn decide_portfolio(problem: &Problem, capacity: u64, strategies: &[Strategy
                 if left == 0 {
                     return;
                 }
-                let round = (job / strategies.len()).min(40) as u32;
-                let budget = base.saturating_mul(1u64 << round).min(left);
                 let flag = Arc::new(AtomicBool::new(false));
                 running.lock().expect("portfolio lock").push((job, flag.clone()));
-                let job_limits = Limits { nodes: budget, also_cancel: Some(&flag), ..limits };
-                let which = job % strategies.len();
-                let memo = memos[which].lock().expect("portfolio lock").take();
-                let (d, st, memo) = problem.decide_with_memo(capacity, strategies[which], job_limits, memo);
-                *memos[which].lock().expect("portfolio lock") = Some(memo);
+                let job_limits = |budget: u64| Limits { nodes: budget.min(left), also_cancel: Some(&flag), ..limits };
+                let (d, st) = match portfolio_job(job, strategies.len(), problem.len()) {
+                    Job::Deepen { which, budget } => {
+                        let memo = memos[which].lock().expect("portfolio lock").take();
+                        let (d, st, memo) = problem.decide_with_memo(capacity, strategies[which], job_limits(budget), memo);
+                        *memos[which].lock().expect("portfolio lock") = Some(memo);
+                        (d, st)
+                    }
+                    Job::Restart { seed, budget } => {
+                        let strategy = Strategy { rank: Rank::Jitter(seed), rerank_groups: false, by_section: true };
+                        problem.decide(capacity, strategy, job_limits(budget))
+                    }
+                };
                 nodes.fetch_add(st.nodes, Ordering::Relaxed);
                 running.lock().expect("portfolio lock").retain(|(j, _)| *j != job);
                 if d != Decision::Unknown {
@@ -542,13 +597,37 @@ struct FailureMemo {
 }
 
 impl FailureMemo {
+    /// Slots of a search without a small node budget (4 MiB).
     const SLOTS: usize = 1 << 18;
 
-    fn new(n: usize) -> Self {
+    /// A memo for a search of at most `nodes` nodes: a short run records at most one state a
+    /// node, so a table a few times that size does (a fresh 4 MiB table for each of thousands
+    /// of short restarts cost a third of their time in page faults).
+    fn new(n: usize, nodes: u64) -> Self {
+        let slots = Self::slots(nodes);
         let mut rng = crate::rng::Rng::new(0x5eed_f00d);
         FailureMemo {
             salt: (0..n).map(|_| (rng.next_u64(), rng.next_u64())).collect(),
-            table: vec![(0, 0); Self::SLOTS],
+            table: vec![(0, 0); slots],
+        }
+    }
+
+    fn slots(nodes: u64) -> usize {
+        if nodes >= (Self::SLOTS / 4) as u64 {
+            Self::SLOTS
+        } else {
+            (4 * nodes as usize).next_power_of_two().max(1024)
+        }
+    }
+
+    /// Enlarges the table for a run of `nodes` nodes, keeping what it holds.
+    fn grow(&mut self, nodes: u64) {
+        let slots = Self::slots(nodes);
+        if slots > self.table.len() {
+            let old = std::mem::replace(&mut self.table, vec![(0, 0); slots]);
+            for key in old.into_iter().filter(|k| k.1 != 0) {
+                self.table[key.0 as usize & (slots - 1)] = key;
+            }
         }
     }
 
@@ -580,13 +659,14 @@ impl FailureMemo {
 
     fn failed(&self, key: (u64, u64)) -> bool {
         let key = (key.0, key.1 | 1);
-        self.table[key.0 as usize & (Self::SLOTS - 1)] == key
+        self.table[key.0 as usize & (self.table.len() - 1)] == key
     }
 
     fn record(&mut self, key: (u64, u64)) {
         // The low bit set keeps a key apart from the table's empty slots.
         let key = (key.0, key.1 | 1);
-        self.table[key.0 as usize & (Self::SLOTS - 1)] = key;
+        let slot = key.0 as usize & (self.table.len() - 1);
+        self.table[slot] = key;
     }
 }
 
@@ -646,10 +726,18 @@ struct Search<'p, 'l> {
 }
 
 impl<'p, 'l> Search<'p, 'l> {
-    fn new(p: &'p Problem, capacity: u64, strategy: Strategy, limits: Limits<'l>) -> Self {
+    /// A search at the root, with the failure memo of an earlier run of the same capacity and
+    /// strategy when there is one (grown to this run's budget).
+    fn new(p: &'p Problem, capacity: u64, strategy: Strategy, limits: Limits<'l>, memo: Option<FailureMemo>) -> Self {
         let n = p.len();
         let viable: Vec<u64> = (0..n).map(|i| align_up(p.floor[i], p.align[i]).unwrap_or(u64::MAX)).collect();
-        let memo = FailureMemo::new(n);
+        let memo = match memo {
+            Some(mut m) => {
+                m.grow(limits.nodes);
+                m
+            }
+            None => FailureMemo::new(n, limits.nodes),
+        };
         let term = memo.terms(&viable);
         let rem = p.section_load.clone();
         let sections = rem.len();
@@ -1277,7 +1365,9 @@ mod tests {
             let bs = random_instance(&mut rng, n, round);
             let opt = brute_optimum(&bs);
             let p = Problem::new(&bs, u64::MAX).unwrap();
-            for strategy in Strategy::portfolio() {
+            // The portfolio's fixed strategies and its restarts' jittered rankings.
+            let jittered = [true, false].map(|by_section| Strategy { rank: Rank::Jitter(round), rerank_groups: false, by_section });
+            for strategy in Strategy::portfolio().into_iter().chain(jittered) {
                 let rank = strategy;
                 match p.decide(opt, strategy, Limits::default()).0 {
                     Decision::Found(off) => {
@@ -1328,9 +1418,11 @@ mod tests {
             let off = settle(&bs, crate::heuristics::first_fit_in_order(&bs, &order));
             let cap = bs.iter().zip(&off).map(|(b, o)| b.size + o).max().unwrap_or(0);
             let p = Problem::new(&bs, u64::MAX).unwrap();
-            for strategy in Strategy::portfolio() {
+            // The portfolio's fixed strategies and its restarts' jittered rankings.
+            let jittered = [true, false].map(|by_section| Strategy { rank: Rank::Jitter(round), rerank_groups: false, by_section });
+            for strategy in Strategy::portfolio().into_iter().chain(jittered) {
                 let rank = strategy;
-                let mut s = Search::new(&p, cap, strategy, Limits::default());
+                let mut s = Search::new(&p, cap, strategy, Limits::default(), None);
                 // Buffers with the same sections, size and alignment are interchangeable; the
                 // search places them in rank order, so give the lower-ranked one the lower offset.
                 let mut off = off.clone();
@@ -1351,6 +1443,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn portfolio_jobs_share_nodes_between_deepening_and_restarts() {
+        for (strategies, n) in [(6, 213), (1, 1), (3, 40), (6, 5000)] {
+            let base = 2 * n as u64;
+            let (mut deepen, mut restart) = (0u64, 0u64);
+            let mut next_budget = vec![base; strategies];
+            let mut seeds = Vec::new();
+            for k in 0..20_000 {
+                match portfolio_job(k, strategies, n) {
+                    Job::Deepen { which, budget } => {
+                        // Every strategy deepens in turn, its budget doubling each round.
+                        assert_eq!(budget, next_budget[which], "job {k}");
+                        next_budget[which] *= 2;
+                        // Restarts have caught up with deepening before it doubles again.
+                        assert!(restart + 5 * base > deepen, "job {k}: {restart} restart nodes behind {deepen}");
+                        deepen += budget;
+                    }
+                    Job::Restart { seed, budget } => {
+                        assert_eq!(budget, 5 * base);
+                        seeds.push(seed);
+                        restart += budget;
+                    }
+                }
+            }
+            // Fresh seeds in order: every restart explores another tree.
+            assert!(seeds.iter().enumerate().all(|(i, &s)| s == i as u64), "seeds {:?}", &seeds[..seeds.len().min(20)]);
+            assert!(deepen > 0 && restart >= deepen / 2, "{strategies} strategies, n {n}: {deepen} vs {restart}");
+        }
+    }
+
+    #[test]
+    fn jittered_rankings_are_permutations_that_differ_by_seed() {
+        let (inst, _) = heaplab_gen::tight_with_offsets(200, 5);
+        let p = Problem::new(&inst.buffers, u64::MAX).unwrap();
+        let a = p.ranks(Rank::Jitter(1));
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert!(sorted.iter().enumerate().all(|(i, &r)| r == i as u32));
+        assert_eq!(a, p.ranks(Rank::Jitter(1)));
+        assert_ne!(a, p.ranks(Rank::Jitter(2)));
     }
 
     #[test]
