@@ -568,7 +568,9 @@ pub fn minimize(
             Decision::Found(off) => {
                 out.makespan = off.iter().zip(&problem.size).map(|(o, s)| o + s).max().unwrap_or(0);
                 out.offsets = Some(off);
-                cap = out.lower_bound + (out.makespan - out.lower_bound) / 2;
+                // The lower bound handed in can be the whole instance's, above this component's
+                // optimum: a placement below it ends the search like one at it.
+                cap = out.lower_bound + out.makespan.saturating_sub(out.lower_bound) / 2;
             }
             Decision::Infeasible => {
                 out.lower_bound = cap + 1;
@@ -1525,6 +1527,24 @@ mod tests {
             } else {
                 assert_eq!(inc, opt);
             }
+        }
+    }
+
+    #[test]
+    fn minimize_under_a_lower_bound_above_the_optimum_stops_at_the_first_placement() {
+        // The driver hands every component the whole instance's lower bound; a component below
+        // it must come back with a valid placement within it, not an overflow.
+        let mut rng = Rng::new(7);
+        for round in 0..60u64 {
+            let bs = random_instance(&mut rng, 2 + (round % 6) as usize, round);
+            let opt = brute_optimum(&bs);
+            let p = Problem::new(&bs, u64::MAX).unwrap();
+            let far = Instant::now() + std::time::Duration::from_secs(60);
+            let lb = opt + 1 + round;
+            let m = minimize(&p, u64::MAX / 2, lb, None, &Strategy::portfolio(), 2, far);
+            let off = m.offsets.expect("a placement within the lower bound");
+            let v = validate(&bs, &off);
+            assert!(v.is_valid() && v.makespan == m.makespan && m.makespan <= lb, "round {round}");
         }
     }
 
