@@ -304,8 +304,6 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     }
     // The makespan at which a component is done: the lower bound, or a capacity above it.
     let target = opts.capacity.map_or(lower_bound, |c| c.max(lower_bound));
-    // Under a capacity, once a component is proven not to fit in it nothing more is worth doing.
-    let refuted = |parts: &[Part]| opts.capacity.is_some_and(|c| parts.iter().any(|p| p.lower > c));
 
     // On a large component that is not flat, the critical windows (stage 5) are what usually
     // reaches the max load, and one first-fit placement there can take a third of a 3 s
@@ -437,7 +435,8 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         exact_stage(&mut parts, lower_bound, opts.capacity, share, deadline, progress);
     }
 
-    if opts.algorithm == Algorithm::Auto && !refuted(&parts) {
+    // Once a component is proven not to fit the capacity, nothing more is worth doing.
+    if opts.algorithm == Algorithm::Auto && !refuted(&parts, opts.capacity) {
         stage("improvement search");
         // Half the time left on small components; a third on large ones, whose boxing passes
         // are long and which get a second improvement round from boxing's result anyway.
@@ -447,7 +446,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     }
 
     let mut boxing_iterations = 0;
-    if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) && !refuted(&parts) {
+    if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) && !refuted(&parts, opts.capacity) {
         stage("boxing");
         // Under `Auto` a fifth of what is left is kept to improve what boxing finds.
         let boxing_deadline = if opts.algorithm == Algorithm::Auto {
@@ -734,7 +733,7 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, capacity: Option<u64>, shar
         // decides the makespan alone gets the whole stage. (Under a capacity, see above.)
         let others_tie = queue[k + 1..].iter().any(|&j| parts[j].makespan >= parts[i].makespan);
         // Once one component cannot fit the capacity, the plan cannot.
-        if capacity.is_some_and(|c| parts.iter().any(|p| p.lower > c)) {
+        if refuted(parts, capacity) {
             break;
         }
         let part = &mut parts[i];
@@ -807,6 +806,11 @@ fn improve_stage(parts: &mut [Part], target: u64, until: Instant, seed: u64, pro
         }
         show_best(parts, progress);
     }
+}
+
+/// Whether some component is proven not to fit the user's `capacity` (then the plan cannot).
+fn refuted(parts: &[Part], capacity: Option<u64>) -> bool {
+    capacity.is_some_and(|c| parts.iter().any(|p| p.lower > c))
 }
 
 /// Publishes the current makespan (the largest component's) to the progress line.

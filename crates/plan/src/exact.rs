@@ -289,6 +289,11 @@ impl Problem {
         self.size.is_empty()
     }
 
+    /// The makespan of `offsets` (parallel to the buffers).
+    pub fn makespan_of(&self, offsets: &[u64]) -> u64 {
+        offsets.iter().zip(&self.size).map(|(o, s)| o + s).max().unwrap_or(0)
+    }
+
     /// The max load (the trivial lower bound).
     pub fn max_load(&self) -> u64 {
         self.section_load.iter().copied().max().unwrap_or(0)
@@ -541,7 +546,7 @@ pub fn minimize(
             out.nodes = st.nodes;
             match d {
                 Decision::Found(off) => {
-                    out.makespan = off.iter().zip(&problem.size).map(|(o, s)| o + s).max().unwrap_or(0);
+                    out.makespan = problem.makespan_of(&off);
                     out.offsets = Some(off);
                 }
                 Decision::Infeasible => out.lower_bound = c + 1,
@@ -566,7 +571,7 @@ pub fn minimize(
         out.nodes += st.nodes;
         match d {
             Decision::Found(off) => {
-                out.makespan = off.iter().zip(&problem.size).map(|(o, s)| o + s).max().unwrap_or(0);
+                out.makespan = problem.makespan_of(&off);
                 out.offsets = Some(off);
                 // The lower bound handed in can be the whole instance's, above this component's
                 // optimum: a placement below it ends the search like one at it.
@@ -669,6 +674,24 @@ impl FailureMemo {
         let key = (key.0, key.1 | 1);
         let slot = key.0 as usize & (self.table.len() - 1);
         self.table[slot] = key;
+    }
+}
+
+/// Whether a buffer of rank `rank` may follow a placement of rank `last_rank` at the same
+/// offset (`u32::MAX`: no placement at that offset yet).
+#[inline]
+fn follows(rank: u32, last_rank: u32) -> bool {
+    last_rank == u32::MAX || rank > last_rank
+}
+
+/// The lowest offset a buffer with viable offset `v` can still take after a placement at `p`:
+/// `v`, or above `p` when it can no longer go at `p` (`v` below it, or not `allowed_at_p`).
+#[inline]
+fn lowest_at(v: u64, p: u64, allowed_at_p: bool) -> u64 {
+    if v > p || (v == p && allowed_at_p) {
+        v
+    } else {
+        p + 1
     }
 }
 
@@ -863,7 +886,7 @@ impl<'p, 'l> Search<'p, 'l> {
     /// Whether `u` may follow a placement of rank `last_rank` at the same offset.
     #[inline]
     fn after(&self, u: usize, last_rank: u32) -> bool {
-        last_rank == u32::MAX || self.rank[u] > last_rank
+        follows(self.rank[u], last_rank)
     }
 
     /// Lowest offset `u` can still take when the last placement was at `p` with `last_rank`:
@@ -871,12 +894,7 @@ impl<'p, 'l> Search<'p, 'l> {
     /// offset is below `p`, or it ranks before the last placement).
     #[inline]
     fn lowest(&self, u: usize, p: u64, last_rank: u32) -> u64 {
-        let v = self.viable[u];
-        if v > p || (v == p && self.after(u, last_rank) && self.excluded[u] != p) {
-            v
-        } else {
-            p + 1
-        }
+        lowest_at(self.viable[u], p, self.after(u, last_rank) && self.excluded[u] != p)
     }
 
     /// One pass over `members` at a node whose last placement was at `p` with `last_rank`: the
@@ -897,7 +915,7 @@ impl<'p, 'l> Search<'p, 'l> {
             }
             let (v, size) = (viable[u], size[u]);
             let excluded = excluded[u] == p;
-            let low = if v > p || (v == p && (last_rank == u32::MAX || rank[u] > last_rank) && !excluded) { v } else { p + 1 };
+            let low = lowest_at(v, p, follows(rank[u], last_rank) && !excluded);
             let top = v + size;
             if low + size > cap || top <= p {
                 return None;
@@ -1031,7 +1049,7 @@ impl<'p, 'l> Search<'p, 'l> {
             let (v, twin) = (viable[u], twin[u]);
             if v >= p
                 && v < sc.gap_bound
-                && (v > p || ((last_rank == u32::MAX || rank[u] > last_rank) && excluded[u] != p))
+                && (v > p || (follows(rank[u], last_rank) && excluded[u] != p))
                 && (twin == u32::MAX || self.placed[twin as usize])
             {
                 cand.push((v, rank[u], u as u32));
