@@ -37,10 +37,10 @@
 //!
 //! **Search.** Candidates in increasing viable offset, ties by rank, so the first dive is a
 //! skyline greedy. A buffer with no unplaced conflict (*hatless*) that fails at its viable offset
-//! fails everywhere, so its siblings are not tried. Buffers with the same sections, size and
-//! alignment are interchangeable and placed in rank order only. When the unplaced buffers fall
-//! apart into independent groups (no section shared), each is solved alone and a failing group
-//! fails the node at once. States proven to fail are remembered ([`FailureMemo`]).
+//! fails everywhere, so its siblings are not tried. Buffers with the same sections, size,
+//! alignment and floor are interchangeable and placed in rank order only. When the unplaced
+//! buffers fall apart into independent groups (no section shared), each is solved alone and a
+//! failing group fails the node at once. States proven to fail are remembered ([`FailureMemo`]).
 //!
 //! Conflicts are kept as per-buffer lists, built by a sweep. That is quadratic in the worst case,
 //! which is why [`Problem::new`] refuses components above a conflict budget; large instances
@@ -775,9 +775,11 @@ impl<'p, 'l> Search<'p, 'l> {
         let rank_kind = strategy.rank;
         let rank = p.ranks(rank_kind);
         let mut by_shape: Vec<u32> = (0..n as u32).collect();
+        // The floor is part of the shape: forcing a rank order on buffers with different
+        // floors can hide every solution.
         let shape = |i: u32| {
             let i = i as usize;
-            (p.first[i], p.last[i], p.size[i], p.align[i])
+            (p.first[i], p.last[i], p.size[i], p.align[i], p.floor[i])
         };
         by_shape.sort_unstable_by_key(|&i| (shape(i), rank[i as usize]));
         let mut twin = vec![u32::MAX; n];
@@ -1460,6 +1462,70 @@ mod tests {
                 seq.sort_by_key(|&i| (off[i as usize], s.rank[i as usize]));
                 if let Err(e) = s.replay(&seq, &off) {
                     panic!("round {round} {rank:?}: {e}\n{bs:?}\n{off:?}");
+                }
+            }
+        }
+    }
+
+    /// Oracle: whether the buffers fit under `cap` with each at or above its floor, by trying
+    /// every offset of every buffer.
+    fn brute_fits(bs: &[Buffer], floors: &[u64], cap: u64) -> bool {
+        fn go(bs: &[Buffer], floors: &[u64], cap: u64, k: usize, off: &mut Vec<u64>) -> bool {
+            if k == bs.len() {
+                return true;
+            }
+            for o in floors[k]..cap.saturating_sub(bs[k].size) + 1 {
+                if o + bs[k].size > cap || o % (1 << bs[k].align_log2) != 0 {
+                    continue;
+                }
+                let clear = (0..k).all(|j| !bs[j].conflicts(&bs[k]) || off[j] + bs[j].size <= o || o + bs[k].size <= off[j]);
+                if clear {
+                    off.push(o);
+                    if go(bs, floors, cap, k + 1, off) {
+                        return true;
+                    }
+                    off.pop();
+                }
+            }
+            false
+        }
+        go(bs, floors, cap, 0, &mut Vec::new())
+    }
+
+    #[test]
+    fn floors_are_decided_like_brute_force() {
+        // Two buffers of one shape are interchangeable only with equal floors: forcing the
+        // first-ranked one under the other once refuted this instance.
+        let twins = [Buffer::new(0, 0, 10, 5), Buffer::new(1, 0, 10, 5)];
+        let p = Problem::new(&twins, u64::MAX).unwrap().with_floors(vec![5, 0]);
+        for strategy in Strategy::portfolio() {
+            assert!(matches!(p.decide(10, strategy, Limits::default()).0, Decision::Found(_)), "{strategy:?}");
+        }
+        let mut rng = Rng::new(7);
+        for round in 0..300u64 {
+            let n = 2 + (round % 5) as usize;
+            let mut bs = random_instance(&mut rng, n, round);
+            let cap = brute_optimum(&bs) + rng.below(4);
+            // Often two buffers of one shape, so that they get different floors.
+            if n > 2 && round % 2 == 0 {
+                bs[1] = Buffer { id: 1, ..bs[0] };
+            }
+            let floors: Vec<u64> = (0..n).map(|_| if rng.below(3) == 0 { rng.below(cap / 2 + 1) } else { 0 }).collect();
+            let fits = brute_fits(&bs, &floors, cap);
+            let p = Problem::new(&bs, u64::MAX).unwrap().with_floors(floors.clone());
+            let jittered = [true, false].map(|by_section| Strategy { rank: Rank::Jitter(round), rerank_groups: false, by_section });
+            for strategy in Strategy::portfolio().into_iter().chain(jittered) {
+                match p.decide(cap, strategy, Limits::default()).0 {
+                    Decision::Found(off) => {
+                        assert!(fits, "round {round} {strategy:?}: found a placement brute force says is impossible");
+                        let v = validate(&bs, &off);
+                        assert!(v.is_valid() && v.makespan <= cap, "{}", v.describe(&bs, &off));
+                        for i in 0..n {
+                            assert!(off[i] >= floors[i], "round {round}: buffer {i} below its floor");
+                        }
+                    }
+                    Decision::Infeasible => assert!(!fits, "round {round} {strategy:?}: refuted, but {bs:?} fits {cap} with floors {floors:?}"),
+                    Decision::Unknown => panic!("no limits set"),
                 }
             }
         }
