@@ -713,9 +713,10 @@ struct Search<'p, 'l> {
     offsets: Vec<u64>,
     nodes: u64,
     stopped: bool,
-    /// For each buffer, the interchangeable buffer (same sections, size and alignment: it
-    /// conflicts with exactly the same buffers) ranked just before it, which must be placed
-    /// first; swapping such buffers changes nothing, so one order of each group is explored.
+    /// For each buffer, the interchangeable buffer (same sections, size, alignment and floor:
+    /// it conflicts with exactly the same buffers and may take the same offsets) ranked just
+    /// before it, which must be placed first; swapping such buffers changes nothing, so one
+    /// order of each group is explored.
     twin: Vec<u32>,
     /// Scratch: per-section lowest offset an unplaced buffer can still take (the debug oracle's).
     #[cfg(debug_assertions)]
