@@ -303,6 +303,11 @@ impl Problem {
         &self.conf[self.conf_start[i] as usize..self.conf_start[i + 1] as usize]
     }
 
+    /// The buffers covering section `s` (placed or not).
+    fn covering(&self, s: usize) -> &[u32] {
+        &self.sec_bufs[self.sec_start[s] as usize..self.sec_start[s + 1] as usize]
+    }
+
     /// Rank of every buffer (0 = tried first among equal viable offsets).
     fn ranks(&self, rank: Rank) -> Vec<u32> {
         let mut idx: Vec<u32> = (0..self.len() as u32).collect();
@@ -957,9 +962,8 @@ impl<'p, 'l> Search<'p, 'l> {
             if w != u32::MAX && !self.placed[w as usize] && self.lowest(w as usize, p, last_rank).saturating_add(rem) <= self.capacity {
                 continue;
             }
-            let covering = &self.p.sec_bufs[self.p.sec_start[s] as usize..self.p.sec_start[s + 1] as usize];
             let mut low = (u64::MAX, u32::MAX);
-            for &u in covering {
+            for &u in self.p.covering(s) {
                 if !self.placed[u as usize] {
                     low = low.min((self.lowest(u as usize, p, last_rank), u));
                 }
@@ -981,9 +985,8 @@ impl<'p, 'l> Search<'p, 'l> {
         if rem == 0 {
             return false;
         }
-        let covering = &self.p.sec_bufs[self.p.sec_start[s] as usize..self.p.sec_start[s + 1] as usize];
         let mut any = false;
-        for &u in covering {
+        for &u in self.p.covering(s) {
             if !self.placed[u as usize] {
                 if self.lowest(u as usize, p, last_rank).saturating_add(rem) <= self.capacity {
                     return false;
@@ -1365,6 +1368,13 @@ mod tests {
         }
     }
 
+    /// The portfolio's fixed strategies and its restarts' jittered rankings (seeded by `seed`),
+    /// with and without section branching.
+    fn all_strategies(seed: u64) -> Vec<Strategy> {
+        let jittered = [true, false].map(|by_section| Strategy { rank: Rank::Jitter(seed), rerank_groups: false, by_section });
+        Strategy::portfolio().into_iter().chain(jittered).collect()
+    }
+
     fn random_instance(rng: &mut Rng, n: usize, round: u64) -> Vec<Buffer> {
         (0..n)
             .map(|i| {
@@ -1388,9 +1398,7 @@ mod tests {
             let bs = random_instance(&mut rng, n, round);
             let opt = brute_optimum(&bs);
             let p = Problem::new(&bs, u64::MAX).unwrap();
-            // The portfolio's fixed strategies and its restarts' jittered rankings.
-            let jittered = [true, false].map(|by_section| Strategy { rank: Rank::Jitter(round), rerank_groups: false, by_section });
-            for strategy in Strategy::portfolio().into_iter().chain(jittered) {
+            for strategy in all_strategies(round) {
                 let rank = strategy;
                 match p.decide(opt, strategy, Limits::default()).0 {
                     Decision::Found(off) => {
@@ -1441,9 +1449,7 @@ mod tests {
             let off = settle(&bs, crate::heuristics::first_fit_in_order(&bs, &order));
             let cap = bs.iter().zip(&off).map(|(b, o)| b.size + o).max().unwrap_or(0);
             let p = Problem::new(&bs, u64::MAX).unwrap();
-            // The portfolio's fixed strategies and its restarts' jittered rankings.
-            let jittered = [true, false].map(|by_section| Strategy { rank: Rank::Jitter(round), rerank_groups: false, by_section });
-            for strategy in Strategy::portfolio().into_iter().chain(jittered) {
+            for strategy in all_strategies(round) {
                 let rank = strategy;
                 let mut s = Search::new(&p, cap, strategy, Limits::default(), None);
                 // Buffers with the same sections, size and alignment are interchangeable; the
@@ -1514,8 +1520,7 @@ mod tests {
             let floors: Vec<u64> = (0..n).map(|_| if rng.below(3) == 0 { rng.below(cap / 2 + 1) } else { 0 }).collect();
             let fits = brute_fits(&bs, &floors, cap);
             let p = Problem::new(&bs, u64::MAX).unwrap().with_floors(floors.clone());
-            let jittered = [true, false].map(|by_section| Strategy { rank: Rank::Jitter(round), rerank_groups: false, by_section });
-            for strategy in Strategy::portfolio().into_iter().chain(jittered) {
+            for strategy in all_strategies(round) {
                 match p.decide(cap, strategy, Limits::default()).0 {
                     Decision::Found(off) => {
                         assert!(fits, "round {round} {strategy:?}: found a placement brute force says is impossible");
