@@ -54,6 +54,9 @@ pub fn install_cached(stem: &str, ext: &str, bytes: &[u8], executable: bool) -> 
             f.set_permissions(std::fs::Permissions::from_mode(0o755))?;
         }
         f.sync_all()?;
+        // Closed before the rename: a file still open for writing cannot be executed
+        // (ETXTBSY), and another heaplab may exec it the moment it has its name.
+        drop(f);
         std::fs::rename(&tmp, &path)
     })();
     if result.is_err() {
