@@ -492,7 +492,7 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
         eprintln!("heaplab: wrote {} jobs to {}", grouped(p.jobs.len() as u64), a.output);
         return Ok(());
     }
-    let (inst, offsets) = if heaplab_trace::is_trace(&a.input) {
+    let (inst, offsets) = if heaplab_trace::is_trace(&a.input) || heaplab_trace::run::is_run_index(&a.input) {
         (crate::trace::read_instance(&a.input, semantics(&a.semantics), &a.trace)?.0, None)
     } else {
         files::read(&a.input, semantics(&a.semantics), true)?

@@ -1,60 +1,83 @@
-//! The tracing subcommands: `heaplab trace` (run a program under the preload tracer),
-//! `heaplab trace-info` (describe a trace), and trace input for `plan` and `convert`
-//! ([`TraceInputArgs`], [`read_instance`]) with the "oracle gap" that `plan` adds for traces.
+//! The tracing subcommands: `heaplab trace` (run a program under the preload tracer, via
+//! `heaplab_trace::launch`), `heaplab trace-info` (describe a trace or a run), and trace input
+//! for `plan` and `convert` ([`TraceInputArgs`], [`read_instance`]) with the "oracle gap" that
+//! `plan` adds for traces.
 
-use crate::report::{bytes, grouped, ProgressLine};
+use crate::report::{bytes, grouped, parse_bytes, ProgressLine};
 use crate::Failure;
 use clap::Args;
 use heaplab_model::{files, Instance, Semantics};
-use heaplab_trace::format::{EndKind, Op};
+use heaplab_trace::format::Op;
+use heaplab_trace::launch::{Cap, LaunchError, LaunchOptions};
+use heaplab_trace::run::{describe_ending as end_text, Process, RunIndex};
 use heaplab_trace::{analyse, Clock, ConvertOptions, Ending, Header, SizeModel, TraceReader, TraceStats};
 use serde_json::{json, Value};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::fmt::Write as _;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
+
+pub use heaplab_trace::launch::{describe_status, find_program};
 
 pub const TRACE_HELP: &str = "\
 Run PROGRAM with the heaplab tracer preloaded and record every heap request it makes: malloc,
 free, calloc, realloc, reallocarray, posix_memalign, aligned_alloc, memalign, valloc, pvalloc,
 with sizes, pointers, the size the allocator really gave (malloc_usable_size), thread, a global
 sequence number and a timestamp. Works under any allocator preloaded after it (jemalloc,
-mimalloc, tcmalloc: put them in LD_PRELOAD yourself). The program's standard input, output and
-error are its own, so `heaplab trace -o run.hltrace -- sqlite3 db < script.sql` works.
+mimalloc, tcmalloc: put them in LD_PRELOAD yourself).
 
-Files: the program writes OUTPUT. A child created by fork writes STEM.PID.hltrace beside it
-(STEM = OUTPUT without .hltrace), and so does every program image started by exec while
---follow-exec is on (STEM.PID.K.hltrace if that name is taken, e.g. when a forked child execs).
-Every committed event is on disk at once (the file is written through a shared mapping): a
-crash, a kill, exec or _exit loses nothing but the trailer (peak RSS, module map).
+The program's standard input, output and error are its own: heaplab never writes to its
+standard output, so `heaplab trace -o x.hltrace -- xz -c in > in.xz` gives the same archive as
+`xz -c in > in.xz`. heaplab's summary goes to standard error after the program ends, or to the
+file --summary names (as JSON with --json).
 
-Prints the program's status, the traces written, and for OUTPUT: events, calls per function,
-threads and bytes per event (a quick count; `heaplab trace-info` analyses the file), after whatever the program itself printed (for
-machine reading of a program that prints, use `heaplab trace-info --json` on the file). Then use
-`heaplab trace-info`, `heaplab convert` and `heaplab plan` on it.
+Files: the first traced process writes OUTPUT, which exists as soon as tracing starts. A child
+created by fork writes STEM.PID.hltrace beside it (STEM = OUTPUT without .hltrace), and so does
+every program image started by exec while --follow-exec is on (STEM.PID.K.hltrace if that name is
+taken). When a run has more than one process, heaplab writes STEM.hlrun, the run's index: every
+process with its command line, parent, events and peak RSS; processes that made no heap call
+are listed there and their empty files removed. Every command that reads a trace also reads the
+index (it takes the process with the most events, or the one --process names). Every committed
+event is on disk at once (the file is written through a shared mapping): a crash, a kill, exec
+or _exit loses nothing but the trailer (peak RSS, module map).
 
-Exit status: 0 when the program exited 0; 1 when it exited with another status (the trace is
-complete and kept); 2 when it was killed by a signal (the trace is kept and readable up to the
-crash), could not be started, or produced no trace (statically linked and setuid programs
-ignore LD_PRELOAD).
+Caps: --max-size ends the program (SIGTERM, then SIGKILL after 2 s) when the run's traces reach
+that size, --max-time when it has run that long; the traces stay readable up to there and the
+exit status is 1. Sizes are checked 50 times a second, so a trace can pass its cap by what the
+program writes in 20 ms.
+
+Signals: SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to heaplab are passed on to the program (a
+Ctrl-C at the terminal reaches it directly); heaplab waits for it to end and leaves the trace at
+OUTPUT. If heaplab itself is killed (SIGKILL), the program gets SIGTERM; its trace is at OUTPUT
+all the same, without the summary.
+
+Exit status: 0 when the program exited 0; 1 when it exited with another status or a cap ended
+it (the trace is complete and kept); 2 when it was killed by a signal (the trace is kept and
+readable up to that point; a program ended by SIGPIPE, as in `heaplab trace ... -- yes | head`,
+counts as killed), could not be started, or produced no trace (statically linked and setuid
+programs ignore LD_PRELOAD).
 
 Environment: HEAPLAB_PRELOAD=/path/lib.so uses that tracer library instead of the built-in one.
 
 Examples:
   heaplab trace -o run.hltrace -- sqlite3 db.sqlite < script.sql
   heaplab trace --stack-depth 8 -o run.hltrace -- python3 app.py
+  heaplab trace --only python3 -o py.hltrace -- ./run-tests.sh
+  heaplab trace --max-size 2GiB --max-time 60 -o long.hltrace -- ./server
   heaplab trace --no-follow-exec -o sh.hltrace -- sh -c 'seq 1000 | sort | xz > /dev/null'";
 
 /// Arguments of `heaplab trace`.
 #[derive(Args)]
 pub struct TraceArgs {
-    /// The trace file of the program started (children get STEM.PID.hltrace beside it).
+    /// The trace file of the first traced process (children get STEM.PID.hltrace beside it,
+    /// and a run of several processes an index, STEM.hlrun).
     #[arg(short, long, value_name = "FILE")]
     output: String,
     /// Record call sites: 1 = the calling instruction (cheap), N > 1 = also a hash of N frames
-    /// (unwinds the stack: a few µs per allocation).
+    /// (unwinds the stack: a few µs per allocation). 0 to 64.
     #[arg(long, default_value_t = 0, value_name = "N")]
     stack_depth: u32,
     /// Trace programs started by exec (the default).
@@ -63,7 +86,21 @@ pub struct TraceArgs {
     /// Do not trace programs started by exec (fork children of traced programs still are).
     #[arg(long)]
     no_follow_exec: bool,
-    /// Print the summary as JSON.
+    /// Trace only processes running this program (its executable's or argv[0]'s name;
+    /// `python3` also matches `python3.11`); repeat or separate with commas for several.
+    /// Other processes run untraced, and their children are still checked.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    only: Vec<String>,
+    /// End the program when the run's traces reach this size (bytes, or 512MiB, 2GiB, ...).
+    #[arg(long, value_name = "BYTES")]
+    max_size: Option<String>,
+    /// End the program after this many seconds (fractions allowed; at most a week).
+    #[arg(long, value_name = "SECONDS")]
+    max_time: Option<f64>,
+    /// Write the summary to this file instead of standard error.
+    #[arg(long, value_name = "FILE")]
+    summary: Option<String>,
+    /// Write the summary as JSON.
     #[arg(long)]
     json: bool,
     /// The program and its arguments (put them after `--`).
@@ -71,152 +108,7 @@ pub struct TraceArgs {
     command: Vec<String>,
 }
 
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    let is_exec = |p: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        p.is_file() && p.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false)
-    };
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return is_exec(&p).then_some(p);
-    }
-    std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| is_exec(p)))
-        .unwrap_or(None)
-}
-
-/// Trace files a run wrote beside `output`: STEM.PID.hltrace and STEM.PID.K.hltrace.
-fn child_traces(output: &Path) -> Vec<PathBuf> {
-    let dir = output.parent().unwrap_or(Path::new("."));
-    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let stem = name.strip_suffix(".hltrace").unwrap_or(&name).to_string();
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            let mid = n.strip_prefix(&format!("{stem}."))?.strip_suffix(".hltrace")?.to_string();
-            let ok = !mid.is_empty() && mid.split('.').count() <= 2 && mid.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-            ok.then(|| e.path())
-        })
-        .collect();
-    found.sort();
-    found
-}
-
-fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        15 => "SIGTERM",
-        _ => return format!("signal {sig}"),
-    };
-    format!("{name} ({sig})")
-}
-
-pub fn describe_status(s: &ExitStatus) -> String {
-    match (s.code(), s.signal()) {
-        (Some(c), _) => format!("exited with status {c}"),
-        (None, Some(sig)) => format!("killed by {}", signal_name(sig)),
-        _ => "ended in an unknown way".to_string(),
-    }
-}
-
-/// Ignores SIGINT and SIGQUIT while the traced program runs (as `time` and `system()` do):
-/// a Ctrl-C goes to the program, and heaplab stays to keep its trace and report.
-struct IgnoreInterrupts(libc::sighandler_t, libc::sighandler_t);
-
-impl IgnoreInterrupts {
-    fn new() -> IgnoreInterrupts {
-        // SAFETY: signal() with SIG_IGN installs no handler code; the old dispositions are restored on drop.
-        unsafe { IgnoreInterrupts(libc::signal(libc::SIGINT, libc::SIG_IGN), libc::signal(libc::SIGQUIT, libc::SIG_IGN)) }
-    }
-}
-
-impl Drop for IgnoreInterrupts {
-    fn drop(&mut self) {
-        // SAFETY: restores the dispositions saved in new().
-        unsafe {
-            libc::signal(libc::SIGINT, self.0);
-            libc::signal(libc::SIGQUIT, self.1);
-        }
-    }
-}
-
-/// `heaplab trace`.
-pub fn trace(a: TraceArgs) -> Result<(), Failure> {
-    if a.stack_depth > 64 {
-        return Err(Failure::Input(format!("--stack-depth {}: at most 64", a.stack_depth)));
-    }
-    crate::commands::check_writable(&a.output)?;
-    if a.output == "-" {
-        return Err(Failure::Input("-o -: a trace must go to a file".into()));
-    }
-    let program = &a.command[0];
-    let output = std::path::absolute(&a.output).map_err(|e| Failure::Input(format!("{}: {e}", a.output)))?;
-    let t0 = Instant::now();
-    let traced = {
-        let _quiet = IgnoreInterrupts::new();
-        run_traced(&a.command, &output, a.stack_depth, !a.no_follow_exec, |c| c)?
-    };
-    let wall = t0.elapsed().as_secs_f64();
-    let (status, children) = (traced.status, traced.children);
-
-    // A quick count of every file (one pass in file order); `trace-info` does the full analysis.
-    let out_str = output.to_string_lossy().into_owned();
-    let root = skim(&a.output, &out_str)?;
-    let mut child_rows = Vec::new();
-    for c in &children {
-        let p = c.to_string_lossy().into_owned();
-        match skim(&p, &p) {
-            Ok(k) => child_rows.push((p, k.header.exe.clone(), k.skim.ending.calls, k.skim.ending.file_bytes)),
-            Err(Failure::Input(e) | Failure::Work(e)) => child_rows.push((format!("{p} (unreadable: {e})"), String::new(), 0, 0)),
-        }
-    }
-    let code = match (status.code(), status.signal()) {
-        (Some(0), _) => Ok(()),
-        (Some(c), _) => Err(Failure::Work(format!("{program} exited with status {c}; its trace is complete: {}", a.output))),
-        _ => Err(Failure::Input(format!(
-            "{program} was {}; its trace is kept and readable up to the crash: {}",
-            describe_status(&status),
-            a.output
-        ))),
-    };
-    if a.json {
-        let mut v = root.json();
-        v["program"] = json!({
-            "command": a.command,
-            "exit_code": status.code(),
-            "signal": status.signal(),
-            "wall_seconds": wall,
-        });
-        v["children"] = Value::Array(
-            child_rows.iter().map(|(p, exe, n, b)| json!({"file": p, "exe": exe, "events": n, "file_bytes": b})).collect(),
-        );
-        println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
-    } else {
-        println!("program        {} — {} after {wall:.2} s", a.command.join(" "), describe_status(&status));
-        root.print();
-        if !child_rows.is_empty() {
-            println!("other traces   {} (fork children and exec'd programs)", child_rows.len());
-            for (p, exe, n, b) in &child_rows {
-                println!("  {p}  {}  {} events, {}", exe, grouped(*n), bytes(*b));
-            }
-        }
-    }
-    code
-}
-
-/// A finished traced run.
+/// A finished traced run, for callers that trace a workload (`study`).
 pub struct Traced {
     /// How the program ended.
     pub status: ExitStatus,
@@ -224,110 +116,222 @@ pub struct Traced {
     pub children: Vec<PathBuf>,
 }
 
-/// Runs `command` under the tracer, writing the trace to `output` (absolute; renamed into
-/// place only when the program wrote one). `setup` adjusts the command (standard streams,
-/// working directory, environment) before it starts.
+fn launch_failure(e: LaunchError) -> Failure {
+    match e {
+        LaunchError::Library(_) => Failure::Work(e.to_string()),
+        _ => Failure::Input(e.to_string()),
+    }
+}
+
+/// Runs `command` under the tracer, writing the trace to `output` (absolute), every process
+/// traced, no caps. `setup` adjusts the command (standard streams, working directory,
+/// environment) before it starts.
 pub fn run_traced(command: &[String], output: &Path, stack_depth: u32, follow: bool, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<Traced, Failure> {
-    let program = &command[0];
-    let resolved = find_program(program)
-        .ok_or_else(|| Failure::Input(format!("{program}: program not found (not an executable file, nor in PATH)")))?;
-    let lib = heaplab_trace::preload::library_path().map_err(|e| Failure::Work(format!("cannot install the tracer library: {e}")))?;
-    let dir = output.parent().unwrap_or(Path::new("/")).to_path_buf();
-    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    // The program writes a temporary name that is renamed over OUTPUT afterwards, so a run that
-    // cannot start leaves an existing OUTPUT alone.
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let before = child_traces(output);
-    let mut preload = lib.to_string_lossy().into_owned();
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        preload = format!("{preload}:{}", old.to_string_lossy());
-    }
-    // The tracer's settings travel in one variable (lines of key=value), read at its start.
-    let settings = format!(
-        "out={}\nroot={}\ndepth={}\nfollow={}\nlib={}",
-        output.display(),
-        tmp.display(),
-        stack_depth,
-        u8::from(follow),
-        lib.display()
-    );
-    if settings.lines().count() != 5 {
-        return Err(Failure::Input(format!("{}: a trace path cannot contain a newline", output.display())));
-    }
-    let mut cmd = Command::new(&resolved);
-    cmd.arg0(program).args(&command[1..]).env("LD_PRELOAD", &preload).env("HEAPLAB_TRACE", &settings);
-    let status = setup(&mut cmd).status().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Failure::Input(format!("{program}: cannot start: {e}"))
-    })?;
-    if !tmp.is_file() {
-        return Err(Failure::Input(format!(
-            "{program} {}, but no trace was written: statically linked and setuid programs ignore LD_PRELOAD",
-            describe_status(&status)
-        )));
-    }
-    std::fs::rename(&tmp, output).map_err(|e| Failure::Work(format!("{}: cannot rename the trace into place: {e}", output.display())))?;
-    let children = child_traces(output).into_iter().filter(|p| !before.contains(p)).collect();
-    Ok(Traced { status, children })
+    let opts = LaunchOptions { stack_depth, follow_exec: follow, ..Default::default() };
+    let l = heaplab_trace::launch::launch(command, output, &opts, setup).map_err(launch_failure)?;
+    Ok(Traced { status: l.status, children: l.children })
 }
 
-/// The quick count `heaplab trace` prints for the files a run wrote.
-struct Skimmed {
-    file: String,
-    header: Header,
-    skim: heaplab_trace::Skim,
-}
+/// The longest --max-time: a week (longer is surely a typo, and a Duration must hold it).
+const MAX_TIME_S: f64 = 7.0 * 24.0 * 3600.0;
 
-fn skim(shown: &str, path: &str) -> Result<Skimmed, Failure> {
-    let r = TraceReader::open(path).map_err(|e| Failure::Input(e.to_string().replacen(path, shown, 1)))?;
-    let header = r.header().clone();
-    Ok(Skimmed { file: shown.to_string(), header, skim: r.skim() })
-}
-
-impl Skimmed {
-    fn events(&self) -> u64 {
-        self.skim.ending.calls
+/// `heaplab trace`.
+pub fn trace(a: TraceArgs) -> Result<(), Failure> {
+    if a.stack_depth > 64 {
+        return Err(Failure::Input(format!("--stack-depth {}: expected 0 to 64", a.stack_depth)));
     }
+    if a.output == "-" {
+        return Err(Failure::Input("-o -: a trace must go to a file".into()));
+    }
+    crate::commands::check_writable(&a.output)?;
+    if let Some(s) = &a.summary {
+        crate::commands::check_writable(s)?;
+    }
+    if let Some(n) = a.only.iter().find(|n| n.is_empty() || n.contains('/')) {
+        return Err(Failure::Input(format!("--only {n:?}: expected a program name such as python3 (no path)")));
+    }
+    let max_bytes = a.max_size.as_deref().map(parse_bytes).transpose().map_err(|e| Failure::Input(format!("--max-size {e}")))?;
+    if max_bytes == Some(0) {
+        return Err(Failure::Input("--max-size 0: expected at least 1 byte".into()));
+    }
+    let max_duration = match a.max_time {
+        Some(t) if !(t > 0.0 && t <= MAX_TIME_S) => {
+            return Err(Failure::Input(format!("--max-time {t}: expected seconds, more than 0 and at most {MAX_TIME_S} (a week)")))
+        }
+        t => t.map(Duration::from_secs_f64),
+    };
+    let program = &a.command[0];
+    let output = std::path::absolute(&a.output).map_err(|e| Failure::Input(format!("{}: {e}", a.output)))?;
+    let opts = LaunchOptions { stack_depth: a.stack_depth, follow_exec: !a.no_follow_exec, only: a.only.clone(), max_bytes, max_duration };
+    let run = heaplab_trace::launch::launch(&a.command, &output, &opts, |c| c).map_err(launch_failure)?;
+    let status = run.status;
 
-    fn bytes_per_event(&self) -> f64 {
-        if self.events() > 0 {
-            self.skim.ending.file_bytes as f64 / self.events() as f64
+    // One pass over every file the run wrote (a progress line on a terminal for big runs).
+    let files = 1 + run.children.len();
+    let done = Arc::new(AtomicUsize::new(0));
+    let index = {
+        let d = done.clone();
+        let _line = ProgressLine::start(move |el| format!("reading the run's traces: {} of {files} files, {:.1} s", d.load(Ordering::Relaxed), el.as_secs_f64()));
+        RunIndex::build(&a.command, &describe_status(&status), &output, &run.children, |k, _| done.store(k, Ordering::Relaxed))
+    };
+    let index_file = (index.processes.len() > 1).then(|| heaplab_trace::run::index_path(&output));
+    if let Some(p) = &index_file {
+        files::write_atomic(&p.to_string_lossy(), |w| w.write_all(index.to_json().as_bytes()))
+            .map_err(|e| Failure::Work(format!("{}: cannot write the run index: {e}", p.display())))?;
+    }
+    let shown = |p: &Path| -> String {
+        // Paths as the user wrote OUTPUT: relative to its directory as given.
+        let dir = Path::new(&a.output).parent().unwrap_or(Path::new(""));
+        dir.join(p.file_name().unwrap_or_default()).to_string_lossy().into_owned()
+    };
+    let root = &index.processes[0];
+    let code = match (run.capped, status.code(), status.signal()) {
+        (Some(cap), _, _) => Err(Failure::Work(format!("{program} was ended by {}; the trace is readable up to there: {}", cap_text(cap), a.output))),
+        (None, Some(0), _) => Ok(()),
+        (None, Some(c), _) => Err(Failure::Work(format!("{program} exited with status {c}; its trace is complete: {}", a.output))),
+        _ => Err(Failure::Input(format!(
+            "{program} was {}; its trace is kept and readable up to that point: {}",
+            describe_status(&status),
+            a.output
+        ))),
+    };
+    let mut text = String::new();
+    if a.json {
+        let mut v = process_json(root, &a.output);
+        v["program"] = json!({
+            "command": a.command,
+            "exit_code": status.code(),
+            "signal": status.signal(),
+            "wall_seconds": run.wall.as_secs_f64(),
+            "capped": run.capped.map(cap_text),
+            "signal_passed_on": run.forwarded,
+        });
+        v["index"] = json!(index_file.as_deref().map(shown));
+        v["children"] = Value::Array(
+            index.processes[1..]
+                .iter()
+                .map(|p| {
+                    let mut c = process_json(p, &p.file.as_deref().map(|f| shown(Path::new(f))).unwrap_or_default());
+                    c["file"] = json!(p.file.as_deref().map(|f| shown(Path::new(f))));
+                    c
+                })
+                .collect(),
+        );
+        v["main"] = json!(index.main_process().file.as_deref().map(|f| shown(Path::new(f))));
+        text = serde_json::to_string_pretty(&v).expect("JSON of plain values") + "\n";
+    } else {
+        let w = &mut text;
+        let _ = writeln!(w, "program        {} — {} after {:.2} s", a.command.join(" "), describe_status(&status), run.wall.as_secs_f64());
+        if let Some(cap) = run.capped {
+            let _ = writeln!(w, "stopped        by {}", cap_text(cap));
+        }
+        if let Some(sig) = run.forwarded {
+            let _ = writeln!(w, "signal         {} received and passed on to the program", heaplab_trace::launch::signal_name(sig));
+        }
+        print_process(w, root, &a.output);
+        if let Some(ix) = &index_file {
+            let empty = index.processes.iter().filter(|p| p.file.is_none()).count();
+            let _ = writeln!(
+                w,
+                "processes      {} traced{}; index {}",
+                index.processes.len(),
+                if empty > 0 { format!(" ({empty} without heap calls: listed, files removed)") } else { String::new() },
+                shown(ix)
+            );
+            print_table(w, &index, |f| shown(Path::new(f)), 12);
+            let main = index.main_process();
+            if let Some(f) = &main.file {
+                let _ = writeln!(w, "main process   {} with the most events: {}", main.label(), shown(Path::new(f)));
+            }
+            let _ = writeln!(w, "next           heaplab trace-info {}   (every process; --process PID|NAME for one)", shown(ix));
         } else {
-            0.0
+            let _ = writeln!(w, "next           heaplab trace-info {}   (peak live bytes, sizes, duration)", a.output);
         }
     }
-
-    fn json(&self) -> Value {
-        let e = &self.skim.ending;
-        json!({
-            "file": self.file,
-            "file_bytes": e.file_bytes,
-            "bytes_per_event": self.bytes_per_event(),
-            "pid": self.header.pid,
-            "exe": self.header.exe,
-            "events": self.events(),
-            "calls": calls_json(&self.skim.calls),
-            "free_null": e.trailer.as_ref().map_or(0, |t| t.free_null),
-            "threads": self.skim.threads.len(),
-            "calls_per_thread": self.skim.threads.iter().map(|(t, n)| json!({"tid": t, "calls": n})).collect::<Vec<_>>(),
-            "peak_rss_bytes": e.trailer.as_ref().map(|t| t.peak_rss),
-            "complete": e.is_complete(),
-            "status": end_text(e),
-        })
+    match &a.summary {
+        Some(f) => files::write_atomic(f, |w| w.write_all(text.as_bytes())).map_err(|e| Failure::Input(format!("{f}: cannot write: {e}")))?,
+        None => eprint!("{text}"),
     }
+    code
+}
 
-    fn print(&self) {
-        let e = &self.skim.ending;
-        println!("trace          {} ({}, {:.2} bytes/event)", self.file, bytes(e.file_bytes), self.bytes_per_event());
-        println!("status         {}", end_text(e));
-        println!("events         {}", grouped(self.events()));
-        println!("calls          {}", calls_text(&self.skim.calls, e.trailer.as_ref().map_or(0, |t| t.free_null)));
-        println!("threads        {}", self.skim.threads.len());
-        if let Some(t) = &e.trailer {
-            println!("peak RSS       {} (kernel VmHWM)", bytes(t.peak_rss));
-        }
-        println!("next           heaplab trace-info {}   (peak live bytes, sizes, duration)", self.file);
+/// The run's processes in the order they started; with `most`, only the `most` with the most
+/// events (and a line saying how many more the index lists).
+fn print_table(w: &mut String, index: &RunIndex, shown: impl Fn(&str) -> String, most: usize) {
+    let mut by_events: Vec<usize> = (0..index.processes.len()).collect();
+    by_events.sort_by_key(|&k| std::cmp::Reverse(index.processes[k].events));
+    let mut rows: Vec<usize> = by_events.into_iter().take(most).collect();
+    rows.sort_unstable();
+    let _ = writeln!(w, "  {:>8} {:>8}  {:<12} {:>12} {:>11}  file  command", "pid", "parent", "origin", "events", "peak RSS");
+    for &k in &rows {
+        let p = &index.processes[k];
+        let file = p.file.as_deref().map(&shown).unwrap_or_else(|| "(no heap calls)".into());
+        let rss = p.peak_rss.map(bytes).unwrap_or_else(|| "—".into());
+        let cmd = if p.args.is_empty() { p.exe.clone() } else { p.args.join(" ") };
+        let _ = writeln!(w, "  {:>8} {:>8}  {:<12} {:>12} {:>11}  {file}  `{}`", p.pid, p.ppid, p.origin, grouped(p.events), rss, clip(&cmd, 60));
+    }
+    if rows.len() < index.processes.len() {
+        let _ = writeln!(w, "  … and {} more with fewer events (every one is in the index)", index.processes.len() - rows.len());
+    }
+}
+
+fn cap_text(cap: Cap) -> String {
+    match cap {
+        Cap::Size(b) => format!("--max-size {} (the run's traces reached it)", bytes(b)),
+        Cap::Duration(d) => format!("--max-time {} s", d.as_secs_f64()),
+    }
+}
+
+/// At most `n` characters of `s`, with an ellipsis when cut.
+fn clip(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+fn bytes_per_event(p: &Process) -> f64 {
+    if p.events > 0 {
+        p.file_bytes as f64 / p.events as f64
+    } else {
+        0.0
+    }
+}
+
+/// The quick count of one process's trace, as JSON.
+fn process_json(p: &Process, file: &str) -> Value {
+    let calls: serde_json::Map<String, Value> = p.calls.iter().map(|(k, n)| (k.clone(), json!(n))).collect();
+    json!({
+        "file": file,
+        "file_bytes": p.file_bytes,
+        "bytes_per_event": bytes_per_event(p),
+        "pid": p.pid,
+        "ppid": p.ppid,
+        "origin": p.origin,
+        "exe": p.exe,
+        "args": p.args,
+        "events": p.events,
+        "calls": calls,
+        "free_null": p.free_null,
+        "threads": p.threads.len(),
+        "calls_per_thread": p.threads.iter().map(|(t, n)| json!({"tid": t, "calls": n})).collect::<Vec<_>>(),
+        "peak_rss_bytes": p.peak_rss,
+        "complete": p.complete,
+        "status": p.status,
+    })
+}
+
+/// The quick count of one process's trace, as lines.
+fn print_process(w: &mut String, p: &Process, file: &str) {
+    let _ = writeln!(w, "trace          {file} ({}, {:.2} bytes/event)", bytes(p.file_bytes), bytes_per_event(p));
+    let _ = writeln!(w, "status         {}", p.status);
+    let _ = writeln!(w, "events         {}", grouped(p.events));
+    let list: Vec<String> = p.calls.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {}", grouped(*n))).collect();
+    let fnull = if p.free_null > 0 { format!(", free(NULL) {}", grouped(p.free_null)) } else { String::new() };
+    let _ = writeln!(w, "calls          {}{fnull}", list.join(", "));
+    let _ = writeln!(w, "threads        {}", p.threads.len());
+    if let Some(r) = p.peak_rss {
+        let _ = writeln!(w, "peak RSS       {} (kernel VmHWM)", bytes(r));
     }
 }
 
@@ -368,19 +372,6 @@ fn summarise(shown: &str, path: &str) -> Result<Summary, Failure> {
     Ok(Summary { file: shown.to_string(), header, ending: r.into_ending(), stats: analysis.stats })
 }
 
-fn end_text(e: &Ending) -> String {
-    match (&e.trailer, &e.damage) {
-        (_, Some(d)) => format!("DAMAGED: {}; events with sequence number < {} are usable", d.reason, d.usable_below),
-        (Some(t), None) => match t.end {
-            EndKind::Exit => "complete (process exited)".into(),
-            EndKind::UnderscoreExit(c) => format!("complete (process called _exit({c}))"),
-            EndKind::Signal(s) => format!("complete up to a fatal {}", signal_name(s as i32)),
-            EndKind::Exec => "complete (the process exec'd another program)".into(),
-            EndKind::Other(k, c) => format!("complete (end kind {k}, code {c})"),
-        },
-        (None, None) => "no trailer: the process was killed, exec'd another program or crashed before it could write one; every event it committed is here".into(),
-    }
-}
 
 fn duration_ns(s: &Summary) -> u64 {
     let end = s.ending.trailer.as_ref().map(|t| s.header.ns_since_start(t.end_ts));
@@ -462,8 +453,13 @@ fn print_histogram(st: &TraceStats) {
 /// Arguments of `heaplab trace-info`.
 #[derive(Args)]
 pub struct TraceInfoArgs {
-    /// A trace written by `heaplab trace`.
+    /// A trace written by `heaplab trace`, or a run's index (.hlrun): every process, then the
+    /// one --process names in full.
     input: String,
+    /// For a run index: describe this process in full (a pid, or a program name such as
+    /// python3; the one with the most events when several have it).
+    #[arg(long, value_name = "PID|NAME")]
+    process: Option<String>,
     /// Print as JSON.
     #[arg(long)]
     json: bool,
@@ -483,20 +479,91 @@ fn damage_failure(file: &str, e: &Ending, events: u64) -> Option<Failure> {
     })
 }
 
+/// The trace a reader takes from `path`: `path` itself, or for a run index the process
+/// `selector` picks (by default the one with the most events), said on standard error.
+pub fn resolve_trace(path: &str, selector: Option<&str>) -> Result<(String, Option<RunIndex>), Failure> {
+    if path == "-" || !heaplab_trace::run::is_run_index(path) {
+        if let Some(s) = selector {
+            return Err(Failure::Input(format!("--process {s}: {path} is a single trace, not a run index (.hlrun)")));
+        }
+        return Ok((path.to_string(), None));
+    }
+    let index = RunIndex::read(path).map_err(Failure::Input)?;
+    let p = index.select(selector).map_err(|e| Failure::Input(format!("{path}: {e}")))?;
+    let file = index
+        .trace_path(Path::new(path), p)
+        .ok_or_else(|| Failure::Input(format!("{path}: {} made no heap call, so it has no trace", p.label())))?;
+    let why = if selector.is_some() { "as --process asks" } else { "the most events; --process PID|NAME picks another" };
+    eprintln!("heaplab: {path}: reading {} ({why}): {}", p.label(), file.display());
+    Ok((file.to_string_lossy().into_owned(), Some(index)))
+}
+
+/// `heaplab trace-info` on a run index: the run and its processes, then one process in full.
+fn run_info(a: &TraceInfoArgs) -> Result<(), Failure> {
+    let index = RunIndex::read(&a.input).map_err(Failure::Input)?;
+    let p = index.select(a.process.as_deref()).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
+    let dir = Path::new(&a.input).parent().unwrap_or(Path::new(""));
+    let shown = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    let events: u64 = index.processes.iter().map(|p| p.events).sum();
+    let file_bytes: u64 = index.processes.iter().map(|p| p.file_bytes).sum();
+    let peak_rss = index.processes.iter().filter_map(|p| p.peak_rss).max();
+    let file = index.trace_path(Path::new(&a.input), p).map(|f| f.to_string_lossy().into_owned());
+    let s = file.as_deref().map(|f| summarise(f, f)).transpose()?;
+    if a.json {
+        let mut v: Value = serde_json::from_str(&index.to_json()).expect("the index is JSON");
+        v["total_events"] = json!(events);
+        v["total_file_bytes"] = json!(file_bytes);
+        v["largest_peak_rss_bytes"] = json!(peak_rss);
+        v["selected"] = s.as_ref().map(summary_json).unwrap_or(Value::Null);
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
+    } else {
+        let mut w = String::new();
+        let _ = writeln!(w, "run            {}  `{}` — {}", a.input, index.command.join(" "), index.status);
+        let traced = index.processes.iter().filter(|p| p.file.is_some()).count();
+        let _ = writeln!(w, "processes      {} ({} with heap calls)", index.processes.len(), traced);
+        let _ = writeln!(w, "events         {} in {} of traces", grouped(events), bytes(file_bytes));
+        if let Some(r) = peak_rss {
+            let _ = writeln!(w, "peak RSS       {} (the largest of any one process)", bytes(r));
+        }
+        print_table(&mut w, &index, shown, usize::MAX);
+        print!("{w}");
+        let why = if a.process.is_some() { "as --process asks" } else { "the most events; --process PID|NAME picks another" };
+        println!("\n— {} ({why}) —", p.label());
+        if let Some(s) = &s {
+            print_trace_info(s);
+        }
+    }
+    match s.as_ref().and_then(|s| damage_failure(&s.file, &s.ending, s.stats.events)) {
+        Some(f) if !a.allow_truncated => Err(f),
+        _ => Ok(()),
+    }
+}
+
+fn print_trace_info(s: &Summary) {
+    print_summary(s);
+    if s.header.stack_depth > 0 {
+        println!("call sites     {} distinct (stack depth {})", grouped(s.ending.sites.len() as u64), s.header.stack_depth);
+    }
+    if let Some(t) = &s.ending.trailer {
+        let n = t.modules.len();
+        println!("modules        {n} executable mapping{} recorded for symbolisation", if n == 1 { "" } else { "s" });
+    }
+    print_histogram(&s.stats);
+}
+
 /// `heaplab trace-info`.
 pub fn trace_info(a: TraceInfoArgs) -> Result<(), Failure> {
+    if a.input != "-" && heaplab_trace::run::is_run_index(&a.input) {
+        return run_info(&a);
+    }
+    if let Some(p) = &a.process {
+        return Err(Failure::Input(format!("--process {p}: {} is a single trace, not a run index (.hlrun)", a.input)));
+    }
     let s = summarise(&a.input, &a.input)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary_json(&s)).expect("JSON of plain values"));
     } else {
-        print_summary(&s);
-        if s.header.stack_depth > 0 {
-            println!("call sites     {} distinct (stack depth {})", grouped(s.ending.sites.len() as u64), s.header.stack_depth);
-        }
-        if let Some(t) = &s.ending.trailer {
-            println!("modules        {} executable mappings recorded for symbolisation", t.modules.len());
-        }
-        print_histogram(&s.stats);
+        print_trace_info(&s);
     }
     match damage_failure(&a.input, &s.ending, s.stats.events) {
         Some(f) if !a.allow_truncated => Err(f),
@@ -521,6 +588,10 @@ pub struct TraceInputArgs {
     /// For trace input: use the usable part of a damaged (truncated) trace instead of failing.
     #[arg(long, help_heading = "Trace input")]
     allow_truncated: bool,
+    /// For a run index (.hlrun): the process to read (a pid, or a program name such as
+    /// python3); by default the one with the most events.
+    #[arg(long, value_name = "PID|NAME", help_heading = "Trace input")]
+    process: Option<String>,
 }
 
 /// What a trace contributed besides its instance, for `plan`'s oracle gap.
@@ -531,6 +602,8 @@ pub struct TraceFacts {
 
 /// Reads an instance from an instance file or, when `path` is a trace, by converting it.
 pub fn read_instance(path: &str, semantics: Semantics, t: &TraceInputArgs) -> Result<(Instance, Option<TraceFacts>), Failure> {
+    let (resolved, _) = resolve_trace(path, t.process.as_deref())?;
+    let path = resolved.as_str();
     if path == "-" || !heaplab_trace::is_trace(path) {
         return Ok((files::read_instance(path, semantics)?, None));
     }

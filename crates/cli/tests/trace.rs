@@ -38,7 +38,8 @@ fn heaplab_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Run {
 }
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heaplab-trace-{}-{name}", std::process::id()));
+    // Under the build directory, one per test, replaced by the next run: nothing piles up in /tmp.
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("trace-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -83,6 +84,17 @@ fn info(dir: &Path, file: &str) -> Value {
     serde_json::from_str(&r.stdout).unwrap()
 }
 
+/// Runs `heaplab trace` with `args` (which hold `-o FILE`) and the summary as JSON in a file;
+/// requires success and returns the summary.
+fn trace_summary(dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["trace", "--json", "--summary", "summary.json"];
+    all.extend_from_slice(args);
+    let r = heaplab_in(dir, &all, None);
+    assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+    assert!(r.stdout.is_empty(), "heaplab wrote to the program's standard output: {}", r.stdout);
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
 /// Traces `cmd` into `dir/out`, requires success, and returns `trace-info --json` of the file.
 fn trace_ok(dir: &Path, out: &str, cmd: &[&str]) -> Value {
     let mut args = vec!["trace", "-o", out, "--"];
@@ -120,9 +132,7 @@ fn plan_and_check(dir: &Path, trace: &str) -> Value {
 #[test]
 fn threads_every_function_counted_exactly_then_planned() {
     let d = tmpdir("threads");
-    let r = heaplab_in(&d, &["trace", "-o", "t.hltrace", "--json", "--", &prog("threads"), "4", "300"], None);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let v = trace_summary(&d, &["-o", "t.hltrace", "--", &prog("threads"), "4", "300"]);
     assert_eq!(v["threads"], 5, "main + 4 workers");
     for f in ["malloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign", "valloc"] {
         assert_eq!(calls(&v, f), 1200, "{f}");
@@ -194,9 +204,7 @@ fn bootstrap_calls_before_the_tracer_constructor_are_recorded() {
 #[test]
 fn fork_children_write_their_own_files() {
     let d = tmpdir("fork");
-    let r = heaplab_in(&d, &["trace", "-o", "f.hltrace", "--json", "--", &prog("misbehave"), "fork"], None);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let v = trace_summary(&d, &["-o", "f.hltrace", "--", &prog("misbehave"), "fork"]);
     assert_eq!(calls(&v, "malloc"), 601);
     let kids = v["children"].as_array().unwrap();
     assert_eq!(kids.len(), 1, "{kids:?}");
@@ -213,10 +221,8 @@ fn fork_children_write_their_own_files() {
 fn exec_is_followed_or_not_as_asked() {
     let d = tmpdir("exec");
     let args = ["--", &prog("misbehave"), "exec", &prog("misbehave"), "none"];
-    let follow: Vec<&str> = ["trace", "-o", "e.hltrace", "--json"].into_iter().chain(args).collect();
-    let r = heaplab_in(&d, &follow, None);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let follow: Vec<&str> = ["-o", "e.hltrace"].into_iter().chain(args).collect();
+    let v = trace_summary(&d, &follow);
     assert_eq!(calls(&v, "malloc"), 501, "events before exec");
     assert!(v["status"].as_str().unwrap().contains("exec"), "{}", v["status"]);
     let kids = v["children"].as_array().unwrap();
@@ -224,10 +230,8 @@ fn exec_is_followed_or_not_as_asked() {
     let k = info(&d, kids[0]["file"].as_str().unwrap());
     assert_eq!(k["origin"], "exec'd image");
     assert_eq!(calls(&k, "malloc"), 501);
-    let no: Vec<&str> = ["trace", "-o", "n.hltrace", "--json", "--no-follow-exec"].into_iter().chain(args).collect();
-    let r = heaplab_in(&d, &no, None);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let no: Vec<&str> = ["-o", "n.hltrace", "--no-follow-exec"].into_iter().chain(args).collect();
+    let v = trace_summary(&d, &no);
     assert_eq!(v["children"].as_array().unwrap().len(), 0, "no trace of the exec'd image");
 }
 
@@ -436,19 +440,190 @@ fn forking_shell_pipeline_traces_every_process() {
     need("sh");
     need("xz");
     let d = tmpdir("pipeline");
-    let r = heaplab_in(&d, &["trace", "-o", "p.hltrace", "--json", "--", "sh", "-c", "seq 2000 | sort -r | xz -1 > /dev/null"], None);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v: Value = serde_json::from_str(&r.stdout).unwrap();
-    let kids = v["children"].as_array().unwrap();
+    let v = trace_summary(&d, &["-o", "p.hltrace", "--", "sh", "-c", "seq 2000 | sort -r | xz -1 > /dev/null"]);
+    // Processes that made no heap call are listed without a file.
+    let kids: Vec<&Value> = v["children"].as_array().unwrap().iter().filter(|k| k["file"].is_string()).collect();
     let exes: Vec<&str> = kids.iter().map(|k| k["exe"].as_str().unwrap()).collect();
     for want in ["seq", "sort", "xz"] {
         assert!(exes.iter().any(|e| e.ends_with(want)), "no trace of {want}: {exes:?}");
     }
-    for k in kids {
+    for k in &kids {
         let file = k["file"].as_str().unwrap();
         let i = info(&d, file);
         assert!(i["damage"].is_null(), "{file}: {}", i["status"]);
     }
     let xz = kids.iter().find(|k| k["exe"].as_str().unwrap().ends_with("xz")).unwrap();
+    // The run's index lists every process and reads like a trace.
+    let index = v["index"].as_str().expect("a run of several processes has an index");
+    assert_eq!(index, "p.hlrun");
+    let r = heaplab_in(&d, &["trace-info", index, "--json", "--process", "xz"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let run: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(run["processes"].as_array().unwrap().len(), v["children"].as_array().unwrap().len() + 1);
+    assert_eq!(run["selected"]["events"], xz["events"]);
+    let r = heaplab_in(&d, &["convert", index, "--process", "xz", "-o", "xz.csv"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = heaplab_in(&d, &["convert", index, "--process", "no-such-program", "-o", "none.csv"], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("no-such-program") && !d.join("none.csv").exists(), "{}", r.stderr);
     plan_and_check(&d, xz["file"].as_str().unwrap());
+}
+
+#[test]
+fn the_programs_output_is_its_own_byte_for_byte() {
+    need("xz");
+    let d = tmpdir("stdout");
+    let input: Vec<u8> = (0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(d.join("in.bin"), &input).unwrap();
+    let plain = Command::new("xz").args(["-c", "in.bin"]).current_dir(&d).output().unwrap();
+    assert!(plain.status.success());
+    for extra in [&[][..], &["--json"][..]] {
+        let mut args = vec!["trace", "-o", "x.hltrace"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "xz", "-c", "in.bin"]);
+        let out = Command::new(env!("CARGO_BIN_EXE_heaplab")).args(&args).current_dir(&d).env_remove("LD_PRELOAD").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stdout == plain.stdout, "{extra:?}: the traced xz's output differs from the plain one ({} vs {} bytes)", out.stdout.len(), plain.stdout.len());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("x.hltrace"), "the summary goes to standard error");
+    }
+    // A pipeline: what comes out is what the program wrote, nothing more.
+    let r = heaplab_in(&d, &["trace", "-o", "c.hltrace", "--", "cat"], Some("1\n2\n3\n"));
+    assert_eq!((r.code, r.stdout.as_str()), (0, "1\n2\n3\n"), "{}", r.stderr);
+}
+
+#[test]
+fn a_shim_started_interpreter_is_found_through_the_run_index() {
+    need("python3");
+    let d = tmpdir("shim");
+    // A shim as version managers install them: a shell script that execs the interpreter.
+    // PYTHONMALLOC=malloc: every object is a heap call, so the interpreter has the most events.
+    std::fs::write(d.join("py"), "#!/bin/sh\nPYTHONMALLOC=malloc exec python3 \"$@\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d.join("py"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = "import json\nx = [json.dumps({'k': i, 'v': [i] * 5}) for i in range(20000)]\n";
+    let v = trace_summary(&d, &["-o", "run.hltrace", "--", "./py", "-c", script]);
+    assert_eq!(v["index"], "run.hlrun", "{v}");
+    let main = v["main"].as_str().unwrap();
+    let r = heaplab_in(&d, &["trace-info", "run.hlrun", "--json"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let run: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(run["selected"]["exe"].as_str().unwrap().contains("python3"), "the process with the most events is the interpreter: {}", run["selected"]["exe"]);
+    assert!(run["selected"]["file"].as_str().unwrap().ends_with(main.rsplit('/').next().unwrap()));
+    let r = heaplab_in(&d, &["convert", "run.hlrun", "-o", "run.csv"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("python3") && r.stderr.contains("most events"), "the reader says which process it took: {}", r.stderr);
+    // --only: the named program alone is traced, and it gets the -o name.
+    let v = trace_summary(&d, &["--only", "python3", "-o", "only.hltrace", "--", "./py", "-c", script]);
+    assert!(v["exe"].as_str().unwrap().contains("python3"), "{}", v["exe"]);
+    assert!(v["events"].as_u64().unwrap() > 20_000);
+    assert!(v["index"].is_null(), "one process traced: no index");
+    let r = heaplab_in(&d, &["trace", "--only", "no-such-name", "-o", "none.hltrace", "--", "./py", "-c", "1"], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--only") && !d.join("none.hltrace").exists(), "{}", r.stderr);
+}
+
+#[test]
+fn caps_end_a_runaway_program_with_a_readable_trace() {
+    let d = tmpdir("caps");
+    let t0 = std::time::Instant::now();
+    let r = heaplab_in(&d, &["trace", "--max-time", "0.5", "-o", "t.hltrace", "--", &prog("misbehave"), "forever"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(t0.elapsed().as_secs_f64() < 10.0, "the duration cap ended the program");
+    assert!(r.stderr.contains("--max-time"), "{}", r.stderr);
+    assert!(info(&d, "t.hltrace")["events"].as_u64().unwrap() > 1000);
+    let r = heaplab_in(&d, &["trace", "--max-size", "2MiB", "-o", "s.hltrace", "--", &prog("misbehave"), "forever"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("--max-size"), "{}", r.stderr);
+    let size = std::fs::metadata(d.join("s.hltrace")).unwrap().len();
+    assert!((2 << 20..64 << 20).contains(&size), "{size} bytes");
+    assert!(info(&d, "s.hltrace")["events"].as_u64().unwrap() > 100_000);
+    for bad in [&["--max-time", "0"][..], &["--max-time", "1e308"], &["--max-size", "0"], &["--max-size", "lots"]] {
+        let mut args = vec!["trace", "-o", "b.hltrace"];
+        args.extend_from_slice(bad);
+        args.extend_from_slice(&["--", "true"]);
+        let r = heaplab_in(&d, &args, None);
+        assert_eq!(r.code, 2, "{bad:?}: {}", r.stderr);
+    }
+}
+
+/// Runs `heaplab trace` on `cmd` in a process group of its own, as a shell runs a job.
+fn spawn_traced(dir: &Path, out: &str, cmd: &[&str]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(env!("CARGO_BIN_EXE_heaplab"));
+    c.args(["trace", "-o", out, "--"]).args(cmd).current_dir(dir).env_remove("LD_PRELOAD").process_group(0);
+    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.spawn().unwrap()
+}
+
+/// The pid of heaplab's child (the traced program), once it runs.
+fn program_of(heaplab: u32) -> String {
+    let t0 = std::time::Instant::now();
+    loop {
+        let kids = std::fs::read_to_string(format!("/proc/{heaplab}/task/{heaplab}/children")).unwrap_or_default();
+        if let Some(pid) = kids.split_whitespace().next() {
+            return pid.to_string();
+        }
+        assert!(t0.elapsed().as_secs() < 20, "heaplab started no program");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn alive(pid: &str) -> bool {
+    // A zombie is gone for our purpose: it runs no more.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
+}
+
+#[test]
+fn signals_reach_the_program_and_the_trace_stays_at_the_output() {
+    need("sh");
+    let d = tmpdir("signals");
+    // The program starts with the default dispositions: nothing ignored.
+    let r = heaplab_in(&d, &["trace", "-o", "g.hltrace", "--", "grep", "SigIgn", "/proc/self/status"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let ignored = u64::from_str_radix(r.stdout.split_whitespace().nth(1).unwrap(), 16).unwrap();
+    assert_eq!(ignored & 0b110, 0, "SIGINT and SIGQUIT are not ignored: {}", r.stdout);
+    // Ctrl-C is SIGINT to the whole process group; the others go to heaplab alone.
+    for (sig, to_group, out) in [("INT", true, "int.hltrace"), ("TERM", false, "term.hltrace"), ("HUP", false, "hup.hltrace")] {
+        let child = spawn_traced(&d, out, &[&prog("misbehave"), "forever"]);
+        let program = program_of(child.id());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let target = if to_group { format!("-{}", child.id()) } else { child.id().to_string() };
+        assert!(Command::new("kill").args([&format!("-{sig}"), "--", &target]).status().unwrap().success());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "SIG{sig}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(!alive(&program), "SIG{sig}: the program still runs");
+        let v = info(&d, out);
+        assert!(v["events"].as_u64().unwrap() > 1000, "SIG{sig}: {v}");
+    }
+    // SIGKILL to heaplab: the program does not outlive it, and the trace is at the output.
+    let child = spawn_traced(&d, "kill.hltrace", &[&prog("misbehave"), "forever"]);
+    let program = program_of(child.id());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(Command::new("kill").args(["-KILL", &child.id().to_string()]).status().unwrap().success());
+    let _ = child.wait_with_output();
+    let t0 = std::time::Instant::now();
+    while alive(&program) && t0.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!alive(&program), "the program outlived a killed heaplab");
+    assert!(info(&d, "kill.hltrace")["events"].as_u64().unwrap() > 1000);
+}
+
+#[test]
+fn a_failed_exec_is_not_reported_as_an_exec() {
+    let d = tmpdir("badexec");
+    let v = trace_ok(&d, "b.hltrace", &[&prog("misbehave"), "badexec"]);
+    assert_eq!(calls(&v, "malloc"), 601, "the events after the failed exec are kept");
+    assert!(v["status"].as_str().unwrap().contains("process exited"), "{}", v["status"]);
+    assert_eq!(v["complete"], true);
+}
+
+#[test]
+fn an_unwritable_output_directory_is_a_usage_error() {
+    let d = tmpdir("unwritable");
+    for out in ["/proc/heaplab-test.hltrace", "/nonexistent-dir/x.hltrace"] {
+        let r = heaplab_in(&d, &["trace", "-o", out, "--", "true"], None);
+        assert_eq!(r.code, 2, "{out}: {}", r.stderr);
+        assert!(!r.stderr.contains("statically linked"), "{out}: {}", r.stderr);
+    }
 }

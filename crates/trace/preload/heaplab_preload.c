@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h> /* rename() only: the tracer never uses stdio's buffers */
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -133,6 +134,10 @@ static dev_t file_dev;
 static ino_t file_ino;
 static char out_path[4096];        /* this image's trace file */
 static char stem[4096];            /* base for derived names (fork children, other images) */
+static char final_path[4096];      /* where the root file is renamed once tracing has started */
+static char only[1024];            /* comma-separated program names to trace; empty = all */
+static uint64_t trailer_off;       /* where the trailer record is, while trailer_done */
+static uint32_t trailer_seg = UINT32_MAX;
 static uint64_t file_end;          /* bytes reserved so far */
 static uint64_t file_size;         /* current length of the file */
 static int stack_depth;
@@ -578,6 +583,40 @@ static size_t read_file(const char *path, char *buf, size_t cap) {
     return n;
 }
 
+/* Whether `name` (a path or a bare name) names one of the programs in `only`: its last path
+ * component equals an entry, or is the entry followed by a version suffix (python3.11 for
+ * python3). */
+static int name_matches(const char *name, size_t len) {
+    const char *b = name;
+    for (size_t i = 0; i < len; i++)
+        if (name[i] == '/') b = name + i + 1;
+    size_t bl = len - (size_t)(b - name);
+    for (const char *e = only; *e;) {
+        const char *c = strchr(e, ',');
+        size_t el = c ? (size_t)(c - e) : strlen(e);
+        if (el && el <= bl && memcmp(b, e, el) == 0) {
+            int ok = el == bl;
+            for (size_t i = el; !ok && i < bl && ((b[i] >= '0' && b[i] <= '9') || b[i] == '.' || b[i] == '-'); i++) ok = i + 1 == bl;
+            if (ok) return 1;
+        }
+        e = c ? c + 1 : e + el;
+    }
+    return 0;
+}
+
+/* Whether this image is to be traced: always without --only, else when its executable or its
+ * argv[0] names one of the programs (an interpreter's executable is often python3.11 while
+ * argv[0] says python3). */
+static int wanted(void) {
+    if (!*only) return 1;
+    char exe[1024];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe);
+    if (el > 0 && name_matches(exe, (size_t)el)) return 1;
+    char cmd[1024];
+    size_t cl = read_file("/proc/self/cmdline", cmd, sizeof cmd);
+    return cl > 0 && name_matches(cmd, strnlen(cmd, cl));
+}
+
 /* Creates this image's trace file and writes the header. Caller holds the lock (or is the
  * only thread). `root_path` is tried first (exclusively); otherwise a name derived from the
  * stem and the pid is used: STEM.PID.hltrace, then STEM.PID.K.hltrace on collision. */
@@ -585,10 +624,27 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
     trace_pid = (pid_t)syscall(SYS_getpid);
     int f = -1;
     if (root_path && *root_path) {
-        /* Only the first image of the started process gets the root name. */
-        f = open(root_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (f >= 0) {
-            cat(out_path, sizeof out_path, 0, root_path);
+        /* Only the first traced image gets the root name. It is claimed by creating ROOT
+         * exclusively (heaplab removes it after the run). The trace itself is then created
+         * under a second temporary name and renamed to its final name at once, so it is at the path the user gave from the start, even when
+         * heaplab dies before the program ends; a later image cannot claim the name again. */
+        int claim = open(root_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (claim >= 0) {
+            char tmp2[4096 + 2];
+            size_t n = cat(tmp2, sizeof tmp2, 0, root_path);
+            cat(tmp2, sizeof tmp2, n, "w");
+            f = *final_path ? open(tmp2, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+            if (f >= 0 && rename(tmp2, final_path) == 0) {
+                close(claim);
+                cat(out_path, sizeof out_path, 0, final_path);
+            } else {
+                if (f >= 0) {
+                    close(f);
+                    unlink(tmp2);
+                }
+                f = claim; /* written under the claimed name; heaplab renames it afterwards */
+                cat(out_path, sizeof out_path, 0, root_path);
+            }
             origin = ORIGIN_ROOT;
         }
     }
@@ -772,6 +828,8 @@ static void write_trailer(int kind, int code, int from_signal) {
         put64(h + 24, now_ns() >> CLOCK_SHIFT);
         memcpy(h + WIN_HDR, body, blen);
         __atomic_store_n(h, (unsigned char)KIND_TRAILER, __ATOMIC_RELEASE);
+        trailer_seg = s;
+        trailer_off = off;
         /* Cut the file to what is used; later events (other destructors) extend it again. */
         if (ensure_fd() == 0 && ftruncate(fd, (off_t)file_end) == 0) file_size = file_end;
     }
@@ -840,6 +898,7 @@ static void fork_child(void) {
     atomic_store(&seq_ctr, 0);
     atomic_store(&free_null, 0);
     trailer_done = 0;
+    trailer_seg = UINT32_MAX;
     if (sites) {
         madvise(sites, sizeof *sites * SITE_SLOTS, MADV_DONTNEED); /* zeroes the private table */
         atomic_store(&site_ctr, 0);
@@ -881,16 +940,17 @@ static void do_init(void) {
     resolve();
     page_size = sysconf(_SC_PAGESIZE);
     /* One variable, so the traced program's environment grows by as little as heaptrack's
-     * does: lines of KEY=VALUE (out, root, depth, follow, lib). */
+     * does: lines of KEY=VALUE (out, root, depth, follow, lib, only). */
     const char *conf = getenv("HEAPLAB_TRACE");
     static char out[4096], root[4096], lib[4096], depth[16], follow[4];
+    only[0] = 0;
     if (conf) {
         for (const char *l = conf; *l;) {
             const char *e = strchr(l, '\n');
             if (!e) e = l + strlen(l);
             struct { const char *key; char *dst; size_t cap; } keys[] = {
                 {"out=", out, sizeof out}, {"root=", root, sizeof root}, {"lib=", lib, sizeof lib},
-                {"depth=", depth, sizeof depth}, {"follow=", follow, sizeof follow}};
+                {"depth=", depth, sizeof depth}, {"follow=", follow, sizeof follow}, {"only=", only, sizeof only}};
             for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
                 size_t kl = strlen(keys[k].key), vl = (size_t)(e - l) - kl;
                 if ((size_t)(e - l) >= kl && memcmp(l, keys[k].key, kl) == 0 && vl < keys[k].cap) {
@@ -928,9 +988,13 @@ static void do_init(void) {
         }
         exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
         pthread_atfork(fork_prepare, fork_parent, fork_child);
-        pthread_mutex_lock(&lock);
-        int ok = open_trace(root, ORIGIN_IMAGE, 0, 0) == 0;
-        pthread_mutex_unlock(&lock);
+        if (*root) cat(final_path, sizeof final_path, 0, out);
+        int ok = 0;
+        if (wanted()) {
+            pthread_mutex_lock(&lock);
+            ok = open_trace(root, ORIGIN_IMAGE, 0, 0) == 0;
+            pthread_mutex_unlock(&lock);
+        }
         if (ok) install_fatal_handlers();
     }
     T.busy = 0;
@@ -1163,40 +1227,48 @@ EXPORT void _Exit(int status) { _exit(status); }
 static void before_exec(void) {
     if (init_state == 2 && !T.busy) write_trailer(END_EXEC, 0, 0);
 }
+
+/* exec returned, so it failed and this image goes on: its trailer becomes padding (readers
+ * skip it) and a new one is written when the process really ends. */
+static void after_failed_exec(void) {
+    if (init_state != 2 || T.busy || syscall(SYS_getpid) != trace_pid) return;
+    int saved = errno;
+    pthread_mutex_lock(&lock);
+    if (trailer_done && trailer_seg != UINT32_MAX && segs[trailer_seg].base) {
+        __atomic_store_n(at(trailer_seg, trailer_off), (unsigned char)KIND_PAD, __ATOMIC_RELEASE);
+        trailer_done = 0;
+        trailer_seg = UINT32_MAX;
+    }
+    pthread_mutex_unlock(&lock);
+    errno = saved;
+}
 EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
     before_exec();
-    if (!real_execve) return (int)syscall(SYS_execve, path, argv, envp);
-    return real_execve(path, argv, envp);
+    int r = real_execve ? real_execve(path, argv, envp) : (int)syscall(SYS_execve, path, argv, envp);
+    after_failed_exec();
+    return r;
 }
 EXPORT int execv(const char *path, char *const argv[]) {
     before_exec();
     extern char **environ;
-    return real_execv ? real_execv(path, argv) : execve(path, argv, environ);
+    int r = real_execv ? real_execv(path, argv) : execve(path, argv, environ);
+    after_failed_exec();
+    return r;
 }
-EXPORT int execvp(const char *file, char *const argv[]) {
-    before_exec();
-    if (!real_execvp) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real_execvp(file, argv);
-}
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
-    before_exec();
-    if (!real_execvpe) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real_execvpe(file, argv, envp);
-}
-EXPORT int fexecve(int fdesc, char *const argv[], char *const envp[]) {
-    before_exec();
-    if (!real_fexecve) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return real_fexecve(fdesc, argv, envp);
-}
+/* The exec functions without a raw-syscall fallback: ENOSYS if glibc lacks them. */
+#define EXEC_OR_ENOSYS(real, ...)       \
+    before_exec();                      \
+    if (!real) {                        \
+        after_failed_exec();            \
+        errno = ENOSYS;                 \
+        return -1;                      \
+    }                                   \
+    int r = real(__VA_ARGS__);          \
+    after_failed_exec();                \
+    return r;
+EXPORT int execvp(const char *file, char *const argv[]) { EXEC_OR_ENOSYS(real_execvp, file, argv) }
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) { EXEC_OR_ENOSYS(real_execvpe, file, argv, envp) }
+EXPORT int fexecve(int fdesc, char *const argv[], char *const envp[]) { EXEC_OR_ENOSYS(real_fexecve, fdesc, argv, envp) }
 
 /* The execl family takes its arguments as varargs: gather them (on the stack) and pass on. */
 #define GATHER(first, extra_env)                                                   \

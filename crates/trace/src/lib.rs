@@ -1,12 +1,15 @@
 //! Tracing real programs' heaps: the `.hltrace` format ([`format`]), the LD_PRELOAD tracer that
 //! writes it (C, `preload/`, embedded by [`preload`]), the streaming reader that merges threads
 //! into one ordered stream ([`reader`]), trace statistics ([`stats`]) and the conversion of a
-//! trace to a heaplab instance ([`convert`], the thesis' table 3.1).
+//! trace to a heaplab instance ([`convert`], the thesis' table 3.1); running a program under
+//! the tracer ([`launch`]) and the index of a run's processes ([`run`]).
 
 pub mod convert;
 pub mod format;
+pub mod launch;
 pub mod preload;
 pub mod reader;
+pub mod run;
 pub mod stats;
 #[cfg(test)]
 mod tests;

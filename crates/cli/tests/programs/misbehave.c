@@ -1,7 +1,8 @@
 /* Test program for `heaplab trace`: allocates a known number of blocks, then misbehaves as
  * asked: crash (SIGSEGV), abort, closefds (closes every descriptor, dup2s over the rest, then
  * allocates more), fork (the child allocates too), exec (execs `argv[2]`), _exit, sleep
- * (20,000 more allocations, a 200 ms pause, 20,000 more: checks timestamps).
+ * (20,000 more allocations, a 200 ms pause, 20,000 more: checks timestamps), badexec (an exec
+ * that fails, then 100 more allocations), forever (allocates until it is killed).
  * Usage: misbehave MODE [PROGRAM] */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -49,6 +50,12 @@ int main(int argc, char **argv) {
         churn(20000);
         usleep(200000);
         churn(20000);
+    } else if (!strcmp(mode, "badexec")) {
+        char *args[] = {"/nonexistent/heaplab-test", NULL};
+        execv(args[0], args); /* fails: the program goes on */
+        churn(100);
+    } else if (!strcmp(mode, "forever")) {
+        for (;;) churn(1000);
     } else if (!strcmp(mode, "_exit")) {
         _exit(3);
     }

@@ -1,0 +1,426 @@
+//! Running a program under the tracer: finding it, preloading the tracer library with its
+//! settings, passing on the signals a user sends to heaplab, ending the program when a cap on
+//! the run's trace size or duration is reached, and collecting the trace files the run wrote.
+//!
+//! The program's standard streams are its own: nothing here reads or writes them.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+/// How to trace a run.
+#[derive(Clone, Debug, Default)]
+pub struct LaunchOptions {
+    /// Call-stack frames recorded per allocation (0: none).
+    pub stack_depth: u32,
+    /// Trace programs started by exec.
+    pub follow_exec: bool,
+    /// Trace only processes whose executable or argv[0] has one of these names (empty: all).
+    /// A name also matches its versioned forms: `python3` matches `python3.11`.
+    pub only: Vec<String>,
+    /// End the program when the run's trace files together reach this many bytes.
+    pub max_bytes: Option<u64>,
+    /// End the program after this long.
+    pub max_duration: Option<Duration>,
+}
+
+/// Why heaplab ended a program before it finished by itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cap {
+    /// The run's traces reached `max_bytes`.
+    Size(u64),
+    /// The run lasted `max_duration`.
+    Duration(Duration),
+}
+
+/// A finished traced run.
+#[derive(Debug)]
+pub struct Launched {
+    /// How the program ended.
+    pub status: ExitStatus,
+    /// Traces written beside the output by fork children and exec'd programs, by name.
+    pub children: Vec<PathBuf>,
+    /// Set when a cap ended the program.
+    pub capped: Option<Cap>,
+    /// The last signal heaplab received during the run and passed on to the program.
+    pub forwarded: Option<i32>,
+    /// Wall time of the run.
+    pub wall: Duration,
+}
+
+/// Why a run could not be traced.
+#[derive(Debug)]
+pub enum LaunchError {
+    /// The program is neither an executable file nor in PATH.
+    NotFound(String),
+    /// The trace cannot be written where asked (the message names the path and the reason).
+    Output(String),
+    /// The tracer library could not be installed.
+    Library(std::io::Error),
+    /// The program could not be started.
+    Start(String, std::io::Error),
+    /// The program ran but no process wrote a trace (the message says why that may be).
+    NoTrace(String, ExitStatus),
+}
+
+impl std::fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LaunchError::NotFound(p) => write!(f, "{p}: program not found (not an executable file, nor in PATH)"),
+            LaunchError::Output(m) => f.write_str(m),
+            LaunchError::Library(e) => write!(f, "cannot install the tracer library: {e}"),
+            LaunchError::Start(p, e) => write!(f, "{p}: cannot start: {e}"),
+            LaunchError::NoTrace(m, _) => f.write_str(m),
+        }
+    }
+}
+
+/// The executable `name` runs: a path when it contains '/', else the first match in PATH.
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let is_exec = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        p.is_file() && p.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    };
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return is_exec(&p).then_some(p);
+    }
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| is_exec(p)))
+        .unwrap_or(None)
+}
+
+/// The part of a trace file name before `.hltrace`: the stem that children's names extend.
+pub fn stem(output: &Path) -> String {
+    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.strip_suffix(".hltrace").unwrap_or(&name).to_string()
+}
+
+/// Trace files a run wrote beside `output`: STEM.PID.hltrace and STEM.PID.K.hltrace, by name.
+pub fn child_traces(output: &Path) -> Vec<PathBuf> {
+    let dir = output.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let stem = stem(output);
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let mid = n.strip_prefix(&format!("{stem}."))?.strip_suffix(".hltrace")?.to_string();
+            let parts: Vec<&str> = mid.split('.').collect();
+            let ok = parts.len() <= 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+            ok.then(|| e.path())
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The pid of the running program, for the signal handler (0: none).
+static CHILD: AtomicI32 = AtomicI32::new(0);
+/// The last signal passed on to it.
+static FORWARDED: AtomicI32 = AtomicI32::new(0);
+
+/// The signals a user sends to end a run: heaplab passes them on to the program and stays to
+/// finish its trace and summary.
+const PASSED_ON: [i32; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP];
+
+extern "C" fn pass_on(sig: i32, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // A signal from the terminal (Ctrl-C, Ctrl-\, hang-up) already went to the whole
+    // foreground process group, the program included: passing it on would deliver it twice.
+    // SAFETY: the kernel hands a valid siginfo to an SA_SIGINFO handler.
+    let from_kernel = unsafe { (*info).si_code } > 0;
+    let pid = CHILD.load(Ordering::SeqCst);
+    FORWARDED.store(sig, Ordering::SeqCst);
+    if pid > 0 && !from_kernel {
+        // SAFETY: kill is async-signal-safe.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+/// Handlers that pass [`PASSED_ON`] signals to the program while it runs; the old dispositions
+/// come back on drop. The handlers are reset by exec, so the program starts with the default
+/// dispositions (an ignored SIGINT would be inherited, and Ctrl-C could not stop it).
+struct PassOn([libc::sigaction; 4]);
+
+impl PassOn {
+    fn install() -> PassOn {
+        // SAFETY: plain sigaction calls with a zeroed, then filled, struct.
+        unsafe {
+            let mut old: [libc::sigaction; 4] = std::mem::zeroed();
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = pass_on as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            for (k, &sig) in PASSED_ON.iter().enumerate() {
+                libc::sigaction(sig, &sa, &mut old[k]);
+            }
+            PassOn(old)
+        }
+    }
+}
+
+impl Drop for PassOn {
+    fn drop(&mut self) {
+        CHILD.store(0, Ordering::SeqCst);
+        // SAFETY: restores the dispositions saved by install().
+        unsafe {
+            for (k, &sig) in PASSED_ON.iter().enumerate() {
+                libc::sigaction(sig, &self.0[k], std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+/// Blocks the [`PASSED_ON`] signals until dropped, so one that arrives while the program is
+/// being started is delivered (and passed on) once its pid is known.
+struct Blocked(libc::sigset_t);
+
+impl Blocked {
+    fn new() -> Blocked {
+        // SAFETY: signal-mask calls on sets we own.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for &s in &PASSED_ON {
+                libc::sigaddset(&mut set, s);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            Blocked(old)
+        }
+    }
+}
+
+impl Drop for Blocked {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved by new().
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Fails early, before the program runs, when the trace cannot be created in `dir` (the
+/// tracer inside the program could only print a warning and run untraced).
+fn check_dir_writable(dir: &Path) -> Result<(), LaunchError> {
+    if !dir.is_dir() {
+        return Err(LaunchError::Output(format!("{}: the output directory does not exist", dir.display())));
+    }
+    let probe = dir.join(format!(".heaplab-probe.{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(LaunchError::Output(format!("{}: cannot write the trace there: {e}", dir.display()))),
+    }
+}
+
+/// Identity of a file (device, inode), to tell a trace this run wrote from an older file.
+fn identity(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Every descendant of `pid`, from /proc (the program's own children may hold the run's
+/// traces open too, and a cap must end them as well).
+fn descendants(pid: i32) -> Vec<i32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        // The command name in parentheses may hold spaces: the fields start after the last ')'.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok());
+        if let Some(pp) = ppid {
+            parent_of.push((p, pp));
+        }
+    }
+    let mut found = vec![pid];
+    let mut k = 0;
+    while k < found.len() {
+        let q = found[k];
+        found.extend(parent_of.iter().filter(|(_, pp)| *pp == q).map(|(p, _)| *p));
+        k += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Bytes the run's traces hold so far.
+fn traces_bytes(output: &Path, claim: &Path) -> u64 {
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    size(output) + size(claim) + child_traces(output).iter().map(|p| size(p)).sum::<u64>()
+}
+
+/// Runs `command` under the tracer, writing the first traced process's trace to `output`
+/// (absolute). The file takes its name as soon as tracing starts, so a run that cannot start
+/// leaves an existing `output` alone, and one whose heaplab dies leaves the trace at `output`.
+/// `setup` adjusts the command (standard streams, working directory, environment) before it
+/// starts.
+///
+/// While the program runs, SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to heaplab are passed on to
+/// it (the run then ends as the program does), and the program gets SIGTERM if heaplab itself
+/// dies (a parent-death signal).
+pub fn launch(command: &[String], output: &Path, opts: &LaunchOptions, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<Launched, LaunchError> {
+    let program = &command[0];
+    let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
+    let dir = output.parent().unwrap_or(Path::new("/")).to_path_buf();
+    check_dir_writable(&dir)?;
+    let lib = crate::preload::library_path().map_err(LaunchError::Library)?;
+    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // The tracer claims the root name by creating this file, then writes OUTPUT itself.
+    let claim = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&claim);
+    let before = child_traces(output);
+    let old_output = identity(output);
+    let mut preload = lib.to_string_lossy().into_owned();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload = format!("{preload}:{}", old.to_string_lossy());
+    }
+    // The tracer's settings travel in one variable (lines of key=value), read at its start.
+    let settings = format!(
+        "out={}\nroot={}\ndepth={}\nfollow={}\nlib={}\nonly={}",
+        output.display(),
+        claim.display(),
+        opts.stack_depth,
+        u8::from(opts.follow_exec),
+        lib.display(),
+        opts.only.join(",")
+    );
+    if settings.lines().count() != 6 {
+        return Err(LaunchError::Output(format!("{}: a trace path cannot contain a newline", output.display())));
+    }
+    let mut cmd = Command::new(&resolved);
+    cmd.arg0(program).args(&command[1..]).env("LD_PRELOAD", &preload).env("HEAPLAB_TRACE", &settings);
+    let parent = std::process::id() as i32;
+    // SAFETY: the closure runs in the child between fork and exec and only makes raw syscalls.
+    unsafe {
+        cmd.pre_exec(move || {
+            // The program starts with no signal blocked (heaplab blocks some while it starts it).
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            // Not outlived unnoticed: if heaplab dies (even by SIGKILL), the program is ended.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            if libc::getppid() != parent {
+                libc::raise(libc::SIGTERM);
+            }
+            Ok(())
+        });
+    }
+    setup(&mut cmd);
+    FORWARDED.store(0, Ordering::SeqCst);
+    let _handlers = PassOn::install();
+    let t0 = Instant::now();
+    let mut child = {
+        let _blocked = Blocked::new();
+        let child = cmd.spawn().map_err(|e| {
+            let _ = std::fs::remove_file(&claim);
+            LaunchError::Start(program.clone(), e)
+        })?;
+        CHILD.store(child.id() as i32, Ordering::SeqCst);
+        child
+    };
+    let mut capped = None;
+    let status = if opts.max_bytes.is_none() && opts.max_duration.is_none() {
+        child.wait()
+    } else {
+        let mut ended_at: Option<Instant> = None;
+        loop {
+            if let Some(s) = child.try_wait().transpose() {
+                break s;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            let hit = match (opts.max_duration, opts.max_bytes) {
+                (Some(d), _) if t0.elapsed() >= d => Some(Cap::Duration(d)),
+                (_, Some(b)) if traces_bytes(output, &claim) >= b => Some(Cap::Size(b)),
+                _ => None,
+            };
+            match (hit, ended_at) {
+                (Some(cap), None) => {
+                    capped = Some(cap);
+                    ended_at = Some(Instant::now());
+                    let pid = child.id() as i32;
+                    for p in std::iter::once(pid).chain(descendants(pid)) {
+                        // SAFETY: kill on pids of the run's own process tree.
+                        unsafe {
+                            libc::kill(p, libc::SIGTERM);
+                        }
+                    }
+                }
+                // A program that ignores SIGTERM gets SIGKILL two seconds later.
+                (_, Some(at)) if at.elapsed() >= Duration::from_secs(2) => {
+                    let pid = child.id() as i32;
+                    for p in std::iter::once(pid).chain(descendants(pid)) {
+                        // SAFETY: as above.
+                        unsafe {
+                            libc::kill(p, libc::SIGKILL);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    .map_err(|e| LaunchError::Start(program.clone(), e))?;
+    let wall = t0.elapsed();
+    drop(_handlers);
+    let forwarded = Some(FORWARDED.load(Ordering::SeqCst)).filter(|&s| s != 0);
+
+    // The tracer renamed its file to OUTPUT, or (when that failed) wrote the claim file itself.
+    let claimed = std::fs::metadata(&claim).map(|m| m.len()).unwrap_or(0);
+    if claimed > 0 {
+        std::fs::rename(&claim, output).map_err(|e| LaunchError::Output(format!("{}: cannot rename the trace into place: {e}", output.display())))?;
+    } else {
+        let _ = std::fs::remove_file(&claim);
+    }
+    let written = claimed > 0 || identity(output).is_some_and(|id| Some(id) != old_output);
+    if !written {
+        let why = if opts.only.is_empty() {
+            "statically linked and setuid programs ignore LD_PRELOAD".to_string()
+        } else {
+            format!("no process of the run was named {} (--only)", opts.only.join(" or "))
+        };
+        let st = describe_status(&status);
+        return Err(LaunchError::NoTrace(format!("{program} {st}, but no trace was written: {why}"), status));
+    }
+    let children = child_traces(output).into_iter().filter(|p| !before.contains(p)).collect();
+    Ok(Launched { status, children, capped, forwarded, wall })
+}
+
+/// A signal's name, as users know it: `SIGINT (2)`.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        _ => return format!("signal {sig}"),
+    };
+    format!("{name} ({sig})")
+}
+
+/// How a process ended, in words: `exited with status 3`, `killed by SIGSEGV (11)`.
+pub fn describe_status(s: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(sig)) => format!("killed by {}", signal_name(sig)),
+        _ => "ended in an unknown way".to_string(),
+    }
+}

@@ -1,0 +1,244 @@
+//! A traced run's entry point: the index (`STEM.hlrun`, JSON) of every process a `heaplab trace`
+//! run traced — its file, command line, parent, events and peak RSS — written beside the traces
+//! when the run had more than one process, and the choice of one process where a command reads
+//! a single trace (`--process`; by default the process with the most events).
+
+use crate::format::{EndKind, Op};
+use crate::launch::signal_name;
+use crate::reader::{Ending, TraceReader};
+use serde_json::{json, Value};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The first bytes of every run index: its JSON starts with this key.
+pub const MAGIC: &str = "{\"heaplab_run\":";
+/// The index version this build writes and reads.
+pub const VERSION: u64 = 1;
+
+/// One process of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Process {
+    /// Its trace, relative to the index's directory; `None` when it recorded no event (the
+    /// empty file is removed).
+    pub file: Option<String>,
+    /// Process id.
+    pub pid: u32,
+    /// Parent's process id.
+    pub ppid: u32,
+    /// `root`, `fork child` or `exec'd image`.
+    pub origin: String,
+    /// The executable.
+    pub exe: String,
+    /// The command line.
+    pub args: Vec<String>,
+    /// Heap calls recorded.
+    pub events: u64,
+    /// Calls per function, by name (every function of the format, zeros included).
+    pub calls: Vec<(String, u64)>,
+    /// free(NULL) calls, counted rather than recorded (from the trailer).
+    pub free_null: u64,
+    /// Calls per thread id.
+    pub threads: Vec<(u32, u64)>,
+    /// How the trace ends, in words (see [`describe_ending`]).
+    pub status: String,
+    /// Size of its trace file.
+    pub file_bytes: u64,
+    /// When it started: monotonic clock, ns (orders the processes).
+    pub start_ns: u64,
+    /// Peak RSS (kernel VmHWM) when the process wrote a trailer.
+    pub peak_rss: Option<u64>,
+    /// Whether the trace ends with a trailer and no damage.
+    pub complete: bool,
+}
+
+impl Process {
+    /// A short label: pid, the command line (or the executable) and the file.
+    pub fn label(&self) -> String {
+        let cmd = if self.args.is_empty() { self.exe.clone() } else { self.args.join(" ") };
+        format!("pid {} `{}`", self.pid, cmd)
+    }
+
+    /// The name a user picks it by: the last component of argv[0] (else of the executable).
+    pub fn name(&self) -> &str {
+        let first = self.args.first().map(String::as_str).unwrap_or(&self.exe);
+        first.rsplit('/').next().unwrap_or(first)
+    }
+}
+
+/// The index of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunIndex {
+    /// The command heaplab started.
+    pub command: Vec<String>,
+    /// How it ended, in words.
+    pub status: String,
+    /// The trace file of the first traced process (the `-o` file), relative to the index.
+    pub root: String,
+    /// Every traced process: the root first, then in the order they started.
+    pub processes: Vec<Process>,
+}
+
+/// Where the index of a run whose first trace is `output` goes: STEM.hlrun beside it.
+pub fn index_path(output: &Path) -> PathBuf {
+    output.with_file_name(format!("{}.hlrun", crate::launch::stem(output)))
+}
+
+/// Whether `path` starts like a run index (it is read whole only when it does).
+pub fn is_run_index(path: &str) -> bool {
+    let mut head = [0u8; 15];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == MAGIC.as_bytes()
+}
+
+impl RunIndex {
+    /// Builds the index of a run from its trace files (the root first): each is skimmed for
+    /// its header, events and trailer; files with no event are removed and listed without one.
+    /// `progress` is told each file as it is read.
+    pub fn build(command: &[String], status: &str, root: &Path, others: &[PathBuf], mut progress: impl FnMut(usize, &Path)) -> RunIndex {
+        let dir = root.parent().map(Path::to_path_buf).unwrap_or_default();
+        let rel = |p: &Path| p.strip_prefix(&dir).unwrap_or(p).to_string_lossy().into_owned();
+        let mut processes = Vec::new();
+        for (k, path) in std::iter::once(root).chain(others.iter().map(PathBuf::as_path)).enumerate() {
+            progress(k, path);
+            let Ok(r) = TraceReader::open(&path.to_string_lossy()) else { continue };
+            let h = r.header().clone();
+            let skim = r.skim();
+            let e = &skim.ending;
+            let calls = Op::ALL.iter().map(|op| (op.name().to_string(), skim.calls.get(op).copied().unwrap_or(0))).collect();
+            let empty = e.calls == 0 && k > 0;
+            if empty {
+                let _ = std::fs::remove_file(path);
+            }
+            processes.push(Process {
+                file: (!empty).then(|| rel(path)),
+                pid: h.pid,
+                ppid: h.ppid,
+                origin: h.origin.name().to_string(),
+                exe: h.exe.clone(),
+                args: h.args.clone(),
+                events: e.calls,
+                calls,
+                free_null: e.trailer.as_ref().map_or(0, |t| t.free_null),
+                threads: skim.threads.iter().map(|(t, n)| (*t, *n)).collect(),
+                status: describe_ending(e),
+                file_bytes: if empty { 0 } else { e.file_bytes },
+                start_ns: h.start_mono_ns,
+                peak_rss: e.trailer.as_ref().map(|t| t.peak_rss),
+                complete: e.is_complete(),
+            });
+        }
+        // The root first, then in the order the processes started.
+        processes[1..].sort_by_key(|p| (p.start_ns, p.pid));
+        RunIndex { command: command.to_vec(), status: status.to_string(), root: rel(root), processes }
+    }
+
+    /// The index as JSON, starting with [`MAGIC`].
+    pub fn to_json(&self) -> String {
+        let procs: Vec<Value> = self
+            .processes
+            .iter()
+            .map(|p| {
+                json!({"file": p.file, "pid": p.pid, "ppid": p.ppid, "origin": p.origin, "exe": p.exe, "args": p.args,
+                       "events": p.events, "calls": p.calls.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<String, Value>>(), "free_null": p.free_null,
+                       "threads": p.threads.iter().map(|(t, n)| json!({"tid": t, "calls": n})).collect::<Vec<_>>(), "status": p.status, "start_ns": p.start_ns, "file_bytes": p.file_bytes, "peak_rss_bytes": p.peak_rss, "complete": p.complete})
+            })
+            .collect();
+        let rest = json!({"command": self.command, "status": self.status, "root": self.root, "processes": procs});
+        let body = serde_json::to_string_pretty(&rest).expect("JSON of plain values");
+        // The version key first, so the file is recognised by its first bytes.
+        format!("{MAGIC} {VERSION},{}\n", &body[1..])
+    }
+
+    /// Reads an index; the error names the file and what is wrong.
+    pub fn read(path: &str) -> Result<RunIndex, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: cannot read: {e}"))?;
+        if !text.starts_with(MAGIC) {
+            return Err(format!("{path}: not a heaplab run index (expected a file written by `heaplab trace`)"));
+        }
+        let v: Value = serde_json::from_str(&text).map_err(|e| format!("{path}: damaged run index: {e}"))?;
+        if v["heaplab_run"].as_u64() != Some(VERSION) {
+            return Err(format!("{path}: run index version {} is not supported (this heaplab reads version {VERSION})", v["heaplab_run"]));
+        }
+        let bad = |what: &str| format!("{path}: damaged run index: {what}");
+        let strings = |x: &Value| -> Option<Vec<String>> { x.as_array()?.iter().map(|s| s.as_str().map(String::from)).collect() };
+        let mut processes = Vec::new();
+        for (k, p) in v["processes"].as_array().ok_or_else(|| bad("no processes"))?.iter().enumerate() {
+            let num = |key: &str| p[key].as_u64().ok_or_else(|| bad(&format!("process {k}: no '{key}'")));
+            processes.push(Process {
+                file: p["file"].as_str().map(String::from),
+                pid: num("pid")? as u32,
+                ppid: num("ppid")? as u32,
+                origin: p["origin"].as_str().unwrap_or("unknown").to_string(),
+                exe: p["exe"].as_str().unwrap_or_default().to_string(),
+                args: strings(&p["args"]).unwrap_or_default(),
+                events: num("events")?,
+                calls: p["calls"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0))).collect()).unwrap_or_default(),
+                free_null: p["free_null"].as_u64().unwrap_or(0),
+                threads: p["threads"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|t| Some((t["tid"].as_u64()? as u32, t["calls"].as_u64()?))).collect())
+                    .unwrap_or_default(),
+                status: p["status"].as_str().unwrap_or_default().to_string(),
+                file_bytes: num("file_bytes")?,
+                start_ns: p["start_ns"].as_u64().unwrap_or(0),
+                peak_rss: p["peak_rss_bytes"].as_u64(),
+                complete: p["complete"].as_bool().unwrap_or(false),
+            });
+        }
+        if processes.is_empty() {
+            return Err(bad("no processes"));
+        }
+        Ok(RunIndex {
+            command: strings(&v["command"]).ok_or_else(|| bad("no command"))?,
+            status: v["status"].as_str().unwrap_or_default().to_string(),
+            root: v["root"].as_str().ok_or_else(|| bad("no root"))?.to_string(),
+            processes,
+        })
+    }
+
+    /// The process with the most events (the first such): what a reader takes by default.
+    pub fn main_process(&self) -> &Process {
+        let most = self.processes.iter().map(|p| p.events).max().unwrap_or(0);
+        self.processes.iter().find(|p| p.events == most).expect("an index has a process")
+    }
+
+    /// The process `selector` names: a pid, or a program name (argv[0]'s or the executable's
+    /// last component; the one with the most events when several have it). `None` picks
+    /// [`RunIndex::main_process`]. Only processes with a trace file can be picked.
+    pub fn select(&self, selector: Option<&str>) -> Result<&Process, String> {
+        let Some(sel) = selector else { return Ok(self.main_process()) };
+        let traced = || self.processes.iter().filter(|p| p.file.is_some());
+        let hits: Vec<&Process> = match sel.parse::<u32>() {
+            Ok(pid) => traced().filter(|p| p.pid == pid).collect(),
+            Err(_) => traced().filter(|p| p.name() == sel || p.exe.rsplit('/').next() == Some(sel)).collect(),
+        };
+        // A pid can have several images (exec): the one with the most events.
+        let best = hits.iter().copied().max_by_key(|p| (p.events, std::cmp::Reverse(p.pid)));
+        best.ok_or_else(|| {
+            let names: Vec<String> = traced().map(|p| format!("{} ({})", p.pid, p.name())).collect();
+            format!("--process {sel}: no traced process has that pid or name (processes: {})", names.join(", "))
+        })
+    }
+
+    /// The path of a process's trace, for an index read from `index`.
+    pub fn trace_path(&self, index: &Path, p: &Process) -> Option<PathBuf> {
+        let f = p.file.as_ref()?;
+        Some(index.parent().map(|d| d.join(f)).unwrap_or_else(|| PathBuf::from(f)))
+    }
+}
+
+
+/// How a trace ends, in words: complete (and how the process ended), damaged (and which events
+/// are usable), or without a trailer.
+pub fn describe_ending(e: &Ending) -> String {
+    match (&e.trailer, &e.damage) {
+        (_, Some(d)) => format!("DAMAGED: {}; events with sequence number < {} are usable", d.reason, d.usable_below),
+        (Some(t), None) => match t.end {
+            EndKind::Exit => "complete (process exited)".into(),
+            EndKind::UnderscoreExit(c) => format!("complete (process called _exit({c}))"),
+            EndKind::Signal(s) => format!("complete up to a fatal {}", signal_name(s as i32)),
+            EndKind::Exec => "complete (the process exec'd another program)".into(),
+            EndKind::Other(k, c) => format!("complete (end kind {k}, code {c})"),
+        },
+        (None, None) => "no trailer: the process was killed, exec'd another program or crashed before it could write one; every event it committed is here".into(),
+    }
+}
