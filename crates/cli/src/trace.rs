@@ -97,6 +97,10 @@ pub struct TraceArgs {
     /// End the program after this many seconds (fractions allowed; at most a week).
     #[arg(long, value_name = "SECONDS")]
     max_time: Option<f64>,
+    /// Compress every trace of the run with zstd once the program has ended (in place: the
+    /// files keep their names, and every heaplab command reads them as they are).
+    #[arg(long)]
+    compress: bool,
     /// Write the summary to this file instead of standard error.
     #[arg(long, value_name = "FILE")]
     summary: Option<String>,
@@ -174,6 +178,10 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
         let _line = ProgressLine::start(move |el| format!("reading the run's traces: {} of {files} files, {:.1} s", d.load(Ordering::Relaxed), el.as_secs_f64()));
         RunIndex::build(&a.command, &describe_status(&status), &output, &run.children, |k, _| done.store(k, Ordering::Relaxed))
     };
+    let mut index = index;
+    if a.compress {
+        compress_run(&mut index, &output)?;
+    }
     let index_file = (index.processes.len() > 1).then(|| heaplab_trace::run::index_path(&output));
     if let Some(p) = &index_file {
         files::write_atomic(&p.to_string_lossy(), |w| w.write_all(index.to_json().as_bytes()))
@@ -273,6 +281,24 @@ fn print_table(w: &mut String, index: &RunIndex, shown: impl Fn(&str) -> String,
     if rows.len() < index.processes.len() {
         let _ = writeln!(w, "  … and {} more with fewer events (every one is in the index)", index.processes.len() - rows.len());
     }
+}
+
+/// Compresses every trace the index lists, with a progress line, and records the new sizes.
+fn compress_run(index: &mut RunIndex, output: &Path) -> Result<(), Failure> {
+    let dir = output.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let total: u64 = index.processes.iter().filter(|p| p.file.is_some()).map(|p| p.file_bytes).sum();
+    let done = Arc::new(AtomicU64::new(0));
+    let d = done.clone();
+    let _line = ProgressLine::start(move |el| {
+        format!("compressing the traces: {} of {}, {:.1} s", bytes(d.load(Ordering::Relaxed)), bytes(total), el.as_secs_f64())
+    });
+    for p in index.processes.iter_mut() {
+        let Some(f) = &p.file else { continue };
+        let path = dir.join(f);
+        p.file_bytes = heaplab_trace::compress::compress_in_place(&path, heaplab_trace::compress::DEFAULT_LEVEL, &done)
+            .map_err(|e| Failure::Work(format!("{}: cannot compress: {e} (the uncompressed trace is kept)", path.display())))?;
+    }
+    Ok(())
 }
 
 fn cap_text(cap: Cap) -> String {

@@ -4,6 +4,7 @@
 //! trace to a heaplab instance ([`convert`], the thesis' table 3.1); running a program under
 //! the tracer ([`launch`]) and the index of a run's processes ([`run`]).
 
+pub mod compress;
 pub mod convert;
 pub mod format;
 pub mod launch;
