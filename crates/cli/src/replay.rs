@@ -30,7 +30,11 @@ A name heaplab does not know, a missing or non-loadable library, or one that doe
 malloc is a usage error (exit 2).
 
 Skipped (and counted): allocations that failed in the trace, frees of pointers the trace never
-saw allocated. Time is the trace's allocated-bytes clock (`heaplab convert --clock bytes`).
+saw allocated. Allocations that succeeded in the trace but fail in the replay (out of memory,
+e.g. under `ulimit -v`) get no job and are counted with a warning; a failed realloc keeps its
+input block live, as C does, so the input's job lasts until the trace releases the block. Every
+placed file written is checked to be a valid placement. Time is the trace's allocated-bytes
+clock (`heaplab convert --clock bytes`).
 
 OUTPUT: .csv writes the CSV export (job,mapping,map_start,start,end,requested,usable,address);
 any other name the compact binary placed format (about 8-12 bytes per job; spec in
@@ -93,6 +97,15 @@ pub fn replay(a: ReplayArgs) -> Result<(), Failure> {
     let alloc = heaplab_replay::resolve(&a.allocator).map_err(|e| Failure::Input(e.0))?;
     let (p, st) = replay_with_progress(&a.input, &alloc, a.allow_truncated)?;
     write_placed(&a.output, &p)?;
+    if st.failed_in_replay > 0 {
+        // The file is valid, but it places a different request sequence than the trace's.
+        eprintln!(
+            "heaplab: warning: {} allocation{} that succeeded in the trace failed under {} (out of memory? check `ulimit -v`): left out of the placement, where a failed realloc's input block stays live",
+            grouped(st.failed_in_replay),
+            if st.failed_in_replay == 1 { "" } else { "s" },
+            alloc.name
+        );
+    }
     let size = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
     let per_job = if p.jobs.is_empty() { 0.0 } else { size as f64 / p.jobs.len() as f64 };
     let rate = if st.seconds > 0.0 { st.requests as f64 / st.seconds } else { 0.0 };

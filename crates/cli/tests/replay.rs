@@ -98,6 +98,49 @@ fn frag_of_figure_3_1_from_csv() {
     assert_eq!(f["external_area"], 5.0);
 }
 
+/// Issue 23: a realloc that succeeded in the trace but fails in the replay (as under
+/// `ulimit -v`; here deterministically, with 2^62 bytes that no address space holds) used to be
+/// written with the new size at the old address, a placed file `heaplab frag` refused ("job 2
+/// overlaps job 1"). Now the replay warns, counts it, and writes a file frag accepts, in which
+/// the realloc's input block stays live until the trace frees the realloc's block.
+#[test]
+fn realloc_failing_in_the_replay_leaves_a_valid_placed_file() {
+    use heaplab_trace::format::{EndKind, Op};
+    use heaplab_trace::reader::{Event, Trailer};
+    use heaplab_trace::writer::{TraceWriter, WriterHeader};
+    let dir = scratch("realloc-fails");
+    let ev = |op, seq, ptr_in, ptr_out, size| Event { seq, seq2: seq + u64::from(op == Op::Realloc), tid: 100, ts: seq, op, ptr_in, ptr_out, size, extra: 0, usable: size, site: 0 };
+    let events = [
+        ev(Op::Malloc, 0, 0, 0x1000, 64),
+        ev(Op::Malloc, 1, 0, 0x2000, 64),
+        ev(Op::Realloc, 2, 0x1000, 0x9000, 1 << 62),
+        ev(Op::Malloc, 4, 0, 0x3000, 64),
+        ev(Op::Free, 5, 0x9000, 0, 0),
+        ev(Op::Free, 6, 0x2000, 0, 0),
+        ev(Op::Free, 7, 0x3000, 0, 0),
+    ];
+    let mut w = TraceWriter::new(&WriterHeader { pid: 100, exe: "/bin/test".into(), page_size: 4096, clock_shift: 10, stack_depth: 0, start_mono_ns: 0 });
+    w.begin_window(100, 0, 0);
+    for e in &events {
+        w.event(e);
+    }
+    w.trailer(&Trailer { end: EndKind::Exit, seq_count: 8, end_ts: 8, peak_rss: 0, peak_vm: 0, free_null: 0, modules: vec![] }, 1, 0, 8);
+    std::fs::write(dir.join("big.hltrace"), w.finish()).unwrap();
+    for alloc in ["glibc", "jemalloc"] {
+        let (code, out, err) = heaplab(&dir, &["replay", "big.hltrace", "-a", alloc, "-o", "big.hlplaced", "--json"]);
+        assert_eq!(code, 0, "{alloc}: {err}");
+        assert!(err.contains("1 allocation that succeeded in the trace failed"), "{alloc}: {err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!((v["failed_in_replay"].as_u64(), v["jobs"].as_u64()), (Some(1), Some(3)), "{alloc}: {v}");
+        let f = ok_json(&dir, &["frag", "big.hlplaced", "--json"]);
+        assert_eq!(f["jobs"], 3, "{alloc}: {f}");
+        // Its CSV export reads back too.
+        let (code, _, err) = heaplab(&dir, &["convert", "big.hlplaced", "-o", "big.csv"]);
+        assert_eq!(code, 0, "{err}");
+        ok_json(&dir, &["frag", "big.csv", "--json"]);
+    }
+}
+
 #[test]
 fn bad_allocators_and_files_are_usage_errors() {
     let dir = scratch("bad");
