@@ -179,8 +179,9 @@ Choices the papers leave open:
 The computation is an event sweep with per-page bookkeeping: O(n log n) for n jobs.
 
 INPUT: a placed file from `heaplab replay` (binary), or CSV with the columns
-job,mapping,map_start,start,end,requested,usable,address (map_start optional). Two jobs that
-overlap while both are live make the input invalid (exit 2).
+job,mapping,map_start,start,end,requested,usable,address in any order (map_start optional; an
+unknown or repeated column is an error). Two jobs that overlap while both are live make the
+input invalid (exit 2).
 
 Examples:
   heaplab frag run.jemalloc.hlplaced

@@ -141,6 +141,22 @@ fn realloc_failing_in_the_replay_leaves_a_valid_placed_file() {
     }
 }
 
+/// The placed CSV's header is as strict as the instance CSV's (issue 23): a misspelt or
+/// repeated column is a usage error naming the file, line and column.
+#[test]
+fn frag_csv_rejects_unknown_and_repeated_columns() {
+    let dir = scratch("frag-columns");
+    for (head, says) in [
+        ("job,mapping,start,end,requested,usable,address,adress", "p.csv:1: field 'adress': unknown column"),
+        ("job,mapping,start,end,requested,usable,address,end", "p.csv:1: field 'end': column appears twice"),
+    ] {
+        std::fs::write(dir.join("p.csv"), format!("{head}\n0,1,0,3,1,1,1,1\n")).unwrap();
+        let (code, _, err) = heaplab(&dir, &["frag", "p.csv"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(says), "'{err}' should say '{says}'");
+    }
+}
+
 #[test]
 fn bad_allocators_and_files_are_usage_errors() {
     let dir = scratch("bad");

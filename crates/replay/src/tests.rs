@@ -3,7 +3,7 @@
 //! addresses (relative to each mapping), multi-threaded traces keep their order, the placed
 //! format round-trips and rejects damage, and bad allocators are refused.
 
-use crate::placed::{self, Job, Placed};
+use crate::placed::{self, Job, Placed, PlacedMeta};
 use crate::{resolve, ReplayError, ReplayOptions};
 use heaplab_trace::format::Op;
 use heaplab_trace::reader::{Event, TraceReader, Trailer};
@@ -254,3 +254,43 @@ fn first_overlap_finds_clashes_only() {
     assert_eq!((o.job, o.other), (1, 0), "a clash with the block above");
 }
 
+/// The CSV export's header is strict like the instance CSV's: unknown and repeated columns are
+/// refused with the file, line 1 and the column's name; missing ones are named too.
+#[test]
+fn placed_csv_rejects_unknown_repeated_and_missing_columns() {
+    let row = "1,1,0,0,10,8,16,4096";
+    let read = |head: &str, line: &str| placed::read_csv(format!("{head}\n{line}\n").as_bytes(), "p.csv", 4096);
+    assert!(read(placed::CSV_HEADER, row).is_ok());
+    let e = read("job,mapping,map_start,start,end,requested,usable,adress", row).unwrap_err();
+    assert_eq!((e.line, e.field.as_deref(), e.kind), (Some(1), Some("adress"), heaplab_model::InputErrorKind::Shape), "{e}");
+    assert!(e.to_string().starts_with("p.csv:1: field 'adress': unknown column"), "{e}");
+    let e = read("job,mapping,start,end,requested,usable,address,start", "1,1,0,10,8,16,4096,0").unwrap_err();
+    assert_eq!((e.line, e.field.as_deref()), (Some(1), Some("start")), "{e}");
+    assert!(e.message.contains("twice"), "{e}");
+    let e = read("job,mapping,start,end,requested,usable", "1,1,0,10,8,16").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("address"), "{e}");
+}
+
+/// The binary header's flags must be 0, and a file with jobs must end after them.
+#[test]
+fn placed_header_rejects_flags_and_early_end_time() {
+    let (p, _) = run(&history(5, 1, 200), "glibc").unwrap();
+    let mut bin = Vec::new();
+    placed::write_binary(&mut bin, &p).unwrap();
+    let mut flagged = bin.clone();
+    flagged[10] = 1;
+    let e = placed::read_binary(&flagged[..], "x.hlplaced").unwrap_err();
+    assert!(e.message.contains("flags") && e.message.contains("byte 10"), "{e}");
+    let mut early = bin.clone();
+    early[32..40].copy_from_slice(&0u64.to_le_bytes());
+    let e = placed::read_binary(&early[..], "x.hlplaced").unwrap_err();
+    assert!(e.message.contains("end time 0") && e.message.contains("byte 32"), "{e}");
+    early[32..40].copy_from_slice(&1u64.to_le_bytes());
+    let e = placed::read_binary(&early[..], "x.hlplaced").unwrap_err();
+    assert!(e.message.contains("after the header's end time 1"), "{e}");
+    // An empty placement (an empty trace) legitimately ends at 0.
+    let empty = Placed::new(PlacedMeta { page_size: 4096, ..Default::default() }, vec![], vec![]);
+    let mut bin = Vec::new();
+    placed::write_binary(&mut bin, &empty).unwrap();
+    assert_eq!(placed::read_binary(&bin[..], "e.hlplaced").unwrap(), empty);
+}
