@@ -141,6 +141,33 @@ fn realloc_failing_in_the_replay_leaves_a_valid_placed_file() {
     }
 }
 
+/// A trace header's page size must be a power of two from 512 B to 1 GiB (issue 23: 0 dropped
+/// valloc's alignment in the replay, 3 became 4): otherwise every reader refuses the file,
+/// naming it and the byte.
+#[test]
+fn traces_with_impossible_page_sizes_are_refused() {
+    use heaplab_trace::format::{EndKind, Op};
+    use heaplab_trace::reader::{Event, Trailer};
+    use heaplab_trace::writer::{TraceWriter, WriterHeader};
+    let dir = scratch("page-size");
+    for page in [0u32, 3, 256, 4096, 1 << 31] {
+        let mut w = TraceWriter::new(&WriterHeader { pid: 100, exe: "/bin/test".into(), page_size: page, clock_shift: 10, stack_depth: 0, start_mono_ns: 0 });
+        w.begin_window(100, 0, 0);
+        w.event(&Event { seq: 0, seq2: 0, tid: 100, ts: 0, op: Op::Valloc, ptr_in: 0, ptr_out: 0x1000, size: 10, extra: 0, usable: 4096, site: 0 });
+        w.trailer(&Trailer { end: EndKind::Exit, seq_count: 1, end_ts: 1, peak_rss: 0, peak_vm: 0, free_null: 0, modules: vec![] }, 1, 0, 1);
+        std::fs::write(dir.join("p.hltrace"), w.finish()).unwrap();
+        for args in [&["trace-info", "p.hltrace"][..], &["replay", "p.hltrace", "-a", "glibc", "-o", "p.hlplaced"]] {
+            let (code, _, err) = heaplab(&dir, args);
+            if page == 4096 {
+                assert_eq!(code, 0, "{args:?}: {err}");
+            } else {
+                assert_eq!(code, 2, "page size {page}, {args:?}: {err}");
+                assert!(err.contains(&format!("p.hltrace: corrupt header: page size {page} at byte 24")), "{err}");
+            }
+        }
+    }
+}
+
 /// The placed CSV's header is as strict as the instance CSV's (issue 23): a misspelt or
 /// repeated column is a usage error naming the file, line and column.
 #[test]
