@@ -1,5 +1,6 @@
 //! `heaplab replay` (a trace's requests under a chosen allocator → placed jobs) and
-//! `heaplab frag` (the 2-D fragmentation of placed jobs): arguments, the human summary and JSON.
+//! `heaplab frag` (the 2-D fragmentation of placed jobs): arguments, the human summary and JSON;
+//! and `heaplab plot` of placed jobs ([`plot_placed`]).
 
 use crate::report::{bytes, grouped, ProgressLine};
 use crate::Failure;
@@ -145,6 +146,26 @@ pub fn replay(a: ReplayArgs) -> Result<(), Failure> {
         println!("placed         {} ({}, {per_job:.2} bytes/job)", a.output, bytes(size));
         println!("next           heaplab frag {}", a.output);
     }
+    Ok(())
+}
+
+/// `heaplab plot` of placed jobs (a `.hlplaced` file or its CSV export): where the allocator
+/// put every block, one band per mapping, on the allocated-bytes clock.
+pub fn plot_placed(path: &str, output: &str, title: Option<&str>) -> Result<(), Failure> {
+    let p = placed::read(path, 4096)?;
+    let blocks: Vec<heaplab_model::Buffer> = p.jobs.iter().map(|j| heaplab_model::Buffer::new(j.id, j.start, j.end, j.usable)).collect();
+    let addresses: Vec<u64> = p.jobs.iter().map(|j| j.address).collect();
+    let region: Vec<u32> = p.jobs.iter().map(|j| j.mapping).collect();
+    let regions: Vec<heaplab_plot::Region> = p.mappings.iter().map(|m| heaplab_plot::Region { name: if m.name.is_empty() { format!("mapping {}", m.id) } else { m.name.clone() } }).collect();
+    let m = heaplab_plot::Mapped { blocks: &blocks, addresses: &addresses, region: &region, regions: &regions };
+    let title = match title {
+        Some(t) => t.to_string(),
+        None if !p.meta.allocator.is_empty() => format!("{path}: {} placement of {}", p.meta.allocator, p.meta.trace),
+        None => path.to_string(),
+    };
+    let opts = heaplab_plot::PlotOptions { title, clock: heaplab_plot::Clock::Bytes, ..Default::default() };
+    crate::commands::write_picture(output, || heaplab_plot::render_mapped_png(&m, &opts), || heaplab_plot::render_mapped_svg(&m, &opts))?;
+    println!("picture        {output} ({} jobs in {} mappings{})", grouped(p.jobs.len() as u64), p.mappings.len(), if p.meta.allocator.is_empty() { String::new() } else { format!(", {}", p.meta.allocator) });
     Ok(())
 }
 

@@ -234,6 +234,20 @@ pub fn is_placed(path: &str) -> bool {
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == MAGIC
 }
 
+/// Whether the file at `path` looks like the CSV export: its first line is a header with a
+/// `job` column (instance and placement CSV files never have one). Only that line is read.
+pub fn is_csv_export(path: &str) -> bool {
+    use std::io::BufRead;
+    let Ok(f) = std::fs::File::open(path) else { return false };
+    let mut head = Vec::new();
+    // A header is short: a file without a newline in its first 4 KiB is not one.
+    if std::io::BufReader::new(f.take(4096)).read_until(b'\n', &mut head).is_err() {
+        return false;
+    }
+    let head = String::from_utf8_lossy(&head);
+    head.trim_start_matches('\u{feff}').split(',').any(|c| c.trim().eq_ignore_ascii_case("job"))
+}
+
 /// A cursor over the file's bytes that names the offset of what it could not read.
 struct Cursor<'a> {
     b: &'a [u8],
