@@ -330,19 +330,24 @@ fn plot_format(path: &str) -> Result<PlotFormat, Failure> {
     }
 }
 
-fn write_plot(path: &str, buffers: &[heaplab_model::Buffer], offsets: &[u64], title: &str) -> Result<(), Failure> {
-    let opts = heaplab_plot::PlotOptions { title: title.to_string(), ..Default::default() };
+/// Draws a picture with `png` or `svg` by the extension of `path`, and writes it atomically.
+pub(crate) fn write_picture(path: &str, png: impl FnOnce() -> Vec<u8>, svg: impl FnOnce() -> String) -> Result<(), Failure> {
     let res = match plot_format(path)? {
         PlotFormat::Png => {
-            let png = heaplab_plot::render_png(buffers, offsets, &opts);
+            let png = png();
             files::write_atomic(path, |w| w.write_all(&png))
         }
         PlotFormat::Svg => {
-            let svg = heaplab_plot::render_svg(buffers, offsets, &opts);
+            let svg = svg();
             files::write_atomic(path, |w| w.write_all(svg.as_bytes()))
         }
     };
     res.map_err(|e| io_failure(path, e))
+}
+
+fn write_plot(path: &str, buffers: &[heaplab_model::Buffer], offsets: &[u64], title: &str) -> Result<(), Failure> {
+    let opts = heaplab_plot::PlotOptions { title: title.to_string(), ..Default::default() };
+    write_picture(path, || heaplab_plot::render_png(buffers, offsets, &opts), || heaplab_plot::render_svg(buffers, offsets, &opts))
 }
 
 /// Arguments of `heaplab stats`.
@@ -401,12 +406,13 @@ pub fn stats(a: StatsArgs) -> Result<(), Failure> {
 /// Arguments of `heaplab plot`.
 #[derive(Args)]
 pub struct PlotArgs {
-    /// Placement file: an instance with an offset column (CSV or .hlbin).
+    /// Placement file: an instance with an offset column (CSV or .hlbin), or an allocator's
+    /// placement from `heaplab replay` (.hlplaced, or its CSV export from `heaplab convert`).
     placement: String,
     /// Picture to write: .png or .svg.
     #[arg(short, long, value_name = "FILE")]
     output: String,
-    /// Lifetime convention of the input.
+    /// Lifetime convention of the input (instances; placed jobs are always [start, end)).
     #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
     semantics: String,
     /// Title (default: the file name).
@@ -418,6 +424,10 @@ pub struct PlotArgs {
 pub fn plot(a: PlotArgs) -> Result<(), Failure> {
     plot_format(&a.output)?;
     check_writable(&a.output)?;
+    // An allocator's placement: the binary by its magic, the CSV export by its header.
+    if heaplab_replay::placed::is_placed(&a.placement) || heaplab_replay::placed::is_csv_export(&a.placement) {
+        return crate::replay::plot_placed(&a.placement, &a.output, a.title.as_deref());
+    }
     let (inst, offsets) = files::read_placement(&a.placement, semantics(&a.semantics))?;
     let v = heaplab_sweep::validate(&inst.buffers, &offsets);
     if !v.is_valid() {

@@ -1,5 +1,6 @@
 //! `heaplab replay` (a trace's requests under a chosen allocator → placed jobs) and
-//! `heaplab frag` (the 2-D fragmentation of placed jobs): arguments, the human summary and JSON.
+//! `heaplab frag` (the 2-D fragmentation of placed jobs): arguments, the human summary and JSON;
+//! and `heaplab plot` of placed jobs ([`plot_placed`]).
 
 use crate::report::{bytes, grouped, ProgressLine};
 use crate::Failure;
@@ -30,7 +31,11 @@ A name heaplab does not know, a missing or non-loadable library, or one that doe
 malloc is a usage error (exit 2).
 
 Skipped (and counted): allocations that failed in the trace, frees of pointers the trace never
-saw allocated. Time is the trace's allocated-bytes clock (`heaplab convert --clock bytes`).
+saw allocated. Allocations that succeeded in the trace but fail in the replay (out of memory,
+e.g. under `ulimit -v`) get no job and are counted with a warning; a failed realloc keeps its
+input block live, as C does, so the input's job lasts until the trace releases the block. Every
+placed file written is checked to be a valid placement. Time is the trace's allocated-bytes
+clock (`heaplab convert --clock bytes`).
 
 OUTPUT: .csv writes the CSV export (job,mapping,map_start,start,end,requested,usable,address);
 any other name the compact binary placed format (about 8-12 bytes per job; spec in
@@ -93,6 +98,15 @@ pub fn replay(a: ReplayArgs) -> Result<(), Failure> {
     let alloc = heaplab_replay::resolve(&a.allocator).map_err(|e| Failure::Input(e.0))?;
     let (p, st) = replay_with_progress(&a.input, &alloc, a.allow_truncated)?;
     write_placed(&a.output, &p)?;
+    if st.failed_in_replay > 0 {
+        // The file is valid, but it places a different request sequence than the trace's.
+        eprintln!(
+            "heaplab: warning: {} allocation{} that succeeded in the trace failed under {} (out of memory? check `ulimit -v`): left out of the placement, where a failed realloc's input block stays live",
+            grouped(st.failed_in_replay),
+            if st.failed_in_replay == 1 { "" } else { "s" },
+            alloc.name
+        );
+    }
     let size = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
     let per_job = if p.jobs.is_empty() { 0.0 } else { size as f64 / p.jobs.len() as f64 };
     let rate = if st.seconds > 0.0 { st.requests as f64 / st.seconds } else { 0.0 };
@@ -135,6 +149,26 @@ pub fn replay(a: ReplayArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `heaplab plot` of placed jobs (a `.hlplaced` file or its CSV export): where the allocator
+/// put every block, one band per mapping, on the allocated-bytes clock.
+pub fn plot_placed(path: &str, output: &str, title: Option<&str>) -> Result<(), Failure> {
+    let p = placed::read(path, 4096)?;
+    let blocks: Vec<heaplab_model::Buffer> = p.jobs.iter().map(|j| heaplab_model::Buffer::new(j.id, j.start, j.end, j.usable)).collect();
+    let addresses: Vec<u64> = p.jobs.iter().map(|j| j.address).collect();
+    let region: Vec<u32> = p.jobs.iter().map(|j| j.mapping).collect();
+    let regions: Vec<heaplab_plot::Region> = p.mappings.iter().map(|m| heaplab_plot::Region { name: if m.name.is_empty() { format!("mapping {}", m.id) } else { m.name.clone() } }).collect();
+    let m = heaplab_plot::Mapped { blocks: &blocks, addresses: &addresses, region: &region, regions: &regions };
+    let title = match title {
+        Some(t) => t.to_string(),
+        None if !p.meta.allocator.is_empty() => format!("{path}: {} placement of {}", p.meta.allocator, p.meta.trace),
+        None => path.to_string(),
+    };
+    let opts = heaplab_plot::PlotOptions { title, clock: heaplab_plot::Clock::Bytes, ..Default::default() };
+    crate::commands::write_picture(output, || heaplab_plot::render_mapped_png(&m, &opts), || heaplab_plot::render_mapped_svg(&m, &opts))?;
+    println!("picture        {output} ({} jobs in {} mappings{})", grouped(p.jobs.len() as u64), p.mappings.len(), if p.meta.allocator.is_empty() { String::new() } else { format!(", {}", p.meta.allocator) });
+    Ok(())
+}
+
 pub const FRAG_HELP: &str = "\
 Measure the fragmentation of placed jobs in the time x address plane (equation 3.1 of the thesis
 in ../shared/papers/000_..., chapter 3; equation 1 of the paper 003_...).
@@ -166,8 +200,9 @@ Choices the papers leave open:
 The computation is an event sweep with per-page bookkeeping: O(n log n) for n jobs.
 
 INPUT: a placed file from `heaplab replay` (binary), or CSV with the columns
-job,mapping,map_start,start,end,requested,usable,address (map_start optional). Two jobs that
-overlap while both are live make the input invalid (exit 2).
+job,mapping,map_start,start,end,requested,usable,address in any order (map_start optional; an
+unknown or repeated column is an error). Two jobs that overlap while both are live make the
+input invalid (exit 2).
 
 Examples:
   heaplab frag run.jemalloc.hlplaced

@@ -98,6 +98,92 @@ fn frag_of_figure_3_1_from_csv() {
     assert_eq!(f["external_area"], 5.0);
 }
 
+/// Issue 23: a realloc that succeeded in the trace but fails in the replay (as under
+/// `ulimit -v`; here deterministically, with 2^62 bytes that no address space holds) used to be
+/// written with the new size at the old address, a placed file `heaplab frag` refused ("job 2
+/// overlaps job 1"). Now the replay warns, counts it, and writes a file frag accepts, in which
+/// the realloc's input block stays live until the trace frees the realloc's block.
+#[test]
+fn realloc_failing_in_the_replay_leaves_a_valid_placed_file() {
+    use heaplab_trace::format::{EndKind, Op};
+    use heaplab_trace::reader::{Event, Trailer};
+    use heaplab_trace::writer::{TraceWriter, WriterHeader};
+    let dir = scratch("realloc-fails");
+    let ev = |op, seq, ptr_in, ptr_out, size| Event { seq, seq2: seq + u64::from(op == Op::Realloc), tid: 100, ts: seq, op, ptr_in, ptr_out, size, extra: 0, usable: size, site: 0 };
+    let events = [
+        ev(Op::Malloc, 0, 0, 0x1000, 64),
+        ev(Op::Malloc, 1, 0, 0x2000, 64),
+        ev(Op::Realloc, 2, 0x1000, 0x9000, 1 << 62),
+        ev(Op::Malloc, 4, 0, 0x3000, 64),
+        ev(Op::Free, 5, 0x9000, 0, 0),
+        ev(Op::Free, 6, 0x2000, 0, 0),
+        ev(Op::Free, 7, 0x3000, 0, 0),
+    ];
+    let mut w = TraceWriter::new(&WriterHeader { pid: 100, exe: "/bin/test".into(), page_size: 4096, clock_shift: 10, stack_depth: 0, start_mono_ns: 0 });
+    w.begin_window(100, 0, 0);
+    for e in &events {
+        w.event(e);
+    }
+    w.trailer(&Trailer { end: EndKind::Exit, seq_count: 8, end_ts: 8, peak_rss: 0, peak_vm: 0, free_null: 0, modules: vec![] }, 1, 0, 8);
+    std::fs::write(dir.join("big.hltrace"), w.finish()).unwrap();
+    for alloc in ["glibc", "jemalloc"] {
+        let (code, out, err) = heaplab(&dir, &["replay", "big.hltrace", "-a", alloc, "-o", "big.hlplaced", "--json"]);
+        assert_eq!(code, 0, "{alloc}: {err}");
+        assert!(err.contains("1 allocation that succeeded in the trace failed"), "{alloc}: {err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!((v["failed_in_replay"].as_u64(), v["jobs"].as_u64()), (Some(1), Some(3)), "{alloc}: {v}");
+        let f = ok_json(&dir, &["frag", "big.hlplaced", "--json"]);
+        assert_eq!(f["jobs"], 3, "{alloc}: {f}");
+        // Its CSV export reads back too.
+        let (code, _, err) = heaplab(&dir, &["convert", "big.hlplaced", "-o", "big.csv"]);
+        assert_eq!(code, 0, "{err}");
+        ok_json(&dir, &["frag", "big.csv", "--json"]);
+    }
+}
+
+/// A trace header's page size must be a power of two from 512 B to 1 GiB (issue 23: 0 dropped
+/// valloc's alignment in the replay, 3 became 4): otherwise every reader refuses the file,
+/// naming it and the byte.
+#[test]
+fn traces_with_impossible_page_sizes_are_refused() {
+    use heaplab_trace::format::{EndKind, Op};
+    use heaplab_trace::reader::{Event, Trailer};
+    use heaplab_trace::writer::{TraceWriter, WriterHeader};
+    let dir = scratch("page-size");
+    for page in [0u32, 3, 256, 4096, 1 << 31] {
+        let mut w = TraceWriter::new(&WriterHeader { pid: 100, exe: "/bin/test".into(), page_size: page, clock_shift: 10, stack_depth: 0, start_mono_ns: 0 });
+        w.begin_window(100, 0, 0);
+        w.event(&Event { seq: 0, seq2: 0, tid: 100, ts: 0, op: Op::Valloc, ptr_in: 0, ptr_out: 0x1000, size: 10, extra: 0, usable: 4096, site: 0 });
+        w.trailer(&Trailer { end: EndKind::Exit, seq_count: 1, end_ts: 1, peak_rss: 0, peak_vm: 0, free_null: 0, modules: vec![] }, 1, 0, 1);
+        std::fs::write(dir.join("p.hltrace"), w.finish()).unwrap();
+        for args in [&["trace-info", "p.hltrace"][..], &["replay", "p.hltrace", "-a", "glibc", "-o", "p.hlplaced"]] {
+            let (code, _, err) = heaplab(&dir, args);
+            if page == 4096 {
+                assert_eq!(code, 0, "{args:?}: {err}");
+            } else {
+                assert_eq!(code, 2, "page size {page}, {args:?}: {err}");
+                assert!(err.contains(&format!("p.hltrace: corrupt header: page size {page} at byte 24")), "{err}");
+            }
+        }
+    }
+}
+
+/// The placed CSV's header is as strict as the instance CSV's (issue 23): a misspelt or
+/// repeated column is a usage error naming the file, line and column.
+#[test]
+fn frag_csv_rejects_unknown_and_repeated_columns() {
+    let dir = scratch("frag-columns");
+    for (head, says) in [
+        ("job,mapping,start,end,requested,usable,address,adress", "p.csv:1: field 'adress': unknown column"),
+        ("job,mapping,start,end,requested,usable,address,end", "p.csv:1: field 'end': column appears twice"),
+    ] {
+        std::fs::write(dir.join("p.csv"), format!("{head}\n0,1,0,3,1,1,1,1\n")).unwrap();
+        let (code, _, err) = heaplab(&dir, &["frag", "p.csv"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(says), "'{err}' should say '{says}'");
+    }
+}
+
 #[test]
 fn bad_allocators_and_files_are_usage_errors() {
     let dir = scratch("bad");

@@ -133,22 +133,10 @@ impl Frag {
     }
 }
 
-/// Two jobs whose blocks overlap while both are live: not a real allocator's placement.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Overlap {
-    /// The job being placed.
-    pub job: u64,
-    /// The live job it overlaps.
-    pub other: u64,
-    /// When.
-    pub time: u64,
-}
-
-impl std::fmt::Display for Overlap {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "job {} overlaps job {} while both are live (at time {}): not a valid placement", self.job, self.other, self.time)
-    }
-}
+/// Two jobs whose blocks overlap while both are live (the validity rule of
+/// [`heaplab_replay::placed::first_overlap`], checked here inside the sweep rather than in a
+/// second pass).
+pub use heaplab_replay::placed::Overlap;
 
 /// A rate (bytes) integrated over time.
 struct Integrator {

@@ -48,6 +48,7 @@ fn main() {
         title: "small at 480x300".into(),
         width: 480,
         height: 300,
+        ..Default::default()
     };
     let inst = generate(Kind::Random, 30, 1);
     let offs = first_fit_in_order(&inst.buffers, &order(&inst.buffers, Order::Size));

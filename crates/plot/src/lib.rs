@@ -2,6 +2,10 @@
 //! rectangle `[lower, upper) × [offset, offset + size)`, with the max load (the lower bound) and
 //! the makespan drawn as labelled horizontal lines, and a caption with the figures.
 //!
+//! An allocator's placement ([`render_mapped_png`], [`render_mapped_svg`]) is drawn the same
+//! way on an address axis made of bands, one per memory mapping, with large never-used address
+//! ranges cut out ([`mapped`] says how). The time axis is labelled by its [`Clock`].
+//!
 //! This crate owns drawing only: [`render_png`] rasterises into an RGB pixel buffer and encodes
 //! it with the `png` crate; [`render_svg`] writes SVG text. Text in PNGs uses an embedded 5×7
 //! bitmap font (no font files, no system libraries). Both renderers share one scene description: the
@@ -16,11 +20,44 @@
 
 pub mod chart;
 mod font;
+pub mod mapped;
 mod raster;
 mod scale;
 mod svg;
 
 use heaplab_model::Buffer;
+pub use mapped::{Mapped, Region};
+
+/// What the time axis counts: its label says so.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Clock {
+    /// An instance's abstract time (its file does not say what it counts).
+    #[default]
+    Ticks,
+    /// Bytes allocated so far (the thesis' clock; a replay's placed jobs).
+    Bytes,
+    /// Heap operations so far.
+    Events,
+    /// Nanoseconds.
+    Ns,
+}
+
+impl Clock {
+    /// The unit, as printed in tooltips: "ticks", "bytes allocated", "events", "ns".
+    pub fn unit(self) -> &'static str {
+        match self {
+            Clock::Ticks => "ticks",
+            Clock::Bytes => "bytes allocated",
+            Clock::Events => "events",
+            Clock::Ns => "ns",
+        }
+    }
+
+    /// The time axis's label, e.g. "time (bytes allocated)".
+    pub fn label(self) -> String {
+        format!("time ({})", self.unit())
+    }
+}
 
 /// Size and title of a picture.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +68,8 @@ pub struct PlotOptions {
     pub height: u32,
     /// Printed at the top; usually the input file name. Empty gives "placement".
     pub title: String,
+    /// What the time axis counts.
+    pub clock: Clock,
 }
 
 impl Default for PlotOptions {
@@ -39,6 +78,7 @@ impl Default for PlotOptions {
             width: 1200,
             height: 700,
             title: String::new(),
+            clock: Clock::Ticks,
         }
     }
 }
@@ -77,6 +117,22 @@ pub fn render_svg(buffers: &[Buffer], offsets: &[u64], opts: &PlotOptions) -> St
     svg::render(&Scene::new(buffers, offsets, opts))
 }
 
+/// Draws an allocator's placement as a PNG: each block `[lower, upper) × [address, address +
+/// size)`, one band per region (memory mapping), large never-used ranges cut out to hatched
+/// strips labelled with their size (see [`mapped`]). No max-load or makespan lines (a makespan
+/// across mappings means nothing); the caption gives the peak of live bytes instead.
+pub fn render_mapped_png(m: &Mapped, opts: &PlotOptions) -> Vec<u8> {
+    let l = mapped::layout(m);
+    raster::render(&Scene::build(m.blocks, &l.offsets, opts, Some((m, &l))))
+}
+
+/// Draws an allocator's placement as SVG, like [`render_mapped_png`] (and with the same
+/// raster fallback as [`render_svg`] for many blocks); tooltips give each block's address.
+pub fn render_mapped_svg(m: &Mapped, opts: &PlotOptions) -> String {
+    let l = mapped::layout(m);
+    svg::render(&Scene::build(m.blocks, &l.offsets, opts, Some((m, &l))))
+}
+
 type Rgb = [u8; 3];
 
 /// Figure background.
@@ -89,6 +145,10 @@ const TEXT: Rgb = [25, 25, 25];
 const MUTED: Rgb = [85, 85, 85];
 const LOAD_LINE: Rgb = [40, 40, 40];
 const MAKESPAN_LINE: Rgb = [200, 40, 40];
+/// A cut-out unused range inside a mapping: hatched in this over the plot background.
+const CUT_HATCH: Rgb = [200, 200, 196];
+/// The boundary between two mappings' bands.
+const MAPPING_EDGE: Rgb = [120, 120, 118];
 
 /// Tableau 10: distinguishable, colour-blind-aware and calm enough for dense pictures.
 const PALETTE: [Rgb; 10] = [
@@ -172,6 +232,18 @@ struct Scene<'a> {
     title: String,
     caption: String,
     empty: bool,
+    x_label: String,
+    y_label: &'static str,
+    /// Shown in SVG tooltips: the time unit, and each buffer's real address (mapped pictures).
+    time_unit: &'static str,
+    addresses: Option<&'a [u64]>,
+    /// Mapped pictures: the piecewise map of drawn offsets to the plot's height.
+    yfrac: Option<&'a mapped::Layout>,
+    /// Mapped pictures: strips `[y0, y1)` in data units, with the label of a cut-out range
+    /// (`None`: a boundary between mappings).
+    strips: Vec<(f64, f64, Option<String>)>,
+    /// Mapped pictures: each band's label and its extent `[y0, y1)` in data units.
+    bands: Vec<(f64, f64, String)>,
 }
 
 /// Max load as `u128`: the sweep crate's when the sizes cannot overflow `u64`, otherwise a
@@ -218,6 +290,12 @@ fn fit(text: &str, max_chars: usize) -> String {
 
 impl<'a> Scene<'a> {
     fn new(buffers: &'a [Buffer], offsets: &'a [u64], opts: &PlotOptions) -> Scene<'a> {
+        Scene::build(buffers, offsets, opts, None)
+    }
+
+    /// The scene of a placement; with `mapped`, of an allocator's placement whose offsets are
+    /// the layout's drawn offsets.
+    fn build(buffers: &'a [Buffer], offsets: &'a [u64], opts: &PlotOptions, mapped: Option<(&Mapped<'a>, &'a mapped::Layout)>) -> Scene<'a> {
         let m = buffers.len().min(offsets.len());
         let (drawn, offsets) = (&buffers[..m], &offsets[..m]);
         let w = opts.width.clamp(MIN_WIDTH, MAX_SIDE) as i64;
@@ -239,8 +317,11 @@ impl<'a> Scene<'a> {
             (lo, hi.max(lo.saturating_add(1)))
         };
         let trange = ((tmax - tmin) as f64).max(1.0);
-        // Headroom above the higher line for its label.
-        let top = (makespan.max(max_load) as f64 * 1.08).max(1.0);
+        // Headroom above the higher line for its label; a mapped picture has no lines.
+        let top = match mapped {
+            Some((_, l)) => (l.total as f64).max(1.0),
+            None => (makespan.max(max_load) as f64 * 1.08).max(1.0),
+        };
 
         // Vertical layout: title, caption, plot, tick labels, axis label.
         let title_y = 10;
@@ -249,11 +330,13 @@ impl<'a> Scene<'a> {
         let bottom = 14 + 18 * s;
         let ph = (h - py0 - bottom).max(10);
 
-        let yticks: Vec<(f64, String)> =
-            scale::address_ticks(top, (ph / (7 * s * 5)).max(2) as usize)
+        let yticks: Vec<(f64, String)> = match mapped {
+            Some((_, l)) => l.ticks(ph, s),
+            None => scale::address_ticks(top, (ph / (7 * s * 5)).max(2) as usize)
                 .into_iter()
                 .map(|v| (v, scale::bytes(v)))
-                .collect();
+                .collect(),
+        };
         let label_w = yticks.iter().map(|(_, l)| text_w(l, s)).max().unwrap_or(0);
         let px0 = 8 + 7 * s + 4 * s + label_w + 10;
         let right = 16 + 9 * s;
@@ -269,7 +352,7 @@ impl<'a> Scene<'a> {
 
         let (l, mk) = (max_load as f64, makespan as f64);
         let mut marks = Vec::new();
-        if !drawn.is_empty() {
+        if !drawn.is_empty() && mapped.is_none() {
             // Makespan first so that when the two coincide the dashed max load shows on top.
             marks.push(Mark {
                 value: mk,
@@ -293,7 +376,22 @@ impl<'a> Scene<'a> {
             opts.title.clone()
         };
         let title = fit(&title, ((w - 20) / (6 * (s + 1))).max(4) as usize);
-        let caption = if buffers.is_empty() {
+        let caption = if let Some((_, lay)) = mapped {
+            let mut c = format!(
+                "n={} blocks, {} mapping{}, peak live {}",
+                scale::thousands(buffers.len() as u128),
+                lay.regions,
+                if lay.regions == 1 { "" } else { "s" },
+                scale::bytes(l)
+            );
+            if lay.cut > 0 {
+                c.push_str(&format!("; unused ranges >= {} cut (hatched)", scale::bytes(lay.cut_from as f64)));
+            }
+            if lay.rescaled {
+                c.push_str("; bands not to one scale");
+            }
+            c
+        } else if buffers.is_empty() {
             "n=0, no buffers".to_string()
         } else {
             let frag = if max_load > 0 {
@@ -310,6 +408,19 @@ impl<'a> Scene<'a> {
             )
         };
         let caption = fit(&caption, ((w - 20) / (6 * s)).max(4) as usize);
+        let (mut strips, mut bands) = (Vec::new(), Vec::new());
+        if let Some((mp, lay)) = mapped {
+            for st in &lay.strips {
+                let label = st.unused.map(|u| format!("{} unused", scale::bytes(u as f64)));
+                strips.push((st.y0 as f64, st.y1 as f64, label));
+            }
+            for seg in &lay.segments {
+                let name = mp.regions.get(seg.region as usize).map_or("", |r| r.name.as_str());
+                let name = if name.is_empty() { "mapping" } else { name };
+                let y1 = seg.y.saturating_add(seg.hi - seg.lo);
+                bands.push((seg.y as f64, y1 as f64, format!("{name} @ 0x{:x}", seg.base)));
+            }
+        }
 
         Scene {
             buffers: drawn,
@@ -330,6 +441,13 @@ impl<'a> Scene<'a> {
             title,
             caption,
             empty: drawn.is_empty(),
+            x_label: opts.clock.label(),
+            y_label: if mapped.is_some() { "address (per mapping)" } else { "address" },
+            time_unit: opts.clock.unit(),
+            addresses: mapped.map(|(mp, _)| mp.addresses),
+            yfrac: mapped.map(|(_, l)| l),
+            strips,
+            bands,
         }
     }
 
@@ -353,7 +471,11 @@ impl<'a> Scene<'a> {
 
     /// y pixel (fractional) of address `v`.
     fn fy(&self, v: f64) -> f64 {
-        (self.py0 + self.ph) as f64 - v / self.top * self.ph as f64
+        let f = match self.yfrac {
+            Some(l) => l.frac(v),
+            None => v / self.top,
+        };
+        (self.py0 + self.ph) as f64 - f * self.ph as f64
     }
 
     /// The pixel rectangle `[x0, x1) × [y0, y1)` covered by buffer `i`: edges rounded to the

@@ -212,6 +212,54 @@ pub(crate) fn plot_area(c: &mut Canvas, sc: &Scene) {
     }
 }
 
+/// The strips of a mapped picture: a cut-out unused range is hatched and labelled with its
+/// size where it is tall enough; a boundary between mappings is a solid line.
+fn strips(c: &mut Canvas, sc: &Scene) {
+    let (x0, x1) = (sc.px0, sc.px0 + sc.pw);
+    for (lo, hi, label) in &sc.strips {
+        let (ya, yb) = (sc.fy(*hi).round() as i64, sc.fy(*lo).round() as i64);
+        let (ya, yb) = (ya.min(yb - 1), yb);
+        match label {
+            None => {
+                let mid = (ya + yb) / 2;
+                c.fill(x0, ya, x1, yb, crate::BG);
+                c.fill(x0, mid - sc.s / 2, x1, mid - sc.s / 2 + sc.s.max(1), crate::MAPPING_EDGE);
+            }
+            Some(text) => {
+                c.fill(x0, ya, x1, yb, crate::BG);
+                // Diagonal hatching, 6 px apart.
+                for y in ya..yb {
+                    let mut x = x0 + (6 - (y % 6)) % 6;
+                    while x < x1 {
+                        c.fill(x, y, x + 1, y + 1, crate::CUT_HATCH);
+                        x += 6;
+                    }
+                }
+                if yb - ya >= 7 + 4 {
+                    let tw = crate::text_w(text, 1);
+                    let (tx, ty) = (x0 + (sc.pw - tw) / 2, (ya + yb) / 2 - 3);
+                    c.fill(tx - 4, ty - 2, tx + tw + 4, ty + 9, crate::BG);
+                    c.text(tx, ty, 1, text, crate::MUTED);
+                }
+            }
+        }
+    }
+}
+
+/// Each band's label at its top left, on a translucent backing, where the band is tall enough.
+fn band_labels(c: &mut Canvas, sc: &Scene) {
+    for (lo, hi, text) in &sc.bands {
+        let (ya, yb) = (sc.fy(*hi).round() as i64, sc.fy(*lo).round() as i64);
+        let s = if yb - ya >= 7 * sc.s + 6 { sc.s } else { 1 };
+        if yb - ya < 7 * s + 4 {
+            continue;
+        }
+        let (tx, ty) = (sc.px0 + 6, ya + 3);
+        c.blend(tx - 3, ty - 2, tx + crate::text_w(text, s) + 3, ty + 7 * s + 2, crate::BG, 0.8);
+        c.text(tx, ty, s, text, crate::TEXT);
+    }
+}
+
 /// Least opacity of a pixel touched by sub-pixel buffers (see [`plot_area`]).
 const MIN_INK: f32 = 0.5;
 
@@ -220,6 +268,8 @@ pub(crate) fn render(sc: &Scene) -> Vec<u8> {
     let s = sc.s;
     let mut c = Canvas::new(sc.w, sc.h, 0, 0, crate::BG);
     plot_area(&mut c, sc);
+    strips(&mut c, sc);
+    band_labels(&mut c, sc);
     let (x0, y0, x1, y1) = (sc.px0, sc.py0, sc.px0 + sc.pw, sc.py0 + sc.ph);
 
     // Axes and ticks.
@@ -247,7 +297,7 @@ pub(crate) fn render(sc: &Scene) -> Vec<u8> {
             crate::MUTED,
         );
     }
-    let xl = "time (ticks)";
+    let xl = &sc.x_label;
     c.text(
         x0 + (sc.pw - crate::text_w(xl, s)) / 2,
         sc.h - 7 * s - 6,
@@ -255,7 +305,7 @@ pub(crate) fn render(sc: &Scene) -> Vec<u8> {
         xl,
         crate::TEXT,
     );
-    let yl = "address";
+    let yl = sc.y_label;
     c.vtext(
         8,
         y0 + (sc.ph + crate::text_w(yl, s)) / 2,

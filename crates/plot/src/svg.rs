@@ -130,22 +130,63 @@ pub(crate) fn render(sc: &Scene) -> String {
                 String::new()
             };
             let inset = if stroke.is_empty() { 0.0 } else { 0.5 };
+            let at = match sc.addresses {
+                Some(a) => format!("address 0x{:x}", a[i]),
+                None => format!("offset {}", sc.offsets[i]),
+            };
             let _ = writeln!(
                 out,
-                r#"<rect class="buf" x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{}"{stroke}><title>id {}: ticks [{}, {}), {} at offset {}</title></rect>"#,
+                r#"<rect class="buf" x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{}"{stroke}><title>id {}: {} [{}, {}), {} at {at}</title></rect>"#,
                 xa + inset,
                 ya + inset,
                 w - 2.0 * inset,
                 h - 2.0 * inset,
                 hex(fill),
                 b.id,
+                sc.time_unit,
                 b.lower,
                 b.upper,
                 scale::bytes(b.size as f64),
-                sc.offsets[i]
             );
         }
         out.push_str("</g>\n");
+    }
+
+    // Mapped pictures: strips between segments (hatched where an unused range was cut out, a
+    // line between mappings), and each band's label where it fits.
+    if !sc.strips.is_empty() {
+        let _ = writeln!(
+            out,
+            r#"<defs><pattern id="cut" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="{}"/><line x1="0" y1="0" x2="0" y2="6" stroke="{}" stroke-width="1.5"/></pattern></defs>"#,
+            hex(crate::BG),
+            hex(crate::CUT_HATCH)
+        );
+    }
+    for (lo, hi, label) in &sc.strips {
+        let (ya, yb) = (sc.fy(*hi).round(), sc.fy(*lo).round());
+        let ya = ya.min(yb - 1.0);
+        match label {
+            None => {
+                let _ = writeln!(out, r#"<rect x="{x0}" y="{ya}" width="{}" height="{}" fill="{}"/>"#, sc.pw, yb - ya, hex(crate::BG));
+                let mid = ((ya + yb) / 2.0).floor() + 0.5;
+                let _ = writeln!(out, r#"<line x1="{x0}" y1="{mid}" x2="{x1}" y2="{mid}" stroke="{}" stroke-width="{}"/>"#, hex(crate::MAPPING_EDGE), s.max(1));
+            }
+            Some(t) => {
+                let _ = writeln!(out, r#"<rect x="{x0}" y="{ya}" width="{}" height="{}" fill="url(#cut)"/>"#, sc.pw, yb - ya);
+                if yb - ya >= 11.0 {
+                    let extra = r#" stroke="white" stroke-width="4" paint-order="stroke""#;
+                    text(&mut out, (x0 + sc.pw / 2) as f64, ((ya + yb) / 2.0) as i64 - 3, 1, "middle", crate::MUTED, extra, t);
+                }
+            }
+        }
+    }
+    for (lo, hi, t) in &sc.bands {
+        let (ya, yb) = (sc.fy(*hi).round() as i64, sc.fy(*lo).round() as i64);
+        let ts = if yb - ya >= 7 * s + 6 { s } else { 1 };
+        if yb - ya >= 7 * ts + 4 {
+            let extra = r#" stroke="white" stroke-width="4" stroke-opacity="0.8" paint-order="stroke""#;
+            text(&mut out, (x0 + 6) as f64, ya + 3, ts, "start", crate::TEXT, extra, t);
+        }
     }
 
     // Axes and ticks.
@@ -206,14 +247,15 @@ pub(crate) fn render(sc: &Scene) -> String {
         "middle",
         crate::TEXT,
         "",
-        "time (ticks)",
+        &sc.x_label,
     );
     let (ax, ay) = (8 + 7 * s, y0 + sc.ph / 2);
     let _ = writeln!(
         out,
-        r#"<text transform="translate({ax},{ay}) rotate(-90)" font-size="{}" text-anchor="middle" fill="{}">address</text>"#,
+        r#"<text transform="translate({ax},{ay}) rotate(-90)" font-size="{}" text-anchor="middle" fill="{}">{}</text>"#,
         10 * s,
-        hex(crate::TEXT)
+        hex(crate::TEXT),
+        sc.y_label
     );
 
     for m in &sc.marks {

@@ -74,6 +74,7 @@ fn png_decodes_to_the_requested_size() {
                 width: w,
                 height: h,
                 title: "t".into(),
+                ..Default::default()
             },
         ));
         assert_eq!((img.0, img.1), (w, h));
@@ -86,6 +87,7 @@ fn png_decodes_to_the_requested_size() {
             width: 0,
             height: 0,
             title: String::new(),
+            ..Default::default()
         },
     ));
     assert_eq!((img.0, img.1), (MIN_WIDTH, MIN_HEIGHT));
@@ -212,6 +214,7 @@ fn values_near_u64_max_do_not_panic() {
             width: 300,
             height: 200,
             title: "x".repeat(500),
+            ..Default::default()
         },
     ] {
         let svg = render_svg(&bs, &offs, &o);

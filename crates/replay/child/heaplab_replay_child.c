@@ -45,9 +45,11 @@
 enum { OP_QUIT = 0, OP_MALLOC = 1, OP_FREE = 2, OP_CALLOC = 3, OP_REALLOC = 4, OP_REALLOCARRAY = 5,
        OP_POSIX_MEMALIGN = 6, OP_ALIGNED_ALLOC = 7, OP_MEMALIGN = 8, OP_VALLOC = 9, OP_PVALLOC = 10 };
 enum { STATE_STARTING = 0, STATE_READY = 1, STATE_DONE = 2, STATE_FAILED = 3 };
+enum { RESULT_INPUT_KEPT = 1 };
 
 /* One ring entry, 32 bytes. Request: op, thread, slot, a = size, b = count or alignment.
- * Result (written over the request): a = address (0: NULL), b = usable size, map = mapping id. */
+ * Result (written over the request): a = address (0: NULL), b = usable size, map = mapping id,
+ * flags = RESULT_INPUT_KEPT when a realloc failed and its input block stays live in the slot. */
 struct entry {
     uint8_t op;
     uint8_t flags;
@@ -363,9 +365,20 @@ static void execute(struct entry *e) {
     case OP_REALLOC:
     case OP_REALLOCARRAY: {
         void *old = blocks[s];
+        uint64_t total = e->a;
+        if (e->op == OP_REALLOCARRAY && __builtin_mul_overflow(e->a, e->b, &total)) total = UINT64_MAX;
         p = e->op == OP_REALLOC ? realloc(old, e->a) : do_reallocarray(old, e->b, e->a);
-        if (!p && old && e->a != 0) p = old; /* failed: the input stays live */
+        if (!p && old && total != 0) {
+            /* Failed (out of memory): the input block stays live and in its slot, as C says; it
+             * is not the new block, so report no address and let the driver keep the input's
+             * job open instead of recording the new size at the old address. */
+            e->a = e->b = 0;
+            e->map = 0;
+            e->flags = RESULT_INPUT_KEPT;
+            return;
+        }
         if (!p) {
+            /* realloc(p, 0) freed p, or realloc(NULL, n) failed: nothing is live in the slot. */
             blocks[s] = NULL;
             e->a = e->b = 0;
             e->map = 0;

@@ -11,13 +11,18 @@
 //! current value and advances it by its requested size (at least 1); a realloc's release is at
 //! its first sequence number and its new job at its second.
 //!
+//! An allocation that succeeded in the trace but fails in the replay (the allocator ran out of
+//! memory, e.g. under `ulimit -v`) gets no job and is counted; a failed realloc keeps its input
+//! block live, as C says, so the input's job goes on until the trace releases the block. Before
+//! returning, the jobs are checked to be a valid placement ([`placed::first_overlap`]).
+//!
 //! Requests from different threads of the trace carry a thread index; the child runs one
 //! thread per traced thread and executes the requests in the trace's global order. The child
 //! runs with address-space randomisation off, so the same trace under the same allocator gives
 //! the same addresses.
 
 use crate::allocators::Allocator;
-use crate::placed::{Job, Mapping, Placed, PlacedMeta};
+use crate::placed::{self, Job, Mapping, Placed, PlacedMeta};
 use heaplab_trace::format::Op;
 use heaplab_trace::stats::AddressMap;
 use heaplab_trace::{Half, TraceReader};
@@ -36,6 +41,8 @@ const OP_QUIT: u8 = 0;
 const STATE_READY: u32 = 1;
 const STATE_DONE: u32 = 2;
 const STATE_FAILED: u32 = 3;
+/// Result flag: a realloc failed in the child and its input block stays live in the slot.
+const RESULT_INPUT_KEPT: u8 = 1;
 /// Most blocks live at once (the child's block table has this many slots).
 const MAX_SLOTS: u32 = 1 << 28;
 /// Capacity of the mapping table.
@@ -155,7 +162,8 @@ pub struct ReplayStats {
     pub unmatched_frees: u64,
     /// Allocations that failed in the trace: skipped.
     pub failed_in_trace: u64,
-    /// Allocations that failed in the replay (no job).
+    /// Allocations that failed in the replay: no job (a failed realloc's input block stays
+    /// live, its job lasting until the trace lets go of the block the realloc gave).
     pub failed_in_replay: u64,
     /// Times the child re-read its mappings.
     pub maps_rereads: u32,
@@ -255,7 +263,9 @@ fn cstr(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..n]).into_owned()
 }
 
-/// A job being built: `start` is `u64::MAX` until a realloc's second half sets it.
+/// A job being built: `start` is `u64::MAX` until a realloc's second half sets it. A realloc's
+/// job knows its input block's job (`input`), and learns from the child whether the call failed
+/// with the input kept live (`input_kept`).
 #[derive(Clone, Copy)]
 struct Pending {
     start: u64,
@@ -264,6 +274,8 @@ struct Pending {
     usable: u64,
     address: u64,
     map: u32,
+    input: u64,
+    input_kept: bool,
 }
 
 const NO_JOB: u64 = u64::MAX;
@@ -367,6 +379,7 @@ impl Session {
                 j.address = e.a;
                 j.usable = e.b;
                 j.map = e.map;
+                j.input_kept = e.flags & RESULT_INPUT_KEPT != 0;
             }
             self.consumed += 1;
         }
@@ -529,7 +542,7 @@ pub fn replay<R: Read>(
         Ok(next_slot - 1)
     };
     let new_job = |s: &mut Session, start: u64, requested: u64| -> u64 {
-        s.jobs.push(Pending { start, end: u64::MAX, requested, usable: 0, address: 0, map: 0 });
+        s.jobs.push(Pending { start, end: u64::MAX, requested, usable: 0, address: 0, map: 0, input: NO_JOB, input_kept: false });
         s.jobs.len() as u64 - 1
     };
 
@@ -578,6 +591,7 @@ pub fn replay<R: Read>(
                 }
                 s.jobs[old.job as usize].end = clock;
                 let job = new_job(&mut s, u64::MAX, requested);
+                s.jobs[job as usize].input = old.job;
                 s.emit(e.op as u8, thread, old.slot, e.size, e.extra, job)?;
                 reallocs.insert(e.seq, Live { slot: old.slot, job });
             }
@@ -637,6 +651,7 @@ pub fn replay<R: Read>(
     stats.requests = s.requests;
     stats.maps_rereads = s.mem.shm().maps_rereads;
 
+    keep_failed_realloc_inputs(&mut s.jobs);
     // Mappings that hold jobs, in id order; id 0 collects blocks found in no mapping.
     let count = s.mem.shm().maps_count.load(Ordering::Acquire).min(MAX_MAPPINGS);
     let mut used: Vec<bool> = vec![false; count as usize + 1];
@@ -685,6 +700,10 @@ pub fn replay<R: Read>(
         .map(|(k, j)| Job { id: k as u64, mapping: remap[j.map as usize], start: j.start, end: j.end, requested: j.requested, usable: j.usable, address: j.address })
         .collect();
     stats.jobs = jobs.len() as u64;
+    // Every placed file must be a valid placement: a clash here is a replay bug, not the input's.
+    if let Some(o) = placed::first_overlap(&jobs) {
+        return Err(ReplayError::Work(format!("{}: the replay under {} produced an invalid placement ({o}); this is a heaplab bug, please report it", reader.name(), alloc.name)));
+    }
     let meta = PlacedMeta {
         page_size: header.page_size,
         threads: nthreads,
@@ -695,6 +714,27 @@ pub fn replay<R: Read>(
         command: header.args.join(" "),
     };
     Ok((Placed::new(meta, mappings, jobs), stats))
+}
+
+/// A realloc that failed in the replay (but succeeded in the trace) leaves its input block live
+/// in the child's slot, as C says, until the trace frees or reallocates the block it got: the
+/// input's job lasts until then, and the failed job itself has no address (it is counted as
+/// failed). Chains of such failures lead back to the one block that stays live. Jobs are in
+/// creation order, so an input's job is always settled before the jobs that name it.
+fn keep_failed_realloc_inputs(jobs: &mut [Pending]) {
+    for k in 0..jobs.len() {
+        let j = jobs[k];
+        if !j.input_kept || j.input == NO_JOB {
+            continue;
+        }
+        let mut live = j.input as usize;
+        if jobs[live].input_kept {
+            live = jobs[live].input as usize; // already resolved to the live block's job
+        }
+        jobs[k].input = live as u64;
+        jobs[k].address = 0;
+        jobs[live].end = j.end;
+    }
 }
 
 /// Replays the trace file at `path`: reads its thread list, then replays it.

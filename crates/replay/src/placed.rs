@@ -9,8 +9,9 @@
 //!
 //! **Binary layout.** All fixed-width integers little-endian; varints are LEB128, "zz" zigzag:
 //! ```text
-//! header   "HLPLACE\0", u16 version, u16 flags (0), u32 page size, u32 threads,
-//!          u32 mapping count, u64 job count, u64 end time,
+//! header   "HLPLACE\0", u16 version, u16 flags (0; readers reject others), u32 page size
+//!          (a power of two), u32 threads, u32 mapping count, u64 job count, u64 end time
+//!          (≥ every job's end, so > 0 whenever there are jobs),
 //!          4 × (u16 length + UTF-8): allocator name, the object that defined malloc, trace
 //!          file, command line
 //! mappings per mapping: varint id, varint start, varint end, varint job count, u16 length +
@@ -25,6 +26,13 @@
 //! ```
 //! A job takes 8–12 bytes on typical traces. Readers reject other magic and versions, and
 //! name the job and byte offset where a damaged or truncated file stops making sense.
+//!
+//! **CSV export**: the header [`CSV_HEADER`] (columns in any order, `map_start` optional; an
+//! unknown or repeated column is an error, as in the instance CSV), then one job per line.
+//!
+//! **Validity**: a placement is valid when no two jobs overlap in address while both are live
+//! ([`first_overlap`]); the replay checks every placement it writes, `heaplab frag` every one
+//! it reads.
 
 use heaplab_model::{InputError, InputErrorKind as K};
 use heaplab_trace::format::{get_varint, put_varint, unzigzag, zigzag};
@@ -121,6 +129,51 @@ impl Placed {
     }
 }
 
+/// Two jobs whose blocks overlap while both are live: not a real allocator's placement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Overlap {
+    /// The job being placed.
+    pub job: u64,
+    /// The live job it overlaps.
+    pub other: u64,
+    /// When.
+    pub time: u64,
+}
+
+impl std::fmt::Display for Overlap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "job {} overlaps job {} while both are live (at time {}): not a valid placement", self.job, self.other, self.time)
+    }
+}
+
+/// The first clash between live jobs (by allocation time), if any: a sweep over start and end
+/// times (lifetimes are half-open, so at equal times releases come first) with the live blocks
+/// ordered by address. Jobs of usable size 0 cover nothing and cannot clash. O(n log n).
+pub fn first_overlap(jobs: &[Job]) -> Option<Overlap> {
+    let mut ev: Vec<(u64, bool, u32)> = Vec::with_capacity(2 * jobs.len());
+    for (k, j) in jobs.iter().enumerate().filter(|(_, j)| j.usable > 0) {
+        ev.push((j.start, true, k as u32));
+        ev.push((j.end, false, k as u32));
+    }
+    ev.sort_unstable();
+    let mut live: std::collections::BTreeMap<u64, (u64, u64)> = std::collections::BTreeMap::new();
+    for (t, starts, k) in ev {
+        let j = &jobs[k as usize];
+        if !starts {
+            live.remove(&j.address);
+            continue;
+        }
+        let end = j.address.saturating_add(j.usable);
+        let below = live.range(..=j.address).next_back().filter(|(_, &(e, _))| e > j.address);
+        let above = live.range(j.address..).next().filter(|(&a, _)| a < end);
+        if let Some((_, &(_, other))) = below.or(above) {
+            return Some(Overlap { job: j.id, other, time: t });
+        }
+        live.insert(j.address, (end, j.id));
+    }
+    None
+}
+
 fn put_str(out: &mut Vec<u8>, s: &str) {
     let b = &s.as_bytes()[..s.len().min(u16::MAX as usize)];
     out.extend_from_slice(&(b.len() as u16).to_le_bytes());
@@ -179,6 +232,20 @@ pub fn write_binary<W: Write + ?Sized>(w: &mut W, p: &Placed) -> std::io::Result
 pub fn is_placed(path: &str) -> bool {
     let mut magic = [0u8; 8];
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == MAGIC
+}
+
+/// Whether the file at `path` looks like the CSV export: its first line is a header with a
+/// `job` column (instance and placement CSV files never have one). Only that line is read.
+pub fn is_csv_export(path: &str) -> bool {
+    use std::io::BufRead;
+    let Ok(f) = std::fs::File::open(path) else { return false };
+    let mut head = Vec::new();
+    // A header is short: a file without a newline in its first 4 KiB is not one.
+    if std::io::BufReader::new(f.take(4096)).read_until(b'\n', &mut head).is_err() {
+        return false;
+    }
+    let head = String::from_utf8_lossy(&head);
+    head.trim_start_matches('\u{feff}').split(',').any(|c| c.trim().eq_ignore_ascii_case("job"))
 }
 
 /// A cursor over the file's bytes that names the offset of what it could not read.
@@ -241,7 +308,10 @@ pub fn read_binary<R: Read>(mut r: R, name: &str) -> Result<Placed, InputError> 
     if version != VERSION {
         return Err(InputError::file(name, K::Format, format!("placed format version {version}; this heaplab reads version {VERSION}")));
     }
-    let _flags = c.u16("the header")?;
+    let flags = c.u16("the header")?;
+    if flags != 0 {
+        return Err(InputError::file(name, K::Format, format!("corrupt header: flags {flags:#06x} at byte 10 (this format version defines none; expected 0)")));
+    }
     let page_size = c.u32("the header")?;
     let threads = c.u32("the header")?;
     let nmaps = c.u32("the header")? as usize;
@@ -257,7 +327,10 @@ pub fn read_binary<R: Read>(mut r: R, name: &str) -> Result<Placed, InputError> 
         command: c.string("the header")?,
     };
     if page_size == 0 || !page_size.is_power_of_two() {
-        return Err(InputError::file(name, K::Format, format!("corrupt header: page size {page_size} is not a power of two")));
+        return Err(InputError::file(name, K::Format, format!("corrupt header: page size {page_size} at byte 12 is not a power of two")));
+    }
+    if end_time == 0 && njobs > 0 {
+        return Err(InputError::file(name, K::Format, format!("corrupt header: end time 0 at byte 32, but the file has {njobs} jobs (each ends at a time > 0)")));
     }
     // Every mapping takes at least 6 bytes and every job 6: counts beyond the file are corrupt.
     if nmaps > b.len() / 6 || njobs > (b.len() / 6) as u64 {
@@ -298,6 +371,9 @@ pub fn read_binary<R: Read>(mut r: R, name: &str) -> Result<Placed, InputError> 
             if end <= start || id == u64::MAX {
                 return Err(bad(&c));
             }
+            if end > end_time {
+                return Err(InputError::file(name, K::Format, format!("corrupt {what} before byte {}: it ends at {end}, after the header's end time {end_time}", c.pos)));
+            }
             jobs.push(Job { id, mapping: m as u32, start, end, requested, usable, address: addr });
         }
     }
@@ -334,15 +410,22 @@ pub fn read_csv<R: Read>(r: R, name: &str, page_size: u32) -> Result<Placed, Inp
         Some(l) => l.map_err(|e| InputError::file(name, K::Io, format!("cannot read: {e}")))?,
         None => return Err(InputError::at(name, 1, None, K::Shape, format!("empty file; expected the header {CSV_HEADER}"))),
     };
-    let cols: Vec<String> = head.trim().split(',').map(|s| s.trim().to_ascii_lowercase()).collect();
+    let cols: Vec<String> = head.trim_start_matches('\u{feff}').trim().split(',').map(|s| s.trim().to_ascii_lowercase()).collect();
     let need = ["job", "mapping", "start", "end", "requested", "usable", "address"];
+    // A typo or a repeated column would otherwise be silently ignored (as the instance CSV
+    // reader also refuses).
     let mut at = [usize::MAX; 8];
-    for (k, n) in need.iter().chain(["map_start"].iter()).enumerate() {
-        if let Some(i) = cols.iter().position(|c| c == n) {
-            at[k] = i;
-        } else if k < 7 {
-            return Err(InputError::at(name, 1, Some(n), K::Shape, format!("missing column '{n}'; expected the header {CSV_HEADER}")));
+    for (i, c) in cols.iter().enumerate() {
+        let Some(k) = need.iter().chain(["map_start"].iter()).position(|n| n == c) else {
+            return Err(InputError::at(name, 1, Some(c), K::Shape, format!("unknown column in header; expected {CSV_HEADER} (map_start optional)")));
+        };
+        if at[k] != usize::MAX {
+            return Err(InputError::at(name, 1, Some(c), K::Shape, "column appears twice in header"));
         }
+        at[k] = i;
+    }
+    if let Some(n) = need.iter().zip(at).find(|(_, i)| *i == usize::MAX).map(|(n, _)| n) {
+        return Err(InputError::at(name, 1, Some(n), K::Shape, format!("missing column '{n}'; expected the header {CSV_HEADER}")));
     }
     let mut maps: std::collections::BTreeMap<u64, (u64, u64, bool)> = Default::default();
     let mut rows = Vec::new();

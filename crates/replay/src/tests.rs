@@ -3,7 +3,7 @@
 //! addresses (relative to each mapping), multi-threaded traces keep their order, the placed
 //! format round-trips and rejects damage, and bad allocators are refused.
 
-use crate::placed::{self, Job, Placed};
+use crate::placed::{self, Job, Placed, PlacedMeta};
 use crate::{resolve, ReplayError, ReplayOptions};
 use heaplab_trace::format::Op;
 use heaplab_trace::reader::{Event, TraceReader, Trailer};
@@ -64,6 +64,36 @@ fn history(seed: u64, threads: u32, calls: usize) -> Vec<u8> {
     }
     w.trailer(&Trailer { end: heaplab_trace::format::EndKind::Exit, seq_count: seq, end_ts: seq, peak_rss: 0, peak_vm: 0, free_null: 0, modules: vec![] }, 1, 0, seq);
     w.finish()
+}
+
+/// A single-threaded trace (tid = pid = 100) of `events`, in order.
+fn trace_of(events: &[Event]) -> Vec<u8> {
+    let mut w = TraceWriter::new(&WriterHeader { pid: 100, exe: "/bin/test".into(), page_size: 4096, clock_shift: 10, stack_depth: 0, start_mono_ns: 0 });
+    w.begin_window(100, 0, 0);
+    for e in events {
+        w.event(e);
+    }
+    let seq = events.last().map_or(0, |e| e.seq2 + 1);
+    w.trailer(&Trailer { end: heaplab_trace::format::EndKind::Exit, seq_count: seq, end_ts: seq, peak_rss: 0, peak_vm: 0, free_null: 0, modules: vec![] }, 1, 0, seq);
+    w.finish()
+}
+
+/// A = malloc(64), B = malloc(64), A' = realloc(A, 2^62) which succeeded in the trace but fails
+/// under every allocator (more than an address space holds), C = malloc(64), free(A'), free(B),
+/// free(C). The replay's clock: A starts at 0, B at 64, the realloc at 128, C at 2^62 + 128.
+fn failing_realloc_trace() -> Vec<u8> {
+    let big = 1u64 << 62;
+    let mut re = ev(Op::Realloc, 2, 100, 0x1000, 0x9000, big, 0);
+    re.seq2 = 3;
+    trace_of(&[
+        ev(Op::Malloc, 0, 100, 0, 0x1000, 64, 0),
+        ev(Op::Malloc, 1, 100, 0, 0x2000, 64, 0),
+        re,
+        ev(Op::Malloc, 4, 100, 0, 0x3000, 64, 0),
+        ev(Op::Free, 5, 100, 0x9000, 0, 0, 0),
+        ev(Op::Free, 6, 100, 0x2000, 0, 0, 0),
+        ev(Op::Free, 7, 100, 0x3000, 0, 0, 0),
+    ])
 }
 
 fn run(bytes: &[u8], alloc: &str) -> Result<(Placed, crate::ReplayStats), ReplayError> {
@@ -185,4 +215,82 @@ fn bad_allocators_are_refused() {
             other => panic!("libm accepted as an allocator: {:?}", other.map(|x| x.1)),
         }
     }
+}
+
+/// Issue 23: a realloc that fails in the replay used to be recorded with the new size at the
+/// old address (overlapping B). Now it is counted as failed, its input block A stays live (the
+/// child still holds it) until the trace frees the block the realloc gave, and the placement is
+/// valid.
+#[test]
+fn realloc_failing_in_the_replay_keeps_its_input_live() {
+    let t = failing_realloc_trace();
+    for alloc in ["glibc", "jemalloc"] {
+        let (p, st) = run(&t, alloc).unwrap_or_else(|e| panic!("{alloc}: {e}"));
+        assert_valid(&p);
+        assert!(placed::first_overlap(&p.jobs).is_none());
+        assert_eq!(st.failed_in_replay, 1, "{alloc}");
+        let mut jobs = p.jobs.clone();
+        jobs.sort_by_key(|j| j.id);
+        let spans: Vec<(u64, u64, u64)> = jobs.iter().map(|j| (j.start, j.end, j.requested)).collect();
+        let big = 1u64 << 62;
+        assert_eq!(spans, vec![(0, big + 192, 64), (64, big + 192, 64), (big + 128, big + 192, 64)], "{alloc}: A lives until free(A')");
+        // The file it makes reads back.
+        let mut bin = Vec::new();
+        placed::write_binary(&mut bin, &p).unwrap();
+        assert_eq!(placed::read_binary(&bin[..], "x.hlplaced").unwrap(), p);
+    }
+}
+
+/// The overlap rule on hand-made jobs: touching blocks and blocks that live one after the other
+/// are fine; a clash names both jobs and the time.
+#[test]
+fn first_overlap_finds_clashes_only() {
+    let j = |id, start, end, usable, address| Job { id, mapping: 0, start, end, requested: usable, usable, address };
+    assert_eq!(placed::first_overlap(&[j(0, 0, 5, 16, 0), j(1, 0, 5, 16, 16), j(2, 5, 9, 32, 0)]), None);
+    assert_eq!(placed::first_overlap(&[j(0, 0, 5, 0, 8), j(1, 0, 5, 16, 0)]), None, "an empty job covers nothing");
+    let o = placed::first_overlap(&[j(0, 0, 5, 16, 0), j(1, 2, 9, 16, 8)]).unwrap();
+    assert_eq!((o.job, o.other, o.time), (1, 0, 2));
+    let o = placed::first_overlap(&[j(0, 0, 5, 16, 8), j(1, 2, 9, 16, 0)]).unwrap();
+    assert_eq!((o.job, o.other), (1, 0), "a clash with the block above");
+}
+
+/// The CSV export's header is strict like the instance CSV's: unknown and repeated columns are
+/// refused with the file, line 1 and the column's name; missing ones are named too.
+#[test]
+fn placed_csv_rejects_unknown_repeated_and_missing_columns() {
+    let row = "1,1,0,0,10,8,16,4096";
+    let read = |head: &str, line: &str| placed::read_csv(format!("{head}\n{line}\n").as_bytes(), "p.csv", 4096);
+    assert!(read(placed::CSV_HEADER, row).is_ok());
+    let e = read("job,mapping,map_start,start,end,requested,usable,adress", row).unwrap_err();
+    assert_eq!((e.line, e.field.as_deref(), e.kind), (Some(1), Some("adress"), heaplab_model::InputErrorKind::Shape), "{e}");
+    assert!(e.to_string().starts_with("p.csv:1: field 'adress': unknown column"), "{e}");
+    let e = read("job,mapping,start,end,requested,usable,address,start", "1,1,0,10,8,16,4096,0").unwrap_err();
+    assert_eq!((e.line, e.field.as_deref()), (Some(1), Some("start")), "{e}");
+    assert!(e.message.contains("twice"), "{e}");
+    let e = read("job,mapping,start,end,requested,usable", "1,1,0,10,8,16").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("address"), "{e}");
+}
+
+/// The binary header's flags must be 0, and a file with jobs must end after them.
+#[test]
+fn placed_header_rejects_flags_and_early_end_time() {
+    let (p, _) = run(&history(5, 1, 200), "glibc").unwrap();
+    let mut bin = Vec::new();
+    placed::write_binary(&mut bin, &p).unwrap();
+    let mut flagged = bin.clone();
+    flagged[10] = 1;
+    let e = placed::read_binary(&flagged[..], "x.hlplaced").unwrap_err();
+    assert!(e.message.contains("flags") && e.message.contains("byte 10"), "{e}");
+    let mut early = bin.clone();
+    early[32..40].copy_from_slice(&0u64.to_le_bytes());
+    let e = placed::read_binary(&early[..], "x.hlplaced").unwrap_err();
+    assert!(e.message.contains("end time 0") && e.message.contains("byte 32"), "{e}");
+    early[32..40].copy_from_slice(&1u64.to_le_bytes());
+    let e = placed::read_binary(&early[..], "x.hlplaced").unwrap_err();
+    assert!(e.message.contains("after the header's end time 1"), "{e}");
+    // An empty placement (an empty trace) legitimately ends at 0.
+    let empty = Placed::new(PlacedMeta { page_size: 4096, ..Default::default() }, vec![], vec![]);
+    let mut bin = Vec::new();
+    placed::write_binary(&mut bin, &empty).unwrap();
+    assert_eq!(placed::read_binary(&bin[..], "e.hlplaced").unwrap(), empty);
 }

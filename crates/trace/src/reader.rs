@@ -42,6 +42,11 @@ impl Origin {
     }
 }
 
+/// The page sizes a header may give: powers of two from 512 B to 1 GiB. Every base page size
+/// Linux has used (4 KiB to 256 KiB) is inside with room; anything else is a damaged header
+/// (0 would drop valloc's alignment in a replay, and 3 would silently become 4).
+pub const PAGE_SIZES: std::ops::RangeInclusive<u32> = 512..=1 << 30;
+
 /// The file header.
 #[derive(Clone, Debug)]
 pub struct Header {
@@ -51,7 +56,7 @@ pub struct Header {
     pub pid: u32,
     /// Its parent's process id.
     pub ppid: u32,
-    /// Page size of the machine.
+    /// Page size of the machine: a power of two in [`PAGE_SIZES`] (checked on reading).
     pub page_size: u32,
     /// Timestamps are monotonic nanoseconds shifted right by this.
     pub clock_shift: u8,
@@ -503,11 +508,15 @@ impl<R: Read> TraceReader<R> {
         if clock_shift > 40 {
             return Err(err(format!("corrupt header: clock shift {clock_shift}")));
         }
+        let page_size = u32_at(&fixed, 24);
+        if !page_size.is_power_of_two() || !PAGE_SIZES.contains(&page_size) {
+            return Err(err(format!("corrupt header: page size {page_size} at byte 24 (expected a power of two from 512 B to 1 GiB)")));
+        }
         let header = Header {
             version,
             pid: u32_at(&fixed, 16),
             ppid: u32_at(&fixed, 20),
-            page_size: u32_at(&fixed, 24),
+            page_size,
             clock_shift,
             stack_depth: fixed[29],
             origin,
