@@ -175,7 +175,9 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             files::write(out, &inst, Some(&outcome.offsets)).map_err(|e| io_failure(out, e))?;
         }
         if let Some(p) = &a.plot {
-            write_plot(p, &inst.buffers, &outcome.offsets, &a.input)?;
+            // A trace's time axis is the clock it was converted with.
+            let clock = if traced.is_some() { a.trace.plot_clock() } else { heaplab_plot::Clock::Ticks };
+            write_plot(p, &inst.buffers, &outcome.offsets, &a.input, clock)?;
         }
     }
     let total = t0.elapsed().as_secs_f64();
@@ -345,8 +347,8 @@ pub(crate) fn write_picture(path: &str, png: impl FnOnce() -> Vec<u8>, svg: impl
     res.map_err(|e| io_failure(path, e))
 }
 
-fn write_plot(path: &str, buffers: &[heaplab_model::Buffer], offsets: &[u64], title: &str) -> Result<(), Failure> {
-    let opts = heaplab_plot::PlotOptions { title: title.to_string(), ..Default::default() };
+fn write_plot(path: &str, buffers: &[heaplab_model::Buffer], offsets: &[u64], title: &str, clock: heaplab_plot::Clock) -> Result<(), Failure> {
+    let opts = heaplab_plot::PlotOptions { title: title.to_string(), clock, ..Default::default() };
     write_picture(path, || heaplab_plot::render_png(buffers, offsets, &opts), || heaplab_plot::render_svg(buffers, offsets, &opts))
 }
 
@@ -433,7 +435,7 @@ pub fn plot(a: PlotArgs) -> Result<(), Failure> {
     if !v.is_valid() {
         eprintln!("heaplab: warning: drawing an invalid placement ({} clashing buffers)", v.clashing_buffers);
     }
-    write_plot(&a.output, &inst.buffers, &offsets, a.title.as_deref().unwrap_or(&a.placement))?;
+    write_plot(&a.output, &inst.buffers, &offsets, a.title.as_deref().unwrap_or(&a.placement), heaplab_plot::Clock::Ticks)?;
     println!("picture        {} ({} buffers, makespan {})", a.output, grouped(inst.len() as u64), bytes(v.makespan));
     Ok(())
 }

@@ -620,6 +620,17 @@ pub struct TraceInputArgs {
     process: Option<String>,
 }
 
+impl TraceInputArgs {
+    /// The time axis a picture of the converted trace has.
+    pub fn plot_clock(&self) -> heaplab_plot::Clock {
+        match self.clock.as_str() {
+            "events" => heaplab_plot::Clock::Events,
+            "ns" => heaplab_plot::Clock::Ns,
+            _ => heaplab_plot::Clock::Bytes,
+        }
+    }
+}
+
 /// What a trace contributed besides its instance, for `plan`'s oracle gap.
 pub struct TraceFacts {
     stats: TraceStats,
