@@ -212,32 +212,35 @@ fn page_events_are_tracked_as_exact_ranges() {
 #[test]
 fn page_events_leave_the_heap_alone() {
     let (_, events) = history(5, 1, 200);
-    let write = |with_pages: bool| {
-        let mut w = TraceWriter::new(&header());
-        w.begin_window(1, 0, 0);
-        let mut used = 0;
-        for e in &events {
-            // history leaves gaps in the sequence numbers: fill them with page events.
-            while with_pages && used < e.seq {
-                w.page(&PageEvent { tid: 1, flags: ANON, ..page(PageOp::Mmap, used, 0x7000_0000 + used * PG, PG) });
-                used += 1;
+    // With call sites too: page events carry none, and the window's site ids must still parse.
+    for depth in [0, 4] {
+        let write = |with_pages: bool| {
+            let mut w = TraceWriter::new(&WriterHeader { stack_depth: depth, ..header() });
+            w.begin_window(1, 0, 0);
+            let mut used = 0;
+            for e in &events {
+                // history leaves gaps in the sequence numbers: fill them with page events.
+                while with_pages && used < e.seq {
+                    w.page(&PageEvent { tid: 1, flags: ANON, ..page(PageOp::Mmap, used, 0x7000_0000 + used * PG, PG) });
+                    used += 1;
+                }
+                w.event(e);
+                used = e.seq2 + 1;
             }
-            w.event(e);
-            used = e.seq2 + 1;
+            w.trailer(&trailer(), 1, 0, used);
+            w.finish()
+        };
+        let (plain, paged) = (write(false), write(true));
+        assert!(paged.len() > plain.len() + 50, "page events written");
+        assert_eq!(read_all(&plain).0, read_all(&paged).0);
+        for clock in [Clock::Events, Clock::Bytes, Clock::Ns] {
+            let opts = ConvertOptions { clock, ..Default::default() };
+            let inst = |b: &[u8]| analyse(&mut TraceReader::new(b, "t").unwrap(), Some(&opts), None).instance.unwrap().buffers;
+            assert_eq!(inst(&plain), inst(&paged), "{clock:?}");
         }
-        w.trailer(&trailer(), 1, 0, used);
-        w.finish()
-    };
-    let (plain, paged) = (write(false), write(true));
-    assert!(paged.len() > plain.len() + 50, "page events written");
-    assert_eq!(read_all(&plain).0, read_all(&paged).0);
-    for clock in [Clock::Events, Clock::Bytes, Clock::Ns] {
-        let opts = ConvertOptions { clock, ..Default::default() };
-        let inst = |b: &[u8]| analyse(&mut TraceReader::new(b, "t").unwrap(), Some(&opts), None).instance.unwrap().buffers;
-        assert_eq!(inst(&plain), inst(&paged), "{clock:?}");
+        let a = analyse(&mut TraceReader::new(&paged[..], "t").unwrap(), None, None);
+        assert!(a.stats.pages.peak_anon_bytes > 50 * PG);
     }
-    let a = analyse(&mut TraceReader::new(&paged[..], "t").unwrap(), None, None);
-    assert!(a.stats.pages.peak_anon_bytes > 50 * PG);
 }
 
 proptest! {
