@@ -1310,10 +1310,17 @@ EXPORT int mprotect(void *addr, size_t len, int prot) {
 }
 
 /* brk and sbrk go through glibc's own functions (never a raw syscall): glibc keeps the break
- * in a variable its malloc relies on. */
+ * in a variable its malloc relies on. Called while another thread is still initialising the
+ * tracer, they look glibc's up themselves. */
+static void resolve_brk(void) {
+    if (!real_brk) real_brk = dlsym(RTLD_NEXT, "brk");
+    if (!real_sbrk) real_sbrk = dlsym(RTLD_NEXT, "sbrk");
+}
 EXPORT int brk(void *addr) {
     struct tstate *t = &T;
-    if (!page_traced(t) || !real_brk || !real_sbrk) return real_brk ? real_brk(addr) : (errno = ENOMEM, -1);
+    int traced = page_traced(t);
+    resolve_brk();
+    if (!traced) return real_brk(addr);
     t->busy = 1;
     void *before = real_sbrk(0);
     int r = real_brk(addr);
@@ -1325,7 +1332,9 @@ EXPORT int brk(void *addr) {
 
 EXPORT void *sbrk(intptr_t incr) {
     struct tstate *t = &T;
-    if (!page_traced(t) || !real_sbrk) return real_sbrk ? real_sbrk(incr) : (errno = ENOMEM, (void *)-1);
+    int traced = page_traced(t);
+    resolve_brk();
+    if (!traced) return real_sbrk(incr);
     t->busy = 1;
     void *r = real_sbrk(incr);
     int failed = r == (void *)-1;
