@@ -7,7 +7,7 @@ use crate::report::{bytes, grouped, parse_bytes, ProgressLine};
 use crate::Failure;
 use clap::Args;
 use heaplab_model::{files, Instance, Semantics};
-use heaplab_trace::format::Op;
+use heaplab_trace::format::{Op, PageOp};
 use heaplab_trace::launch::{Cap, LaunchError, LaunchOptions};
 use heaplab_trace::run::{describe_ending as end_text, Process, RunIndex};
 use heaplab_trace::{analyse, Clock, ConvertOptions, Ending, Header, SizeModel, TraceReader, TraceStats};
@@ -339,6 +339,7 @@ fn process_json(p: &Process, file: &str) -> Value {
         "events": p.events,
         "calls": calls,
         "free_null": p.free_null,
+        "page_calls": p.page_calls.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<String, Value>>(),
         "threads": p.threads.len(),
         "calls_per_thread": p.threads.iter().map(|(t, n)| json!({"tid": t, "calls": n})).collect::<Vec<_>>(),
         "peak_rss_bytes": p.peak_rss,
@@ -355,6 +356,10 @@ fn print_process(w: &mut String, p: &Process, file: &str) {
     let list: Vec<String> = p.calls.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {}", grouped(*n))).collect();
     let fnull = if p.free_null > 0 { format!(", free(NULL) {}", grouped(p.free_null)) } else { String::new() };
     let _ = writeln!(w, "calls          {}{fnull}", list.join(", "));
+    if !p.page_calls.is_empty() {
+        let list: Vec<String> = p.page_calls.iter().map(|(k, n)| format!("{k} {}", grouped(*n))).collect();
+        let _ = writeln!(w, "direct calls   {}  (the program's own; `heaplab trace-info` says how much of the RSS they explain)", list.join(", "));
+    }
     let _ = writeln!(w, "threads        {}", p.threads.len());
     if let Some(r) = p.peak_rss {
         let _ = writeln!(w, "peak RSS       {} (kernel VmHWM)", bytes(r));
@@ -373,6 +378,83 @@ fn calls_text(calls: &std::collections::BTreeMap<Op, u64>, free_null: u64) -> St
     let list: Vec<String> = calls.iter().map(|(op, n)| format!("{} {}", op.name(), grouped(*n))).collect();
     let fnull = if free_null > 0 { format!(", free(NULL) {}", grouped(free_null)) } else { String::new() };
     format!("{}{fnull}", list.join(", "))
+}
+
+/// The direct calls (page events) as `mmap 5, munmap 6, …`, failures noted; "none" when there
+/// are none.
+fn page_calls_text(calls: &std::collections::BTreeMap<PageOp, u64>, failed: u64) -> String {
+    if calls.is_empty() {
+        return "none".into();
+    }
+    let list: Vec<String> = calls.iter().map(|(op, n)| format!("{} {}", op.name(), grouped(*n))).collect();
+    let failed = if failed > 0 { format!(" ({} failed)", grouped(failed)) } else { String::new() };
+    format!("{}{failed}", list.join(", "))
+}
+
+/// The `pages` object of `trace-info --json`: direct calls and the memory they held.
+fn pages_json(st: &TraceStats) -> Value {
+    let p = &st.pages;
+    let mut calls = serde_json::Map::new();
+    for op in PageOp::ALL {
+        calls.insert(op.name().to_string(), json!(p.calls.get(&op).copied().unwrap_or(0)));
+    }
+    json!({
+        "calls": calls,
+        "failed": p.failed,
+        "peak_anon_bytes": p.peak_anon_bytes,
+        "peak_file_bytes": p.peak_file_bytes,
+        "peak_reserved_bytes": p.peak_reserved_bytes,
+        "peak_brk_bytes": p.peak_brk_bytes,
+        "peak_direct_bytes": p.peak_direct_bytes,
+        "peak_heap_and_direct_bytes": p.peak_heap_and_direct_bytes,
+        "mapped_at_end_bytes": p.mapped_at_end_bytes,
+    })
+}
+
+/// The `rss_breakdown` object of `trace-info --json` (null without a trailer's peak RSS).
+fn rss_breakdown_json(s: &Summary) -> Value {
+    let Some(b) = s.ending.trailer.as_ref().and_then(|t| s.stats.rss_breakdown(t.peak_rss)) else { return Value::Null };
+    json!({
+        "peak_rss_bytes": b.peak_rss,
+        "heap_bytes": b.heap,
+        "heap_pct": b.heap_pct,
+        "direct_bytes": b.direct,
+        "direct_pct": b.direct_pct,
+        "rest_bytes": b.rest,
+        "rest_pct": b.rest_pct,
+        "overlap": b.overlap,
+    })
+}
+
+/// The lines on direct mappings and the RSS breakdown in `trace-info`.
+fn print_pages(s: &Summary) {
+    let p = &s.stats.pages;
+    println!("direct calls   {}", page_calls_text(&p.calls, p.failed));
+    if !p.calls.is_empty() {
+        println!(
+            "direct maps    peak {} anonymous, {} file-backed, break +{}; {} reserved PROT_NONE; {} mapped at the end",
+            bytes(p.peak_anon_bytes),
+            bytes(p.peak_file_bytes),
+            bytes(p.peak_brk_bytes),
+            bytes(p.peak_reserved_bytes),
+            bytes(p.mapped_at_end_bytes)
+        );
+        println!("               together {} at their peak; with the heap's live bytes {}", bytes(p.peak_direct_bytes), bytes(p.peak_heap_and_direct_bytes));
+    }
+    if let Some(b) = s.ending.trailer.as_ref().and_then(|t| s.stats.rss_breakdown(t.peak_rss)) {
+        println!(
+            "RSS breakdown  the heap explains {:.1}% of peak RSS ({} live); direct mappings {:.1}% ({}); the rest (code, stacks, libraries, allocator overhead) {:.1}% ({})",
+            b.heap_pct,
+            bytes(b.heap),
+            b.direct_pct,
+            bytes(b.direct),
+            b.rest_pct,
+            bytes(b.rest)
+        );
+        if b.overlap {
+            println!("               (heap and mappings peaked at different moments or were not all resident: their sum passes the RSS peak)");
+        }
+    }
 }
 
 /// Everything `trace-info` reports about one file.
@@ -428,6 +510,8 @@ fn summary_json(s: &Summary) -> Value {
         "peak_live_blocks": st.peak_live_blocks,
         "peak_pages_bytes": st.peak_pages_bytes,
         "peak_rss_bytes": t.map(|t| t.peak_rss),
+        "pages": pages_json(st),
+        "rss_breakdown": rss_breakdown_json(s),
         "total_requested_bytes": st.total_requested,
         "failed_allocations": st.failed,
         "unmatched_frees": st.unmatched_frees,
@@ -457,6 +541,7 @@ fn print_summary(s: &Summary) {
     if let Some(t) = &s.ending.trailer {
         println!("peak RSS       {} (kernel VmHWM: code, stacks and libraries included)", bytes(t.peak_rss));
     }
+    print_pages(s);
     println!("allocated      {} in total; {} failed, {} frees of unknown pointers, {} blocks live at the end", bytes(st.total_requested), grouped(st.failed), grouped(st.unmatched_frees), grouped(st.live_at_end));
     println!("duration       {:.3} s", duration_ns(s) as f64 / 1e9);
 }

@@ -51,9 +51,10 @@ fn programs() -> &'static PathBuf {
     DIR.get_or_init(|| {
         let dir = tmpdir("programs");
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
-        let builds: [(&str, &[&str]); 3] = [
+        let builds: [(&str, &[&str]); 4] = [
             ("threads", &["-O2", "-pthread"]),
             ("misbehave", &["-O0"]),
+            ("pages", &["-O0"]),
             ("early.so", &["-O0", "-shared", "-fPIC"]),
         ];
         for (name, flags) in builds {
@@ -316,12 +317,12 @@ fn truncated_and_foreign_files_are_rejected_with_the_usable_prefix() {
     let r = heaplab_in(&d, &["trace-info", "f.hltrace"], None);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("f.hltrace") && r.stderr.contains("not a heaplab trace"), "{}", r.stderr);
-    let mut v2 = whole.clone();
-    v2[8] = 2;
-    std::fs::write(d.join("v.hltrace"), v2).unwrap();
+    let mut future = whole.clone();
+    future[8] = 3; // a version newer than this build reads
+    std::fs::write(d.join("v.hltrace"), future).unwrap();
     let r = heaplab_in(&d, &["trace-info", "v.hltrace"], None);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("version 2"), "{}", r.stderr);
+    assert!(r.stderr.contains("version 3"), "{}", r.stderr);
 }
 
 #[test]
@@ -337,6 +338,56 @@ fn bad_usage_exits_2_and_writes_nothing() {
     assert_eq!(r.code, 2);
     assert_eq!(heaplab_in(&d, &["trace", "-o", "m.hltrace"], None).code, 2, "no program");
     assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "nothing written: {:?}", std::fs::read_dir(&d).unwrap().collect::<Vec<_>>());
+}
+
+/// Direct mmap, partial munmap, mremap, mprotect of a reservation, brk and sbrk of known sizes
+/// (tests/programs/pages.c): exact call counts and peaks; glibc's own mmap of the program's
+/// 1 MiB block is heap, not a page event; the instance is the heap's alone.
+#[test]
+fn direct_mappings_are_recorded_exactly() {
+    let d = tmpdir("pages");
+    let v = trace_ok(&d, "p.hltrace", &[&prog("pages")]);
+    // SAFETY: sysconf has no preconditions.
+    let pg = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    let p = &v["pages"];
+    let n = |f: &str| p["calls"][f].as_u64().unwrap_or_else(|| panic!("no pages.calls.{f} in {p}"));
+    let got = [n("mmap"), n("munmap"), n("mremap"), n("mprotect"), n("brk"), n("sbrk")];
+    assert_eq!(got, [5, 6, 1, 1, 1, 3], "mmap (one via mmap64, one failing), munmap, mremap, mprotect, brk, sbrk: {p}");
+    assert_eq!(p["failed"], 1);
+    let pages = |f: &str| p[f].as_u64().unwrap() / pg;
+    assert_eq!(pages("peak_anon_bytes"), 112, "16 kept + 96 after mremap: {p}");
+    assert_eq!(pages("peak_file_bytes"), 2);
+    assert_eq!(pages("peak_reserved_bytes"), 256);
+    assert_eq!(pages("peak_brk_bytes"), 200);
+    assert_eq!(pages("peak_direct_bytes"), 28 + 2 + 200);
+    assert_eq!(p["mapped_at_end_bytes"], 0);
+    assert!(v["peak_live_usable_bytes"].as_u64().unwrap() >= 1 << 20);
+    assert!(p["peak_heap_and_direct_bytes"].as_u64().unwrap() >= (230 * pg) + (1 << 20));
+    let b = &v["rss_breakdown"];
+    assert_eq!(b["direct_bytes"].as_u64().unwrap(), 230 * pg);
+    assert_eq!(b["heap_bytes"], v["peak_live_usable_bytes"]);
+    let sum: f64 = ["heap_pct", "direct_pct", "rest_pct"].iter().map(|k| b[k].as_f64().unwrap()).sum();
+    assert!(b["overlap"] == true || (sum - 100.0).abs() < 1e-6, "{b}");
+    let r = heaplab_in(&d, &["trace-info", "p.hltrace"], None);
+    assert!(r.stdout.contains("the heap explains") && r.stdout.contains("mremap 1"), "{}", r.stdout);
+    plan_and_check(&d, "p.hltrace");
+}
+
+/// A real interpreter: python's object allocator takes its arenas straight from mmap, so most
+/// of its memory is direct mappings, and heap + mappings + rest make up the peak RSS.
+#[test]
+fn python3_rss_breakdown_shows_its_arenas() {
+    let py = "/usr/bin/python3";
+    need(py);
+    let d = tmpdir("python3-pages");
+    let v = trace_ok(&d, "p.hltrace", &[py, "-c", "d = [{'k': i, 'v': str(i) * 3} for i in range(100000)]\nprint(len(d))"]);
+    let p = &v["pages"];
+    assert!(p["calls"]["mmap"].as_u64().unwrap() >= 10, "obmalloc arenas: {p}");
+    assert!(p["peak_anon_bytes"].as_u64().unwrap() >= 10 << 20, "{p}");
+    let b = &v["rss_breakdown"];
+    let pct = |k: &str| b[k].as_f64().unwrap();
+    assert!(pct("heap_pct") > 1.0 && pct("direct_pct") > 20.0 && pct("rest_pct") > 0.0, "{b}");
+    assert!((pct("heap_pct") + pct("direct_pct") + pct("rest_pct") - 100.0).abs() < 1e-6, "{b}");
 }
 
 /// Runs `cmd` under heaptrack and returns its count of calls to allocation functions.

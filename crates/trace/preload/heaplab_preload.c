@@ -1,6 +1,8 @@
 /* heaplab_preload.c — the LD_PRELOAD tracer behind `heaplab trace`.
  *
- * Owns: interposing the malloc family, recording every request into a `.hltrace` file, and the
+ * Owns: interposing the malloc family, recording every request into a `.hltrace` file, the
+ * program's direct address-space calls (mmap, munmap, mremap, mprotect, brk, sbrk: "page
+ * events", so a report can say how much of the RSS the heap explains), and the
  * process-level corner cases (bootstrap, re-entrancy, threads, fork, exec, exit, crash, closed
  * or dup'ed descriptors). The file format is specified in crates/trace/src/format.rs; the
  * encoder here and the decoder there must change together (bump VERSION).
@@ -14,7 +16,9 @@
  * counter value at reservation ("floor"), which is monotone in file order, so the reader can
  * merge windows by sequence with bounded memory. The tracer never calls the traced malloc:
  * its memory is mmap'd or static, and a thread-local flag (initial-exec TLS, which needs no
- * allocation) sends the tracer's own and nested calls straight to the real functions.
+ * allocation) sends the tracer's own and nested calls straight to the real functions. The
+ * tracer's own mappings go through raw syscalls (sys_mmap, sys_munmap), never through the
+ * interposed mmap, so they are neither recorded nor re-entered.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -41,7 +45,7 @@
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ---- format constants (keep in sync with crates/trace/src/format.rs) ---- */
-#define VERSION 1
+#define VERSION 2
 #define HDR_FIXED 64
 #define WIN_HDR 32
 #define KIND_EVENTS 'W'
@@ -50,8 +54,9 @@
 #define WFLAG_SITES 1
 enum {
     OP_MALLOC = 1, OP_FREE, OP_CALLOC, OP_REALLOC, OP_REALLOCARRAY, OP_POSIX_MEMALIGN,
-    OP_ALIGNED_ALLOC, OP_MEMALIGN, OP_VALLOC, OP_PVALLOC, OP_SITE = 14
+    OP_ALIGNED_ALLOC, OP_MEMALIGN, OP_VALLOC, OP_PVALLOC, OP_PAGES = 11, OP_SITE = 14
 };
+enum { PG_MMAP = 1, PG_MUNMAP, PG_MREMAP, PG_MPROTECT, PG_BRK, PG_SBRK }; /* page event kinds */
 #define F_SEQ 0x10 /* sequence delta follows (else previous + 1) */
 #define F_TS 0x20  /* timestamp delta follows (else same tick) */
 #define F_X 0x40   /* alloc ops: result NULL; realloc ops: input pointer NULL */
@@ -86,6 +91,12 @@ static int (*real_execv)(const char *, char *const[]);
 static int (*real_execvp)(const char *, char *const[]);
 static int (*real_execvpe)(const char *, char *const[], char *const[]);
 static int (*real_fexecve)(int, char *const[], char *const[]);
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_munmap)(void *, size_t);
+static void *(*real_mremap)(void *, size_t, size_t, int, ...);
+static int (*real_mprotect)(void *, size_t, int);
+static int (*real_brk)(void *);
+static void *(*real_sbrk)(intptr_t);
 
 /* ---- bootstrap arena: serves dlsym's own requests before the real functions are known ---- */
 static _Alignas(16) unsigned char boot_arena[1 << 16];
@@ -202,6 +213,12 @@ static size_t cat_u(char *dst, size_t cap, size_t at, uint64_t v) {
     return at;
 }
 static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
+/* The tracer's own mappings: raw syscalls, because `mmap` inside this library binds to our own
+ * interposer. syscall() turns -errno into -1 (MAP_FAILED) with errno set, as mmap does. */
+static void *sys_mmap(void *a, size_t n, int prot, int flags, int f, off_t off) {
+    return (void *)syscall(SYS_mmap, a, n, prot, flags, f, off);
+}
+static int sys_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap, a, n); }
 
 /* ---- the trace file ---- */
 
@@ -255,7 +272,7 @@ static void seg_release(uint32_t s) {
     if (s >= MAX_SEGS || !segs[s].base) return;
     if (--segs[s].refs == 0) {
         /* Unmapping finished segments keeps the trace's own pages out of the program's RSS. */
-        munmap(segs[s].base, SEG_SIZE);
+        sys_munmap(segs[s].base, SEG_SIZE);
         segs[s].base = NULL;
     }
 }
@@ -263,7 +280,7 @@ static void seg_release(uint32_t s) {
 static int map_seg(uint32_t s) {
     if (s >= MAX_SEGS) return -1;
     if (ensure_fd() != 0) return -1;
-    void *m = mmap(NULL, SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)s * SEG_SIZE);
+    void *m = sys_mmap(NULL, SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)s * SEG_SIZE);
     if (m == MAP_FAILED) return -1;
     segs[s].base = m;
     segs[s].refs = 1; /* the carving reference, dropped when carving moves on */
@@ -463,22 +480,28 @@ static inline int is_alloc_op(int op) { return op != OP_FREE; }
 
 /* Encodes `e` at `w` (which has EV_MAX bytes of room) and commits it by storing the header
  * byte last. */
-static inline void commit(struct tstate *t, unsigned char *w, const struct ev *e, uint32_t site) {
-    unsigned char *p = w + 1;
-    unsigned h = (unsigned)e->op;
-    uint64_t sd = e->seq - t->last_seq - 1;
+/* Encodes the sequence and timestamp deltas of an event at `seq` (its last sequence number
+ * `last`) at `p`, adding their flags to `*h`. Shared by every event kind. */
+static inline __attribute__((always_inline)) unsigned char *put_order(struct tstate *t, unsigned char *p, unsigned *h, uint64_t seq, uint64_t last) {
+    uint64_t sd = seq - t->last_seq - 1;
     if (sd) {
-        h |= F_SEQ;
+        *h |= F_SEQ;
         p = put_varint(p, sd);
     }
-    t->last_seq = e->op == OP_REALLOC || e->op == OP_REALLOCARRAY ? e->seq2 : e->seq;
+    t->last_seq = last;
     uint64_t ts = event_ns(t) >> CLOCK_SHIFT;
     if (ts < t->last_ts) ts = t->last_ts; /* never backwards within a window */
     if (ts != t->last_ts) {
-        h |= F_TS;
+        *h |= F_TS;
         p = put_varint(p, ts - t->last_ts);
         t->last_ts = ts;
     }
+    return p;
+}
+
+static inline void commit(struct tstate *t, unsigned char *w, const struct ev *e, uint32_t site) {
+    unsigned h = (unsigned)e->op;
+    unsigned char *p = put_order(t, w + 1, &h, e->seq, e->op == OP_REALLOC || e->op == OP_REALLOCARRAY ? e->seq2 : e->seq);
     /* Pointer deltas in 16-byte units unless some delta is not a multiple of 16. */
     uint64_t base = t->last_ptr;
     int64_t d_in = (int64_t)(e->in - base);
@@ -564,6 +587,12 @@ static void resolve(void) {
     real_execvp = dlsym(RTLD_NEXT, "execvp");
     real_execvpe = dlsym(RTLD_NEXT, "execvpe");
     real_fexecve = dlsym(RTLD_NEXT, "fexecve");
+    real_mmap = dlsym(RTLD_NEXT, "mmap");
+    real_munmap = dlsym(RTLD_NEXT, "munmap");
+    real_mremap = dlsym(RTLD_NEXT, "mremap");
+    real_mprotect = dlsym(RTLD_NEXT, "mprotect");
+    real_brk = dlsym(RTLD_NEXT, "brk");
+    real_sbrk = dlsym(RTLD_NEXT, "sbrk");
     if (!real_malloc || !real_free || !real_calloc || !real_realloc || !real_usable || !real_posix_memalign) {
         say("heaplab trace: cannot find the real malloc functions; aborting\n");
         syscall(SYS_exit_group, 127);
@@ -759,7 +788,7 @@ static void write_trailer(int kind, int code, int from_signal) {
     close_window(&T);
     /* Scratch from mmap: the program's heap must not be touched here. */
     size_t scap = 1 << 20;
-    char *maps = mmap(NULL, scap * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *maps = sys_mmap(NULL, scap * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (maps == MAP_FAILED) {
         pthread_mutex_unlock(&lock);
         return;
@@ -833,7 +862,7 @@ static void write_trailer(int kind, int code, int from_signal) {
         /* Cut the file to what is used; later events (other destructors) extend it again. */
         if (ensure_fd() == 0 && ftruncate(fd, (off_t)file_end) == 0) file_size = file_end;
     }
-    munmap(maps, scap * 2);
+    sys_munmap(maps, scap * 2);
     pthread_mutex_unlock(&lock);
 }
 
@@ -885,7 +914,7 @@ static void fork_child(void) {
     pthread_mutex_init(&lock, NULL);
     atomic_store(&on, 0);
     for (uint32_t s = 0; s < MAX_SEGS; s++) {
-        if (segs[s].base) munmap(segs[s].base, SEG_SIZE);
+        if (segs[s].base) sys_munmap(segs[s].base, SEG_SIZE);
         segs[s].base = NULL;
         segs[s].refs = 0;
     }
@@ -970,7 +999,7 @@ static void do_init(void) {
         size_t n = cat(stem, sizeof stem, 0, out);
         if (n >= 8 && strcmp(stem + n - 8, ".hltrace") == 0) stem[n - 8] = 0;
         if (stack_depth) {
-            void *m = mmap(NULL, sizeof *sites * SITE_SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            void *m = sys_mmap(NULL, sizeof *sites * SITE_SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             sites = m == MAP_FAILED ? NULL : m;
             if (stack_depth > 1) {
                 void *warm[4];
@@ -1208,6 +1237,176 @@ EXPORT size_t malloc_usable_size(void *p) {
         if (!real_usable) return 0;
     }
     return real_usable(p);
+}
+
+/* ---- page events: the program's direct address-space calls ---- */
+
+/* One page event. Fields by kind as in format.rs: mmap (len, prot, flags, addr), munmap (addr,
+ * len), mremap (addr, len, new_len, flags, new_addr), mprotect (addr, len, prot), brk and sbrk
+ * (break before in addr, after in new_addr). */
+struct pev {
+    int kind, failed;
+    uint64_t addr, len, new_addr, new_len, flags, prot;
+    uint64_t seq;
+};
+
+/* Encodes and commits a page event at `w` (EV_MAX bytes of room). Unlike heap events it leaves
+ * the pointer-delta base alone: addresses are absolute, so heap events encode as before. */
+static void commit_page(struct tstate *t, unsigned char *w, const struct pev *e) {
+    unsigned h = OP_PAGES;
+    unsigned char *p = put_order(t, w + 1, &h, e->seq, e->seq);
+    if (e->failed) h |= F_X;
+    p = put_varint(p, (uint64_t)e->kind);
+    switch (e->kind) {
+    case PG_MMAP:
+        p = put_varint(p, e->len);
+        p = put_varint(p, e->prot);
+        p = put_varint(p, e->flags);
+        if (!e->failed) p = put_varint(p, e->addr);
+        break;
+    case PG_MUNMAP:
+        p = put_varint(p, e->addr);
+        p = put_varint(p, e->len);
+        break;
+    case PG_MREMAP:
+        p = put_varint(p, e->addr);
+        p = put_varint(p, e->len);
+        p = put_varint(p, e->new_len);
+        p = put_varint(p, e->flags);
+        if (!e->failed) p = put_varint(p, e->new_addr);
+        break;
+    case PG_MPROTECT:
+        p = put_varint(p, e->addr);
+        p = put_varint(p, e->len);
+        p = put_varint(p, e->prot);
+        break;
+    default: /* PG_BRK, PG_SBRK */
+        p = put_varint(p, e->addr);
+        p = put_varint(p, e->new_addr);
+    }
+    __atomic_store_n(w, (unsigned char)h, __ATOMIC_RELEASE);
+    t->pos += (uint32_t)(p - w);
+}
+
+/* Whether this call of a page function is recorded: tracing is on, the real functions are
+ * known, and we are not inside the tracer or a traced call (an allocator's own mmap calls
+ * made inside malloc belong to the heap). */
+static inline int page_traced(struct tstate *t) {
+    if (UNLIKELY(init_state != 2)) {
+        ensure_init();
+        if (init_state != 2) return 0;
+    }
+    return !t->busy && on && real_mmap;
+}
+
+/* Records a page event whose call has returned (the sequence number is taken now: the
+ * mapping exists from here on). errno is the call's, kept for the program. */
+static void record_page_after(struct tstate *t, struct pev *e) {
+    int err = errno;
+    unsigned char *w = room(t, EV_MAX);
+    if (w) {
+        e->seq = next_seq();
+        commit_page(t, w, e);
+    }
+    errno = err;
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fdesc, off_t off) {
+    struct tstate *t = &T;
+    if (!page_traced(t)) return real_mmap ? real_mmap(addr, len, prot, flags, fdesc, off) : sys_mmap(addr, len, prot, flags, fdesc, off);
+    t->busy = 1;
+    void *r = real_mmap(addr, len, prot, flags, fdesc, off);
+    struct pev e = {.kind = PG_MMAP, .failed = r == MAP_FAILED, .addr = (uintptr_t)r, .len = len, .prot = (uint32_t)prot, .flags = (uint32_t)flags};
+    record_page_after(t, &e);
+    t->busy = 0;
+    return r;
+}
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fdesc, off_t off) { return mmap(addr, len, prot, flags, fdesc, off); }
+
+EXPORT int munmap(void *addr, size_t len) {
+    struct tstate *t = &T;
+    if (!page_traced(t)) return real_munmap ? real_munmap(addr, len) : sys_munmap(addr, len);
+    t->busy = 1;
+    /* Like free: the sequence number comes before the release, so another thread's mmap of
+     * the same addresses can only follow it in the order. */
+    unsigned char *w = room(t, EV_MAX);
+    uint64_t seq = next_seq();
+    int r = real_munmap(addr, len);
+    int err = errno;
+    struct pev e = {.kind = PG_MUNMAP, .failed = r != 0, .addr = (uintptr_t)addr, .len = len, .seq = seq};
+    if (w) commit_page(t, w, &e);
+    errno = err;
+    t->busy = 0;
+    return r;
+}
+
+EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    struct tstate *t = &T;
+    if (!page_traced(t)) {
+        if (real_mremap) return real_mremap(old, old_len, new_len, flags, want);
+        return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+    }
+    t->busy = 1;
+    void *r = real_mremap(old, old_len, new_len, flags, want);
+    struct pev e = {.kind = PG_MREMAP, .failed = r == MAP_FAILED, .addr = (uintptr_t)old, .len = old_len,
+                    .new_addr = (uintptr_t)r, .new_len = new_len, .flags = (uint32_t)flags};
+    record_page_after(t, &e);
+    t->busy = 0;
+    return r;
+}
+
+EXPORT int mprotect(void *addr, size_t len, int prot) {
+    struct tstate *t = &T;
+    if (!page_traced(t)) return real_mprotect ? real_mprotect(addr, len, prot) : (int)syscall(SYS_mprotect, addr, len, prot);
+    t->busy = 1;
+    int r = real_mprotect(addr, len, prot);
+    struct pev e = {.kind = PG_MPROTECT, .failed = r != 0, .addr = (uintptr_t)addr, .len = len, .prot = (uint32_t)prot};
+    record_page_after(t, &e);
+    t->busy = 0;
+    return r;
+}
+
+/* brk and sbrk go through glibc's own functions (never a raw syscall): glibc keeps the break
+ * in a variable its malloc relies on. Called while another thread is still initialising the
+ * tracer, they look glibc's up themselves. */
+static void resolve_brk(void) {
+    if (!real_brk) real_brk = dlsym(RTLD_NEXT, "brk");
+    if (!real_sbrk) real_sbrk = dlsym(RTLD_NEXT, "sbrk");
+}
+EXPORT int brk(void *addr) {
+    struct tstate *t = &T;
+    int traced = page_traced(t);
+    resolve_brk();
+    if (!traced) return real_brk(addr);
+    t->busy = 1;
+    void *before = real_sbrk(0);
+    int r = real_brk(addr);
+    struct pev e = {.kind = PG_BRK, .failed = r != 0, .addr = (uintptr_t)before, .new_addr = (uintptr_t)addr};
+    record_page_after(t, &e);
+    t->busy = 0;
+    return r;
+}
+
+EXPORT void *sbrk(intptr_t incr) {
+    struct tstate *t = &T;
+    int traced = page_traced(t);
+    resolve_brk();
+    if (!traced) return real_sbrk(incr);
+    t->busy = 1;
+    void *r = real_sbrk(incr);
+    int failed = r == (void *)-1;
+    uint64_t before = failed ? (uintptr_t)real_sbrk(0) : (uintptr_t)r;
+    struct pev e = {.kind = PG_SBRK, .failed = failed, .addr = before, .new_addr = before + (uint64_t)(int64_t)incr};
+    record_page_after(t, &e);
+    t->busy = 0;
+    return r;
 }
 
 /* _exit skips destructors, so the trailer is written here (exec needs nothing: the mapping

@@ -19,6 +19,9 @@
 //! conflicts and the same max load: the event index, the allocated-bytes clock (the thesis'
 //! choice: time advances by the size of each allocation, frees take no time) and nanoseconds
 //! (made strictly increasing by breaking ties in trace order).
+//!
+//! Page events (the program's direct mmap & co.) feed the statistics only: they never become
+//! buffers, so the instance is the heap's alone.
 
 use crate::format::Op;
 use crate::reader::{Half, TraceReader};
@@ -188,7 +191,11 @@ pub fn analyse<R: Read>(reader: &mut TraceReader<R>, convert: Option<&ConvertOpt
         error: None,
     });
     let mut read = 0u64;
-    for step in reader.by_ref() {
+    reader.keep_pages();
+    while let Some(step) = reader.next() {
+        for p in reader.take_pages() {
+            tracker.page(&p);
+        }
         read += 1;
         if read & 0xffff == 0 {
             if let Some(p) = progress {
@@ -298,6 +305,9 @@ pub fn analyse<R: Read>(reader: &mut TraceReader<R>, convert: Option<&ConvertOpt
             }
         }
         live.insert(e.ptr_out, LiveBlock { requested, usable, buffer: index });
+    }
+    for p in reader.take_pages() {
+        tracker.page(&p);
     }
     if let Some(t) = reader.ending().trailer.as_ref() {
         tracker.stats.free_null = t.free_null;

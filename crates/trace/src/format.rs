@@ -1,6 +1,9 @@
-//! The `.hltrace` file format, version 1: the specification, its constants, and the varint
+//! The `.hltrace` file format, version 2: the specification, its constants, and the varint
 //! primitives shared by the reader and the test writer. The C encoder is
 //! `preload/heaplab_preload.c`; both sides change together and bump [`VERSION`].
+//!
+//! Version 2 added the page event (op 11: direct `mmap`, `munmap`, `mremap`, `mprotect`,
+//! `brk`, `sbrk`); a version 1 file is a version 2 file without page events and reads as one.
 //!
 //! All fixed-width integers are little-endian. A file is a header followed by records.
 //!
@@ -43,8 +46,20 @@
 //! realloc                          (zz in delta)ᵇ, size, seq2 − seq − 1, out, (zz usable − size)ᶜ
 //! reallocarray                     (zz in delta)ᵇ, nmemb, size, seq2 − seq − 1, out, (…)ᶜ
 //! site definition (op 14)          id, hash, n, n × frame address
+//! page event (op 11)               kind ([`PageOp`]), then by kind:
+//!   mmap                             len, prot, flags, (addr)ᵈ
+//!   munmap                           addr, len
+//!   mremap                           addr, old len, new len, flags, (new addr)ᵈ
+//!   mprotect                         addr, len, prot
+//!   brk, sbrk                        break before, break after (asked for, when failed)
 //! [site id]                        every allocation op when the window flags call sites
 //! ```
+//! A page event is a direct call of the traced program (or of a library other than glibc:
+//! glibc's malloc reaches the kernel through internal aliases the tracer cannot see). Its
+//! `0x40` flag means the call failed; ᵈ is then absent. Addresses and lengths are absolute
+//! varints and flags, prot are the Linux values. Page events take a sequence number (munmap
+//! before the call, the others after it) but carry no call site and leave the pointer-delta
+//! base alone, so heap events around them encode exactly as without them.
 //! ᵃ absent when the result is NULL; ᵇ absent when the input is NULL; ᶜ absent when `out` = 0.
 //! `out` is 0 for a NULL result, else zz(delta from the input, or from the previous pointer when
 //! the input is NULL) + 1. Pointer deltas are taken from the previous non-NULL pointer of the
@@ -59,8 +74,10 @@
 
 /// The first 8 bytes of every trace.
 pub const MAGIC: &[u8; 8] = b"HLTRACE\0";
-/// The version this build reads (and the tracer writes).
-pub const VERSION: u16 = 1;
+/// The version the tracer writes (this build reads it and every version from [`MIN_VERSION`]).
+pub const VERSION: u16 = 2;
+/// The oldest version this build reads.
+pub const MIN_VERSION: u16 = 1;
 /// Size of the fixed part of the header.
 pub const HEADER_FIXED: usize = 64;
 /// Size of a record header.
@@ -85,6 +102,8 @@ pub const F_NULL: u8 = 0x40;
 pub const F_RAW: u8 = 0x80;
 /// Operation code of a call-site definition.
 pub const OP_SITE: u8 = 14;
+/// Operation code of a page event ([`PageOp`]).
+pub const OP_PAGES: u8 = 11;
 
 /// The interposed functions, as recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -162,6 +181,52 @@ impl Op {
         matches!(self, Op::PosixMemalign | Op::AlignedAlloc | Op::Memalign)
     }
 }
+
+/// The direct address-space calls a page event records (the kind varint of op 11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PageOp {
+    /// `mmap(addr, len, prot, flags, fd, offset)` (and `mmap64`)
+    Mmap = 1,
+    /// `munmap(addr, len)`
+    Munmap = 2,
+    /// `mremap(addr, old_len, new_len, flags, ...)`
+    Mremap = 3,
+    /// `mprotect(addr, len, prot)`: tells reservations (`PROT_NONE`) from usable memory.
+    Mprotect = 4,
+    /// `brk(addr)`
+    Brk = 5,
+    /// `sbrk(increment)`
+    Sbrk = 6,
+}
+
+impl PageOp {
+    /// Every page operation, in code order.
+    pub const ALL: [PageOp; 6] = [PageOp::Mmap, PageOp::Munmap, PageOp::Mremap, PageOp::Mprotect, PageOp::Brk, PageOp::Sbrk];
+
+    /// The operation with this kind code, if any.
+    pub fn from_code(c: u64) -> Option<PageOp> {
+        PageOp::ALL.get((c as usize).wrapping_sub(1)).copied()
+    }
+
+    /// The C function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PageOp::Mmap => "mmap",
+            PageOp::Munmap => "munmap",
+            PageOp::Mremap => "mremap",
+            PageOp::Mprotect => "mprotect",
+            PageOp::Brk => "brk",
+            PageOp::Sbrk => "sbrk",
+        }
+    }
+}
+
+/// Linux `MAP_SHARED`.
+pub const MAP_SHARED: u64 = 0x01;
+/// Linux `MAP_ANONYMOUS`.
+pub const MAP_ANONYMOUS: u64 = 0x20;
+/// Linux `MREMAP_DONTUNMAP`: the old range stays mapped.
+pub const MREMAP_DONTUNMAP: u64 = 0x04;
 
 /// How a traced process ended, from its trailer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -259,5 +324,10 @@ mod tests {
         }
         assert_eq!(Op::from_code(0), None);
         assert_eq!(Op::from_code(11), None);
+        for op in PageOp::ALL {
+            assert_eq!(PageOp::from_code(op as u64), Some(op));
+        }
+        assert_eq!(PageOp::from_code(0), None);
+        assert_eq!(PageOp::from_code(7), None);
     }
 }

@@ -17,5 +17,5 @@ mod tests;
 pub mod writer;
 
 pub use convert::{analyse, Analysis, Clock, ConvertOptions, SizeModel};
-pub use reader::{is_trace, Damage, Ending, Event, Half, Header, Origin, Skim, Step, TraceReader};
+pub use reader::{is_trace, Damage, Ending, Event, Half, Header, Origin, PageEvent, Skim, Step, TraceReader};
 pub use stats::TraceStats;

@@ -9,11 +9,16 @@
 //! delivered and nothing after it. A zero byte where a record or event would start is the
 //! normal end of a process that crashed, exec'd or called `_exit` after its trailer; it is not
 //! damage.
+//!
+//! Page events (direct `mmap` & co., format op 11) are merged into the same order but are not
+//! heap operations: the iterator never yields them, so conversion, planning and replay see the
+//! heap alone. A consumer that wants them asks with [`TraceReader::keep_pages`] and drains them
+//! with [`TraceReader::take_pages`] before each step.
 
-use crate::format::{self as f, get_varint, unzigzag, EndKind, Op};
+use crate::format::{self as f, get_varint, unzigzag, EndKind, Op, PageOp};
 use heaplab_model::{InputError, InputErrorKind as K};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fs::File;
 use std::io::{BufReader, Read};
 
@@ -187,6 +192,35 @@ impl Event {
     }
 }
 
+/// One direct address-space call (format op 11): the program's own `mmap`, `munmap`, `mremap`,
+/// `mprotect`, `brk` or `sbrk`, not the allocator's (see the format notes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageEvent {
+    /// Sequence number (the same order as the heap events).
+    pub seq: u64,
+    /// Thread id.
+    pub tid: u32,
+    /// Timestamp in clock units.
+    pub ts: u64,
+    /// The function called.
+    pub op: PageOp,
+    /// The call failed and changed nothing.
+    pub failed: bool,
+    /// mmap: the mapping made; munmap, mremap, mprotect: the range given; brk, sbrk: the
+    /// program break before the call.
+    pub addr: u64,
+    /// Length in bytes (mremap: the old length; brk, sbrk: 0).
+    pub len: u64,
+    /// mremap: where the mapping is now; brk, sbrk: the break after (asked for, when failed).
+    pub new_addr: u64,
+    /// mremap: the new length.
+    pub new_len: u64,
+    /// mmap, mremap: the flags.
+    pub flags: u64,
+    /// mmap, mprotect: the protection.
+    pub prot: u64,
+}
+
 /// Which part of a call a [`Step`] is. realloc is two steps (table 3.1 of the thesis: free,
 /// then malloc) with their own sequence numbers; other calls are one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,6 +283,8 @@ pub struct Ending {
     pub last_seq: Option<u64>,
     /// Call sites defined in the trace, by id.
     pub sites: HashMap<u32, Site>,
+    /// Page events merged (delivered through [`TraceReader::take_pages`] or not).
+    pub page_calls: u64,
 }
 
 impl Ending {
@@ -266,7 +302,23 @@ struct Window {
     tid: u32,
     sites: bool,
     state: Delta,
-    next: Option<Event>,
+    next: Option<Merged>,
+}
+
+/// An event the merge orders: a heap call (yielded as steps) or a page event (queued aside).
+#[derive(Clone, Copy)]
+enum Merged {
+    Heap(Event),
+    Page(PageEvent),
+}
+
+impl Merged {
+    fn seq(&self) -> u64 {
+        match self {
+            Merged::Heap(e) => e.seq,
+            Merged::Page(p) => p.seq,
+        }
+    }
 }
 
 /// The delta-decoding state of one window.
@@ -279,6 +331,7 @@ struct Delta {
 
 enum Item {
     Event(Event),
+    Page(PageEvent),
     Site(Site),
 }
 
@@ -304,10 +357,16 @@ fn decode(buf: &[u8], pos: &mut usize, st: &mut Delta, tid: u32, sites: bool) ->
         }
         return Ok(Some(Item::Site(Site { id: id as u32, hash, frames })));
     }
-    let op = Op::from_code(code).ok_or("unknown operation code")?;
+    let op = if code == f::OP_PAGES { None } else { Some(Op::from_code(code).ok_or("unknown operation code")?) };
     let seq = if h & f::F_SEQ != 0 { st.last_seq.wrapping_add(1).checked_add(v(pos)?) } else { Some(st.last_seq.wrapping_add(1)) }
         .ok_or("sequence number overflows")?;
     let ts = if h & f::F_TS != 0 { st.last_ts.checked_add(v(pos)?).ok_or("timestamp overflows")? } else { st.last_ts };
+    let Some(op) = op else {
+        let p = decode_page(h, seq, tid, ts, &mut || v(pos))?;
+        st.last_seq = seq;
+        st.last_ts = ts;
+        return Ok(Some(Item::Page(p)));
+    };
     let unit: u64 = if h & f::F_RAW != 0 { 1 } else { 16 };
     let delta = |base: u64, raw: u64| base.wrapping_add((unzigzag(raw) as u64).wrapping_mul(unit));
     let null = h & f::F_NULL != 0;
@@ -356,13 +415,57 @@ fn decode(buf: &[u8], pos: &mut usize, st: &mut Delta, tid: u32, sites: bool) ->
     Ok(Some(Item::Event(e)))
 }
 
+/// Decodes the fields of a page event (op 11) after its sequence and timestamp deltas.
+fn decode_page(h: u8, seq: u64, tid: u32, ts: u64, v: &mut dyn FnMut() -> Result<u64, &'static str>) -> Result<PageEvent, &'static str> {
+    let op = PageOp::from_code(v()?).ok_or("unknown page operation")?;
+    let failed = h & f::F_NULL != 0;
+    let mut p = PageEvent { seq, tid, ts, op, failed, addr: 0, len: 0, new_addr: 0, new_len: 0, flags: 0, prot: 0 };
+    match op {
+        PageOp::Mmap => {
+            p.len = v()?;
+            p.prot = v()?;
+            p.flags = v()?;
+            if !failed {
+                p.addr = v()?;
+            }
+        }
+        PageOp::Munmap => {
+            p.addr = v()?;
+            p.len = v()?;
+        }
+        PageOp::Mremap => {
+            p.addr = v()?;
+            p.len = v()?;
+            p.new_len = v()?;
+            p.flags = v()?;
+            if !failed {
+                p.new_addr = v()?;
+            }
+        }
+        PageOp::Mprotect => {
+            p.addr = v()?;
+            p.len = v()?;
+            p.prot = v()?;
+        }
+        PageOp::Brk | PageOp::Sbrk => {
+            p.addr = v()?;
+            p.new_addr = v()?;
+        }
+    }
+    Ok(p)
+}
+
 /// Decodes the window's next event into `w.next`; false when it has none.
 fn pull(w: &mut Window) -> bool {
     while w.pos < w.end {
         // Validated when loaded; a failure here cannot happen, but would end the window.
         match decode(&w.buf[..w.end], &mut w.pos, &mut w.state, w.tid, w.sites) {
             Ok(Some(Item::Event(e))) => {
-                w.next = Some(e);
+                w.next = Some(Merged::Heap(e));
+                return true;
+            }
+            Ok(Some(Item::Page(p))) => {
+                w.next = Some(Merged::Page(p));
                 return true;
             }
             Ok(Some(Item::Site(_))) => {}
@@ -380,6 +483,8 @@ pub struct Skim {
     pub calls: std::collections::BTreeMap<Op, u64>,
     /// Calls per thread id.
     pub threads: std::collections::BTreeMap<u32, u64>,
+    /// Page events per function.
+    pub pages: std::collections::BTreeMap<PageOp, u64>,
     /// Trailer, damage and file size (`calls` holds the total).
     pub ending: Ending,
 }
@@ -417,6 +522,8 @@ pub struct TraceReader<R: Read> {
     pending: BinaryHeap<Reverse<(u64, u64)>>,
     pending_events: HashMap<u64, Event>,
     tickets: u64,
+    /// Page events merged but not yet taken, when [`TraceReader::keep_pages`] asked for them.
+    pages: Option<VecDeque<PageEvent>>,
     limit: u64,
     last_floor: u64,
     ending: Ending,
@@ -478,8 +585,8 @@ impl<R: Read> TraceReader<R> {
             return Err(err(format!("truncated: the file ends inside the header ({n} of {} bytes)", f::HEADER_FIXED)));
         }
         let version = u16_at(&fixed, 8);
-        if version != f::VERSION {
-            return Err(err(format!("trace format version {version}; this heaplab reads version {}", f::VERSION)));
+        if !(f::MIN_VERSION..=f::VERSION).contains(&version) {
+            return Err(err(format!("trace format version {version}; this heaplab reads versions {} to {}", f::MIN_VERSION, f::VERSION)));
         }
         let len = u32_at(&fixed, 12) as usize;
         if !(f::HEADER_FIXED + 4..=1 << 16).contains(&len) {
@@ -541,6 +648,7 @@ impl<R: Read> TraceReader<R> {
             pending: BinaryHeap::new(),
             pending_events: HashMap::new(),
             tickets: 0,
+            pages: None,
             limit: u64::MAX,
             last_floor: 0,
             ending: Ending::default(),
@@ -562,6 +670,19 @@ impl<R: Read> TraceReader<R> {
     /// What was found at the end; complete once the iterator has returned `None`.
     pub fn ending(&self) -> &Ending {
         &self.ending
+    }
+
+    /// Keeps the page events (direct mmap & co.) the merge passes, in order, for
+    /// [`take_pages`](TraceReader::take_pages); without this they are counted and dropped.
+    pub fn keep_pages(&mut self) {
+        self.pages.get_or_insert_with(VecDeque::new);
+    }
+
+    /// The page events merged since the last call: every one with a sequence number below
+    /// the step just yielded (after the iterator ends: all the rest). Drain it before each
+    /// step to see page and heap events in one order.
+    pub fn take_pages(&mut self) -> impl Iterator<Item = PageEvent> + '_ {
+        self.pages.iter_mut().flat_map(|q| q.drain(..))
     }
 
     /// Consumes the reader, returning the ending.
@@ -648,7 +769,7 @@ impl<R: Read> TraceReader<R> {
 
     /// Reads and validates the lookahead window's payload (recording damage and call sites),
     /// calling `each` for every good event, and moves the lookahead on.
-    fn read_window(&mut self, mut each: impl FnMut(&Event)) -> Option<Window> {
+    fn read_window(&mut self, mut each: impl FnMut(&Item)) -> Option<Window> {
         let head = self.lookahead.take()?;
         let mut buf = vec![0u8; head.capacity as usize];
         let got = match read_full(&mut self.r, &mut buf) {
@@ -673,7 +794,7 @@ impl<R: Read> TraceReader<R> {
                 Ok(Some(Item::Site(s))) => {
                     self.ending.sites.insert(s.id, s);
                 }
-                Ok(Some(Item::Event(e))) => each(&e),
+                Ok(Some(item)) => each(&item),
                 Err(e) => {
                     pos = before;
                     problem = Some(e);
@@ -700,7 +821,7 @@ impl<R: Read> TraceReader<R> {
     fn load_window(&mut self) {
         let Some(mut w) = self.read_window(|_| {}) else { return };
         if pull(&mut w) {
-            let key = w.next.map_or(u64::MAX, |e| e.seq);
+            let key = w.next.map_or(u64::MAX, |e| e.seq());
             let slot = match self.free_slots.pop() {
                 Some(s) => {
                     self.windows[s] = w;
@@ -721,14 +842,20 @@ impl<R: Read> TraceReader<R> {
     pub fn skim(mut self) -> Skim {
         let mut calls = std::collections::BTreeMap::new();
         let mut threads = std::collections::BTreeMap::new();
+        let mut pages = std::collections::BTreeMap::new();
         while self.lookahead.is_some() {
-            self.read_window(|e| {
-                *calls.entry(e.op).or_insert(0u64) += 1;
-                *threads.entry(e.tid).or_insert(0u64) += 1;
+            self.read_window(|item| match item {
+                Item::Event(e) => {
+                    *calls.entry(e.op).or_insert(0u64) += 1;
+                    *threads.entry(e.tid).or_insert(0u64) += 1;
+                }
+                Item::Page(p) => *pages.entry(p.op).or_insert(0u64) += 1,
+                Item::Site(_) => {}
             });
         }
         self.ending.calls = calls.values().sum();
-        Skim { calls, threads, ending: self.ending }
+        self.ending.page_calls = pages.values().sum();
+        Skim { calls, threads, pages, ending: self.ending }
     }
 
     fn min_key(&self) -> u64 {
@@ -742,47 +869,60 @@ impl<R: Read> Iterator for TraceReader<R> {
     type Item = Step;
 
     fn next(&mut self) -> Option<Step> {
-        // Load every window that may hold an event at or below the smallest pending key.
-        while let Some(h) = self.lookahead {
-            if h.floor <= self.min_key() {
-                self.load_window();
-            } else {
-                break;
+        loop {
+            // Load every window that may hold an event at or below the smallest pending key.
+            while let Some(h) = self.lookahead {
+                if h.floor <= self.min_key() {
+                    self.load_window();
+                } else {
+                    break;
+                }
             }
+            let key = self.min_key();
+            if key == u64::MAX || key >= self.limit {
+                return None;
+            }
+            let from_pending = self.pending.peek().map(|Reverse((k, _))| *k) == Some(key);
+            let step = if from_pending {
+                let Reverse((_, ticket)) = self.pending.pop().expect("peeked");
+                let event = self.pending_events.remove(&ticket).expect("every ticket has its event");
+                Step { half: Half::Acquire, event }
+            } else {
+                let Reverse((_, slot)) = self.heap.pop().expect("peeked");
+                let w = &mut self.windows[slot];
+                let merged = w.next.take().expect("queued window has an event");
+                if pull(w) {
+                    let k = w.next.map_or(u64::MAX, |e| e.seq());
+                    self.heap.push(Reverse((k, slot)));
+                } else {
+                    w.buf = Vec::new(); // a finished window keeps no memory
+                    self.free_slots.push(slot);
+                }
+                let event = match merged {
+                    Merged::Heap(e) => e,
+                    Merged::Page(p) => {
+                        // Not a heap step: set aside for take_pages, or dropped.
+                        self.ending.page_calls += 1;
+                        if let Some(q) = self.pages.as_mut() {
+                            q.push_back(p);
+                        }
+                        continue;
+                    }
+                };
+                self.ending.calls += 1;
+                if event.op.is_realloc() {
+                    self.tickets += 1;
+                    self.pending.push(Reverse((event.seq2, self.tickets)));
+                    self.pending_events.insert(self.tickets, event);
+                    Step { half: Half::Release, event }
+                } else {
+                    Step { half: Half::Whole, event }
+                }
+            };
+            self.ending.steps += 1;
+            self.ending.last_seq = Some(step.seq());
+            return Some(step);
         }
-        let key = self.min_key();
-        if key == u64::MAX || key >= self.limit {
-            return None;
-        }
-        let from_pending = self.pending.peek().map(|Reverse((k, _))| *k) == Some(key);
-        let step = if from_pending {
-            let Reverse((_, ticket)) = self.pending.pop().expect("peeked");
-            let event = self.pending_events.remove(&ticket).expect("every ticket has its event");
-            Step { half: Half::Acquire, event }
-        } else {
-            let Reverse((_, slot)) = self.heap.pop().expect("peeked");
-            let w = &mut self.windows[slot];
-            let event = w.next.take().expect("queued window has an event");
-            if pull(w) {
-                let k = w.next.map_or(u64::MAX, |e| e.seq);
-                self.heap.push(Reverse((k, slot)));
-            } else {
-                w.buf = Vec::new(); // a finished window keeps no memory
-                self.free_slots.push(slot);
-            }
-            self.ending.calls += 1;
-            if event.op.is_realloc() {
-                self.tickets += 1;
-                self.pending.push(Reverse((event.seq2, self.tickets)));
-                self.pending_events.insert(self.tickets, event);
-                Step { half: Half::Release, event }
-            } else {
-                Step { half: Half::Whole, event }
-            }
-        };
-        self.ending.steps += 1;
-        self.ending.last_seq = Some(step.seq());
-        Some(step)
     }
 }
 

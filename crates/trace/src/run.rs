@@ -3,7 +3,7 @@
 //! when the run had more than one process, and the choice of one process where a command reads
 //! a single trace (`--process`; by default the process with the most events).
 
-use crate::format::{EndKind, Op};
+use crate::format::{EndKind, Op, PageOp};
 use crate::launch::signal_name;
 use crate::reader::{Ending, TraceReader};
 use serde_json::{json, Value};
@@ -35,6 +35,8 @@ pub struct Process {
     pub events: u64,
     /// Calls per function, by name (every function of the format, zeros included).
     pub calls: Vec<(String, u64)>,
+    /// Direct address-space calls (mmap, munmap, ...) by name, those made at least once.
+    pub page_calls: Vec<(String, u64)>,
     /// free(NULL) calls, counted rather than recorded (from the trailer).
     pub free_null: u64,
     /// Calls per thread id.
@@ -117,6 +119,7 @@ impl RunIndex {
                 args: h.args.clone(),
                 events: e.calls,
                 calls,
+                page_calls: PageOp::ALL.iter().filter_map(|op| skim.pages.get(op).map(|n| (op.name().to_string(), *n))).collect(),
                 free_null: e.trailer.as_ref().map_or(0, |t| t.free_null),
                 threads: skim.threads.iter().map(|(t, n)| (*t, *n)).collect(),
                 status: describe_ending(e),
@@ -139,6 +142,7 @@ impl RunIndex {
             .map(|p| {
                 json!({"file": p.file, "pid": p.pid, "ppid": p.ppid, "origin": p.origin, "exe": p.exe, "args": p.args,
                        "events": p.events, "calls": p.calls.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<String, Value>>(), "free_null": p.free_null,
+                       "page_calls": p.page_calls.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<String, Value>>(),
                        "threads": p.threads.iter().map(|(t, n)| json!({"tid": t, "calls": n})).collect::<Vec<_>>(), "status": p.status, "start_ns": p.start_ns, "file_bytes": p.file_bytes, "peak_rss_bytes": p.peak_rss, "complete": p.complete})
             })
             .collect();
@@ -172,6 +176,7 @@ impl RunIndex {
                 args: strings(&p["args"]).unwrap_or_default(),
                 events: num("events")?,
                 calls: p["calls"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0))).collect()).unwrap_or_default(),
+                page_calls: p["page_calls"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0))).collect()).unwrap_or_default(),
                 free_null: p["free_null"].as_u64().unwrap_or(0),
                 threads: p["threads"]
                     .as_array()

@@ -1,9 +1,12 @@
 //! Trace statistics: what `heaplab trace-info` reports. Calls per function, threads, live bytes
 //! and blocks over time (their peaks are the lower bound any placement of this heap must meet),
 //! the size histogram, duration, and the real allocator's footprint as the trace shows it: the
-//! pages its live blocks touched at the worst moment.
+//! pages its live blocks touched at the worst moment. Also the program's direct address-space
+//! use from page events ([`PageStats`], kept exact as a set of ranges by [`Mappings`]) and how
+//! much of the peak RSS the heap and those mappings explain ([`RssBreakdown`]).
 
-use crate::format::Op;
+use crate::format::{self as f, Op, PageOp};
+use crate::reader::PageEvent;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -70,6 +73,218 @@ pub struct TraceStats {
     pub first_ns: Option<u64>,
     /// See `first_ns`.
     pub last_ns: Option<u64>,
+    /// Direct mmap/munmap/mremap/mprotect/brk/sbrk calls and the memory they held.
+    pub pages: PageStats,
+}
+
+/// The program's direct address-space use, from page events. Mapped bytes are virtual sizes
+/// (page-rounded): an upper bound of what the mappings can add to RSS, as valgrind massif's
+/// `--pages-as-heap` counts them. Calls made by glibc's malloc are not among them (the tracer
+/// cannot see them; they are the heap), nor are the loader's mappings of code and libraries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageStats {
+    /// Calls per function (failed ones included).
+    pub calls: BTreeMap<PageOp, u64>,
+    /// Calls that failed (they change nothing).
+    pub failed: u64,
+    /// Peak bytes of accessible anonymous mappings (private or shared).
+    pub peak_anon_bytes: u64,
+    /// Peak bytes of accessible file-backed mappings (private or shared).
+    pub peak_file_bytes: u64,
+    /// Peak bytes mapped `PROT_NONE`: address space reserved, never resident, so left out of
+    /// the other figures (language runtimes reserve gigabytes this way).
+    pub peak_reserved_bytes: u64,
+    /// Peak growth of the program break by the program's own brk/sbrk calls.
+    pub peak_brk_bytes: u64,
+    /// Peak of anonymous + file-backed + break growth at one moment.
+    pub peak_direct_bytes: u64,
+    /// Peak of the heap's live usable bytes + the direct bytes at one moment (the two peaks
+    /// need not coincide, so this can be less than their sum).
+    pub peak_heap_and_direct_bytes: u64,
+    /// Bytes still mapped (reservations included) at the end of the trace.
+    pub mapped_at_end_bytes: u64,
+}
+
+/// How much of the peak RSS (the trailer's VmHWM) the trace accounts for: the heap's peak live
+/// bytes (usable sizes), the peak of the direct mappings and break growth, and the rest (code,
+/// stacks, libraries, allocator overhead and fragmentation). Each part is its own peak as a
+/// share of the RSS peak; when the heap and the mappings together pass it (peaks at different
+/// moments, mapped pages never touched), the rest is 0 and `overlap` says so.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RssBreakdown {
+    /// Peak RSS, bytes.
+    pub peak_rss: u64,
+    /// Peak live heap bytes (usable sizes).
+    pub heap: u64,
+    /// Peak direct bytes ([`PageStats::peak_direct_bytes`]).
+    pub direct: u64,
+    /// What neither explains.
+    pub rest: u64,
+    /// The heap as a percentage of the peak RSS.
+    pub heap_pct: f64,
+    /// The direct mappings as a percentage of the peak RSS.
+    pub direct_pct: f64,
+    /// The rest as a percentage of the peak RSS.
+    pub rest_pct: f64,
+    /// Heap and direct peaks together exceed the peak RSS.
+    pub overlap: bool,
+}
+
+impl TraceStats {
+    /// The breakdown of `peak_rss` bytes (`None` when it is 0, i.e. unknown).
+    pub fn rss_breakdown(&self, peak_rss: u64) -> Option<RssBreakdown> {
+        if peak_rss == 0 {
+            return None;
+        }
+        let heap = self.peak_live_usable;
+        let direct = self.pages.peak_direct_bytes;
+        let rest = peak_rss.saturating_sub(heap.saturating_add(direct));
+        let pct = |b: u64| b as f64 * 100.0 / peak_rss as f64;
+        Some(RssBreakdown {
+            peak_rss,
+            heap,
+            direct,
+            rest,
+            heap_pct: pct(heap),
+            direct_pct: pct(direct),
+            rest_pct: pct(rest),
+            overlap: heap.saturating_add(direct) > peak_rss,
+        })
+    }
+}
+
+/// What a mapped range is: its backing and whether it is accessible at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Backing {
+    file: bool,
+    reserved: bool,
+}
+
+impl Backing {
+    /// Index into [`Mappings::bytes`]: anonymous, file-backed, reserved.
+    fn class(self) -> usize {
+        if self.reserved {
+            2
+        } else {
+            usize::from(self.file)
+        }
+    }
+}
+
+/// The program's direct mappings as a set of disjoint ranges, so that partial munmap,
+/// mprotect and mremap are exact: a counter could not tell which part of a mapping a call hit.
+/// Ranges the trace never saw mapped (code, stacks, glibc's own mappings) are not tracked, and
+/// calls on them change nothing here.
+#[derive(Default)]
+pub(crate) struct Mappings {
+    /// start → (end, backing).
+    ranges: BTreeMap<u64, (u64, Backing)>,
+    /// Bytes per [`Backing::class`].
+    bytes: [u64; 3],
+    /// Net growth of the break by the program's own calls (may go negative).
+    brk: i128,
+    page: u64,
+    stats: PageStats,
+}
+
+impl Mappings {
+    fn new(page: u64) -> Mappings {
+        Mappings { page, ..Mappings::default() }
+    }
+
+    /// The page-rounded range of `len` bytes at `addr`, as the kernel applies it.
+    fn span(&self, addr: u64, len: u64) -> (u64, u64) {
+        let len = len.saturating_add(self.page - 1) & !(self.page - 1);
+        (addr, addr.saturating_add(len))
+    }
+
+    fn add(&mut self, a: u64, b: u64, k: Backing) {
+        if a < b {
+            self.ranges.insert(a, (b, k));
+            self.bytes[k.class()] += b - a;
+        }
+    }
+
+    /// Removes `[a, b)` from every range, splitting those it cuts, and returns the removed
+    /// pieces in address order.
+    fn carve(&mut self, a: u64, b: u64) -> Vec<(u64, u64, Backing)> {
+        let before = self.ranges.range(..a).next_back().filter(|(_, (end, _))| *end > a).map(|(s, _)| *s);
+        let hit: Vec<u64> = before.into_iter().chain(self.ranges.range(a..b).map(|(s, _)| *s)).collect();
+        let mut out = Vec::with_capacity(hit.len());
+        for s in hit {
+            let (e, k) = self.ranges.remove(&s).expect("listed");
+            self.bytes[k.class()] -= e - s;
+            self.add(s, a.max(s).min(e), k);
+            self.add(b.max(s).min(e), e, k);
+            if a.max(s) < b.min(e) {
+                out.push((a.max(s), b.min(e), k));
+            }
+        }
+        out
+    }
+
+    /// The direct bytes now: accessible mappings and break growth.
+    fn direct(&self) -> u64 {
+        self.bytes[0] + self.bytes[1] + u64::try_from(self.brk.max(0)).unwrap_or(u64::MAX)
+    }
+
+    /// Applies one page event; returns the direct bytes after it.
+    fn apply(&mut self, p: &PageEvent) -> u64 {
+        *self.stats.calls.entry(p.op).or_insert(0) += 1;
+        if p.failed {
+            self.stats.failed += 1;
+            return self.direct();
+        }
+        match p.op {
+            PageOp::Mmap => {
+                let (a, b) = self.span(p.addr, p.len);
+                self.carve(a, b); // MAP_FIXED replaces what was there
+                self.add(a, b, Backing { file: p.flags & f::MAP_ANONYMOUS == 0, reserved: p.prot == 0 });
+            }
+            PageOp::Munmap => {
+                let (a, b) = self.span(p.addr, p.len);
+                self.carve(a, b);
+            }
+            PageOp::Mprotect => {
+                let (a, b) = self.span(p.addr, p.len);
+                for (s, e, k) in self.carve(a, b) {
+                    self.add(s, e, Backing { reserved: p.prot == 0, ..k });
+                }
+            }
+            PageOp::Mremap => {
+                let (a, b) = self.span(p.addr, p.len);
+                let (na, nb) = self.span(p.new_addr, p.new_len);
+                let pieces = self.carve(a, b);
+                if p.flags & f::MREMAP_DONTUNMAP != 0 {
+                    for &(s, e, k) in &pieces {
+                        self.add(s, e, k); // the old range stays mapped (emptied)
+                    }
+                }
+                // Each piece keeps its backing at the same offset; growth takes the last one's.
+                let mut ranges: Vec<(u64, u64, Backing)> = pieces
+                    .iter()
+                    .map(|&(s, e, k)| (na + (s - a), (na + (e - a)).min(nb), k))
+                    .filter(|(s, e, _)| s < e)
+                    .collect();
+                if let Some(&(_, _, k)) = pieces.last() {
+                    ranges.push((na + (b - a).min(nb - na), nb, k));
+                }
+                for (s, e, k) in ranges.into_iter().filter(|(s, e, _)| s < e) {
+                    self.carve(s, e);
+                    self.add(s, e, k);
+                }
+            }
+            PageOp::Brk | PageOp::Sbrk => self.brk += p.new_addr as i128 - p.addr as i128,
+        }
+        let st = &mut self.stats;
+        st.peak_anon_bytes = st.peak_anon_bytes.max(self.bytes[0]);
+        st.peak_file_bytes = st.peak_file_bytes.max(self.bytes[1]);
+        st.peak_reserved_bytes = st.peak_reserved_bytes.max(self.bytes[2]);
+        st.peak_brk_bytes = st.peak_brk_bytes.max(u64::try_from(self.brk.max(0)).unwrap_or(u64::MAX));
+        let direct = self.direct();
+        self.stats.peak_direct_bytes = self.stats.peak_direct_bytes.max(direct);
+        direct
+    }
 }
 
 /// Blocks spanning more pages than this are counted whole instead of page by page: allocators
@@ -88,6 +303,7 @@ pub(crate) struct Tracker {
     /// Pages of blocks too big to track page by page (see [`BIG_BLOCK_PAGES`]).
     big_pages: u64,
     buckets: [u64; 65],
+    maps: Mappings,
 }
 
 impl Tracker {
@@ -102,6 +318,7 @@ impl Tracker {
             pages: AddressMap::default(),
             big_pages: 0,
             buckets: [0; 65],
+            maps: Mappings::new(1 << page.trailing_zeros()),
         }
     }
 
@@ -121,6 +338,8 @@ impl Tracker {
         s.peak_live_requested = s.peak_live_requested.max(self.live_req);
         s.peak_live_usable = s.peak_live_usable.max(self.live_usable);
         s.peak_live_blocks = s.peak_live_blocks.max(self.live_blocks);
+        let joint = self.live_usable.saturating_add(self.maps.direct());
+        self.maps.stats.peak_heap_and_direct_bytes = self.maps.stats.peak_heap_and_direct_bytes.max(joint);
         let (a, b) = self.page_range(ptr, usable);
         if b - a >= BIG_BLOCK_PAGES {
             self.big_pages = self.big_pages.saturating_add(b - a + 1);
@@ -131,6 +350,12 @@ impl Tracker {
         }
         let bytes = (self.pages.len() as u64).saturating_add(self.big_pages).saturating_mul(1 << self.page_shift);
         self.stats.peak_pages_bytes = self.stats.peak_pages_bytes.max(bytes);
+    }
+
+    /// Applies a page event (direct mmap & co.) in its place among the heap events.
+    pub fn page(&mut self, p: &PageEvent) {
+        let joint = self.live_usable.saturating_add(self.maps.apply(p));
+        self.maps.stats.peak_heap_and_direct_bytes = self.maps.stats.peak_heap_and_direct_bytes.max(joint);
     }
 
     pub fn release(&mut self, ptr: u64, requested: u64, usable: u64) {
@@ -154,6 +379,8 @@ impl Tracker {
 
     pub fn finish(mut self, live_at_end: u64) -> TraceStats {
         self.stats.live_at_end = live_at_end;
+        self.maps.stats.mapped_at_end_bytes = self.maps.bytes.iter().sum();
+        self.stats.pages = std::mem::take(&mut self.maps.stats);
         self.stats.size_histogram = self
             .buckets
             .iter()

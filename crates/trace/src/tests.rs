@@ -1,9 +1,10 @@
 //! Reader and conversion tests on traces built with [`crate::writer`]: round trips across
 //! interleaved threads, damage at random points (never a panic, always a consistent prefix),
-//! and the conversion rules of table 3.1.
+//! the conversion rules of table 3.1, and page events (direct mmap & co.): exact range
+//! accounting, and no effect on the heap's steps or instance.
 
-use crate::format::Op;
-use crate::reader::{Event, Half, Step, TraceReader, Trailer};
+use crate::format::{Op, PageOp};
+use crate::reader::{Event, Half, PageEvent, Step, TraceReader, Trailer};
 use crate::writer::{TraceWriter, WriterHeader};
 use crate::{analyse, Clock, ConvertOptions, SizeModel};
 use proptest::prelude::*;
@@ -137,6 +138,109 @@ fn foreign_and_old_files_are_rejected() {
     assert!(err(&bytes[..40]).contains("truncated"));
     bytes[8] = 9;
     assert!(err(&bytes).contains("version 9"));
+    // Version 1 (before page events) reads as it always did.
+    let (mut v1, events) = history(3, 2, 10);
+    v1[8] = 1;
+    let (steps, end) = read_all(&v1);
+    assert!(end.is_complete());
+    assert_eq!(calls(&steps), events);
+}
+
+fn page(op: PageOp, seq: u64, addr: u64, len: u64) -> PageEvent {
+    PageEvent { seq, tid: 7, ts: seq / 3, op, failed: false, addr, len, new_addr: 0, new_len: 0, flags: 0, prot: 3 }
+}
+
+const PG: u64 = 4096;
+const MAP_PRIVATE: u64 = 2;
+const ANON: u64 = MAP_PRIVATE | crate::format::MAP_ANONYMOUS;
+
+/// Partial munmap, mprotect to PROT_NONE, a moving mremap and brk/sbrk, each with a figure
+/// worked out by hand; the one heap block counts toward the joint peak only.
+#[test]
+fn page_events_are_tracked_as_exact_ranges() {
+    let mut w = TraceWriter::new(&header());
+    w.begin_window(7, 0, 0);
+    let mut seq = 0;
+    let put = |w: &mut TraceWriter, seq: &mut u64, p: PageEvent| {
+        w.page(&PageEvent { seq: *seq, ts: *seq / 3, ..p });
+        *seq += 1;
+    };
+    put(&mut w, &mut seq, PageEvent { flags: ANON, ..page(PageOp::Mmap, 0, 0x100000, 10 * PG) }); // anon 10 pages
+    put(&mut w, &mut seq, PageEvent { flags: MAP_PRIVATE, prot: 1, ..page(PageOp::Mmap, 0, 0x200000, 3 * PG - 100) }); // file 3 pages (rounded)
+    put(&mut w, &mut seq, page(PageOp::Munmap, 0, 0x102000, 2 * PG)); // a hole: anon 8
+    put(&mut w, &mut seq, PageEvent { prot: 0, ..page(PageOp::Mprotect, 0, 0x100000, PG) }); // anon 7, reserved 1
+    // Pages 6..10 move to 0x300000 and grow to 8 pages: anon 7 − 4 + 8 = 11.
+    put(&mut w, &mut seq, PageEvent { new_addr: 0x300000, new_len: 8 * PG, flags: 1, ..page(PageOp::Mremap, 0, 0x106000, 4 * PG) });
+    w.event(&ev(Op::Malloc, seq, 7, 0, 0x9000_0000, 1000)); // usable 1008
+    seq += 1;
+    put(&mut w, &mut seq, PageEvent { flags: ANON, prot: 0, ..page(PageOp::Mmap, 0, 0x400000, 100 * PG) }); // reserved 101
+    put(&mut w, &mut seq, PageEvent { new_addr: 0x58000, ..page(PageOp::Sbrk, 0, 0x50000, 0) }); // brk +8 pages
+    put(&mut w, &mut seq, PageEvent { new_addr: 0x54000, ..page(PageOp::Brk, 0, 0x58000, 0) }); // brk +4 pages
+    put(&mut w, &mut seq, PageEvent { failed: true, flags: ANON, ..page(PageOp::Mmap, 0, 0, 1 << 45) });
+    put(&mut w, &mut seq, page(PageOp::Munmap, 0, 0x300000, 5000)); // 2 pages (rounded): anon 9
+    w.event(&ev(Op::Free, seq, 7, 0x9000_0000, 0, 0));
+    seq += 1;
+    w.trailer(&trailer(), 1, 0, seq);
+    let bytes = w.finish();
+
+    let mut r = TraceReader::new(&bytes[..], "p.hltrace").unwrap();
+    let a = analyse(&mut r, None, None);
+    let p = &a.stats.pages;
+    assert_eq!(p.peak_anon_bytes, 11 * PG);
+    assert_eq!(p.peak_file_bytes, 3 * PG);
+    assert_eq!(p.peak_reserved_bytes, 101 * PG);
+    assert_eq!(p.peak_brk_bytes, 8 * PG);
+    assert_eq!(p.peak_direct_bytes, (11 + 3 + 8) * PG);
+    assert_eq!(p.peak_heap_and_direct_bytes, (11 + 3 + 8) * PG + 1008);
+    assert_eq!(p.mapped_at_end_bytes, (9 + 3 + 101) * PG);
+    assert_eq!(p.failed, 1);
+    let n = |op| p.calls.get(&op).copied().unwrap_or(0);
+    assert_eq!((n(PageOp::Mmap), n(PageOp::Munmap), n(PageOp::Mremap), n(PageOp::Mprotect), n(PageOp::Brk), n(PageOp::Sbrk)), (4, 2, 1, 1, 1, 1));
+    assert_eq!(a.stats.events, 2, "page events are not heap calls");
+    assert_eq!(a.stats.peak_live_usable, 1008);
+    assert_eq!(r.ending().page_calls, 10);
+    let b = a.stats.rss_breakdown(100 * PG).unwrap();
+    assert_eq!((b.heap, b.direct, b.rest), (1008, 22 * PG, 78 * PG - 1008));
+    assert!(!b.overlap);
+    let skim = TraceReader::new(&bytes[..], "p").unwrap().skim();
+    assert_eq!(skim.pages.values().sum::<u64>(), 10);
+    assert_eq!(skim.ending.calls, 2);
+}
+
+/// The same heap history with page events between its calls gives the same steps and the
+/// same instance: page events never reach conversion, planning or replay.
+#[test]
+fn page_events_leave_the_heap_alone() {
+    let (_, events) = history(5, 1, 200);
+    // With call sites too: page events carry none, and the window's site ids must still parse.
+    for depth in [0, 4] {
+        let write = |with_pages: bool| {
+            let mut w = TraceWriter::new(&WriterHeader { stack_depth: depth, ..header() });
+            w.begin_window(1, 0, 0);
+            let mut used = 0;
+            for e in &events {
+                // history leaves gaps in the sequence numbers: fill them with page events.
+                while with_pages && used < e.seq {
+                    w.page(&PageEvent { tid: 1, flags: ANON, ..page(PageOp::Mmap, used, 0x7000_0000 + used * PG, PG) });
+                    used += 1;
+                }
+                w.event(e);
+                used = e.seq2 + 1;
+            }
+            w.trailer(&trailer(), 1, 0, used);
+            w.finish()
+        };
+        let (plain, paged) = (write(false), write(true));
+        assert!(paged.len() > plain.len() + 50, "page events written");
+        assert_eq!(read_all(&plain).0, read_all(&paged).0);
+        for clock in [Clock::Events, Clock::Bytes, Clock::Ns] {
+            let opts = ConvertOptions { clock, ..Default::default() };
+            let inst = |b: &[u8]| analyse(&mut TraceReader::new(b, "t").unwrap(), Some(&opts), None).instance.unwrap().buffers;
+            assert_eq!(inst(&plain), inst(&paged), "{clock:?}");
+        }
+        let a = analyse(&mut TraceReader::new(&paged[..], "t").unwrap(), None, None);
+        assert!(a.stats.pages.peak_anon_bytes > 50 * PG);
+    }
 }
 
 proptest! {

@@ -2,8 +2,8 @@
 //! build traces with known content (round trips, damage at every byte) and lets other tools
 //! emit traces heaplab can read.
 
-use crate::format::{self as f, put_varint, zigzag, Op};
-use crate::reader::{Event, Trailer};
+use crate::format::{self as f, put_varint, zigzag, Op, PageOp};
+use crate::reader::{Event, PageEvent, Trailer};
 
 /// Builds a trace in memory.
 pub struct TraceWriter {
@@ -88,18 +88,7 @@ impl TraceWriter {
     pub fn event(&mut self, e: &Event) {
         assert!(self.window.is_some(), "begin_window first");
         let mut b = Vec::with_capacity(64);
-        let mut h = e.op as u8;
-        let sd = e.seq.wrapping_sub(self.last_seq).wrapping_sub(1);
-        if sd != 0 {
-            h |= f::F_SEQ;
-            put_varint(&mut b, sd);
-        }
-        self.last_seq = e.seq2;
-        if e.ts != self.last_ts {
-            h |= f::F_TS;
-            put_varint(&mut b, e.ts - self.last_ts);
-            self.last_ts = e.ts;
-        }
+        let mut h = e.op as u8 | self.order(&mut b, e.seq, e.seq2, e.ts);
         let d_in = e.ptr_in.wrapping_sub(self.last_ptr) as i64;
         let base2 = if e.ptr_in != 0 { e.ptr_in } else { self.last_ptr };
         let d_out = e.ptr_out.wrapping_sub(base2) as i64;
@@ -148,6 +137,52 @@ impl TraceWriter {
             self.last_ptr = e.ptr_out;
         } else if e.ptr_in != 0 {
             self.last_ptr = e.ptr_in;
+        }
+        self.out.push(h);
+        self.out.extend_from_slice(&b);
+    }
+
+    /// Encodes the sequence and timestamp deltas of an event at `seq` (whose last sequence
+    /// number is `last`) into `b`, returning the header flags they need.
+    fn order(&mut self, b: &mut Vec<u8>, seq: u64, last: u64, ts: u64) -> u8 {
+        let mut h = 0;
+        let sd = seq.wrapping_sub(self.last_seq).wrapping_sub(1);
+        if sd != 0 {
+            h |= f::F_SEQ;
+            put_varint(b, sd);
+        }
+        self.last_seq = last;
+        if ts != self.last_ts {
+            h |= f::F_TS;
+            put_varint(b, ts - self.last_ts);
+            self.last_ts = ts;
+        }
+        h
+    }
+
+    /// Appends a page event to the current window (as the C tracer encodes it).
+    pub fn page(&mut self, p: &PageEvent) {
+        assert!(self.window.is_some(), "begin_window first");
+        let mut b = Vec::with_capacity(64);
+        let mut h = f::OP_PAGES | self.order(&mut b, p.seq, p.seq, p.ts);
+        if p.failed {
+            h |= f::F_NULL;
+        }
+        put_varint(&mut b, p.op as u64);
+        let fields: &[u64] = match p.op {
+            PageOp::Mmap => &[p.len, p.prot, p.flags],
+            PageOp::Munmap => &[p.addr, p.len],
+            PageOp::Mremap => &[p.addr, p.len, p.new_len, p.flags],
+            PageOp::Mprotect => &[p.addr, p.len, p.prot],
+            PageOp::Brk | PageOp::Sbrk => &[p.addr, p.new_addr],
+        };
+        for &v in fields {
+            put_varint(&mut b, v);
+        }
+        match p.op {
+            PageOp::Mmap if !p.failed => put_varint(&mut b, p.addr),
+            PageOp::Mremap if !p.failed => put_varint(&mut b, p.new_addr),
+            _ => {}
         }
         self.out.push(h);
         self.out.extend_from_slice(&b);
