@@ -151,7 +151,7 @@ pub fn scatter(w: &WorkloadResult, m: RssMethod) -> Chart {
         .allocators
         .iter()
         .enumerate()
-        .map(|(k, a)| {
+        .flat_map(|(k, a)| {
             let r = a.rss(m);
             // The range over the runs as an unnamed line (kept out of the legend), then the
             // median on top of it.
@@ -160,7 +160,6 @@ pub fn scatter(w: &WorkloadResult, m: RssMethod) -> Chart {
                 Series { name: a.name.clone(), colour: k, style: Style::Markers, points: vec![Point { x: a.external, y: r.median, y_err: 0.0 }] },
             ]
         })
-        .flatten()
         .collect();
     let sub = match &w.rho_external {
         // Short enough for the chart's width; the report's text names the test.
