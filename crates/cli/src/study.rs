@@ -1,7 +1,9 @@
 //! `heaplab study`: for each workload, trace it once, replay the trace under each allocator and
 //! measure the replay's fragmentation, run the real program under each allocator N times for
-//! its peak RSS, correlate the two (Spearman), and write the report directory
-//! (`heaplab_study::report`). Workloads are one command after `--`, or the default suite.
+//! its peak RSS, correlate the two over the allocators (Spearman, `heaplab_study::stats`), and
+//! write the report directory (`heaplab_study::report`). Workloads are one command after `--`,
+//! or the default suite. The output directory is checked (and its temporary sibling created)
+//! before any workload runs, so a bad `-o` costs nothing.
 
 use crate::report::grouped;
 use crate::Failure;
@@ -21,20 +23,26 @@ Does an allocator's 2-D fragmentation predict its peak RSS? For each workload: t
 measure the external and internal fragmentation of each placement (see `heaplab frag --help`),
 then run the real program under every allocator --runs times, the allocators taking turns, and
 measure its peak RSS (wait4's ru_maxrss; --rss proc samples /proc instead). Spearman's rho
-between fragmentation and peak RSS over all allocator x run pairs, with its two-sided p-value
-(exact permutation distribution for n <= 9 pairs, t-approximation with n-2 degrees of freedom
-above), says whether the relation is monotonic; the paper calls rho > 0.65 strong.
+between fragmentation and the median peak RSS over the allocators (one point per allocator: the
+replay is deterministic, so the runs measure RSS noise, shown separately as each allocator's
+min-max range), with its two-sided p-value (exact permutation distribution up to 10 allocators,
+t-approximation with n-2 degrees of freedom above), says whether the relation is monotonic; the
+paper calls rho > 0.65 strong. With 4 allocators the smallest possible p is 2/4! = 0.083, so no
+result can be significant at 0.05; the report says what the test can and cannot show.
 
 Workloads: the command after `--` (run in the current directory; its standard output is
 discarded, standard input is /dev/null), or --suite default: perl, xz, xmllint (libxml2),
 espeak-ng, tjbench (libjpeg-turbo), sqlite3, python3, jq, php, ruby and lua5.4 on inputs
-generated in a temporary directory. Every run must exit 0. Files a run creates in its working
-directory are removed after it (so `gzip -k big.tar` can run again); --keep-outputs keeps them.
+generated in a temporary directory. Every run must exit 0; a workload that fails is reported
+with the end of its standard error (which is otherwise not shown). Files a run creates in its
+working directory are removed after it (so `gzip -k big.tar` can run again); --keep-outputs
+keeps them.
 
 Writes OUTDIR/index.html (open it in a browser), report.md, results.json and two PNG plots per
 workload (peak RSS against fragmentation; fragmentation over time), atomically: into a temporary
 directory renamed into place. An existing OUTDIR is replaced only if it holds a previous report.
-Prints the summary table (or --json). Exit 1 if a workload failed (the report says which).
+Prints the summary table (or --json). Exit 2 for bad arguments or an OUTDIR that cannot be
+written (checked before anything runs); exit 1 if a workload failed (the report says which).
 
 Examples:
   heaplab study --allocators glibc,jemalloc,mimalloc,tcmalloc --runs 10 -o report/ -- gzip -9 -k big.tar
@@ -114,18 +122,23 @@ fn trace_workload(w: &Workload, cwd: &Path, ctx: &Ctx) -> Result<(PathBuf, Strin
         None => Stdio::null(),
     };
     let env = w.env.clone();
+    // Standard error goes to a file, read back only if the run fails (not shown otherwise, as
+    // in the measured runs).
+    let err_path = ctx.scratch.join(format!("{}.stderr", heaplab_study::report::slug(&w.name)));
+    let err_file = std::fs::File::create(&err_path).map_err(|e| format!("{}: {e}", err_path.display()))?;
     let t = crate::trace::run_traced(&w.command, &out, 0, true, |c| {
-        c.current_dir(cwd).stdin(stdin).stdout(Stdio::null()).stderr(Stdio::null());
+        c.current_dir(cwd).stdin(stdin).stdout(Stdio::null()).stderr(err_file);
         for (k, v) in &env {
             c.env(k, v);
         }
         c
-    })
-    .map_err(|f| match f {
-        Failure::Input(m) | Failure::Work(m) => m,
+    });
+    let tail = || std::fs::File::open(&err_path).map(|f| heaplab_study::measure::stderr_tail(&heaplab_study::measure::read_tail(f))).unwrap_or_default();
+    let t = t.map_err(|f| match f {
+        Failure::Input(m) | Failure::Work(m) => with_tail(m, &tail()),
     })?;
     if !t.status.success() {
-        return Err(format!("the traced run {}", crate::trace::describe_status(&t.status)));
+        return Err(with_tail(format!("the traced run {}", crate::trace::describe_status(&t.status)), &tail()));
     }
     let mut best: Option<(PathBuf, String, u64, u32)> = None;
     for p in std::iter::once(out.clone()).chain(t.children.iter().cloned()) {
@@ -137,6 +150,15 @@ fn trace_workload(w: &Workload, cwd: &Path, ctx: &Ctx) -> Result<(PathBuf, Strin
         }
     }
     best.ok_or_else(|| "no readable trace".to_string())
+}
+
+/// `msg`, followed by the end of the program's standard error when it wrote any.
+fn with_tail(msg: String, tail: &str) -> String {
+    if tail.is_empty() {
+        return msg;
+    }
+    let lines: Vec<String> = tail.lines().map(|l| format!("  {l}")).collect();
+    format!("{msg}; its standard error ended with:\n{}", lines.join("\n"))
 }
 
 fn study_workload(w: &Workload, cwd: &Path, ctx: &Ctx, tag: &str) -> WorkloadResult {
@@ -207,8 +229,7 @@ fn run_workload(w: &Workload, cwd: &Path, ctx: &Ctx, tag: &str, res: &mut Worklo
             let run = run?;
             if !run.ok() {
                 let how = if run.status < 0 { format!("was killed by signal {}", -run.status) } else { format!("exited with status {}", run.status) };
-                let tail = if run.stderr_tail.is_empty() { String::new() } else { format!(": {}", run.stderr_tail.replace('\n', " / ")) };
-                return Err(format!("run {} under {} {how}{tail}", r + 1, a.name));
+                return Err(with_tail(format!("run {} under {} {how}", r + 1, a.name), &run.stderr_tail));
             }
             res.allocators[k].runs.push(run);
         }
@@ -259,15 +280,22 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
     }
     let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     if !parent.is_dir() {
-        return Err(Failure::Input(format!("{}: directory {} does not exist", a.output, parent.display())));
+        let why = if parent.exists() { "is not a directory" } else { "does not exist" };
+        return Err(Failure::Input(format!("-o {}: {} {why}", a.output, parent.display())));
     }
     let tmp = parent.join(format!(".{}.tmp{}", target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
     let scratch = std::env::temp_dir().join(format!("heaplab-study-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let _ = std::fs::remove_dir_all(&scratch);
+    // The report is built beside OUTDIR and renamed into place, so creating that directory now
+    // is the writability check: a read-only or otherwise unusable parent is a usage error,
+    // found before any workload runs.
+    std::fs::create_dir(&tmp).map_err(|e| Failure::Input(format!("-o {}: cannot write the report in {}: {e}", a.output, parent.display())))?;
     let mk = |d: &Path| std::fs::create_dir_all(d).map_err(|e| Failure::Work(format!("{}: cannot create: {e}", d.display())));
-    mk(&tmp)?;
-    mk(&scratch)?;
+    if let Err(e) = mk(&scratch) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
     let cleanup = |ok: bool| {
         let _ = std::fs::remove_dir_all(&scratch);
         if !ok {
@@ -276,7 +304,7 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
     };
     let placed_dir = a.keep_placed.then(|| tmp.join("placed"));
     if let Some(d) = &placed_dir {
-        mk(d)?;
+        mk(d).inspect_err(|_| cleanup(false))?;
     }
     let ctx = Ctx {
         allocs: &allocs,
@@ -290,8 +318,11 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
     let mut results = Vec::new();
     if a.suite.is_some() {
         let inputs = scratch.join("inputs");
-        mk(&inputs)?;
-        let mut suite = heaplab_study::suite::default_suite(&inputs, a.suite_scale).map_err(|e| Failure::Work(format!("cannot write the suite's inputs: {e}")))?;
+        mk(&inputs).inspect_err(|_| cleanup(false))?;
+        let mut suite = heaplab_study::suite::default_suite(&inputs, a.suite_scale).map_err(|e| {
+            cleanup(false);
+            Failure::Work(format!("cannot write the suite's inputs: {e}"))
+        })?;
         if let Some(only) = &a.only {
             let names: Vec<&str> = only.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
             if let Some(bad) = names.iter().find(|n| !suite.iter().any(|w| w.name == **n)) {
@@ -309,9 +340,13 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
             results.push(study_workload(w, &inputs, &ctx, &format!("[{}/{n}]", k + 1)));
         }
     } else {
-        let cwd = std::env::current_dir().map_err(|e| Failure::Work(format!("cannot read the current directory: {e}")))?;
+        let cwd = std::env::current_dir().map_err(|e| {
+            cleanup(false);
+            Failure::Work(format!("cannot read the current directory: {e}"))
+        })?;
         let name = Path::new(&a.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| a.command[0].clone());
-        let w = Workload { name, description: "the command given".into(), command: a.command.clone(), env: vec![], stdin: None };
+        // No description: the report shows the command itself.
+        let w = Workload { name, description: String::new(), command: a.command.clone(), env: vec![], stdin: None };
         results.push(study_workload(&w, &cwd, &ctx, "[1/1]"));
     }
     let study = Study {
@@ -321,7 +356,7 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
         machine: Machine::detect(),
         date: heaplab_study::utc_now(),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        invocation: std::env::args().collect::<Vec<_>>().join(" "),
+        invocation: std::env::args().map(|a| shell_word(&a)).collect::<Vec<_>>().join(" "),
     };
     let written = heaplab_study::report::write(&tmp, &study).and_then(|()| install_dir(&tmp, &target));
     cleanup(written.is_ok());
@@ -330,27 +365,85 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&heaplab_study::report::study_json(&study)).expect("JSON of plain values"));
     } else {
-        println!("{:<12} {:>10} {:>8} {:>10} {:>8} {:>10}   allocators: external fragmentation / peak RSS MiB", "workload", "jobs", "rho ext", "p", "rho int", "p");
-        for w in &study.workloads {
-            if let Some(e) = &w.error {
-                println!("{:<12} failed: {e}", w.name);
-                continue;
-            }
-            let f = |s: &Option<heaplab_study::stats::Spearman>| s.map_or(("n/a".to_string(), "n/a".to_string()), |s| (format!("{:+.2}", s.rho), format!("{:.2e}", s.p)));
-            let (re, pe) = f(&w.rho_external);
-            let (ri, pi) = f(&w.rho_internal);
-            let allocs: Vec<String> = w
-                .allocators
-                .iter()
-                .map(|x| format!("{} {:.1}%/{:.1}", x.name, x.external * 100.0, heaplab_study::stats::mean_sd(&x.peaks(study.rss_method)).0 / 1048576.0))
-                .collect();
-            println!("{:<12} {:>10} {re:>8} {pe:>10} {ri:>8} {pi:>10}   {}", w.name, grouped(w.allocators.first().map_or(0, |x| x.jobs)), allocs.join(", "));
-        }
+        print!("{}", summary_table(&study));
         println!("\nrho > {} in {strong} of {with} workloads", heaplab_study::STRONG_RHO);
         println!("report         {}", target.join("index.html").display());
+        let limits = heaplab_study::report::interpretation(&study);
+        if !limits.is_empty() {
+            println!("\nWhat the correlation can and cannot show (also in the report):");
+        }
+        for line in limits {
+            println!("{}", wrap(&line, 100, "- ", "  "));
+        }
     }
     if study.workloads.iter().any(|w| w.error.is_some()) {
         return Err(Failure::Work("some workloads failed (see the report)".into()));
     }
     Ok(())
+}
+
+/// The human summary: per workload its allocators (points), ρ and exact p for external and
+/// internal fragmentation, then one line per allocator with its fragmentation and its median
+/// peak RSS with the min–max range over the runs (the run-to-run spread).
+fn summary_table(study: &Study) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(o, "{:<12} {:>10} {:>4} {:>8} {:>8} {:>8} {:>8}", "workload", "jobs", "n", "rho ext", "p", "rho int", "p");
+    let m = study.rss_method;
+    for w in &study.workloads {
+        if let Some(e) = &w.error {
+            let _ = writeln!(o, "{:<12} failed: {e}", w.name);
+            continue;
+        }
+        let f = |s: &Option<heaplab_study::stats::Spearman>| s.map_or(("n/a".to_string(), "n/a".to_string()), |s| (format!("{:+.2}", s.rho), format!("{:.4}", s.p)));
+        let (re, pe) = f(&w.rho_external);
+        let (ri, pi) = f(&w.rho_internal);
+        let n = w.rho_external.map_or(w.allocators.len(), |s| s.n);
+        let _ = writeln!(o, "{:<12} {:>10} {n:>4} {re:>8} {pe:>8} {ri:>8} {pi:>8}", w.name, grouped(w.allocators.first().map_or(0, |x| x.jobs)));
+        for x in &w.allocators {
+            let r = x.rss(m);
+            let _ = writeln!(
+                o,
+                "    {:<10} external {:>7.2}%  internal {:>6.2}%  peak RSS median {:>8.2} MiB, runs {:.2}-{:.2} (sd {:.2})",
+                x.name,
+                x.external * 100.0,
+                x.internal * 100.0,
+                r.median / 1048576.0,
+                r.min / 1048576.0,
+                r.max / 1048576.0,
+                r.sd / 1048576.0
+            );
+        }
+    }
+    o
+}
+
+/// `text` wrapped at `width` columns, the first line after `first`, the others after `rest`.
+fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let mut out = String::from(first);
+    let mut col = first.chars().count();
+    for (k, word) in text.split_whitespace().enumerate() {
+        let len = word.chars().count();
+        if k > 0 && col + 1 + len > width {
+            out.push('\n');
+            out.push_str(rest);
+            col = rest.chars().count();
+        } else if k > 0 {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += len;
+    }
+    out
+}
+
+/// `a` as a shell would need it written: quoted when it holds anything but plain characters, so
+/// the report's command line can be run again as shown.
+fn shell_word(a: &str) -> String {
+    if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
 }

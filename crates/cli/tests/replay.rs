@@ -224,17 +224,19 @@ fn bad_allocators_and_files_are_usage_errors() {
 fn small_study_writes_a_complete_report() {
     let dir = scratch("study");
     let script = "my %h; for my $i (1..3000) { $h{\"k$i\"} = [$i, 'v' x ($i % 30)]; } my @k = sort keys %h; print scalar(@k), \"\\n\";";
-    let v = ok_json(&dir, &["study", "--allocators", "glibc,jemalloc", "--runs", "2", "-o", "rep", "--json", "--", "perl", "-e", script]);
+    let v = ok_json(&dir, &["study", "--allocators", "glibc,jemalloc,mimalloc", "--runs", "2", "-o", "rep", "--json", "--", "perl", "-e", script]);
     let w = &v["workloads"][0];
     assert_eq!(w["error"], Value::Null, "{w}");
-    assert_eq!(w["allocators"].as_array().unwrap().len(), 2);
+    assert_eq!(w["allocators"].as_array().unwrap().len(), 3);
     for a in w["allocators"].as_array().unwrap() {
         assert_eq!(a["runs"].as_array().unwrap().len(), 2);
         assert!(a["peak_rss_mean_bytes"].as_f64().unwrap() > 1e6, "{a}");
         assert!(a["jobs"].as_u64().unwrap() > 3000, "{a}");
     }
-    assert_eq!(w["spearman_external"]["n"], 4);
+    // One point per allocator, not per run: 3 points, whose smallest possible p is 2/3! (more with ties).
+    assert_eq!(w["spearman_external"]["n"], 3);
     assert_eq!(w["spearman_external"]["test"], "exact permutation");
+    assert!(w["spearman_external"]["p_min"].as_f64().unwrap() >= 1.0 / 3.0 - 1e-12, "{w}");
     for f in ["index.html", "report.md", "results.json", "perl-scatter.png", "perl-frag-time.png"] {
         assert!(dir.join("rep").join(f).is_file(), "{f} missing");
     }

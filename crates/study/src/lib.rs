@@ -2,8 +2,10 @@
 //!
 //! For each workload a trace is replayed under every allocator (fragmentation, by the replay
 //! and frag crates) and the real program is run under every allocator several times (peak
-//! RSS, [`measure`]); Spearman's ρ between fragmentation and peak RSS over allocators × runs,
-//! with its p-value ([`stats`]), says whether the relation is monotonic. [`suite`] holds the
+//! RSS, [`measure`]). Spearman's ρ between fragmentation and peak RSS is computed over the
+//! allocators, one point each (the replay is deterministic, so an allocator has one
+//! fragmentation value; its runs measure RSS noise and are summarised by their median, with
+//! their spread reported beside it), with its exact p-value ([`stats`]). [`suite`] holds the
 //! ready-made workload list with generated inputs, [`report`] writes the HTML and Markdown
 //! report, its PNG plots and `results.json`. The orchestration (tracing, replaying, running)
 //! is the CLI's `heaplab study`.
@@ -14,7 +16,7 @@ pub mod stats;
 pub mod suite;
 
 use measure::{Run, RssMethod};
-use stats::Spearman;
+use stats::{Spearman, Spread};
 
 /// What one allocator did on one workload.
 #[derive(Clone, Debug, Default)]
@@ -52,6 +54,12 @@ impl AllocatorResult {
     pub fn peaks(&self, m: RssMethod) -> Vec<f64> {
         self.runs.iter().map(|r| r.peak(m) as f64).collect()
     }
+
+    /// Peak RSS over the runs: the median (the allocator's point in the correlation) and the
+    /// run-to-run spread.
+    pub fn rss(&self, m: RssMethod) -> Spread {
+        Spread::of(&self.peaks(m))
+    }
 }
 
 /// One workload's results.
@@ -71,27 +79,44 @@ pub struct WorkloadResult {
     pub threads: u32,
     /// Per allocator.
     pub allocators: Vec<AllocatorResult>,
-    /// ρ of external fragmentation and peak RSS over allocators × runs.
+    /// ρ of external fragmentation and median peak RSS over the allocators (one point each).
     pub rho_external: Option<Spearman>,
-    /// ρ of internal fragmentation and peak RSS.
+    /// ρ of internal fragmentation and median peak RSS over the allocators.
     pub rho_internal: Option<Spearman>,
+    /// How likely ρ (external) > [`STRONG_RHO`] would be with no association at all, for these
+    /// allocators' values (exact; `None` where it cannot be enumerated).
+    pub chance_strong: Option<f64>,
     /// Why the workload could not be studied, if it could not.
     pub error: Option<String>,
 }
 
 impl WorkloadResult {
-    /// Computes the correlations from the allocators' results.
+    /// Computes the correlations from the allocators' results: one point per allocator, its
+    /// median peak RSS against its fragmentation. Repeated runs are not further points: the
+    /// replay gives an allocator one fragmentation value, and pairing it with each run's RSS
+    /// would count the same observation R times (pseudo-replication) and shrink p without
+    /// adding evidence.
     pub fn correlate(&mut self, m: RssMethod) {
-        let (mut ext, mut int, mut rss) = (Vec::new(), Vec::new(), Vec::new());
-        for a in &self.allocators {
-            for p in a.peaks(m) {
-                ext.push(a.external);
-                int.push(a.internal);
-                rss.push(p);
-            }
-        }
+        let ext: Vec<f64> = self.allocators.iter().map(|a| a.external).collect();
+        let int: Vec<f64> = self.allocators.iter().map(|a| a.internal).collect();
+        let rss: Vec<f64> = self.allocators.iter().map(|a| a.rss(m).median).collect();
         self.rho_external = stats::spearman(&ext, &rss);
         self.rho_internal = stats::spearman(&int, &rss);
+        self.chance_strong = stats::chance_rho_above(&ext, &rss, STRONG_RHO);
+    }
+
+    /// Allocator pairs whose peak-RSS ranges over the runs overlap (their RSS order is within
+    /// run-to-run noise), and all pairs.
+    pub fn rss_overlaps(&self, m: RssMethod) -> (usize, usize) {
+        let s: Vec<Spread> = self.allocators.iter().map(|a| a.rss(m)).collect();
+        let (mut over, mut pairs) = (0, 0);
+        for i in 0..s.len() {
+            for j in i + 1..s.len() {
+                pairs += 1;
+                over += usize::from(s[i].overlaps(&s[j]));
+            }
+        }
+        (over, pairs)
     }
 }
 
@@ -154,6 +179,13 @@ impl Study {
         let with: Vec<f64> = self.workloads.iter().filter_map(|w| w.rho_external.map(|s| s.rho)).collect();
         (with.iter().filter(|&&r| r > STRONG_RHO).count(), with.len())
     }
+
+    /// How many workloads would show ρ (external) > [`STRONG_RHO`] with no association at all
+    /// (the sum of their chances), when every workload's chance is known.
+    pub fn strong_by_chance(&self) -> Option<f64> {
+        let w: Vec<&WorkloadResult> = self.workloads.iter().filter(|w| w.rho_external.is_some()).collect();
+        w.iter().map(|w| w.chance_strong).sum()
+    }
 }
 
 /// The current time as "YYYY-MM-DD HH:MM" UTC.
@@ -171,4 +203,44 @@ pub fn utc_now() -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allocator(name: &str, external: f64, peaks: &[u64]) -> AllocatorResult {
+        let runs = peaks.iter().map(|&p| Run { rusage_rss: p, ..Default::default() }).collect();
+        AllocatorResult { name: name.into(), external, internal: external / 2.0, runs, ..Default::default() }
+    }
+
+    /// 4 allocators × 3 runs in a perfect order: 4 points, exact p = 2/4! = 1/12, not the
+    /// p < 0.001 that 12 pseudo-replicated pairs would claim.
+    #[test]
+    fn correlation_has_one_point_per_allocator() {
+        let mut w = WorkloadResult {
+            allocators: vec![
+                allocator("a", 0.01, &[100, 101, 99]),
+                allocator("b", 0.02, &[110, 112, 111]),
+                allocator("c", 0.03, &[120, 119, 125]),
+                allocator("d", 0.04, &[130, 131, 129]),
+            ],
+            ..Default::default()
+        };
+        w.correlate(RssMethod::Rusage);
+        let s = w.rho_external.unwrap();
+        assert_eq!((s.n, s.rho, s.test), (4, 1.0, stats::PTest::Exact));
+        assert!((s.p - 1.0 / 12.0).abs() < 1e-15 && (s.p_min - 1.0 / 12.0).abs() < 1e-15, "{s:?}");
+        assert!((w.chance_strong.unwrap() - 1.0 / 6.0).abs() < 1e-15);
+        assert_eq!(w.rss_overlaps(RssMethod::Rusage), (0, 6));
+        // The median, not the mean, is the allocator's point: one outlier run does not move it.
+        w.allocators[0].runs.push(Run { rusage_rss: 1000, ..Default::default() });
+        w.allocators[0].runs.push(Run { rusage_rss: 100, ..Default::default() });
+        w.correlate(RssMethod::Rusage);
+        assert_eq!(w.rho_external.unwrap().rho, 1.0);
+        assert_eq!(w.rss_overlaps(RssMethod::Rusage), (3, 6));
+        let study = Study { workloads: vec![w.clone(), w], runs: 3, rss_method: RssMethod::Rusage, machine: Machine::default(), date: String::new(), version: String::new(), invocation: String::new() };
+        assert_eq!(study.strong(), (2, 2));
+        assert!((study.strong_by_chance().unwrap() - 2.0 / 6.0).abs() < 1e-15);
+    }
 }

@@ -8,6 +8,9 @@
 //! (no cgroup needed): the program's `VmHWM` and the summed `VmRSS` of its process tree. It is
 //! the fallback where rusage reports nothing, and a cross-check elsewhere (sampling misses
 //! peaks shorter than its period).
+//!
+//! The program's standard error is not shown (a study runs it dozens of times); its end is
+//! kept ([`stderr_tail`]) so that a failed run can say why it failed.
 
 use std::io::{BufRead, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -74,7 +77,7 @@ pub struct Run {
     pub sys: f64,
     /// Exit code, or −signal.
     pub status: i32,
-    /// The last lines the program wrote to standard error.
+    /// The end of what the program wrote to standard error ([`stderr_tail`]).
     pub stderr_tail: String,
 }
 
@@ -134,6 +137,56 @@ fn sample(pid: u32, stop: Arc<AtomicBool>, peak: Arc<AtomicU64>) {
     }
 }
 
+/// At most this many lines of a program's standard error are kept for an error message.
+pub const TAIL_LINES: usize = 20;
+/// And at most this many bytes of them.
+pub const TAIL_BYTES: usize = 2048;
+
+/// The end of a program's standard error for an error message: its last [`TAIL_LINES`] lines,
+/// at most [`TAIL_BYTES`] bytes (cut at a line start where one falls in the last 2 KB, else at a
+/// character), invalid UTF-8 replaced, blank lines at the end dropped.
+pub fn stderr_tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end();
+    // The start of the last TAIL_LINES lines (all of them when there are fewer).
+    let mut start = text.rmatch_indices('\n').nth(TAIL_LINES - 1).map_or(0, |(i, _)| i + 1);
+    if text.len() - start > TAIL_BYTES {
+        let mut min = text.len() - TAIL_BYTES;
+        while !text.is_char_boundary(min) {
+            min += 1;
+        }
+        start = match text[min..].find('\n') {
+            Some(j) if min + j + 1 < text.len() => min + j + 1,
+            _ => min,
+        };
+    }
+    text[start..].to_string()
+}
+
+/// Reads `r` to its end keeping only the last 64 KiB, enough for [`stderr_tail`] without
+/// holding all of a chatty program's output.
+pub fn read_tail(mut r: impl Read) -> Vec<u8> {
+    const KEEP: usize = 64 << 10;
+    let (mut buf, mut chunk) = (Vec::new(), vec![0u8; 16 << 10]);
+    loop {
+        match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() > 2 * KEEP {
+                    buf.drain(..buf.len() - KEEP);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    if buf.len() > KEEP {
+        buf.drain(..buf.len() - KEEP);
+    }
+    buf
+}
+
 /// The run launcher, compiled by build.rs.
 const LAUNCHER: &[u8] = include_bytes!(env!("HEAPLAB_RUN_LAUNCHER"));
 
@@ -166,14 +219,8 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
     let t0 = Instant::now();
     let mut child = cmd.spawn()?;
     drop(wr);
-    let mut err = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(e) = err.as_mut() {
-            let _ = e.read_to_end(&mut buf);
-        }
-        buf
-    });
+    let err = child.stderr.take();
+    let reader = std::thread::spawn(move || err.map(read_tail).unwrap_or_default());
     let mut report = std::io::BufReader::new(std::fs::File::from(rd));
     let mut line = String::new();
     report.read_line(&mut line)?;
@@ -216,8 +263,7 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
         let _ = s.join();
     }
     let stderr = reader.join().unwrap_or_default();
-    let tail: Vec<&str> = std::str::from_utf8(&stderr).unwrap_or("").lines().rev().take(3).collect();
-    let stderr_tail = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
+    let stderr_tail = stderr_tail(&stderr);
     let line = format!("{line}{rest}");
     if let Some(e) = line.lines().find_map(|l| l.strip_prefix("exec ")) {
         let errno = e.trim().parse().unwrap_or(0);
@@ -267,7 +313,31 @@ mod tests {
         assert!(r.rusage_rss < 200 << 20, "the parent's RSS leaked into the program's: {r:?}");
         assert!(r.rusage_rss >= 64 << 20 && r.sampled_rss >= 60 << 20, "{r:?}");
         assert!(r.peak(RssMethod::Rusage) == r.rusage_rss);
-        let fail = RunSpec { args: vec!["-c".into(), "import sys; sys.exit(3)".into()], ..spec };
-        assert_eq!(run_once(&fail).unwrap().status, 3);
+        let fail = RunSpec { args: vec!["-c".into(), "import sys\nfor i in range(100): print('line', i, file=sys.stderr)\nsys.exit(3)".into()], ..spec };
+        let r = run_once(&fail).unwrap();
+        assert_eq!(r.status, 3);
+        let want: Vec<String> = (80..100).map(|i| format!("line {i}")).collect();
+        assert_eq!(r.stderr_tail, want.join("\n"), "the last 20 lines of standard error");
+    }
+
+    #[test]
+    fn stderr_tail_keeps_the_end() {
+        assert_eq!(stderr_tail(b""), "");
+        assert_eq!(stderr_tail(b"one\ntwo\n\n"), "one\ntwo");
+        let many: String = (0..50).map(|i| format!("l{i}\n")).collect();
+        assert_eq!(stderr_tail(many.as_bytes()).lines().collect::<Vec<_>>(), (30..50).map(|i| format!("l{i}")).collect::<Vec<_>>());
+        // Long lines: at most TAIL_BYTES, starting at a line where one starts in reach.
+        let long = format!("{}\n{}\nlast", "a".repeat(3000), "b".repeat(1500));
+        assert_eq!(stderr_tail(long.as_bytes()), format!("{}\nlast", "b".repeat(1500)));
+        // One huge line: its last bytes, cut at a character boundary, invalid UTF-8 replaced.
+        let mut huge = "é".repeat(3000).into_bytes();
+        huge.extend_from_slice(b"\xff end");
+        let t = stderr_tail(&huge);
+        assert!(t.len() <= TAIL_BYTES && t.ends_with("\u{fffd} end") && t.starts_with('é'), "{t}");
+        // read_tail keeps the end of a long stream.
+        let stream: Vec<u8> = (0..1_000_000u32).flat_map(|i| format!("{i}\n").into_bytes()).collect();
+        let kept = read_tail(&stream[..]);
+        assert!(kept.len() <= 64 << 10 && stream.ends_with(&kept));
+        assert!(stderr_tail(&kept).ends_with("999999"));
     }
 }

@@ -1,10 +1,11 @@
 //! The study's report: `index.html` (opens in a browser, reads on its own), `report.md` (the
 //! same tables for a repository), `results.json` (every number) and PNG plots per workload: the
-//! scatter of peak RSS against fragmentation (mean ± standard deviation per allocator, as in
-//! the paper's figure 9) and external fragmentation over time per allocator.
+//! scatter of peak RSS against fragmentation (median and min–max over the runs per allocator)
+//! and external fragmentation over time per allocator. [`interpretation`] is the one text of
+//! what the correlation can and cannot show, shared by every output and the CLI.
 
 use crate::measure::RssMethod;
-use crate::stats::{mean_sd, Spearman};
+use crate::stats::{Spearman, EXACT_MAX_N};
 use crate::{Study, WorkloadResult, STRONG_RHO};
 use heaplab_plot::chart::{render_chart_png, AxisFormat, Chart, Point, Series, Style};
 use serde_json::{json, Value};
@@ -29,12 +30,108 @@ fn rho_text(s: &Option<Spearman>) -> String {
     }
 }
 
-fn p_text(s: &Option<Spearman>) -> String {
-    match s {
-        Some(s) if s.p < 1e-4 => format!("{:.1e}", s.p),
-        Some(s) => format!("{:.4}", s.p),
-        None => "n/a".into(),
+fn p_fmt(p: f64) -> String {
+    if p < 1e-4 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.4}")
     }
+}
+
+fn p_text(s: &Option<Spearman>) -> String {
+    s.map_or("n/a".into(), |s| p_fmt(s.p))
+}
+
+/// "ρ = +0.80, p = 0.3333 over 4 allocators (exact permutation; smallest possible p 0.0833)".
+fn rho_sentence(s: &Option<Spearman>) -> String {
+    match s {
+        Some(s) => format!("ρ = {:+.2}, p = {} over {} allocators ({}; smallest possible p {})", s.rho, p_fmt(s.p), s.n, s.test.name(), p_fmt(s.p_min)),
+        None => "ρ undefined (fewer than 3 allocators, or a constant side)".into(),
+    }
+}
+
+/// n! for the small n of exact tests.
+fn factorial(n: usize) -> u64 {
+    (1..=n as u64).product()
+}
+
+/// What the study's correlations can and cannot show, as plain sentences (Markdown-safe, no
+/// HTML): written into every report and printed by the CLI, so that a p-value is never read
+/// without its limits.
+pub fn interpretation(s: &Study) -> Vec<String> {
+    let ok: Vec<&WorkloadResult> = s.workloads.iter().filter(|w| w.error.is_none()).collect();
+    if ok.is_empty() {
+        return Vec::new();
+    }
+    let mut ns: Vec<usize> = ok.iter().filter_map(|w| w.rho_external.map(|r| r.n)).collect();
+    ns.sort_unstable();
+    ns.dedup();
+    let mut o = vec![format!(
+        "Each correlation has one point per allocator. The replay is deterministic, so an allocator has one fragmentation value; its {} run{} \
+         measure{} run-to-run RSS noise, not further observations of the relation, and are summarised by their median (range and standard \
+         deviation beside it). Pairing every run with the same fragmentation value would count one observation {} times and make p look far \
+         smaller than the evidence allows.",
+        s.runs,
+        if s.runs == 1 { "" } else { "s" },
+        if s.runs == 1 { "s" } else { "" },
+        s.runs
+    )];
+    for &n in &ns {
+        if n <= EXACT_MAX_N {
+            let all = factorial(n);
+            let pmin = 2.0 / all as f64;
+            let mut t = format!(
+                "With {n} allocators p is exact: the share of all {n}! = {all} pairings of RSS ranks with fragmentation ranks whose |ρ| is at least \
+                 the observed one (two-sided). The smallest p possible is 2/{all} = {} (a perfect order; ties make it larger)",
+                p_fmt(pmin)
+            );
+            if pmin > 0.05 {
+                let more = (n + 1..=EXACT_MAX_N).find(|&k| 2.0 / factorial(k) as f64 <= 0.05).unwrap_or(EXACT_MAX_N);
+                let _ = write!(t, ", so p < 0.05 cannot occur however strong the relation: the test cannot show significance here. At least {more} allocators would be needed for that.");
+            } else {
+                t.push('.');
+            }
+            o.push(t);
+        } else {
+            o.push(format!("With {n} allocators p comes from the t-approximation with {} degrees of freedom (exact enumeration stops at {EXACT_MAX_N} points).", n - 2));
+        }
+    }
+    let (strong, with) = s.strong();
+    if let Some(e) = s.strong_by_chance().filter(|_| with > 0) {
+        let few = if ns == [4] { format!(" With 4 points ρ takes few values (without ties: −1, −0.8, …, 0.8, 1), so ρ > {STRONG_RHO} means at most one adjacent pair out of order.") } else { String::new() };
+        o.push(format!(
+            "With no association at all, ρ > {STRONG_RHO} would still occur in about {e:.2} of the {with} workload{} by chance (the sum of each \
+             workload's exact chance); {strong} did.{few}",
+            if with == 1 { "" } else { "s" }
+        ));
+    }
+    o.push(format!(
+        "The p-values are not corrected for testing {} workload{} and two fragmentation measures; read them as descriptions, not as a test \
+         of the study's hypothesis.",
+        ok.len(),
+        if ok.len() == 1 { "" } else { "s" }
+    ));
+    o.push(
+        "A correlation over allocators cannot show causation: allocators differ in much more than placement (fixed footprint, arenas, caches, \
+         when pages go back to the kernel), and any of these can order their peak RSS. Nor does a missing correlation show that fragmentation \
+         does not matter within one allocator."
+            .into(),
+    );
+    let (mut over, mut pairs) = (0, 0);
+    for w in &ok {
+        let (a, b) = w.rss_overlaps(s.rss_method);
+        over += a;
+        pairs += b;
+    }
+    if pairs > 0 && s.runs > 1 {
+        o.push(format!(
+            "Run-to-run noise: the peak-RSS ranges over the runs overlap in {over} of {pairs} allocator pairs (all workloads together); only \
+             for the other pairs is the RSS order the same in every run."
+        ));
+    } else if s.runs == 1 {
+        o.push("With one run per allocator the run-to-run RSS noise is unknown.".into());
+    }
+    o
 }
 
 fn command_text(c: &[String]) -> String {
@@ -54,20 +151,26 @@ pub fn scatter(w: &WorkloadResult, m: RssMethod) -> Chart {
         .allocators
         .iter()
         .enumerate()
-        .map(|(k, a)| {
-            let (mean, sd) = mean_sd(&a.peaks(m));
-            Series { name: a.name.clone(), colour: k, style: Style::Markers, points: vec![Point { x: a.external, y: mean, y_err: sd }] }
+        .flat_map(|(k, a)| {
+            let r = a.rss(m);
+            // The range over the runs as an unnamed line (kept out of the legend), then the
+            // median on top of it.
+            [
+                Series { name: String::new(), colour: k, style: Style::Line, points: vec![Point { x: a.external, y: r.min, y_err: 0.0 }, Point { x: a.external, y: r.max, y_err: 0.0 }] },
+                Series { name: a.name.clone(), colour: k, style: Style::Markers, points: vec![Point { x: a.external, y: r.median, y_err: 0.0 }] },
+            ]
         })
         .collect();
     let sub = match &w.rho_external {
-        Some(s) => format!("Spearman rho = {:+.2}, p = {} over {} runs ({})", s.rho, p_text(&w.rho_external), s.n, s.test.name()),
-        None => "Spearman rho undefined (a constant side)".into(),
+        // Short enough for the chart's width; the report's text names the test.
+        Some(s) => format!("rho = {:+.2}, p = {} over {} allocators (smallest possible p {})", s.rho, p_fmt(s.p), s.n, p_fmt(s.p_min)),
+        None => "Spearman rho undefined (fewer than 3 allocators, or a constant side)".into(),
     };
     Chart {
         title: format!("{}: peak RSS vs 2-D fragmentation", w.name),
         subtitle: sub,
         x_label: "external fragmentation (replay)".into(),
-        y_label: "peak RSS (mean +/- sd)".into(),
+        y_label: "peak RSS (median, min-max)".into(),
         x_format: AxisFormat::Percent,
         y_format: AxisFormat::Bytes,
         series,
@@ -100,7 +203,8 @@ pub fn over_time(title: String, runs: &[(String, Vec<(f64, f64)>)]) -> Chart {
 }
 
 fn workload_json(w: &WorkloadResult, m: RssMethod) -> Value {
-    let sp = |s: &Option<Spearman>| s.map(|s| json!({"rho": s.rho, "p": s.p, "n": s.n, "test": s.test.name()}));
+    let sp = |s: &Option<Spearman>| s.map(|s| json!({"rho": s.rho, "p": s.p, "p_min": s.p_min, "n": s.n, "points": "allocators", "test": s.test.name()}));
+    let (over, pairs) = w.rss_overlaps(m);
     json!({
         "name": w.name,
         "description": w.description,
@@ -111,9 +215,11 @@ fn workload_json(w: &WorkloadResult, m: RssMethod) -> Value {
         "error": w.error,
         "spearman_external": sp(&w.rho_external),
         "spearman_internal": sp(&w.rho_internal),
+        "chance_rho_external_above_threshold": w.chance_strong,
+        "rss_overlapping_pairs": over,
+        "allocator_pairs": pairs,
         "allocators": w.allocators.iter().map(|a| {
-            let peaks = a.peaks(m);
-            let (mean, sd) = mean_sd(&peaks);
+            let r = a.rss(m);
             json!({
                 "name": a.name,
                 "library": a.library,
@@ -126,8 +232,11 @@ fn workload_json(w: &WorkloadResult, m: RssMethod) -> Value {
                 "replay_seconds": a.replay_seconds,
                 "frag_seconds": a.frag_seconds,
                 "placed_bytes": a.placed_bytes,
-                "peak_rss_mean_bytes": mean,
-                "peak_rss_sd_bytes": sd,
+                "peak_rss_median_bytes": r.median,
+                "peak_rss_min_bytes": r.min,
+                "peak_rss_max_bytes": r.max,
+                "peak_rss_mean_bytes": r.mean,
+                "peak_rss_sd_bytes": r.sd,
                 "runs": a.runs.iter().map(|r| json!({
                     "peak_rss_rusage_bytes": r.rusage_rss,
                     "peak_rss_sampled_bytes": r.sampled_rss,
@@ -152,9 +261,12 @@ pub fn study_json(s: &Study) -> Value {
         "machine": {"cpu": s.machine.cpu, "cores": s.machine.cores, "memory_bytes": s.machine.memory, "kernel": s.machine.kernel, "os": s.machine.os},
         "runs_per_allocator": s.runs,
         "rss_method": match s.rss_method { RssMethod::Rusage => "rusage", RssMethod::Proc => "proc" },
+        "correlation": "Spearman over allocators, one point each: fragmentation of the replay against the median peak RSS of the runs",
         "strong_rho_threshold": STRONG_RHO,
         "workloads_with_rho": with,
         "workloads_rho_above_threshold": strong,
+        "workloads_rho_above_threshold_expected_by_chance": s.strong_by_chance(),
+        "interpretation": interpretation(s),
         "workloads": s.workloads.iter().map(|w| workload_json(w, s.rss_method)).collect::<Vec<_>>(),
     })
 }
@@ -164,9 +276,10 @@ fn method_md(s: &Study) -> String {
         "Each workload is traced once (`heaplab trace`; the process image with the most heap events is kept), the trace is replayed under every \
          allocator (`heaplab replay`) and its external fragmentation measured (`heaplab frag`: page-local gaps below the highest live block of \
          each page, times time, over the total job area; equation 3.1 of the thesis). The real program then runs {} times under each allocator, \
-         the allocators taking turns, and its peak RSS is measured ({}). Spearman's ρ is computed between fragmentation and peak RSS over all \
-         allocator × run pairs (ties get average ranks); its two-sided p-value comes from the exact permutation distribution for n ≤ 9 and from \
-         the t-approximation with n − 2 degrees of freedom otherwise. ρ > {STRONG_RHO} is the paper's \"strong monotonic relation\".",
+         the allocators taking turns, and its peak RSS is measured ({}); an allocator's peak RSS is the median of its runs. Spearman's ρ is \
+         computed between fragmentation and that median over the allocators, one point each (ties get average ranks); its two-sided p-value \
+         comes from the exact permutation distribution for up to {EXACT_MAX_N} allocators and from the t-approximation with n − 2 degrees of \
+         freedom above. ρ > {STRONG_RHO} is the paper's \"strong monotonic relation\".",
         s.runs,
         match s.rss_method {
             RssMethod::Rusage => "wait4's ru_maxrss; /proc sampling where it reports nothing",
@@ -176,9 +289,10 @@ fn method_md(s: &Study) -> String {
 }
 
 /// The cells of an allocator's row in the per-workload tables: name, external, internal,
-/// makespan − max load, jobs, mappings, peak RSS, replay speed.
-fn allocator_cells(a: &crate::AllocatorResult, m: RssMethod) -> [String; 8] {
-    let (mean, sd) = mean_sd(&a.peaks(m));
+/// makespan − max load, jobs, mappings, peak RSS median, its range and sd over the runs, replay
+/// speed.
+fn allocator_cells(a: &crate::AllocatorResult, m: RssMethod) -> [String; 10] {
+    let r = a.rss(m);
     let rate = if a.replay_seconds > 0.0 { a.replay_requests as f64 / a.replay_seconds } else { 0.0 };
     [
         a.name.clone(),
@@ -187,10 +301,46 @@ fn allocator_cells(a: &crate::AllocatorResult, m: RssMethod) -> [String; 8] {
         format!("{:.2} MiB", a.makespan_excess as f64 / MIB),
         a.jobs.to_string(),
         a.mappings.to_string(),
-        format!("{:.2} ± {:.2}", mean / MIB, sd / MIB),
+        format!("{:.2}", r.median / MIB),
+        format!("{:.2}–{:.2}", r.min / MIB, r.max / MIB),
+        format!("{:.2}", r.sd / MIB),
         format!("{:.2}M req/s", rate / 1e6),
     ]
 }
+
+/// One summary row's figures, shared by the Markdown and HTML tables: external fragmentation
+/// range (%), median peak RSS range (MiB), allocators, pairs within noise.
+fn summary_cells(w: &WorkloadResult, m: RssMethod) -> [String; 4] {
+    let ext: Vec<f64> = w.allocators.iter().map(|a| a.external * 100.0).collect();
+    let rss: Vec<f64> = w.allocators.iter().map(|a| a.rss(m).median / MIB).collect();
+    let range = |v: &[f64], u: &str| format!("{:.2}{u}–{:.2}{u}", v.iter().cloned().fold(f64::INFINITY, f64::min), v.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
+    let (over, pairs) = w.rss_overlaps(m);
+    [range(&ext, "%"), range(&rss, ""), w.allocators.len().to_string(), format!("{over}/{pairs}")]
+}
+
+/// The sentence under a workload's allocator table.
+fn workload_sentence(w: &WorkloadResult, m: RssMethod) -> String {
+    let (over, pairs) = w.rss_overlaps(m);
+    let chance = w.chance_strong.map_or(String::new(), |c| format!(" With no association, ρ > {STRONG_RHO} would occur by chance with probability {c:.3}."));
+    format!(
+        "Spearman (external fragmentation, median peak RSS): {}. (Internal, median peak RSS): {}.{chance} Peak-RSS ranges over the runs overlap \
+         for {over} of {pairs} allocator pairs.",
+        rho_sentence(&w.rho_external),
+        rho_sentence(&w.rho_internal)
+    )
+}
+
+/// "Description. " or nothing when a workload has none (a command given on the command line).
+fn description_text(w: &WorkloadResult) -> String {
+    if w.description.is_empty() {
+        String::new()
+    } else {
+        format!("{}. ", w.description)
+    }
+}
+
+const ALLOCATOR_HEADS: [&str; 10] = ["allocator", "external", "internal", "makespan − max load", "jobs", "mappings", "peak RSS median (MiB)", "range over runs", "sd", "replay"];
+const SUMMARY_HEADS: [&str; 10] = ["workload", "jobs", "external frag. range", "median peak RSS range (MiB)", "allocators", "RSS pairs within noise", "ρ external", "p", "ρ internal", "p"];
 
 /// The Markdown report.
 pub fn markdown(s: &Study) -> String {
@@ -201,38 +351,45 @@ pub fn markdown(s: &Study) -> String {
     let _ = writeln!(o, "Command: `{}`\n", s.invocation);
     let _ = writeln!(o, "{}\n", method_md(s));
     let _ = writeln!(o, "## Summary\n\n**ρ > {STRONG_RHO} in {strong} of {with} workloads** (the published study found 13 of 28).\n");
-    let _ = writeln!(o, "| workload | jobs | external frag. range | peak RSS range (MiB) | ρ external | p | ρ internal | p |");
-    let _ = writeln!(o, "|---|---:|---|---|---:|---:|---:|---:|");
+    let _ = writeln!(o, "| {} |", SUMMARY_HEADS.join(" | "));
+    let _ = writeln!(o, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|");
     for w in &s.workloads {
         if let Some(e) = &w.error {
-            let _ = writeln!(o, "| {} | — | failed: {} | | | | | |", w.name, e.replace('|', "/"));
+            let e: Vec<&str> = e.lines().map(str::trim).collect();
+            let _ = writeln!(o, "| {} | — | failed: {} | | | | | | | |", w.name, e.join(" / ").replace('|', "/"));
             continue;
         }
-        let ext: Vec<f64> = w.allocators.iter().map(|a| a.external * 100.0).collect();
-        let rss: Vec<f64> = w.allocators.iter().map(|a| mean_sd(&a.peaks(s.rss_method)).0 / MIB).collect();
-        let range = |v: &[f64], d: usize| format!("{:.d$}–{:.d$}", v.iter().cloned().fold(f64::INFINITY, f64::min), v.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
+        let c = summary_cells(w, s.rss_method);
         let jobs = w.allocators.first().map_or(0, |a| a.jobs);
         let _ = writeln!(
             o,
-            "| {} | {} | {}% | {} | {} | {} | {} | {} |",
+            "| {} | {jobs} | {} | {} | {} | {} | {} | {} | {} | {} |",
             w.name,
-            jobs,
-            range(&ext, 2),
-            range(&rss, 2),
+            c[0],
+            c[1],
+            c[2],
+            c[3],
             rho_text(&w.rho_external),
             p_text(&w.rho_external),
             rho_text(&w.rho_internal),
             p_text(&w.rho_internal)
         );
     }
+    let limits = interpretation(s);
+    if !limits.is_empty() {
+        let _ = writeln!(o, "\n## What this can and cannot show\n");
+    }
+    for line in limits {
+        let _ = writeln!(o, "- {line}");
+    }
     for w in s.workloads.iter().filter(|w| w.error.is_none()) {
-        let _ = writeln!(o, "\n## {}\n\n{}. Command: `{}`. Replayed: `{}` ({} events, {} thread{}).\n", w.name, w.description, command_text(&w.command), w.traced_exe, w.events, w.threads, if w.threads == 1 { "" } else { "s" });
-        let _ = writeln!(o, "| allocator | external | internal | makespan − max load | jobs | mappings | peak RSS mean ± sd (MiB) | replay |");
-        let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(o, "\n## {}\n\n{}Command: `{}`. Replayed: `{}` ({} events, {} thread{}).\n", w.name, description_text(w), command_text(&w.command), w.traced_exe, w.events, w.threads, if w.threads == 1 { "" } else { "s" });
+        let _ = writeln!(o, "| {} |", ALLOCATOR_HEADS.join(" | "));
+        let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for a in &w.allocators {
             let _ = writeln!(o, "| {} |", allocator_cells(a, s.rss_method).join(" | "));
         }
-        let _ = writeln!(o, "\nSpearman ρ (external, peak RSS) = {}, p = {}; (internal, peak RSS) = {}, p = {}.\n", rho_text(&w.rho_external), p_text(&w.rho_external), rho_text(&w.rho_internal), p_text(&w.rho_internal));
+        let _ = writeln!(o, "\n{}\n", workload_sentence(w, s.rss_method));
         let n = slug(&w.name);
         let _ = writeln!(o, "![{} scatter]({n}-scatter.png) ![{} over time]({n}-frag-time.png)", w.name, w.name);
     }
@@ -245,8 +402,9 @@ table{border-collapse:collapse;margin:1em 0;font-size:.92em}th,td{padding:.35em 
 th{background:#f4f4f2;text-align:right}td:first-child,th:first-child{text-align:left}\
 .meta{color:#555}.strong{color:#1a7f37;font-weight:600}.weak{color:#777}.neg{color:#b42318}\
 .big{font-size:1.25em;background:#f6f8f6;border-left:4px solid #1a7f37;padding:.6em 1em}\
+.limits{background:#fbf8ef;border-left:4px solid #b7791f;padding:.4em 1em .4em 2em}\
 code{background:#f4f4f2;padding:0 .25em;border-radius:3px;font-size:.92em}.plots img{max-width:49%;height:auto;border:1px solid #eee}\
-.fail{color:#b42318}";
+.fail{color:#b42318;text-align:left;white-space:pre-wrap;font-family:monospace}";
 
 fn rho_class(s: &Option<Spearman>) -> &'static str {
     match s {
@@ -260,27 +418,28 @@ fn rho_class(s: &Option<Spearman>) -> &'static str {
 pub fn html(s: &Study) -> String {
     let (strong, with) = s.strong();
     let mut o = String::new();
+    let th = |h: &[&str]| h.iter().map(|c| format!("<th>{}</th>", esc(c))).collect::<String>();
     let _ = write!(o, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>heaplab study</title><style>{CSS}</style></head><body>");
     let _ = write!(o, "<h1>Does 2-D fragmentation predict peak RSS?</h1><p class=\"meta\">{} · {} · heaplab {} · {} runs per allocator</p>", esc(&s.machine.describe()), esc(&s.date), esc(&s.version), s.runs);
     let _ = write!(o, "<p class=\"big\">Spearman ρ &gt; {STRONG_RHO} in <b>{strong} of {with}</b> workloads. The published study found 13 of 28.</p>");
     let _ = write!(o, "<p>{}</p><p class=\"meta\">Command: <code>{}</code></p>", esc(&method_md(s)).replace('`', ""), esc(&s.invocation));
-    let _ = write!(o, "<h2>Summary</h2><table><tr><th>workload</th><th>jobs</th><th>external fragmentation</th><th>peak RSS (MiB)</th><th>ρ external</th><th>p</th><th>ρ internal</th><th>p</th></tr>");
+    let _ = write!(o, "<h2>Summary</h2><table><tr>{}</tr>", th(&SUMMARY_HEADS));
     for w in &s.workloads {
         if let Some(e) = &w.error {
-            let _ = write!(o, "<tr><td>{}</td><td colspan=\"7\" class=\"fail\">failed: {}</td></tr>", esc(&w.name), esc(e));
+            let _ = write!(o, "<tr><td>{}</td><td colspan=\"9\" class=\"fail\">failed: {}</td></tr>", esc(&w.name), esc(e));
             continue;
         }
-        let ext: Vec<f64> = w.allocators.iter().map(|a| a.external * 100.0).collect();
-        let rss: Vec<f64> = w.allocators.iter().map(|a| mean_sd(&a.peaks(s.rss_method)).0 / MIB).collect();
-        let range = |v: &[f64], d: usize, u: &str| format!("{:.d$}{u} – {:.d$}{u}", v.iter().cloned().fold(f64::INFINITY, f64::min), v.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
+        let c = summary_cells(w, s.rss_method);
         let _ = write!(
             o,
-            "<tr><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
+            "<tr><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
             slug(&w.name),
             esc(&w.name),
             w.allocators.first().map_or(0, |a| a.jobs),
-            range(&ext, 2, "%"),
-            range(&rss, 2, ""),
+            c[0],
+            c[1],
+            c[2],
+            c[3],
             rho_class(&w.rho_external),
             rho_text(&w.rho_external),
             p_text(&w.rho_external),
@@ -290,23 +449,23 @@ pub fn html(s: &Study) -> String {
         );
     }
     let _ = write!(o, "</table>");
+    let limits = interpretation(s);
+    if !limits.is_empty() {
+        let _ = write!(o, "<h2>What this can and cannot show</h2><ul class=\"limits\">");
+        for line in limits {
+            let _ = write!(o, "<li>{}</li>", esc(&line));
+        }
+        let _ = write!(o, "</ul>");
+    }
     for w in s.workloads.iter().filter(|w| w.error.is_none()) {
         let n = slug(&w.name);
-        let _ = write!(o, "<h2 id=\"{n}\">{}</h2><p>{}. Replayed <code>{}</code>: {} events, {} thread{}.</p><p class=\"meta\">Command: <code>{}</code></p>", esc(&w.name), esc(&w.description), esc(&w.traced_exe), w.events, w.threads, if w.threads == 1 { "" } else { "s" }, esc(&command_text(&w.command)));
-        let _ = write!(o, "<table><tr><th>allocator</th><th>external</th><th>internal</th><th>makespan − max load</th><th>jobs</th><th>mappings</th><th>peak RSS (MiB, mean ± sd)</th><th>replay</th></tr>");
+        let _ = write!(o, "<h2 id=\"{n}\">{}</h2><p>{}Replayed <code>{}</code>: {} events, {} thread{}.</p><p class=\"meta\">Command: <code>{}</code></p>", esc(&w.name), esc(&description_text(w)), esc(&w.traced_exe), w.events, w.threads, if w.threads == 1 { "" } else { "s" }, esc(&command_text(&w.command)));
+        let _ = write!(o, "<table><tr>{}</tr>", th(&ALLOCATOR_HEADS));
         for a in &w.allocators {
             let cells: Vec<String> = allocator_cells(a, s.rss_method).iter().map(|c| format!("<td>{}</td>", esc(c))).collect();
             let _ = write!(o, "<tr>{}</tr>", cells.concat());
         }
-        let _ = write!(
-            o,
-            "</table><p>Spearman ρ (external fragmentation, peak RSS) = <b class=\"{}\">{}</b>, p = {}; (internal, peak RSS) = {}, p = {}.</p>",
-            rho_class(&w.rho_external),
-            rho_text(&w.rho_external),
-            p_text(&w.rho_external),
-            rho_text(&w.rho_internal),
-            p_text(&w.rho_internal)
-        );
+        let _ = write!(o, "</table><p>{}</p>", esc(&workload_sentence(w, s.rss_method)));
         let _ = write!(o, "<div class=\"plots\"><img src=\"{n}-scatter.png\" alt=\"{0} scatter\"> <img src=\"{n}-frag-time.png\" alt=\"{0} over time\"></div>", esc(&w.name));
     }
     let _ = write!(o, "<p class=\"meta\">Every number is in <a href=\"results.json\">results.json</a>.</p></body></html>");

@@ -1,14 +1,22 @@
-//! Statistics of the study: mean and standard deviation of repeated runs, and Spearman's rank
-//! correlation with its two-sided p-value.
+//! Statistics of the study: the summary of an allocator's repeated runs (median, range, mean,
+//! standard deviation) and Spearman's rank correlation with its exact two-sided p-value.
 //!
-//! ρ is Pearson's correlation of the ranks, ties getting their average rank (the points of one
-//! allocator share its fragmentation value, so ties are the rule). The p-value tests the null
-//! hypothesis of no monotonic association, two-sided:
-//! - for n ≤ 9 points exactly, by enumerating all n! pairings of the y ranks with the x ranks
-//!   and counting those with |ρ| at least the observed one;
+//! ρ is Pearson's correlation of the ranks, ties getting their average rank. The p-value tests
+//! the null hypothesis that every pairing of the y values with the x values is equally likely
+//! (no monotonic association), two-sided:
+//! - for n ≤ [`EXACT_MAX_N`] points exactly, by enumerating all n! pairings of the y ranks with
+//!   the x ranks and counting those with |ρ| at least the observed one. Ranks are doubled so that
+//!   average ranks are integers and the comparison is exact integer arithmetic; with ties this
+//!   is the exact conditional (permutation) distribution;
 //! - for larger n by the t-approximation t = ρ √((n − 2) / (1 − ρ²)) with n − 2 degrees of
 //!   freedom (the usual test; accurate from about n = 10), through the regularised incomplete
-//!   beta function.
+//!   beta function. 10! = 3.6 million orders is where enumeration stops being instant.
+//!
+//! With few points the exact p cannot be small: the most extreme order has probability 2/n!
+//! (n = 4: 1/12 ≈ 0.083, so p < 0.05 is impossible). [`Spearman::p_min`] says so for each test.
+
+/// Largest number of points whose p-value is computed by full enumeration.
+pub const EXACT_MAX_N: usize = 10;
 
 /// Mean and sample standard deviation (n − 1 in the denominator; 0 for fewer than 2 values).
 pub fn mean_sd(v: &[f64]) -> (f64, f64) {
@@ -44,6 +52,58 @@ pub fn ranks(v: &[f64]) -> Vec<f64> {
     r
 }
 
+/// The median (the mean of the two middle values for an even count; 0 for none).
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let h = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[h]
+    } else {
+        (s[h - 1] + s[h]) / 2.0
+    }
+}
+
+/// The summary of repeated measurements of one quantity (an allocator's peak RSS over its runs):
+/// the median is the value a correlation uses, the rest is the run-to-run spread.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Spread {
+    /// Measurements.
+    pub n: usize,
+    /// Their median.
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+    /// Their mean.
+    pub mean: f64,
+    /// Sample standard deviation (0 for fewer than 2).
+    pub sd: f64,
+}
+
+impl Spread {
+    /// Summarises `v` (all zero when empty).
+    pub fn of(v: &[f64]) -> Spread {
+        if v.is_empty() {
+            return Spread::default();
+        }
+        let (mean, sd) = mean_sd(v);
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Spread { n: v.len(), median: median(v), min, max, mean, sd }
+    }
+
+    /// Whether the ranges [min, max] of `self` and `o` share a value: the order of the two is
+    /// then not the same in every run.
+    pub fn overlaps(&self, o: &Spread) -> bool {
+        self.min <= o.max && o.min <= self.max
+    }
+}
+
 fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
     let (mx, _) = mean_sd(x);
     let (my, _) = mean_sd(y);
@@ -59,7 +119,7 @@ fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
 /// How the p-value was computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PTest {
-    /// Exact permutation distribution (n ≤ 9).
+    /// Exact permutation distribution (n ≤ [`EXACT_MAX_N`]).
     Exact,
     /// Student's t approximation with n − 2 degrees of freedom.
     TApprox,
@@ -82,10 +142,53 @@ pub struct Spearman {
     pub rho: f64,
     /// Two-sided p-value of "no monotonic association".
     pub p: f64,
-    /// Pairs.
+    /// The smallest two-sided p any pairing of these values could give: what a perfect order
+    /// would get. Exact tests count it from the enumeration (ties included); the approximation
+    /// gives 2/n!, the value without ties. A p-value can never be below it, so with
+    /// `p_min` > 0.05 no result is significant at 0.05.
+    pub p_min: f64,
+    /// Points (pairs).
     pub n: usize,
     /// How `p` was computed.
     pub test: PTest,
+}
+
+/// Ranks doubled (integers even with average ranks) and their centred sum of squares.
+fn doubled_ranks(v: &[f64]) -> (Vec<i64>, i64) {
+    let r: Vec<i64> = ranks(v).iter().map(|&x| (2.0 * x).round() as i64).collect();
+    let n = r.len() as i64;
+    // Doubled ranks sum to n (n + 1), so the centred sum of squares is Σ r² − n (n + 1)².
+    let css = r.iter().map(|x| x * x).sum::<i64>() - n * (n + 1) * (n + 1);
+    (r, css)
+}
+
+/// Calls `f` with the centred cross product C = Σ a_i b_π(i) − n (n + 1)² of every permutation
+/// π of `b` (n! calls; Heap's algorithm, iterative). ρ of a pairing is C / √(Caa Cbb).
+fn each_pairing(a: &[i64], b: &[i64], mut f: impl FnMut(i64)) {
+    let n = b.len();
+    let centre = n as i64 * (n as i64 + 1) * (n as i64 + 1);
+    let mut b = b.to_vec();
+    let dot = |b: &[i64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<i64>() - centre;
+    f(dot(&b));
+    let mut c = vec![0usize; n];
+    let mut i = 1;
+    while i < n {
+        if c[i] < i {
+            let j = if i % 2 == 0 { 0 } else { c[i] };
+            b.swap(j, i);
+            f(dot(&b));
+            c[i] += 1;
+            i = 1;
+        } else {
+            c[i] = 0;
+            i += 1;
+        }
+    }
+}
+
+/// n! as a float.
+fn factorial(n: usize) -> f64 {
+    (1..=n).map(|k| k as f64).product()
 }
 
 /// Spearman's ρ of `x` and `y` (same length); `None` with fewer than 3 pairs or when either
@@ -95,18 +198,25 @@ pub fn spearman(x: &[f64], y: &[f64]) -> Option<Spearman> {
     if n < 3 {
         return None;
     }
-    let (rx, ry) = (ranks(&x[..n]), ranks(&y[..n]));
-    let rho = pearson(&rx, &ry)?;
-    if n <= 9 {
-        let mut perm: Vec<f64> = ry.clone();
-        let (mut hits, mut total) = (0u64, 0u64);
-        permute(&mut perm, 0, &mut |p| {
+    let (x, y) = (&x[..n], &y[..n]);
+    let rho = pearson(&ranks(x), &ranks(y))?;
+    if n <= EXACT_MAX_N {
+        let (a, _) = doubled_ranks(x);
+        let (b, _) = doubled_ranks(y);
+        let observed = a.iter().zip(&b).map(|(p, q)| p * q).sum::<i64>() - n as i64 * (n as i64 + 1) * (n as i64 + 1);
+        let (mut hits, mut total, mut top, mut at_top) = (0u64, 0u64, 0i64, 0u64);
+        each_pairing(&a, &b, |c| {
             total += 1;
-            if pearson(&rx, p).unwrap_or(0.0).abs() >= rho.abs() - 1e-12 {
+            if c.abs() >= observed.abs() {
                 hits += 1;
             }
+            match c.abs().cmp(&top) {
+                std::cmp::Ordering::Greater => (top, at_top) = (c.abs(), 1),
+                std::cmp::Ordering::Equal => at_top += 1,
+                std::cmp::Ordering::Less => {}
+            }
         });
-        return Some(Spearman { rho, p: hits as f64 / total as f64, n, test: PTest::Exact });
+        return Some(Spearman { rho, p: hits as f64 / total as f64, p_min: at_top as f64 / total as f64, n, test: PTest::Exact });
     }
     let df = (n - 2) as f64;
     let p = if rho.abs() >= 1.0 {
@@ -115,21 +225,32 @@ pub fn spearman(x: &[f64], y: &[f64]) -> Option<Spearman> {
         let t2 = rho * rho * df / (1.0 - rho * rho);
         incomplete_beta(df / 2.0, 0.5, df / (df + t2))
     };
-    Some(Spearman { rho, p, n, test: PTest::TApprox })
+    Some(Spearman { rho, p, p_min: 2.0 / factorial(n), n, test: PTest::TApprox })
 }
 
-/// Calls `f` with every permutation of `v[k..]` (Heap's algorithm would do too; this recursive
-/// swap visits n! orders, which is fine for n ≤ 9).
-fn permute(v: &mut [f64], k: usize, f: &mut dyn FnMut(&[f64])) {
-    if k == v.len() {
-        f(v);
-        return;
+/// The probability, if there were no association (every pairing equally likely), that ρ of
+/// these values would exceed `threshold`: how often a "strong" ρ arises by chance alone. Exact
+/// by enumeration; `None` above [`EXACT_MAX_N`] points, below 3, or with a constant side.
+pub fn chance_rho_above(x: &[f64], y: &[f64], threshold: f64) -> Option<f64> {
+    let n = x.len().min(y.len());
+    if !(3..=EXACT_MAX_N).contains(&n) {
+        return None;
     }
-    for i in k..v.len() {
-        v.swap(k, i);
-        permute(v, k + 1, f);
-        v.swap(k, i);
+    let (a, caa) = doubled_ranks(&x[..n]);
+    let (b, cbb) = doubled_ranks(&y[..n]);
+    if caa == 0 || cbb == 0 {
+        return None;
     }
+    let scale = ((caa as f64) * (cbb as f64)).sqrt();
+    let (mut above, mut total) = (0u64, 0u64);
+    each_pairing(&a, &b, |c| {
+        total += 1;
+        // A small margin so that a ρ equal to the threshold in exact arithmetic is not counted.
+        if c as f64 / scale > threshold + 1e-12 {
+            above += 1;
+        }
+    });
+    Some(above as f64 / total as f64)
 }
 
 /// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9; ~15 significant digits).
@@ -227,28 +348,106 @@ mod tests {
     }
 
     #[test]
+    fn medians_and_spreads() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+        let s = Spread::of(&[10.0, 14.0, 12.0]);
+        assert_eq!((s.n, s.median, s.min, s.max, s.mean, s.sd), (3, 12.0, 10.0, 14.0, 12.0, 2.0));
+        assert!(s.overlaps(&Spread::of(&[14.0, 20.0])) && !s.overlaps(&Spread::of(&[14.5, 20.0])));
+    }
+
+    /// The oracle: every permutation of `y` decoded from its index in the factorial number
+    /// system (not Heap's algorithm), ρ as Pearson's r of float ranks, counted with a float
+    /// tolerance. Returns (two-sided p, P(ρ > t)).
+    fn brute_force(x: &[f64], y: &[f64], t: f64) -> (f64, f64) {
+        let n = x.len();
+        let rx = ranks(x);
+        let ry = ranks(y);
+        let obs = pearson(&rx, &ry).unwrap();
+        let total: usize = (1..=n).product();
+        let (mut hits, mut above) = (0usize, 0usize);
+        for mut code in 0..total {
+            let mut pool: Vec<f64> = ry.clone();
+            let mut perm = Vec::with_capacity(n);
+            for k in (1..=n).rev() {
+                let f: usize = (1..k).product();
+                perm.push(pool.remove(code / f));
+                code %= f;
+            }
+            let r = pearson(&rx, &perm).unwrap();
+            hits += usize::from(r.abs() >= obs.abs() - 1e-9);
+            above += usize::from(r > t + 1e-9);
+        }
+        (hits as f64 / total as f64, above as f64 / total as f64)
+    }
+
+    #[test]
+    fn exact_p_matches_known_values() {
+        let up = |n: usize| (1..=n).map(|i| i as f64).collect::<Vec<_>>();
+        // A perfect order of n points: only it and its reverse reach |ρ| = 1, so p = 2/n!.
+        for (n, want) in [(3, 1.0 / 3.0), (4, 1.0 / 12.0), (5, 1.0 / 60.0), (6, 1.0 / 360.0)] {
+            let y: Vec<f64> = up(n).iter().map(|v| v * v * 1000.0).collect();
+            let s = spearman(&up(n), &y).unwrap();
+            assert_eq!((s.rho, s.test, s.n), (1.0, PTest::Exact, n));
+            assert!((s.p - want).abs() < 1e-15 && (s.p_min - want).abs() < 1e-15, "n = {n}: {s:?}");
+        }
+        // n = 4, one adjacent swap: ρ = 0.8; |ρ| ≥ 0.8 in 1 + 3 + 3 + 1 = 8 of 24 orders.
+        let s = spearman(&up(4), &[1.0, 3.0, 2.0, 4.0]).unwrap();
+        assert!((s.rho - 0.8).abs() < 1e-12 && (s.p - 1.0 / 3.0).abs() < 1e-15, "{s:?}");
+        // The textbook one-sided table for n = 4: P(ρ ≥ 0.8) = 4/24, so P(ρ > 0.65) = 1/6.
+        assert!((chance_rho_above(&up(4), &[4.0, 3.0, 2.0, 1.0], 0.65).unwrap() - 1.0 / 6.0).abs() < 1e-15);
+        // 12 pseudo-replicated pairs would claim far more than 4 points can show.
+        let x = [0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.3, 0.3, 0.3, 0.4, 0.4, 0.4];
+        let y = [5.0, 5.1, 4.9, 6.0, 6.2, 5.9, 7.0, 6.8, 7.1, 8.0, 8.1, 7.9];
+        assert!(spearman(&x, &y).unwrap().p < 1e-3);
+        let s = spearman(&[0.1, 0.2, 0.3, 0.4], &[5.0, 6.0, 7.0, 8.0]).unwrap();
+        assert!((s.p - 1.0 / 12.0).abs() < 1e-15 && s.p > 0.05);
+    }
+
+    #[test]
+    fn exact_p_matches_brute_force_with_and_without_ties() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        for case in 0..60 {
+            let n = 3 + case % 5;
+            // Few distinct values in some cases, so that ties occur on either side.
+            let m = if case % 3 == 0 { 3 } else { 1000 };
+            let x: Vec<f64> = (0..n).map(|_| next(m) as f64).collect();
+            let y: Vec<f64> = (0..n).map(|_| next(m) as f64).collect();
+            let Some(s) = spearman(&x, &y) else { continue };
+            let (p, above) = brute_force(&x, &y, 0.65);
+            assert!((s.p - p).abs() < 1e-12, "x {x:?} y {y:?}: {} vs {p}", s.p);
+            assert!((chance_rho_above(&x, &y, 0.65).unwrap() - above).abs() < 1e-12, "x {x:?} y {y:?}");
+            assert!(s.p_min <= s.p + 1e-15);
+        }
+    }
+
+    #[test]
     fn spearman_values() {
-        // A perfectly monotonic but non-linear relation.
+        // A perfectly monotonic but non-linear relation, above the exact limit.
         let x: Vec<f64> = (1..=12).map(|i| i as f64).collect();
         let y: Vec<f64> = x.iter().map(|v| v * v * v).collect();
         let s = spearman(&x, &y).unwrap();
         assert_eq!((s.rho, s.p, s.test), (1.0, 0.0, PTest::TApprox));
-        // Exact for small n: n = 5, perfect order: only 2 of 120 orders reach |rho| = 1.
-        let s = spearman(&[1.0, 2.0, 3.0, 4.0, 5.0], &[5.0, 6.0, 7.0, 8.0, 10.0]).unwrap();
-        assert_eq!(s.test, PTest::Exact);
-        assert!((s.p - 2.0 / 120.0).abs() < 1e-12);
-        // Known example (n = 10): rho = 1 - 6 * sum d^2 / (n (n^2 - 1)) with sum d^2 = 52.
+        assert!((s.p_min - 2.0 / 479_001_600.0).abs() < 1e-20);
+        // Known example (n = 10, exact): rho = 1 - 6 * sum d^2 / (n (n^2 - 1)).
         let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
         let b = [2.0, 1.0, 4.0, 3.0, 7.0, 5.0, 6.0, 10.0, 8.0, 9.0];
         let s = spearman(&a, &b).unwrap();
         let d2: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
         assert!((s.rho - (1.0 - 6.0 * d2 / 990.0)).abs() < 1e-12);
+        assert_eq!(s.test, PTest::Exact);
         assert!(s.p < 0.001, "{}", s.p);
         assert!(spearman(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]).is_none());
-        // Ties in x (one value per allocator, several runs each) are handled.
-        let x = [0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.3, 0.3, 0.3, 0.4, 0.4, 0.4];
-        let y = [5.0, 5.1, 4.9, 6.0, 6.2, 5.9, 7.0, 6.8, 7.1, 8.0, 8.1, 7.9];
-        let s = spearman(&x, &y).unwrap();
-        assert!(s.rho > 0.9 && s.p < 1e-4, "{s:?}");
+        assert!(spearman(&[1.0, 2.0], &[1.0, 2.0]).is_none());
+        // Ties in y: an exact p still, counted over the distinct pairings.
+        let s = spearman(&[1.0, 2.0, 3.0, 4.0], &[1.0, 1.0, 2.0, 3.0]).unwrap();
+        assert!(s.p_min > 1.0 / 12.0, "{s:?}");
     }
 }

@@ -1,0 +1,174 @@
+//! End-to-end tests of `heaplab study` beyond the small report of `tests/replay.rs`: the
+//! correlation has one point per allocator and its p-value is the exact one (checked here
+//! against a brute-force enumeration over the allocators' numbers in the JSON), the report says
+//! what the test cannot show, a failing workload shows the end of its standard error, and an
+//! unusable output directory is a usage error (exit 2) before anything runs.
+//!
+//! The allocators (libjemalloc2, libmimalloc2.0, libtcmalloc-minimal4) and perl must be
+//! installed (`make test` installs them).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn heaplab(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_heaplab")).args(args).current_dir(dir).env_remove("LD_PRELOAD").stdin(Stdio::null()).output().expect("run heaplab");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// A fresh scratch directory, removed by the test when it passes.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("heaplab-study-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Average ranks (1-based), written independently of the crate's.
+fn avg_ranks(v: &[f64]) -> Vec<f64> {
+    v.iter().map(|x| v.iter().filter(|y| *y < x).count() as f64 + (v.iter().filter(|y| *y == x).count() as f64 + 1.0) / 2.0).collect()
+}
+
+fn pearson(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len() as f64;
+    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let va: f64 = a.iter().map(|x| (x - ma) * (x - ma)).sum();
+    let vb: f64 = b.iter().map(|y| (y - mb) * (y - mb)).sum();
+    cov / (va * vb).sqrt()
+}
+
+/// Every permutation of `v` (recursive insertion, so not the crate's Heap's algorithm).
+fn permutations(v: &[f64]) -> Vec<Vec<f64>> {
+    if v.len() <= 1 {
+        return vec![v.to_vec()];
+    }
+    let mut out = Vec::new();
+    for p in permutations(&v[1..]) {
+        for k in 0..=p.len() {
+            let mut q = p.clone();
+            q.insert(k, v[0]);
+            out.push(q);
+        }
+    }
+    out
+}
+
+/// (ρ, exact two-sided p, smallest possible p) by brute force.
+fn exact_spearman(x: &[f64], y: &[f64]) -> (f64, f64, f64) {
+    let (rx, ry) = (avg_ranks(x), avg_ranks(y));
+    let rho = pearson(&rx, &ry);
+    let all: Vec<f64> = permutations(&ry).iter().map(|p| pearson(&rx, p).abs()).collect();
+    let top = all.iter().cloned().fold(0.0, f64::max);
+    let n = all.len() as f64;
+    (rho, all.iter().filter(|&&r| r >= rho.abs() - 1e-9).count() as f64 / n, all.iter().filter(|&&r| r >= top - 1e-9).count() as f64 / n)
+}
+
+#[test]
+fn correlation_is_over_allocators_with_the_exact_p() {
+    let dir = scratch("exact");
+    let script = "my %h; for my $i (1..4000) { $h{\"k$i\"} = [$i, 'v' x ($i % 30)]; } print scalar(keys %h), \"\\n\";";
+    let (code, out, err) = heaplab(&dir, &["study", "--allocators", "glibc,jemalloc,mimalloc,tcmalloc", "--runs", "3", "-o", "rep", "--json", "--", "perl", "-e", script]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
+    let w = &v["workloads"][0];
+    let allocs = w["allocators"].as_array().unwrap();
+    assert_eq!(allocs.len(), 4);
+    // One point per allocator: its fragmentation and the median of its 3 runs' peak RSS.
+    let mut ext = Vec::new();
+    let mut rss = Vec::new();
+    for a in allocs {
+        let mut peaks: Vec<f64> = a["runs"].as_array().unwrap().iter().map(|r| r["peak_rss_rusage_bytes"].as_f64().unwrap()).collect();
+        assert_eq!(peaks.len(), 3);
+        peaks.sort_by(f64::total_cmp);
+        assert_eq!(a["peak_rss_median_bytes"].as_f64().unwrap(), peaks[1], "{a}");
+        assert_eq!((a["peak_rss_min_bytes"].as_f64().unwrap(), a["peak_rss_max_bytes"].as_f64().unwrap()), (peaks[0], peaks[2]));
+        ext.push(a["external"].as_f64().unwrap());
+        rss.push(peaks[1]);
+    }
+    let s = &w["spearman_external"];
+    assert_eq!(s["n"], 4, "4 points, not 12 allocator x run pairs: {s}");
+    assert_eq!(s["test"], "exact permutation");
+    let (rho, p, p_min) = exact_spearman(&ext, &rss);
+    assert!((s["rho"].as_f64().unwrap() - rho).abs() < 1e-9, "{s} vs rho {rho}");
+    assert!((s["p"].as_f64().unwrap() - p).abs() < 1e-9, "{s} vs p {p}");
+    assert!((s["p_min"].as_f64().unwrap() - p_min).abs() < 1e-9, "{s} vs p_min {p_min}");
+    // Whatever the numbers, 4 points cannot give p < 2/24.
+    assert!(p >= 1.0 / 12.0 - 1e-12);
+    // The limits are said everywhere: JSON, Markdown, HTML and the human table.
+    let limits: Vec<&str> = v["interpretation"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    assert!(limits.iter().any(|l| l.contains("2/24 = 0.0833") && l.contains("p < 0.05 cannot occur")), "{limits:?}");
+    assert!(limits.iter().any(|l| l.contains("cannot show causation")), "{limits:?}");
+    let md = std::fs::read_to_string(dir.join("rep/report.md")).unwrap();
+    let html = std::fs::read_to_string(dir.join("rep/index.html")).unwrap();
+    for text in [&md, &html] {
+        assert!(text.contains("What this can and cannot show") && text.contains("0.0833"));
+        assert!(!text.contains("the command given"), "the stray description line is back");
+    }
+    assert!(md.contains("range over runs"));
+    let (code, out, err) = heaplab(&dir, &["study", "--allocators", "glibc,jemalloc,mimalloc,tcmalloc", "--runs", "2", "-o", "rep", "--", "perl", "-e", script]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("p < 0.05 cannot occur") && out.contains("runs "), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_workload_shows_the_end_of_its_standard_error() {
+    let dir = scratch("fail");
+    // Fails while traced: the issue's example.
+    let (code, out, err) = heaplab(&dir, &["study", "--allocators", "glibc", "--runs", "2", "-o", "r", "--", "sh", "-c", "ls /nonexistent"]);
+    assert_eq!(code, 1, "{out}{err}");
+    for text in [&out, &err] {
+        assert!(text.contains("exited with status 2") && text.contains("/nonexistent") && text.contains("No such file or directory"), "{text}");
+    }
+    // Traced fine, fails in the measured runs (which do not set HEAPLAB_TRACE), after 30 lines
+    // of output: the last 20 are shown, the first ten are not.
+    let script = "if [ -z \"$HEAPLAB_TRACE\" ]; then for i in $(seq 1 30); do echo \"noise $i\" >&2; done; echo 'boom: out of luck' >&2; exit 3; fi";
+    let (code, out, err) = heaplab(&dir, &["study", "--allocators", "glibc", "--runs", "1", "-o", "r", "--json", "--", "sh", "-c", script]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("run 1 under glibc exited with status 3") && err.contains("boom: out of luck") && err.contains("noise 30"), "{err}");
+    assert!(!err.contains("noise 11\n") && !err.contains("noise 1\n"), "more than 20 lines: {err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v["workloads"][0]["error"].as_str().unwrap().contains("boom: out of luck"), "{v}");
+    let md = std::fs::read_to_string(dir.join("r/report.md")).unwrap();
+    assert!(md.contains("boom: out of luck"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unusable_output_directory_is_a_usage_error_before_anything_runs() {
+    let dir = scratch("outdir");
+    std::fs::write(dir.join("file"), "x").unwrap();
+    let ro = dir.join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let mut cases: Vec<(String, &str)> = vec![
+        ("/nonexistent/dir/r".into(), "/nonexistent/dir does not exist"),
+        ("file/r".into(), "file is not a directory"),
+        // Not writable even for root.
+        ("/sys/r".into(), "cannot write the report in /sys"),
+    ];
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        // Root writes into a read-only directory anyway: the case only holds for other users.
+        if std::fs::create_dir(ro.join("probe")).is_err() {
+            cases.push(("ro/r".into(), "cannot write the report in ro"));
+        }
+    }
+    for (out, want) in &cases {
+        // A long-running workload: the error must come before it starts.
+        let t0 = Instant::now();
+        let (code, _, err) = heaplab(&dir, &["study", "--runs", "1", "-o", out, "--", "sleep", "30"]);
+        assert_eq!(code, 2, "-o {out}: {err}");
+        assert!(err.contains(want) && err.contains(&format!("-o {out}")), "-o {out}: {err}");
+        assert!(!err.contains("tracing") && t0.elapsed() < Duration::from_secs(10), "-o {out}: it ran first: {err}");
+    }
+    let left: Vec<String> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(left.len(), 2, "nothing left behind: {left:?}");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
