@@ -121,6 +121,11 @@ struct Row {
     calls: u64,
     events: u64,
     trace_bytes: u64,
+    /// heaptrack's (zstd-compressed) output file.
+    heaptrack_bytes: u64,
+    /// heaplab's trace after `--compress`, and that run's wall time.
+    compressed_bytes: u64,
+    compressed_s: f64,
     plain: f64,
     heaptrack: f64,
     heaplab: f64,
@@ -177,18 +182,22 @@ fn main() {
         hl_cmd.extend(w.cmd.iter().cloned());
         // The three configurations take turns, run by run, so a change in machine load
         // (other jobs) falls on all of them alike; the median of each is reported.
+        let ht_files = || std::fs::read_dir(&dir).into_iter().flatten().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("ht."));
         let clean = || {
-            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-                if e.file_name().to_string_lossy().starts_with("ht.") {
-                    let _ = std::fs::remove_file(e.path());
-                }
+            for e in ht_files() {
+                let _ = std::fs::remove_file(e.path());
             }
         };
+        let mut zst_cmd = hl_cmd.clone();
+        let zst = dir.join(format!("{}.z.hltrace", w.name));
+        zst_cmd.splice(2..4, ["-o".to_string(), zst.to_string_lossy().into_owned(), "--compress".into()]);
         let r = (|| -> Result<Row, String> {
             let (mut plain, mut heaptrack, mut hl) = (Vec::new(), Vec::new(), Vec::new());
+            let mut heaptrack_bytes = 0;
             for _ in 0..runs {
                 plain.push(time(&w.cmd, &w.env, stdin, &dir)?);
                 heaptrack.push(time(&ht_cmd, &w.env, stdin, &dir)?);
+                heaptrack_bytes = ht_files().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
                 clean();
                 hl.push(time(&hl_cmd, &w.env, stdin, &dir)?);
             }
@@ -196,6 +205,9 @@ fn main() {
             let cpu = |t: &Timing| t.cpu;
             let (plain_cpu, heaptrack_cpu, heaplab_cpu) = (median(&plain, cpu), median(&heaptrack, cpu), median(&hl, cpu));
             let (plain, heaptrack, hl) = (median(&plain, wall), median(&heaptrack, wall), median(&hl, wall));
+            // One more run with --compress, for the compressed size and what compressing costs.
+            let compressed_s = time(&zst_cmd, &w.env, stdin, &dir)?.wall;
+            let compressed_bytes = std::fs::metadata(&zst).map(|m| m.len()).unwrap_or(0);
             let info = Command::new(&heaplab).args(["trace-info", "--json"]).arg(&trace).output().map_err(|e| e.to_string())?;
             let v: serde_json::Value = serde_json::from_slice(&info.stdout).map_err(|e| format!("trace-info: {e}"))?;
             let calls = v["calls"].as_object().map(|m| m.iter().filter(|(k, _)| *k != "free").map(|(_, n)| n.as_u64().unwrap_or(0)).sum()).unwrap_or(0);
@@ -205,6 +217,9 @@ fn main() {
                 calls,
                 events: v["events"].as_u64().unwrap_or(0),
                 trace_bytes: v["file_bytes"].as_u64().unwrap_or(0),
+                heaptrack_bytes,
+                compressed_bytes,
+                compressed_s,
                 plain,
                 heaptrack,
                 heaplab: hl,
@@ -258,10 +273,31 @@ fn main() {
         ));
         json_rows.push(serde_json::json!({
             "program": r.name, "workload": r.what, "alloc_calls": r.calls, "events": r.events, "trace_bytes": r.trace_bytes,
+            "heaptrack_bytes": r.heaptrack_bytes, "compressed_bytes": r.compressed_bytes, "compressed_s": r.compressed_s,
             "plain_s": r.plain, "heaptrack_s": r.heaptrack, "heaplab_s": r.heaplab,
             "added_heaptrack_s": add_ht, "added_heaplab_s": add_hl, "added_ratio": ratio,
             "plain_cpu_s": r.plain_cpu, "heaptrack_cpu_s": r.heaptrack_cpu, "heaplab_cpu_s": r.heaplab_cpu, "added_cpu_ratio": cpu_ratio, "bytes_per_event": bpe, "events_per_s": eps,
         }));
+    }
+    md.push_str(
+        "\n**Trace file sizes.** heaptrack compresses its output with zstd as it goes; heaplab writes a raw file\n\
+         (every committed event on disk at once) and `--compress` compresses it whole after the program ends\n\
+         (time: one run with `--compress`, whole command).\n\n\
+         | program | events | heaptrack file | heaplab file | heaplab `--compress` file | vs heaptrack | `--compress` run s |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in &rows {
+        let kib = |b: u64| format!("{:.1} KiB", b as f64 / 1024.0);
+        let vs = if r.heaptrack_bytes > 0 { format!("{:.2}×", r.compressed_bytes as f64 / r.heaptrack_bytes as f64) } else { "—".into() };
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {vs} | {:.3} |\n",
+            r.name,
+            r.events,
+            kib(r.heaptrack_bytes),
+            kib(r.trace_bytes),
+            kib(r.compressed_bytes),
+            r.compressed_s
+        ));
     }
     md.push_str(
         "\nTargets (issue #4): at most 6 bytes per event on disk; added time at most a third of heaptrack's (ratio ≤ 0.33).\n\
