@@ -136,7 +136,8 @@ pub fn replay(a: ReplayArgs) -> Result<(), Failure> {
         println!("trace          {}", a.input);
         println!("allocator      {} (malloc from {})", alloc.name, p.meta.provider);
         println!("requests       {} in {:.3} s ({:.2}M requests/s), {} thread{}", grouped(st.requests), st.seconds, rate / 1e6, st.threads, if st.threads == 1 { "" } else { "s" });
-        println!("jobs           {} in {} mappings ({} reads of /proc/self/maps)", grouped(st.jobs), p.mappings.len(), st.maps_rereads);
+        let m = p.mappings.len();
+        println!("jobs           {} in {m} mapping{} ({} reads of /proc/self/maps)", grouped(st.jobs), if m == 1 { "" } else { "s" }, st.maps_rereads);
         println!(
             "skipped        {} frees of unknown pointers, {} allocations that failed in the trace, {} that failed in the replay",
             grouped(st.unmatched_frees),

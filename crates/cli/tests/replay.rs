@@ -22,7 +22,8 @@ fn ok_json(dir: &Path, args: &[&str]) -> Value {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heaplab-replay-{}-{name}", std::process::id()));
+    // Under the build directory, replaced by the next run: nothing piles up in /tmp.
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -19,7 +19,7 @@ fn heaplab(dir: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// A fresh scratch directory, removed by the test when it passes.
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heaplab-study-test-{}-{name}", std::process::id()));
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("study-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
