@@ -14,8 +14,9 @@ use crate::error::{InputError, InputErrorKind as K};
 use crate::{Columns, Instance, Semantics};
 use std::io::{BufRead, Write};
 
-/// The first bytes of every heaplab binary instance file.
-pub const MAGIC: &[u8; 6] = b"HLBIN\0";
+/// The first bytes of every heaplab binary instance file (defined with the other formats'
+/// magic in [`crate::input`]).
+pub use crate::input::HLBIN_MAGIC as MAGIC;
 const TRAILER: &[u8; 6] = b"HLEND\0";
 /// The format version this build writes and reads.
 pub const VERSION: u16 = 1;
