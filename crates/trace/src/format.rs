@@ -57,8 +57,9 @@
 //! path bytes), and the marker `HLTEND`. Events may follow the trailer (other libraries'
 //! destructors run after it).
 
-/// The first 8 bytes of every trace.
-pub const MAGIC: &[u8; 8] = b"HLTRACE\0";
+/// The first 8 bytes of every trace (defined with the other formats' magic in
+/// `heaplab_model::input`, which tells files apart by it).
+pub use heaplab_model::input::TRACE_MAGIC as MAGIC;
 /// The version this build reads (and the tracer writes).
 pub const VERSION: u16 = 1;
 /// Size of the fixed part of the header.
