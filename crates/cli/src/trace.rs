@@ -5,7 +5,7 @@
 use crate::report::{bytes, grouped, ProgressLine};
 use crate::Failure;
 use clap::Args;
-use heaplab_model::{files, Instance, Semantics};
+use heaplab_model::{files, FileKind, Input, Instance, Semantics};
 use heaplab_trace::format::{EndKind, Op};
 use heaplab_trace::{analyse, Clock, ConvertOptions, Ending, Header, SizeModel, TraceReader, TraceStats};
 use serde_json::{json, Value};
@@ -53,9 +53,8 @@ pub struct TraceArgs {
     /// The trace file of the program started (children get STEM.PID.hltrace beside it).
     #[arg(short, long, value_name = "FILE")]
     output: String,
-    /// Record call sites: 1 = the calling instruction (cheap), N > 1 = also a hash of N frames
-    /// (unwinds the stack: a few µs per allocation).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = crate::flag_ranges::STACK_DEPTH.parser::<u32>(),
+        help = crate::flag_ranges::STACK_DEPTH.help("Record call sites: 1 = the calling instruction (cheap), N > 1 = also a hash of N frames (unwinds the stack: a few µs per allocation)."))]
     stack_depth: u32,
     /// Trace programs started by exec (the default).
     #[arg(long, overrides_with = "no_follow_exec")]
@@ -154,9 +153,6 @@ impl Drop for IgnoreInterrupts {
 
 /// `heaplab trace`.
 pub fn trace(a: TraceArgs) -> Result<(), Failure> {
-    if a.stack_depth > 64 {
-        return Err(Failure::Input(format!("--stack-depth {}: at most 64", a.stack_depth)));
-    }
     crate::commands::check_writable(&a.output)?;
     if a.output == "-" {
         return Err(Failure::Input("-o -: a trace must go to a file".into()));
@@ -515,8 +511,8 @@ pub struct TraceInputArgs {
     /// (usable; the requested size is kept in the 'requested' column).
     #[arg(long, default_value = "requested", value_parser = ["requested", "usable"], help_heading = "Trace input")]
     size: String,
-    /// For trace input: only buffers allocated by this thread id, on its own clock.
-    #[arg(long, value_name = "TID", help_heading = "Trace input")]
+    #[arg(long, value_name = "TID", help_heading = "Trace input", value_parser = crate::flag_ranges::THREAD.parser::<u32>(),
+        help = crate::flag_ranges::THREAD.help("For trace input: only buffers allocated by this thread id, on its own clock."))]
     thread: Option<u32>,
     /// For trace input: use the usable part of a damaged (truncated) trace instead of failing.
     #[arg(long, help_heading = "Trace input")]
@@ -531,15 +527,30 @@ pub struct TraceFacts {
 
 /// Reads an instance from an instance file or, when `path` is a trace, by converting it.
 pub fn read_instance(path: &str, semantics: Semantics, t: &TraceInputArgs) -> Result<(Instance, Option<TraceFacts>), Failure> {
-    if path == "-" || !heaplab_trace::is_trace(path) {
-        return Ok((files::read_instance(path, semantics)?, None));
+    let (inst, _, facts) = read_input(Input::open(path)?, semantics, false, t)?;
+    Ok((inst, facts))
+}
+
+/// Reads an instance (with its offsets when `allow_offsets` and the file has them) from an
+/// opened input, converting it first when it is a trace: the input is read once, so pipes work.
+pub fn read_input(
+    mut input: Input,
+    semantics: Semantics,
+    allow_offsets: bool,
+    t: &TraceInputArgs,
+) -> Result<(Instance, Option<Vec<u64>>, Option<TraceFacts>), Failure> {
+    if input.kind()? != FileKind::Trace {
+        let (inst, offsets) = files::read_input(input, semantics, allow_offsets)?;
+        return Ok((inst, offsets, None));
     }
+    let path = input.name().to_string();
+    let path = path.as_str();
     let opts = ConvertOptions {
         clock: Clock::parse(&t.clock).unwrap_or_default(),
         size: SizeModel::parse(&t.size).unwrap_or_default(),
         thread: t.thread,
     };
-    let mut r = TraceReader::open(path)?;
+    let mut r = TraceReader::from_input(input)?;
     let analysis = analyse_with_progress(&mut r, Some(&opts), path);
     let ending = r.into_ending();
     if let Some(f) = damage_failure(path, &ending, analysis.stats.events) {
@@ -564,7 +575,7 @@ pub fn read_instance(path: &str, semantics: Semantics, t: &TraceInputArgs) -> Re
         t.clock,
         t.size
     );
-    Ok((inst, Some(TraceFacts { stats: analysis.stats, ending })))
+    Ok((inst, None, Some(TraceFacts { stats: analysis.stats, ending })))
 }
 
 /// The oracle gap for `plan` on a trace: the optimal static plan's makespan against the peak
