@@ -31,7 +31,7 @@ pub enum FileKind {
     Trace,
     /// A placed file (`HLPLACE\0`).
     Placed,
-    /// Text (UTF-8 without NUL bytes in its first bytes): a CSV file of some kind.
+    /// Text (no NUL bytes in its first bytes, and UTF-8 at its start): a CSV file of some kind.
     Text,
     /// Nothing at all.
     Empty,
@@ -233,7 +233,7 @@ impl Input {
             FileKind::Placed
         } else if h.is_empty() {
             FileKind::Empty
-        } else if looks_like_text(h, self.ended) {
+        } else if looks_like_text(h) {
             FileKind::Text
         } else {
             FileKind::Unknown
@@ -301,15 +301,21 @@ impl Input {
     }
 }
 
-/// Text is UTF-8 without NUL bytes; a character cut by the end of the look-ahead still counts.
-fn looks_like_text(b: &[u8], ended: bool) -> bool {
+/// Text has no NUL byte in the look-ahead and starts with UTF-8 text (no control characters
+/// but tab and line ends in its first 8 bytes, where a magic would be). An invalid byte further
+/// on is left to the text reader, which names its line.
+fn looks_like_text(b: &[u8]) -> bool {
     if b.contains(&0) {
         return false;
     }
-    match std::str::from_utf8(b) {
-        Ok(_) => true,
-        Err(e) => !ended && e.error_len().is_none(),
-    }
+    let start = &b[..b.len().min(8)];
+    let text = match std::str::from_utf8(start) {
+        Ok(t) => t,
+        // A character cut by the 8-byte window.
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&start[..e.valid_up_to()]).unwrap_or(""),
+        Err(_) => return false,
+    };
+    !text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\r' | '\n'))
 }
 
 impl Read for Input {
@@ -356,6 +362,8 @@ mod tests {
             (b"HLBIX\0\x01\0", FileKind::Unknown),
             (b"\xff\xfe\x00", FileKind::Unknown),
         ];
+        assert_eq!(Input::from_bytes("x", b"id,lower,\xff".to_vec()).kind().unwrap(), FileKind::Text);
+        assert_eq!(Input::from_bytes("x", b"\x1f\x8b\x08".to_vec()).kind().unwrap(), FileKind::Unknown);
         for (bytes, kind) in cases {
             let mut i = Input::from_bytes("x", bytes.to_vec());
             assert_eq!(i.kind().unwrap(), kind, "{bytes:?}");
