@@ -73,7 +73,7 @@ fn offsets_for(inst: &Instance, path: &str, sem: Semantics, problems: &mut Vec<S
         return Err(input.wrong_kind(Wanted::Instance));
     }
     if kind == FileKind::Hlbin {
-        let (pinst, offs) = binary::read(input, path, sem)?;
+        let (pinst, offs) = binary::read_input(input, sem)?;
         let offs = offs.ok_or_else(|| InputError::file(path, InputErrorKind::Shape, "binary file holds no offsets"))?;
         for (k, (b, o)) in pinst.buffers.iter().zip(offs).enumerate() {
             assign(b.id, format!("{path}: record {}", k + 1), o, Some((b.lower, b.upper, b.size)), problems);

@@ -40,7 +40,7 @@ pub fn read(path: &str, semantics: Semantics, allow_offsets: bool) -> Result<(In
 pub fn read_input(mut input: Input, semantics: Semantics, allow_offsets: bool) -> Result<(Instance, Option<Vec<u64>>), InputError> {
     let path = input.name().to_string();
     let (inst, offs) = match input.kind()? {
-        FileKind::Hlbin => binary::read(input, &path, semantics)?,
+        FileKind::Hlbin => binary::read_input(input, semantics)?,
         FileKind::Text | FileKind::Empty => csv::read_instance_from(input, &path, semantics, allow_offsets)?,
         FileKind::Trace | FileKind::Placed | FileKind::Unknown => return Err(input.wrong_kind(Wanted::Instance)),
     };
