@@ -279,6 +279,12 @@ pub fn read_binary<R: Read>(mut r: R, name: &str) -> Result<Placed, InputError> 
         mappings.push(Mapping { id: id as u32, start, end, name: mname });
         counts.push(n);
     }
+    // Mapping ids name mappings (the CSV export keys jobs by them): two with one id are corrupt.
+    let mut ids: Vec<u32> = mappings.iter().map(|m| m.id).collect();
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(InputError::file(name, K::Format, format!("corrupt mapping table: mapping id {} appears twice", w[0])));
+    }
     if counts.iter().try_fold(0u64, |a, &n| a.checked_add(n)) != Some(njobs) {
         return Err(InputError::file(name, K::Format, "corrupt mapping table: its job counts do not add up to the header's"));
     }
@@ -302,6 +308,9 @@ pub fn read_binary<R: Read>(mut r: R, name: &str) -> Result<Placed, InputError> 
             jobs.push(Job { id, mapping: m as u32, start, end, requested, usable, address: addr });
         }
     }
+    if let Some(id) = repeated_id(&jobs) {
+        return Err(InputError::file(name, K::Format, format!("corrupt: job id {id} appears twice")));
+    }
     let tail = c.bytes(16, "the end marker")?;
     if &tail[..8] != END || u64::from_le_bytes(tail[8..].try_into().expect("8 bytes")) != njobs {
         return Err(InputError::file(name, K::Format, format!("corrupt end marker at byte {}", c.pos - 16)));
@@ -310,6 +319,14 @@ pub fn read_binary<R: Read>(mut r: R, name: &str) -> Result<Placed, InputError> 
         return Err(InputError::file(name, K::Format, format!("{} unexpected bytes after the end marker", b.len() - c.pos)));
     }
     Ok(Placed { meta, mappings, jobs })
+}
+
+/// A job id that appears more than once, in any mappings: ids are the trace's allocation
+/// indexes, one per job (both readers check it, so a file and its CSV export read alike).
+fn repeated_id(jobs: &[Job]) -> Option<u64> {
+    let mut ids: Vec<u64> = jobs.iter().map(|j| j.id).collect();
+    ids.sort_unstable();
+    ids.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
 }
 
 /// The CSV header of the export.
@@ -407,8 +424,8 @@ pub fn read_csv<R: Read>(r: R, name: &str, page_size: u32) -> Result<Placed, Inp
     });
     let meta = PlacedMeta { page_size, threads: 0, end_time, trace: name.to_string(), ..Default::default() };
     let p = Placed::new(meta, mappings, jobs.collect());
-    if let Some(w) = p.jobs.windows(2).find(|w| w[0].id == w[1].id) {
-        return Err(InputError::file(name, K::Consistency, format!("job id {} appears twice", w[0].id)));
+    if let Some(id) = repeated_id(&p.jobs) {
+        return Err(InputError::file(name, K::Consistency, format!("job id {id} appears twice")));
     }
     Ok(p)
 }
