@@ -73,8 +73,6 @@ pub struct PlanArgs {
     /// Print the summary as JSON instead of a table.
     #[arg(long)]
     json: bool,
-    // The time limit's help: the best placement found by then is returned. One greedy placement
-    // always completes first, so on a million buffers or more a run can take longer.
     #[arg(long, default_value_t = 3.0, value_name = "SECONDS", value_parser = TIME_LIMIT.parser(), help = TIME_LIMIT.help(
         "Wall-clock budget in seconds; the best placement found by then is returned. One greedy placement always \
          completes first, so on a million buffers or more a run can take longer (first-fit by size: about 4-20 s \

@@ -200,8 +200,8 @@ fn thread_cpu() -> f64 {
 }
 
 /// Reads a placed file and computes its fragmentation; returns both and the wall and CPU
-/// seconds the metric took.
-/// `page_size` and `buckets` are in the ranges of [`crate::flag_ranges`].
+/// seconds the metric took. `page_size` and `buckets` were checked by their flags' ranges
+/// ([`crate::flag_ranges`]).
 pub fn measure(path: &str, page_size: Option<u64>, buckets: usize) -> Result<(Placed, Frag, f64, f64), Failure> {
     let p = placed::read(path, page_size.unwrap_or(4096) as u32)?;
     let opts = FragOptions { page_size: page_size.unwrap_or(p.meta.page_size as u64), buckets };
