@@ -531,14 +531,13 @@ pub fn read_instance(path: &str, semantics: Semantics, t: &TraceInputArgs) -> Re
     Ok((inst, facts))
 }
 
+/// What [`read_input`] read: the instance, its offsets when it is a placement, and what a trace
+/// said besides.
+pub type InstanceRead = (Instance, Option<Vec<u64>>, Option<TraceFacts>);
+
 /// Reads an instance (with its offsets when `allow_offsets` and the file has them) from an
 /// opened input, converting it first when it is a trace: the input is read once, so pipes work.
-pub fn read_input(
-    mut input: Input,
-    semantics: Semantics,
-    allow_offsets: bool,
-    t: &TraceInputArgs,
-) -> Result<(Instance, Option<Vec<u64>>, Option<TraceFacts>), Failure> {
+pub fn read_input(mut input: Input, semantics: Semantics, allow_offsets: bool, t: &TraceInputArgs) -> Result<InstanceRead, Failure> {
     if input.kind()? != FileKind::Trace {
         let (inst, offsets) = files::read_input(input, semantics, allow_offsets)?;
         return Ok((inst, offsets, None));
