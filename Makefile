@@ -5,7 +5,7 @@ CARGO   ?= cargo
 HEAPLAB := target/release/heaplab
 OUT     := out
 
-.PHONY: all build demo test bench bench-quick bench-trace bench-study deps trace-deps study-deps clean
+.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-study deps trace-deps study-deps clean
 
 all: build
 
@@ -61,6 +61,14 @@ demo: build
 
 test: deps trace-deps study-deps
 	$(CARGO) test --workspace
+
+# A longer run of the mutation fuzz test that `make test` runs briefly (crates/cli/tests/fuzz.rs):
+# FUZZ_CASES mutated files from FUZZ_SEED (a new seed each run unless given; it is printed, and
+# failing inputs are kept under target/tmp/fuzz-failures/ to reproduce with that seed).
+FUZZ_CASES ?= 50000
+FUZZ_SEED  ?= $(shell date +%s)
+fuzz: deps trace-deps study-deps
+	HEAPLAB_FUZZ_CASES=$(FUZZ_CASES) HEAPLAB_FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test -p heaplab-cli --test fuzz -- --nocapture
 
 # Long measurements: the full table (shared set + generated 10^3 … 10^6 buffers, and 10^7 for
 # random, nn and malloc: issue #3's streaming and memory check; a 10^7 run may take minutes).

@@ -9,9 +9,8 @@ use crate::report::{bytes, grouped, pct};
 use crate::Failure;
 use clap::Args;
 use heaplab_model::csv::Reader;
-use heaplab_model::{binary, files, Instance, InputError, InputErrorKind, Semantics};
+use heaplab_model::{binary, files, FileKind, Input, Instance, InputError, InputErrorKind, Semantics, Wanted};
 use serde_json::json;
-use std::io::BufRead;
 
 pub const CHECK_HELP: &str = "\
 Validate a placement: no two buffers live at the same time may overlap in [offset, offset + size),
@@ -68,18 +67,19 @@ fn offsets_for(inst: &Instance, path: &str, sem: Semantics, problems: &mut Vec<S
         }
         offsets[i] = Some(off);
     };
-    let mut input = std::io::BufReader::new(
-        std::fs::File::open(path).map_err(|e| InputError::file(path, InputErrorKind::Io, format!("cannot open: {e}")))?,
-    );
-    if binary::is_binary(&mut input) {
-        let (pinst, offs) = binary::read(input, path, sem)?;
+    let mut input = Input::open(path)?;
+    let kind = input.kind()?;
+    if !matches!(kind, FileKind::Hlbin | FileKind::Text | FileKind::Empty) {
+        return Err(input.wrong_kind(Wanted::Instance));
+    }
+    if kind == FileKind::Hlbin {
+        let (pinst, offs) = binary::read_input(input, sem)?;
         let offs = offs.ok_or_else(|| InputError::file(path, InputErrorKind::Shape, "binary file holds no offsets"))?;
         for (k, (b, o)) in pinst.buffers.iter().zip(offs).enumerate() {
             assign(b.id, format!("{path}: record {}", k + 1), o, Some((b.lower, b.upper, b.size)), problems);
         }
         return Ok(offsets);
     }
-    let _ = input.fill_buf();
     let mut rd = Reader::new(input, path, &["id", "offset"], &["lower", "upper", "size", "alignment", "requested"])?;
     while let Some(row) = rd.next_row()? {
         let id = row.id().unwrap_or(0);

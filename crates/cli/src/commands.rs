@@ -1,10 +1,13 @@
 //! The `plan`, `stats`, `plot`, `gen` and `convert` subcommands: arguments, and turning the
 //! library's results into the human table or JSON.
 
+use crate::flag_ranges::{GEN_BUFFERS, ITERATIONS, SEED, TIME_LIMIT};
+use crate::outputs::check_outputs;
+pub(crate) use crate::outputs::check_writable;
 use crate::report::{bytes, exact_bytes, grouped, parse_bytes, pct, ProgressLine};
 use crate::Failure;
 use clap::Args;
-use heaplab_model::{files, Semantics};
+use heaplab_model::{files, FileKind, Input, Semantics};
 use heaplab_plan::{Algorithm, PlanOptions, Progress};
 use serde_json::json;
 use std::sync::atomic::Ordering;
@@ -70,21 +73,20 @@ pub struct PlanArgs {
     /// Print the summary as JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Wall-clock budget in seconds; the best placement found by then is returned. One greedy
-    /// placement always completes first, so on a million buffers or more a run can take longer
-    /// (first-fit by size: about 4-20 s at 10^6; above 2*10^6 the faster start-order sweep runs
-    /// first, and first-fit by size only if the budget allows it).
-    #[arg(long, default_value_t = 3.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 3.0, value_name = "SECONDS", value_parser = TIME_LIMIT.parser(), help = TIME_LIMIT.help(
+        "Wall-clock budget in seconds; the best placement found by then is returned. One greedy placement always \
+         completes first, so on a million buffers or more a run can take longer (first-fit by size: about 4-20 s \
+         at 10^6; above 2*10^6 the faster start-order sweep runs first, and first-fit by size only if the budget \
+         allows it)."))]
     time_limit: f64,
     /// Memory available, in bytes or with a unit (16GiB = 16·2^30, 16GB = 16·10^9): stop at the
     /// first plan that fits in it instead of minimising; exit code 1 when none fits.
     #[arg(long, value_name = "BYTES")]
     capacity: Option<String>,
-    /// Cap on boxing iterations per component.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = ITERATIONS.parser::<usize>(), help = ITERATIONS.help("Cap on boxing iterations per component."))]
     iterations: Option<usize>,
-    /// Seed for the stochastic algorithms; same seed and threads give the same plan.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = SEED.parser::<u64>(),
+        help = SEED.help("Seed for the stochastic algorithms; same seed and threads give the same plan."))]
     seed: u64,
     /// Restrict to one algorithm (auto, heuristics, boxing, exact, or FIT/ORDER such as best-fit/size).
     #[arg(long, default_value = "auto", value_name = "NAME")]
@@ -107,19 +109,12 @@ fn io_failure(path: &str, e: std::io::Error) -> Failure {
 /// `heaplab plan`.
 pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     let t0 = Instant::now();
-    if !(a.time_limit.is_finite() && a.time_limit >= 0.0) {
-        return Err(Failure::Input(format!("--time-limit {}: expected a non-negative number of seconds", a.time_limit)));
-    }
     let algorithm = Algorithm::parse(&a.algorithm, a.seed).ok_or_else(|| {
         Failure::Input(format!("--algorithm {}: unknown; expected one of {}", a.algorithm, Algorithm::NAMES))
     })?;
-    if a.iterations == Some(0) {
-        return Err(Failure::Input("--iterations 0: expected at least 1".into()));
-    }
     let capacity = a.capacity.as_deref().map(parse_bytes).transpose().map_err(|e| Failure::Input(format!("--capacity {e}")))?;
-    for out in [&a.output, &a.plot].into_iter().flatten() {
-        check_writable(out)?;
-    }
+    let outputs: Vec<&str> = [&a.output, &a.plot].into_iter().flatten().map(String::as_str).collect();
+    check_outputs(&outputs, &[&a.input])?;
     if let Some(p) = &a.plot {
         plot_format(p)?;
     }
@@ -300,22 +295,6 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     }
 }
 
-/// Fails early (before long work) when an output path cannot be created.
-pub(crate) fn check_writable(path: &str) -> Result<(), Failure> {
-    if path == "-" {
-        return Ok(());
-    }
-    let p = std::path::Path::new(path);
-    if p.is_dir() {
-        return Err(Failure::Input(format!("{path}: is a directory, expected a file name")));
-    }
-    let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    if !dir.is_dir() {
-        return Err(Failure::Input(format!("{path}: directory {} does not exist", dir.display())));
-    }
-    Ok(())
-}
-
 enum PlotFormat {
     Png,
     Svg,
@@ -355,7 +334,8 @@ fn write_plot(path: &str, buffers: &[heaplab_model::Buffer], offsets: &[u64], ti
 /// Arguments of `heaplab stats`.
 #[derive(Args)]
 pub struct StatsArgs {
-    /// Instance or placement file (CSV or .hlbin).
+    /// Instance or placement file (CSV or .hlbin), or a trace (.hltrace, converted on the way);
+    /// '-' reads standard input.
     input: String,
     /// Lifetime convention of the input.
     #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
@@ -363,11 +343,13 @@ pub struct StatsArgs {
     /// Print as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    trace: crate::trace::TraceInputArgs,
 }
 
 /// `heaplab stats`.
 pub fn stats(a: StatsArgs) -> Result<(), Failure> {
-    let (inst, _) = files::read(&a.input, semantics(&a.semantics), true)?;
+    let (inst, _, _) = crate::trace::read_input(Input::open(&a.input)?, semantics(&a.semantics), true, &a.trace)?;
     let s = heaplab_sweep::stats::stats(&inst.buffers);
     let hist = |h: &[heaplab_sweep::stats::Bucket]| -> Vec<serde_json::Value> {
         h.iter().map(|b| json!({"lo": b.lo, "hi": b.hi, "count": b.count})).collect()
@@ -452,11 +434,9 @@ pub struct GenArgs {
     /// Kind of instance.
     #[arg(long, value_name = "KIND", value_parser = gen_kind_names())]
     kind: String,
-    /// Number of buffers.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = GEN_BUFFERS.parser::<usize>(), help = GEN_BUFFERS.help("Number of buffers."))]
     buffers: usize,
-    /// Seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = SEED.parser::<u64>(), help = SEED.help("Seed."))]
     seed: u64,
     /// Output file (.csv, or .hlbin for the binary format); '-' for standard output.
     #[arg(short, long, value_name = "FILE")]
@@ -470,7 +450,7 @@ fn gen_kind_names() -> Vec<&'static str> {
 /// `heaplab gen`.
 pub fn gen(a: GenArgs) -> Result<(), Failure> {
     let kind = heaplab_gen::Kind::parse(&a.kind).ok_or_else(|| Failure::Input(format!("unknown kind {}", a.kind)))?;
-    check_writable(&a.output)?;
+    check_outputs(&[&a.output], &[])?;
     let inst = heaplab_gen::generate(kind, a.buffers, a.seed);
     files::write(&a.output, &inst, None).map_err(|e| io_failure(&a.output, e))?;
     if a.output != "-" {
@@ -497,18 +477,16 @@ pub struct ConvertArgs {
 
 /// `heaplab convert`.
 pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
-    check_writable(&a.output)?;
-    if heaplab_replay::placed::is_placed(&a.input) {
-        let p = heaplab_replay::placed::read(&a.input, 4096)?;
+    check_outputs(&[&a.output], &[&a.input])?;
+    // Opened once and told apart by magic: a pipe is read like a file.
+    let mut input = Input::open(&a.input)?;
+    if input.kind()? == FileKind::Placed {
+        let p = heaplab_replay::placed::read_input(input, 4096)?;
         crate::replay::write_placed(&a.output, &p)?;
         eprintln!("heaplab: wrote {} jobs to {}", grouped(p.jobs.len() as u64), a.output);
         return Ok(());
     }
-    let (inst, offsets) = if heaplab_trace::is_trace(&a.input) || heaplab_trace::run::is_run_index(&a.input) {
-        (crate::trace::read_instance(&a.input, semantics(&a.semantics), &a.trace)?.0, None)
-    } else {
-        files::read(&a.input, semantics(&a.semantics), true)?
-    };
+    let (inst, offsets, _) = crate::trace::read_input(input, semantics(&a.semantics), true, &a.trace)?;
     files::write(&a.output, &inst, offsets.as_deref()).map_err(|e| io_failure(&a.output, e))?;
     eprintln!("heaplab: wrote {} buffers to {}", grouped(inst.len() as u64), a.output);
     Ok(())

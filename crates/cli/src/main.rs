@@ -4,6 +4,8 @@
 
 mod check;
 mod commands;
+mod flag_ranges;
+mod outputs;
 mod replay;
 mod report;
 mod study;

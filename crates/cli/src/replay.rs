@@ -48,8 +48,12 @@ Examples:
 /// Arguments of `heaplab replay`.
 #[derive(Args)]
 pub struct ReplayArgs {
-    /// A trace written by `heaplab trace`.
+    /// A trace written by `heaplab trace`, or a run's index (.hlrun: the process with the most
+    /// events, or the one --process names).
     input: String,
+    /// For a run index: the process to replay (a pid, or a program name such as python3).
+    #[arg(long, value_name = "PID|NAME")]
+    process: Option<String>,
     /// glibc, jemalloc, mimalloc, tcmalloc, or a path to a shared library.
     #[arg(short, long, value_name = "ALLOCATOR")]
     allocator: String,
@@ -82,9 +86,6 @@ pub fn write_placed(path: &str, p: &Placed) -> Result<(), Failure> {
 
 /// Replays `trace` under `alloc` with a progress line.
 pub fn replay_with_progress(trace: &str, alloc: &heaplab_replay::Allocator, allow_truncated: bool) -> Result<(Placed, ReplayStats), Failure> {
-    if !heaplab_trace::is_trace(trace) {
-        heaplab_trace::TraceReader::open(trace)?;
-    }
     let counter = Arc::new(AtomicU64::new(0));
     let (c, name, an) = (counter.clone(), trace.to_string(), alloc.name.clone());
     let _line = ProgressLine::start(move |el| format!("replaying {name} under {an}: {} events, {:.1} s", grouped(c.load(Ordering::Relaxed)), el.as_secs_f64()));
@@ -94,9 +95,17 @@ pub fn replay_with_progress(trace: &str, alloc: &heaplab_replay::Allocator, allo
 
 /// `heaplab replay`.
 pub fn replay(a: ReplayArgs) -> Result<(), Failure> {
-    crate::commands::check_writable(&a.output)?;
+    crate::outputs::check_outputs(&[&a.output], &[&a.input])?;
     let alloc = heaplab_replay::resolve(&a.allocator).map_err(|e| Failure::Input(e.0))?;
-    let (p, st) = replay_with_progress(&a.input, &alloc, a.allow_truncated)?;
+    // A run index names the trace to replay. Only a regular file is looked into first: the
+    // replay reads its trace twice, so a pipe is refused by the replay itself.
+    let trace = if std::fs::metadata(&a.input).is_ok_and(|m| m.is_file()) {
+        let (t, _) = crate::trace::select_trace(heaplab_model::Input::open(&a.input)?, a.process.as_deref())?;
+        t.name().to_string()
+    } else {
+        a.input.clone()
+    };
+    let (p, st) = replay_with_progress(&trace, &alloc, a.allow_truncated)?;
     write_placed(&a.output, &p)?;
     if st.failed_in_replay > 0 {
         // The file is valid, but it places a different request sequence than the trace's.
@@ -218,11 +227,11 @@ pub struct FragArgs {
     /// Print as JSON (with the per-mapping figures and the series over time).
     #[arg(long)]
     json: bool,
-    /// Page size in bytes (a power of two); default: the placed file's, 4096 for CSV.
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = crate::flag_ranges::PAGE_SIZE.parser::<u64>(),
+        help = crate::flag_ranges::PAGE_SIZE.help("Page size in bytes; default: the placed file's, 4096 for CSV."))]
     page_size: Option<u64>,
-    /// Buckets of the fragmentation-over-time series.
-    #[arg(long, default_value_t = 100, value_name = "N")]
+    #[arg(long, default_value_t = 100, value_name = "N", value_parser = crate::flag_ranges::FRAG_BUCKETS.parser::<usize>(),
+        help = crate::flag_ranges::FRAG_BUCKETS.help("Buckets of the fragmentation-over-time series (0: none)."))]
     buckets: usize,
     /// Draw fragmentation over time to this PNG.
     #[arg(long, value_name = "FILE")]
@@ -239,13 +248,9 @@ fn thread_cpu() -> f64 {
 }
 
 /// Reads a placed file and computes its fragmentation; returns both and the wall and CPU
-/// seconds the metric took.
+/// seconds the metric took. `page_size` and `buckets` were checked by their flags' ranges
+/// ([`crate::flag_ranges`]).
 pub fn measure(path: &str, page_size: Option<u64>, buckets: usize) -> Result<(Placed, Frag, f64, f64), Failure> {
-    if let Some(p) = page_size {
-        if p == 0 || !p.is_power_of_two() || p > 1 << 30 {
-            return Err(Failure::Input(format!("--page-size {p}: expected a power of two up to 1 GiB")));
-        }
-    }
     let p = placed::read(path, page_size.unwrap_or(4096) as u32)?;
     let opts = FragOptions { page_size: page_size.unwrap_or(p.meta.page_size as u64), buckets };
     let (t0, c0) = (Instant::now(), thread_cpu());
@@ -296,7 +301,7 @@ pub fn frag_json(p: &Placed, f: &Frag, page: u64) -> Value {
 /// `heaplab frag`.
 pub fn frag(a: FragArgs) -> Result<(), Failure> {
     if let Some(p) = &a.plot {
-        crate::commands::check_writable(p)?;
+        crate::outputs::check_outputs(&[p], &[&a.input])?;
         if !p.to_ascii_lowercase().ends_with(".png") {
             return Err(Failure::Input(format!("--plot {p}: expected a .png file name")));
         }

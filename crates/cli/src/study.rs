@@ -54,8 +54,8 @@ pub struct StudyArgs {
     /// Allocators, comma-separated: glibc, jemalloc, mimalloc, tcmalloc or library paths.
     #[arg(long, default_value = "glibc,jemalloc,mimalloc,tcmalloc", value_name = "LIST")]
     allocators: String,
-    /// Runs of the real program per allocator.
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = crate::flag_ranges::STUDY_RUNS.parser::<usize>(),
+        help = crate::flag_ranges::STUDY_RUNS.help("Runs of the real program per allocator."))]
     runs: usize,
     /// The report directory.
     #[arg(short, long, value_name = "OUTDIR")]
@@ -66,14 +66,14 @@ pub struct StudyArgs {
     /// Only these workloads of the suite (comma-separated names).
     #[arg(long, value_name = "NAMES")]
     only: Option<String>,
-    /// Divide the suite's input sizes by this (1 = full size; larger for quick checks).
-    #[arg(long, default_value_t = 1, value_name = "K")]
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = crate::flag_ranges::SUITE_SCALE.parser::<u64>(),
+        help = crate::flag_ranges::SUITE_SCALE.help("Divide the suite's input sizes by this (1 = full size; larger for quick checks)."))]
     suite_scale: u64,
     /// Peak RSS from wait4's rusage (default) or from sampling /proc.
     #[arg(long, default_value = "rusage", value_parser = ["rusage", "proc"])]
     rss: String,
-    /// Kill a run after this many seconds (it then counts as failed).
-    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 600, value_name = "SECONDS", value_parser = crate::flag_ranges::STUDY_TIMEOUT.parser::<u64>(),
+        help = crate::flag_ranges::STUDY_TIMEOUT.help("Kill a run after this many seconds (it then counts as failed)."))]
     timeout: u64,
     /// Keep the files runs create in the working directory.
     #[arg(long)]
@@ -257,9 +257,6 @@ fn install_dir(tmp: &Path, target: &Path) -> std::io::Result<()> {
 /// `heaplab study`.
 pub fn study(a: StudyArgs) -> Result<(), Failure> {
     let allocs = heaplab_replay::resolve_list(&a.allocators).map_err(|e| Failure::Input(e.0))?;
-    if a.runs == 0 {
-        return Err(Failure::Input("--runs 0: expected at least 1".into()));
-    }
     match (&a.suite, a.command.is_empty()) {
         (Some(_), false) => return Err(Failure::Input("give either --suite or a command after --, not both".into())),
         (None, true) => return Err(Failure::Input("nothing to study: give a command after -- or --suite default".into())),

@@ -6,7 +6,7 @@
 use crate::report::{bytes, grouped, parse_bytes, ProgressLine};
 use crate::Failure;
 use clap::Args;
-use heaplab_model::{files, Instance, Semantics};
+use heaplab_model::{files, FileKind, Input, Instance, Semantics};
 use heaplab_trace::format::{Op, PageOp};
 use heaplab_trace::launch::{Cap, LaunchError, LaunchOptions};
 use heaplab_trace::run::{describe_ending as end_text, Process, RunIndex};
@@ -76,9 +76,8 @@ pub struct TraceArgs {
     /// and a run of several processes an index, STEM.hlrun).
     #[arg(short, long, value_name = "FILE")]
     output: String,
-    /// Record call sites: 1 = the calling instruction (cheap), N > 1 = also a hash of N frames
-    /// (unwinds the stack: a few µs per allocation). 0 to 64.
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = crate::flag_ranges::STACK_DEPTH.parser::<u32>(),
+        help = crate::flag_ranges::STACK_DEPTH.help("Record call sites: 1 = the calling instruction (cheap), N > 1 = also a hash of N frames (unwinds the stack: a few µs per allocation)."))]
     stack_depth: u32,
     /// Trace programs started by exec (the default).
     #[arg(long, overrides_with = "no_follow_exec")]
@@ -473,8 +472,10 @@ fn analyse_with_progress<R: std::io::Read>(r: &mut TraceReader<R>, convert: Opti
     analyse(r, convert, Some(&counter))
 }
 
-fn summarise(shown: &str, path: &str) -> Result<Summary, Failure> {
-    let mut r = TraceReader::open(path).map_err(|e| Failure::Input(e.to_string().replacen(path, shown, 1)))?;
+fn summarise(input: Input) -> Result<Summary, Failure> {
+    let shown = input.name().to_string();
+    let shown = shown.as_str();
+    let mut r = TraceReader::from_input(input)?;
     let analysis = analyse_with_progress(&mut r, None, shown);
     let header = r.header().clone();
     Ok(Summary { file: shown.to_string(), header, ending: r.into_ending(), stats: analysis.stats })
@@ -590,36 +591,41 @@ fn damage_failure(file: &str, e: &Ending, events: u64) -> Option<Failure> {
     })
 }
 
-/// The trace a reader takes from `path`: `path` itself, or for a run index the process
-/// `selector` picks (by default the one with the most events), said on standard error.
-pub fn resolve_trace(path: &str, selector: Option<&str>) -> Result<(String, Option<RunIndex>), Failure> {
-    if path == "-" || !heaplab_trace::run::is_run_index(path) {
+/// The trace a reader takes from `input`: `input` itself, or for a run index the process
+/// `selector` picks (by default the one with the most events), said on standard error, with
+/// the index.
+pub fn select_trace(mut input: Input, selector: Option<&str>) -> Result<(Input, Option<RunIndex>), Failure> {
+    let name = input.name().to_string();
+    if input.kind()? != FileKind::RunIndex {
         if let Some(s) = selector {
-            return Err(Failure::Input(format!("--process {s}: {path} is a single trace, not a run index (.hlrun)")));
+            return Err(Failure::Input(format!("--process {s}: {name} is not a run index (.hlrun, written by `heaplab trace` for a run of several processes)")));
         }
-        return Ok((path.to_string(), None));
+        return Ok((input, None));
     }
-    let index = RunIndex::read(path).map_err(Failure::Input)?;
-    let p = index.select(selector).map_err(|e| Failure::Input(format!("{path}: {e}")))?;
-    let file = index
-        .trace_path(Path::new(path), p)
-        .ok_or_else(|| Failure::Input(format!("{path}: {} made no heap call, so it has no trace", p.label())))?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut input, &mut text).map_err(|e| Failure::Input(format!("{name}: cannot read: {e}")))?;
+    let index = RunIndex::parse(&name, &text).map_err(Failure::Input)?;
+    let p = index.select(selector).map_err(|e| Failure::Input(format!("{name}: {e}")))?;
+    // An index from standard input names its traces relative to the working directory.
+    let at = if name == "-" { Path::new("./-") } else { Path::new(&name) };
+    let file = index.trace_path(at, p).ok_or_else(|| Failure::Input(format!("{name}: {} made no heap call, so it has no trace", p.label())))?;
     let why = if selector.is_some() { "as --process asks" } else { "the most events; --process PID|NAME picks another" };
-    eprintln!("heaplab: {path}: reading {} ({why}): {}", p.label(), file.display());
-    Ok((file.to_string_lossy().into_owned(), Some(index)))
+    eprintln!("heaplab: {name}: reading {} ({why}): {}", p.label(), file.display());
+    let trace = Input::open(&file.to_string_lossy())?;
+    Ok((trace, Some(index)))
 }
 
 /// `heaplab trace-info` on a run index: the run and its processes, then one process in full.
-fn run_info(a: &TraceInfoArgs) -> Result<(), Failure> {
-    let index = RunIndex::read(&a.input).map_err(Failure::Input)?;
+fn run_info(a: &TraceInfoArgs, input: Input) -> Result<(), Failure> {
+    let (trace, index) = select_trace(input, a.process.as_deref())?;
+    let index = index.expect("a run index");
     let p = index.select(a.process.as_deref()).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
     let dir = Path::new(&a.input).parent().unwrap_or(Path::new(""));
     let shown = |f: &str| dir.join(f).to_string_lossy().into_owned();
     let events: u64 = index.processes.iter().map(|p| p.events).sum();
     let file_bytes: u64 = index.processes.iter().map(|p| p.file_bytes).sum();
     let peak_rss = index.processes.iter().filter_map(|p| p.peak_rss).max();
-    let file = index.trace_path(Path::new(&a.input), p).map(|f| f.to_string_lossy().into_owned());
-    let s = file.as_deref().map(|f| summarise(f, f)).transpose()?;
+    let s = Some(summarise(trace)?);
     if a.json {
         let mut v: Value = serde_json::from_str(&index.to_json()).expect("the index is JSON");
         v["total_events"] = json!(events);
@@ -664,13 +670,12 @@ fn print_trace_info(s: &Summary) {
 
 /// `heaplab trace-info`.
 pub fn trace_info(a: TraceInfoArgs) -> Result<(), Failure> {
-    if a.input != "-" && heaplab_trace::run::is_run_index(&a.input) {
-        return run_info(&a);
+    let mut input = Input::open(&a.input)?;
+    if input.kind()? == FileKind::RunIndex {
+        return run_info(&a, input);
     }
-    if let Some(p) = &a.process {
-        return Err(Failure::Input(format!("--process {p}: {} is a single trace, not a run index (.hlrun)", a.input)));
-    }
-    let s = summarise(&a.input, &a.input)?;
+    let (input, _) = select_trace(input, a.process.as_deref())?;
+    let s = summarise(input)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary_json(&s)).expect("JSON of plain values"));
     } else {
@@ -693,8 +698,8 @@ pub struct TraceInputArgs {
     /// (usable; the requested size is kept in the 'requested' column).
     #[arg(long, default_value = "requested", value_parser = ["requested", "usable"], help_heading = "Trace input")]
     size: String,
-    /// For trace input: only buffers allocated by this thread id, on its own clock.
-    #[arg(long, value_name = "TID", help_heading = "Trace input")]
+    #[arg(long, value_name = "TID", help_heading = "Trace input", value_parser = crate::flag_ranges::THREAD.parser::<u32>(),
+        help = crate::flag_ranges::THREAD.help("For trace input: only buffers allocated by this thread id, on its own clock."))]
     thread: Option<u32>,
     /// For trace input: use the usable part of a damaged (truncated) trace instead of failing.
     #[arg(long, help_heading = "Trace input")]
@@ -724,17 +729,31 @@ pub struct TraceFacts {
 
 /// Reads an instance from an instance file or, when `path` is a trace, by converting it.
 pub fn read_instance(path: &str, semantics: Semantics, t: &TraceInputArgs) -> Result<(Instance, Option<TraceFacts>), Failure> {
-    let (resolved, _) = resolve_trace(path, t.process.as_deref())?;
-    let path = resolved.as_str();
-    if path == "-" || !heaplab_trace::is_trace(path) {
-        return Ok((files::read_instance(path, semantics)?, None));
+    let (inst, _, facts) = read_input(Input::open(path)?, semantics, false, t)?;
+    Ok((inst, facts))
+}
+
+/// What [`read_input`] read: the instance, its offsets when it is a placement, and what a trace
+/// said besides.
+pub type InstanceRead = (Instance, Option<Vec<u64>>, Option<TraceFacts>);
+
+/// Reads an instance (with its offsets when `allow_offsets` and the file has them) from an
+/// opened input, converting it first when it is a trace, or the trace a run index's
+/// `--process` picks: the input is read once, so pipes work.
+pub fn read_input(input: Input, semantics: Semantics, allow_offsets: bool, t: &TraceInputArgs) -> Result<InstanceRead, Failure> {
+    let mut input = select_trace(input, t.process.as_deref())?.0;
+    if input.kind()? != FileKind::Trace {
+        let (inst, offsets) = files::read_input(input, semantics, allow_offsets)?;
+        return Ok((inst, offsets, None));
     }
+    let path = input.name().to_string();
+    let path = path.as_str();
     let opts = ConvertOptions {
         clock: Clock::parse(&t.clock).unwrap_or_default(),
         size: SizeModel::parse(&t.size).unwrap_or_default(),
         thread: t.thread,
     };
-    let mut r = TraceReader::open(path)?;
+    let mut r = TraceReader::from_input(input)?;
     let analysis = analyse_with_progress(&mut r, Some(&opts), path);
     let ending = r.into_ending();
     if let Some(f) = damage_failure(path, &ending, analysis.stats.events) {
@@ -759,7 +778,7 @@ pub fn read_instance(path: &str, semantics: Semantics, t: &TraceInputArgs) -> Re
         t.clock,
         t.size
     );
-    Ok((inst, Some(TraceFacts { stats: analysis.stats, ending })))
+    Ok((inst, None, Some(TraceFacts { stats: analysis.stats, ending })))
 }
 
 /// The oracle gap for `plan` on a trace: the optimal static plan's makespan against the peak

@@ -11,11 +11,12 @@
 //! Delta coding makes instances sorted by start time (the usual case) about 6–9 bytes a buffer.
 
 use crate::error::{InputError, InputErrorKind as K};
-use crate::{Columns, Instance, Semantics};
+use crate::{Columns, Input, Instance, Semantics};
 use std::io::{BufRead, Write};
 
-/// The first bytes of every heaplab binary instance file.
-pub const MAGIC: &[u8; 6] = b"HLBIN\0";
+/// The first bytes of every heaplab binary instance file (defined with the other formats'
+/// magic in [`crate::input`]).
+pub use crate::input::HLBIN_MAGIC as MAGIC;
 const TRAILER: &[u8; 6] = b"HLEND\0";
 /// The format version this build writes and reads.
 pub const VERSION: u16 = 1;
@@ -118,6 +119,25 @@ pub fn is_binary<R: BufRead>(r: &mut R) -> bool {
 
 /// Reads a binary instance; offsets are returned when the file has them.
 pub fn read<R: BufRead>(r: R, file: &str, semantics: Semantics) -> Result<(Instance, Option<Vec<u64>>), InputError> {
+    read_sized(r, file, semantics, None)
+}
+
+/// Reads a binary instance from an opened input; a regular file's size bounds the buffer
+/// count its header may claim (see [`read`]).
+pub fn read_input(input: Input, semantics: Semantics) -> Result<(Instance, Option<Vec<u64>>), InputError> {
+    // A compressed file's size says nothing about how many records it holds.
+    let (name, len) = (input.name().to_string(), input.len().filter(|_| !input.is_compressed()));
+    read_sized(input, &name, semantics, len)
+}
+
+/// Header, end marker and the smallest record (four one-byte varints), in bytes.
+const HEADER_AND_TRAILER: u64 = 18 + 6;
+const MIN_RECORD: u64 = 4;
+/// Buffers reserved up front when the file's size is unknown (a pipe): 48 MiB; more grow the
+/// vector as they come.
+const STREAM_RESERVE: u64 = 1 << 20;
+
+fn read_sized<R: BufRead>(r: R, file: &str, semantics: Semantics, bytes: Option<u64>) -> Result<(Instance, Option<Vec<u64>>), InputError> {
     let mut rd = Bytes { r, file: file.to_string(), record: 0 };
     let mut head = [0u8; 18];
     if rd.r.read_exact(&mut head).is_err() || &head[..6] != MAGIC {
@@ -138,8 +158,18 @@ pub fn read<R: BufRead>(r: R, file: &str, semantics: Semantics) -> Result<(Insta
     let n = u64::from_le_bytes(head[10..18].try_into().expect("8 bytes"));
     let columns = Columns { alignment: flags & 1 != 0, requested: flags & 2 != 0 };
     let has_off = flags & 4 != 0;
+    // A corrupt count must not reserve memory: it is checked against the file's size first.
+    if let Some(len) = bytes {
+        if n > len.saturating_sub(HEADER_AND_TRAILER) / MIN_RECORD {
+            return Err(InputError::file(
+                file,
+                K::Format,
+                format!("truncated or corrupt: the header counts {n} buffers, which cannot fit in the file's {len} bytes"),
+            ));
+        }
+    }
     let mut b = crate::csv::InstanceBuilder::new(file, semantics, columns);
-    b.reserve(n);
+    b.reserve(n.min(bytes.map_or(STREAM_RESERVE, |len| len / MIN_RECORD)));
     let mut offsets = Vec::new();
     let (mut pid, mut plo) = (0u64, 0u64);
     for rec in 0..n {
@@ -182,4 +212,18 @@ pub fn read<R: BufRead>(r: R, file: &str, semantics: Semantics) -> Result<(Insta
         return Err(InputError::file(file, K::Format, "unexpected bytes after the end marker"));
     }
     Ok((b.finish()?, has_off.then_some(offsets)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_beyond_the_file_is_refused_before_reserving_memory() {
+        let mut bytes = Vec::new();
+        write(&mut bytes, &Instance::new(vec![crate::Buffer::new(1, 0, 1, 8)]), None).unwrap();
+        bytes[10..18].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let e = read_input(Input::from_bytes("x.hlbin", bytes), Semantics::Inex).unwrap_err();
+        assert!(e.to_string().contains("cannot fit in the file's 28 bytes"), "{e}");
+    }
 }

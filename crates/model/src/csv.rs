@@ -4,7 +4,7 @@
 //! any order. Placement: the same plus `offset`. Integers only. The reader streams line by line
 //! and reports the first problem with file, line and field; it never panics on input.
 
-use crate::error::{InputError, InputErrorKind as K};
+use crate::error::{quoted, InputError, InputErrorKind as K};
 use crate::{Buffer, Columns, Instance, Semantics};
 use std::io::BufRead;
 
@@ -62,7 +62,7 @@ impl<R: BufRead> Reader<R> {
         // Skip leading blank lines; the first non-blank line is the header.
         loop {
             buf.clear();
-            let n = read_line(&mut input, &mut buf, file)?;
+            let n = read_line(&mut input, &mut buf, file, line_no + 1)?;
             line_no += 1;
             if n == 0 {
                 return Err(InputError::file(
@@ -116,7 +116,7 @@ impl<R: BufRead> Reader<R> {
                     line_no,
                     Some(r),
                     K::Shape,
-                    format!("header lacks required column (header is '{header}')"),
+                    format!("header lacks required column (header is {})", quoted(header)),
                 ));
             }
         }
@@ -132,7 +132,7 @@ impl<R: BufRead> Reader<R> {
     pub fn next_row(&mut self) -> Result<Option<Row>, InputError> {
         loop {
             self.buf.clear();
-            let n = read_line(&mut self.input, &mut self.buf, &self.file)?;
+            let n = read_line(&mut self.input, &mut self.buf, &self.file, self.line_no + 1)?;
             if n == 0 {
                 return Ok(None);
             }
@@ -162,10 +162,14 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
-fn read_line<R: BufRead>(input: &mut R, buf: &mut String, file: &str) -> Result<usize, InputError> {
+/// Reads line `line` (1-based, for the message) into `buf`.
+fn read_line<R: BufRead>(input: &mut R, buf: &mut String, file: &str, line: u64) -> Result<usize, InputError> {
     input.read_line(buf).map_err(|e| {
-        let what = if e.kind() == std::io::ErrorKind::InvalidData { "not UTF-8 text" } else { "read failed" };
-        InputError::file(file, K::Io, format!("{what}: {e}"))
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            InputError::at(file, line, None, K::Value, "not UTF-8 text: a CSV file is text (is this a binary file?)")
+        } else {
+            InputError::file(file, K::Io, format!("read failed: {e}"))
+        }
     })
 }
 
@@ -179,11 +183,11 @@ fn parse_u64(field: &str, file: &str, line: u64, col: &str) -> Result<u64, Input
     let why = if t.is_empty() {
         "empty field: expected a non-negative integer".to_string()
     } else if t.starts_with('-') && t[1..].chars().all(|c| c.is_ascii_digit()) && t.len() > 1 {
-        format!("negative value '{t}': expected a non-negative integer")
+        format!("negative value {}: expected a non-negative integer", quoted(t))
     } else if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
-        format!("value '{t}' does not fit in 64 bits")
+        format!("value {} does not fit in 64 bits", quoted(t))
     } else {
-        format!("'{t}' is not an integer")
+        format!("{} is not an integer", quoted(t))
     };
     Err(InputError::at(file, line, Some(col), K::Value, why))
 }

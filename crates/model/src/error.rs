@@ -1,6 +1,46 @@
-//! Errors in user input: every one names the file, and where it can the line and field.
+//! Errors in user input: every one names the file, and where it can the line and field. Values
+//! from the file are quoted through [`quoted`], the one rule that keeps a message short however
+//! long the field (an 8 MB field gives a line of stderr, not 8 MB).
 
 use std::fmt;
+
+/// Characters of a value quoted in full; longer ones are cut here.
+const QUOTE_CHARS: usize = 40;
+
+/// Quotes a value from a file for a message: `'text'`, or for a long value its first 40
+/// characters and its length: `'1234…' (8388608 bytes)`. Control characters are escaped so a
+/// message stays on one line.
+pub fn quoted(value: &str) -> String {
+    match cut(value) {
+        (s, None) => format!("'{s}'"),
+        (s, Some(n)) => format!("'{s}…' ({n} bytes)"),
+    }
+}
+
+/// A field or column name as shown in a message (unquoted), cut like [`quoted`] values.
+fn short_name(name: &str) -> String {
+    match cut(name) {
+        (s, None) => s,
+        (s, Some(n)) => format!("{s}… ({n} bytes)"),
+    }
+}
+
+/// The first [`QUOTE_CHARS`] characters of `value` with control characters escaped, and the
+/// value's length in bytes when it was cut.
+fn cut(value: &str) -> (String, Option<usize>) {
+    let mut out = String::new();
+    for (k, c) in value.chars().enumerate() {
+        if k == QUOTE_CHARS {
+            return (out, Some(value.len()));
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    (out, None)
+}
 
 /// What went wrong, broadly; lets callers and tests tell errors apart without string matching.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +91,7 @@ impl InputError {
         InputError {
             file: file.to_string(),
             line: Some(line),
-            field: field.map(str::to_string),
+            field: field.map(short_name),
             kind,
             message: message.into(),
         }
@@ -72,3 +112,19 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_values_are_cut_to_a_short_prefix() {
+        assert_eq!(quoted("12x"), "'12x'");
+        assert_eq!(quoted("a\tb"), "'a\\tb'");
+        let long = "9".repeat(8 << 20);
+        let q = quoted(&long);
+        assert!(q.len() < 80 && q.ends_with("(8388608 bytes)"), "{q}");
+        let e = InputError::at("f.csv", 1, Some(&long), InputErrorKind::Shape, "unknown column");
+        assert!(e.to_string().len() < 120, "{e}");
+    }
+}

@@ -1,11 +1,12 @@
 //! Reading and writing instance and placement files by path: format detection (CSV or binary
-//! by magic, `-` for standard input) and atomic output (a temporary file renamed into place, so
-//! a failed run never leaves a half-written file).
+//! by magic, through [`Input`], `-` for standard input) and atomic output (a temporary file
+//! renamed into place, so a failed run never leaves a half-written file).
 
 use crate::error::{InputError, InputErrorKind as K};
+use crate::input::{FileKind, Input, Wanted};
 use crate::{binary, csv, Instance, Semantics};
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Output formats for instances and placements.
@@ -28,28 +29,23 @@ impl Format {
     }
 }
 
-fn open(path: &str) -> Result<Box<dyn BufRead>, InputError> {
-    if path == "-" {
-        return Ok(Box::new(BufReader::with_capacity(1 << 16, std::io::stdin())));
-    }
-    if Path::new(path).is_dir() {
-        return Err(InputError::file(path, K::Io, "is a directory, expected a file"));
-    }
-    let f = File::open(path).map_err(|e| InputError::file(path, K::Io, format!("cannot open: {e}")))?;
-    Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
-}
-
 /// Reads an instance (CSV or binary, detected by content). An `offset` column or field is
 /// allowed when `allow_offsets`, and returned.
 pub fn read(path: &str, semantics: Semantics, allow_offsets: bool) -> Result<(Instance, Option<Vec<u64>>), InputError> {
-    let mut r = open(path)?;
-    let (inst, offs) = if binary::is_binary(&mut r) {
-        binary::read(r, path, semantics)?
-    } else {
-        csv::read_instance_from(r, path, semantics, allow_offsets)?
+    read_input(Input::open(path)?, semantics, allow_offsets)
+}
+
+/// Reads an instance from an opened input; see [`read`]. Other heaplab files (traces, placed
+/// files) are rejected with a message that says what they are.
+pub fn read_input(mut input: Input, semantics: Semantics, allow_offsets: bool) -> Result<(Instance, Option<Vec<u64>>), InputError> {
+    let path = input.name().to_string();
+    let (inst, offs) = match input.kind()? {
+        FileKind::Hlbin => binary::read_input(input, semantics)?,
+        FileKind::Text | FileKind::Empty => csv::read_instance_from(input, &path, semantics, allow_offsets)?,
+        FileKind::Trace | FileKind::Placed | FileKind::RunIndex | FileKind::Unknown => return Err(input.wrong_kind(Wanted::Instance)),
     };
     if offs.is_some() && !allow_offsets {
-        return Err(InputError::file(path, K::Shape, "this file holds a placement (offsets); expected an instance"));
+        return Err(InputError::file(&path, K::Shape, "this file holds a placement (offsets); expected an instance"));
     }
     Ok((inst, offs))
 }

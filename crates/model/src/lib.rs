@@ -8,8 +8,10 @@ pub mod binary;
 pub mod csv;
 mod error;
 pub mod files;
+pub mod input;
 
-pub use error::{InputError, InputErrorKind};
+pub use error::{quoted, InputError, InputErrorKind};
+pub use input::{FileKind, Input, Wanted};
 
 /// One buffer: `size` bytes live during `[lower, upper)`.
 ///

@@ -738,9 +738,14 @@ fn keep_failed_realloc_inputs(jobs: &mut [Pending]) {
 }
 
 /// Replays the trace file at `path`: reads its thread list, then replays it.
+/// The file is opened once and read twice, so it must be a regular file: a pipe is refused
+/// with an error that says so.
 pub fn replay_file(path: &str, alloc: &Allocator, opts: &ReplayOptions, progress: Option<&AtomicU64>) -> Result<(Placed, ReplayStats), ReplayError> {
-    let skim = TraceReader::open(path).map_err(|e| ReplayError::Input(e.to_string()))?.skim();
+    let input = heaplab_model::Input::open(path).map_err(|e| ReplayError::Input(e.to_string()))?;
+    let first = TraceReader::from_input(input).map_err(|e| ReplayError::Input(e.to_string()))?;
+    let mut r = TraceReader::from_input(first.get_ref().reread().map_err(|e| ReplayError::Input(e.to_string()))?)
+        .map_err(|e| ReplayError::Input(e.to_string()))?;
+    let skim = first.skim();
     let threads: Vec<u32> = skim.threads.keys().copied().collect();
-    let mut r = TraceReader::open(path).map_err(|e| ReplayError::Input(e.to_string()))?;
     replay(&mut r, alloc, &threads, opts, progress)
 }

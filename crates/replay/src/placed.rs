@@ -34,12 +34,13 @@
 //! ([`first_overlap`]); the replay checks every placement it writes, `heaplab frag` every one
 //! it reads.
 
-use heaplab_model::{InputError, InputErrorKind as K};
+use heaplab_model::{quoted, FileKind, Input, InputError, InputErrorKind as K, Wanted};
 use heaplab_trace::format::{get_varint, put_varint, unzigzag, zigzag};
 use std::io::{Read, Write};
 
-/// The first 8 bytes of a placed file.
-pub const MAGIC: &[u8; 8] = b"HLPLACE\0";
+/// The first 8 bytes of a placed file (defined with the other formats' magic in
+/// `heaplab_model::input`, which tells files apart by it).
+pub use heaplab_model::input::PLACED_MAGIC as MAGIC;
 /// The format version written and read.
 pub const VERSION: u16 = 1;
 /// Marker before the closing job count.
@@ -228,10 +229,10 @@ pub fn write_binary<W: Write + ?Sized>(w: &mut W, p: &Placed) -> std::io::Result
     w.write_all(&out)
 }
 
-/// Whether the file at `path` starts with the placed magic.
+/// Whether the file at `path` starts with the placed magic. It opens the file: for a pipe,
+/// use [`Input::kind`] on the input that is then read.
 pub fn is_placed(path: &str) -> bool {
-    let mut magic = [0u8; 8];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == MAGIC
+    Input::open(path).and_then(|mut i| i.kind()).is_ok_and(|k| k == FileKind::Placed)
 }
 
 /// Whether the file at `path` looks like the CSV export: its first line is a header with a
@@ -351,6 +352,12 @@ pub fn read_binary<R: Read>(mut r: R, name: &str) -> Result<Placed, InputError> 
         mappings.push(Mapping { id: id as u32, start, end, name: mname });
         counts.push(n);
     }
+    // Mapping ids name mappings (the CSV export keys jobs by them): two with one id are corrupt.
+    let mut ids: Vec<u32> = mappings.iter().map(|m| m.id).collect();
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(InputError::file(name, K::Format, format!("corrupt mapping table: mapping id {} appears twice", w[0])));
+    }
     if counts.iter().try_fold(0u64, |a, &n| a.checked_add(n)) != Some(njobs) {
         return Err(InputError::file(name, K::Format, "corrupt mapping table: its job counts do not add up to the header's"));
     }
@@ -377,6 +384,9 @@ pub fn read_binary<R: Read>(mut r: R, name: &str) -> Result<Placed, InputError> 
             jobs.push(Job { id, mapping: m as u32, start, end, requested, usable, address: addr });
         }
     }
+    if let Some(id) = repeated_id(&jobs) {
+        return Err(InputError::file(name, K::Format, format!("corrupt: job id {id} appears twice")));
+    }
     let tail = c.bytes(16, "the end marker")?;
     if &tail[..8] != END || u64::from_le_bytes(tail[8..].try_into().expect("8 bytes")) != njobs {
         return Err(InputError::file(name, K::Format, format!("corrupt end marker at byte {}", c.pos - 16)));
@@ -385,6 +395,14 @@ pub fn read_binary<R: Read>(mut r: R, name: &str) -> Result<Placed, InputError> 
         return Err(InputError::file(name, K::Format, format!("{} unexpected bytes after the end marker", b.len() - c.pos)));
     }
     Ok(Placed { meta, mappings, jobs })
+}
+
+/// A job id that appears more than once, in any mappings: ids are the trace's allocation
+/// indexes, one per job (both readers check it, so a file and its CSV export read alike).
+fn repeated_id(jobs: &[Job]) -> Option<u64> {
+    let mut ids: Vec<u64> = jobs.iter().map(|j| j.id).collect();
+    ids.sort_unstable();
+    ids.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
 }
 
 /// The CSV header of the export.
@@ -407,7 +425,10 @@ pub fn read_csv<R: Read>(r: R, name: &str, page_size: u32) -> Result<Placed, Inp
     use std::io::BufRead;
     let mut lines = std::io::BufReader::new(r).lines();
     let head = match lines.next() {
-        Some(l) => l.map_err(|e| InputError::file(name, K::Io, format!("cannot read: {e}")))?,
+        Some(l) => l.map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => InputError::at(name, 1, None, K::Value, "not UTF-8 text: a CSV file is text"),
+            _ => InputError::file(name, K::Io, format!("cannot read: {e}")),
+        })?,
         None => return Err(InputError::at(name, 1, None, K::Shape, format!("empty file; expected the header {CSV_HEADER}"))),
     };
     let cols: Vec<String> = head.trim_start_matches('\u{feff}').trim().split(',').map(|s| s.trim().to_ascii_lowercase()).collect();
@@ -431,7 +452,10 @@ pub fn read_csv<R: Read>(r: R, name: &str, page_size: u32) -> Result<Placed, Inp
     let mut rows = Vec::new();
     for (k, line) in lines.enumerate() {
         let ln = k as u64 + 2;
-        let line = line.map_err(|e| InputError::file(name, K::Io, format!("cannot read: {e}")))?;
+        let line = line.map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => InputError::at(name, ln, None, K::Value, "not UTF-8 text: a CSV file is text"),
+            _ => InputError::file(name, K::Io, format!("cannot read: {e}")),
+        })?;
         if line.trim().is_empty() {
             continue;
         }
@@ -450,7 +474,7 @@ pub fn read_csv<R: Read>(r: R, name: &str, page_size: u32) -> Result<Placed, Inp
                 None => s.parse::<u64>(),
             };
             let col = if i < 7 { need[i] } else { "map_start" };
-            v[i] = parsed.map_err(|_| InputError::at(name, ln, Some(col), K::Value, format!("'{s}' is not a non-negative integer")))?;
+            v[i] = parsed.map_err(|_| InputError::at(name, ln, Some(col), K::Value, format!("{} is not a non-negative integer", quoted(s))))?;
         }
         let [id, map, start, end, requested, usable, address, map_start] = v;
         if map > u32::MAX as u64 {
@@ -483,23 +507,25 @@ pub fn read_csv<R: Read>(r: R, name: &str, page_size: u32) -> Result<Placed, Inp
     });
     let meta = PlacedMeta { page_size, threads: 0, end_time, trace: name.to_string(), ..Default::default() };
     let p = Placed::new(meta, mappings, jobs.collect());
-    if let Some(w) = p.jobs.windows(2).find(|w| w[0].id == w[1].id) {
-        return Err(InputError::file(name, K::Consistency, format!("job id {} appears twice", w[0].id)));
+    if let Some(id) = repeated_id(&p.jobs) {
+        return Err(InputError::file(name, K::Consistency, format!("job id {id} appears twice")));
     }
     Ok(p)
 }
 
-/// Reads a placed file by path: the binary format (by magic) or the CSV export, whose page size
-/// is `csv_page_size`.
+/// Reads a placed file by path (or `-`; pipes work): the binary format (by magic) or the CSV
+/// export, whose page size is `csv_page_size`.
 pub fn read(path: &str, csv_page_size: u32) -> Result<Placed, InputError> {
-    if std::path::Path::new(path).is_dir() {
-        return Err(InputError::file(path, K::Io, "is a directory, expected a placed file"));
-    }
-    let f = std::fs::File::open(path).map_err(|e| InputError::file(path, K::Io, format!("cannot open: {e}")))?;
-    let r = std::io::BufReader::with_capacity(1 << 16, f);
-    if is_placed(path) {
-        read_binary(r, path)
-    } else {
-        read_csv(r, path, csv_page_size)
+    read_input(Input::open(path)?, csv_page_size)
+}
+
+/// Reads a placed file from an opened input; see [`read`]. Other heaplab files are rejected
+/// with a message that says what they are.
+pub fn read_input(mut input: Input, csv_page_size: u32) -> Result<Placed, InputError> {
+    let name = input.name().to_string();
+    match input.kind()? {
+        FileKind::Placed => read_binary(input, &name),
+        FileKind::Text | FileKind::Empty => read_csv(input, &name, csv_page_size),
+        FileKind::Hlbin | FileKind::Trace | FileKind::RunIndex | FileKind::Unknown => Err(input.wrong_kind(Wanted::Placed)),
     }
 }

@@ -72,8 +72,9 @@
 //! path bytes), and the marker `HLTEND`. Events may follow the trailer (other libraries'
 //! destructors run after it).
 
-/// The first 8 bytes of every trace.
-pub const MAGIC: &[u8; 8] = b"HLTRACE\0";
+/// The first 8 bytes of every trace (defined with the other formats' magic in
+/// `heaplab_model::input`, which tells files apart by it).
+pub use heaplab_model::input::TRACE_MAGIC as MAGIC;
 /// The version the tracer writes (this build reads it and every version from [`MIN_VERSION`]).
 pub const VERSION: u16 = 2;
 /// The oldest version this build reads.

@@ -16,11 +16,10 @@
 //! with [`TraceReader::take_pages`] before each step.
 
 use crate::format::{self as f, get_varint, unzigzag, EndKind, Op, PageOp};
-use heaplab_model::{InputError, InputErrorKind as K};
+use heaplab_model::{FileKind, Input, InputError, InputErrorKind as K, Wanted};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 
 /// Which process image a trace belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -529,24 +528,36 @@ pub struct TraceReader<R: Read> {
     ending: Ending,
 }
 
-impl TraceReader<BufReader<File>> {
-    /// Opens a trace file and reads its header. Errors name the file.
+impl TraceReader<Input> {
+    /// Opens a trace file (or `-`, standard input; pipes work) and reads its header. Errors
+    /// name the file.
     pub fn open(path: &str) -> Result<Self, InputError> {
-        if std::path::Path::new(path).is_dir() {
-            return Err(InputError::file(path, K::Io, "is a directory, expected a trace file"));
+        TraceReader::from_input(Input::open(path)?)
+    }
+
+    /// Reads the header of an opened input; any other kind of file is an error that says what
+    /// it is.
+    pub fn from_input(mut input: Input) -> Result<Self, InputError> {
+        if input.kind()? != FileKind::Trace {
+            return Err(input.wrong_kind(Wanted::Trace));
         }
-        let file = File::open(path).map_err(|e| InputError::file(path, K::Io, format!("cannot open: {e}")))?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut r = TraceReader::new(BufReader::with_capacity(1 << 17, file), path)?;
+        let len = input.len().unwrap_or(0);
+        let name = input.name().to_string();
+        let mut r = TraceReader::new(input, &name)?;
         r.ending.file_bytes = len;
         Ok(r)
     }
+
+    /// The input being read (to [`Input::reread`] it for a second pass).
+    pub fn get_ref(&self) -> &Input {
+        &self.r
+    }
 }
 
-/// Whether the file at `path` starts with the trace magic.
+/// Whether the file at `path` starts with the trace magic. It opens the file: for a pipe, use
+/// [`Input::kind`] on the input that is then read.
 pub fn is_trace(path: &str) -> bool {
-    let mut magic = [0u8; 8];
-    File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == f::MAGIC
+    Input::open(path).and_then(|mut i| i.kind()).is_ok_and(|k| k == FileKind::Trace)
 }
 
 fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -7,11 +7,14 @@ use crate::format::{EndKind, Op, PageOp};
 use crate::launch::signal_name;
 use crate::reader::{Ending, TraceReader};
 use serde_json::{json, Value};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The first bytes of every run index: its JSON starts with this key.
-pub const MAGIC: &str = "{\"heaplab_run\":";
+/// The first bytes of every run index: its JSON starts with this key (defined with the other
+/// formats' magic in `heaplab_model::input`).
+pub const MAGIC: &str = match std::str::from_utf8(heaplab_model::input::RUN_MAGIC) {
+    Ok(m) => m,
+    Err(_) => panic!("the run index's magic is text"),
+};
 /// The index version this build writes and reads.
 pub const VERSION: u64 = 1;
 
@@ -85,12 +88,6 @@ pub fn index_path(output: &Path) -> PathBuf {
     output.with_file_name(format!("{}.hlrun", crate::launch::stem(output)))
 }
 
-/// Whether `path` starts like a run index (it is read whole only when it does).
-pub fn is_run_index(path: &str) -> bool {
-    let mut head = [0u8; 15];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == MAGIC.as_bytes()
-}
-
 impl RunIndex {
     /// Builds the index of a run from its trace files (the root first): each is skimmed for
     /// its header, events and trailer; files with no event are removed and listed without one.
@@ -155,10 +152,15 @@ impl RunIndex {
     /// Reads an index; the error names the file and what is wrong.
     pub fn read(path: &str) -> Result<RunIndex, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: cannot read: {e}"))?;
+        RunIndex::parse(path, &text)
+    }
+
+    /// Parses the text of an index read from `path` (named in errors).
+    pub fn parse(path: &str, text: &str) -> Result<RunIndex, String> {
         if !text.starts_with(MAGIC) {
             return Err(format!("{path}: not a heaplab run index (expected a file written by `heaplab trace`)"));
         }
-        let v: Value = serde_json::from_str(&text).map_err(|e| format!("{path}: damaged run index: {e}"))?;
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("{path}: damaged run index: {e}"))?;
         if v["heaplab_run"].as_u64() != Some(VERSION) {
             return Err(format!("{path}: run index version {} is not supported (this heaplab reads version {VERSION})", v["heaplab_run"]));
         }
