@@ -13,6 +13,7 @@ pub mod improve;
 pub mod occupancy;
 pub mod online;
 pub mod rng;
+pub mod rules;
 pub mod flat;
 pub mod timeline;
 pub mod windows;
