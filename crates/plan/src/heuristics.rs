@@ -125,12 +125,12 @@ pub fn place_in_order_bounded(
     Some(offsets)
 }
 
-/// Exact solution when no two buffers conflict: everything at offset 0.
+/// The trivial case of no two buffers conflicting, solved optimally: everything at offset 0.
 pub fn solve_conflict_free(buffers: &[Buffer]) -> Option<Vec<u64>> {
     (heaplab_sweep::max_live(buffers) <= 1).then(|| vec![0; buffers.len()])
 }
 
-/// Exact solution when all sizes are equal (and every alignment divides that size): interval
+/// The trivial case of equal sizes (every alignment dividing that size), solved optimally: interval
 /// graph colouring by start time uses exactly max-live colours, so makespan = max load.
 pub fn solve_equal_sizes(buffers: &[Buffer]) -> Option<Vec<u64>> {
     let size = buffers.first()?.size;
@@ -430,7 +430,7 @@ mod tests {
     }
 
     #[test]
-    fn exact_cases_reach_max_load() {
+    fn trivial_cases_reach_max_load() {
         let bs: Vec<Buffer> = (0..100u64).map(|i| Buffer::new(i, i % 17, i % 17 + 1 + i % 5, 64)).collect();
         let off = solve_equal_sizes(&bs).unwrap();
         let v = validate(&bs, &off);

@@ -9,7 +9,7 @@ use std::time::Duration;
 fn opts(algorithm: Algorithm, seed: u64) -> PlanOptions {
     // A generous limit with an iteration cap: the cap, not the clock, ends the boxing stage, so
     // runs are reproducible.
-    PlanOptions { time_limit: Duration::from_secs(60), iterations: Some(8), seed, algorithm, capacity: None }
+    PlanOptions { time_limit: Duration::from_secs(60), iterations: Some(8), seed, algorithm, ..PlanOptions::default() }
 }
 
 #[test]
@@ -55,12 +55,12 @@ fn exact_stage_proves_what_it_claims() {
     // stage must reach the max load on the tight ones and never claim more than it proves.
     for seed in 0..12u64 {
         let tight = generate(Kind::Tight, 30 + seed as usize * 5, seed);
-        let out = plan(&tight.buffers, &opts(Algorithm::Exact, seed), None);
+        let out = plan(&tight.buffers, &opts(Algorithm::ExactSearch, seed), None);
         assert!(validate(&tight.buffers, &out.offsets).is_valid());
         assert!(out.optimal, "tight seed {seed}: {} vs {}", out.makespan, out.lower_bound);
         assert_eq!(out.makespan, out.max_load);
         let random = generate(Kind::Random, 12, seed);
-        let out = plan(&random.buffers, &opts(Algorithm::Exact, seed), None);
+        let out = plan(&random.buffers, &opts(Algorithm::ExactSearch, seed), None);
         assert!(validate(&random.buffers, &out.offsets).is_valid());
         assert!(out.max_load <= out.lower_bound && out.lower_bound <= out.makespan);
         assert!(out.optimal, "random seed {seed}: 12 buffers are proven within the limit");
