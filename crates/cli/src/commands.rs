@@ -94,8 +94,33 @@ pub struct PlanArgs {
     /// Also draw the placement to this file (.png or .svg).
     #[arg(long, value_name = "FILE")]
     plot: Option<String>,
+    /// For experiments: switch a stage of the planner off (repeatable), to see what it adds.
+    #[arg(long = "no-stage", value_name = "STAGE", value_parser = stage_names())]
+    no_stage: Vec<String>,
+    /// For experiments: set a threshold or time share of the planner's policy (repeatable),
+    /// e.g. small_buffers=5000 or exact_share_small=0.5; the keys are the fields of
+    /// heaplab_plan::Policy, documented there.
+    #[arg(long, value_name = "KEY=VALUE")]
+    policy: Vec<String>,
     #[command(flatten)]
     trace: crate::trace::TraceInputArgs,
+}
+
+fn stage_names() -> Vec<&'static str> {
+    heaplab_plan::Stage::ALL.iter().map(|s| s.name()).collect()
+}
+
+/// The planner policy of `--no-stage` and `--policy`, over the default.
+fn policy(a: &PlanArgs) -> Result<heaplab_plan::Policy, Failure> {
+    let mut p = heaplab_plan::Policy::default();
+    for name in &a.no_stage {
+        p.set_stage(heaplab_plan::Stage::parse(name).expect("clap checked the stage name"), false);
+    }
+    for kv in &a.policy {
+        let (k, v) = kv.split_once('=').ok_or_else(|| Failure::Input(format!("--policy {kv}: expected KEY=VALUE")))?;
+        p.set(k.trim(), v.trim()).map_err(|e| Failure::Input(format!("--policy {kv}: {e}")))?;
+    }
+    Ok(p)
 }
 
 fn semantics(s: &str) -> Semantics {
@@ -113,6 +138,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         Failure::Input(format!("--algorithm {}: unknown; expected one of {}", a.algorithm, Algorithm::NAMES))
     })?;
     let capacity = a.capacity.as_deref().map(parse_bytes).transpose().map_err(|e| Failure::Input(format!("--capacity {e}")))?;
+    let policy = policy(&a)?;
     let outputs: Vec<&str> = [&a.output, &a.plot].into_iter().flatten().map(String::as_str).collect();
     check_outputs(&outputs, &[&a.input])?;
     if let Some(p) = &a.plot {
@@ -150,6 +176,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         seed: a.seed,
         algorithm,
         capacity,
+        policy,
     };
     let progress = Arc::new(Progress::default());
     let outcome = {

@@ -21,7 +21,8 @@ fn heaplab(args: &[&str]) -> Run {
 }
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heaplab-cli-{}-{name}", std::process::id()));
+    // Under the build directory, replaced by the next run: nothing piles up in /tmp.
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -586,4 +587,26 @@ fn files_are_told_by_their_magic_and_errors_say_what_they_are() {
     std::fs::write(d.join("u2.csv"), b"job,mapping,start,end,requested,usable,address\n0,1,0,4,8,8,\xff\n").unwrap();
     let r = heaplab_within(&d, 30, &["frag", "u2.csv"], false);
     assert!(r.code == 2 && r.stderr.contains("u2.csv:2: not UTF-8"), "{}", r.stderr);
+}
+
+#[test]
+fn planner_stages_can_be_switched_off_and_thresholds_set() {
+    let d = tmpdir("policy");
+    let model = d.join("m.csv").to_string_lossy().into_owned();
+    assert_eq!(heaplab(&["gen", "--kind", "random", "--buffers", "300", "--seed", "3", "-o", &model]).code, 0);
+    let out = d.join("p.csv").to_string_lossy().into_owned();
+    let r = heaplab(&["plan", &model, "--no-stage", "exact", "--no-stage", "improve", "--policy", "heuristics_share=0.5", "--time-limit", "0.5", "--json", "-o", &out]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let stages: Vec<&str> = v["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    assert!(!stages.iter().any(|s| s.contains("exact") || s.contains("improve")), "{stages:?}");
+    assert_eq!(brute_check(&out), v["makespan"].as_u64().unwrap());
+    for bad in [&["--no-stage", "nonsense"][..], &["--policy", "heuristics_share=2"], &["--policy", "no_such_key=1"], &["--policy", "windows_share"]] {
+        let mut args = vec!["plan", model.as_str(), "-o", out.as_str()];
+        args.extend_from_slice(bad);
+        let r = heaplab(&args);
+        assert_eq!(r.code, 2, "{bad:?}: {}", r.stderr);
+    }
+    let help = heaplab(&["plan", "--help"]).stdout;
+    assert!(help.contains("--no-stage") && help.contains("early-windows"), "{help}");
 }

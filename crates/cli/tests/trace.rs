@@ -678,3 +678,26 @@ fn an_unwritable_output_directory_is_a_usage_error() {
         assert!(!r.stderr.contains("statically linked"), "{out}: {}", r.stderr);
     }
 }
+
+#[test]
+fn compressed_traces_read_like_the_others() {
+    let d = tmpdir("compress");
+    let plain = trace_summary(&d, &["-o", "p.hltrace", "--", &prog("threads"), "2", "300"]);
+    let z = trace_summary(&d, &["--compress", "-o", "z.hltrace", "--", &prog("threads"), "2", "300"]);
+    let head = std::fs::read(d.join("z.hltrace")).unwrap();
+    assert_eq!(&head[..4], &[0x28, 0xB5, 0x2F, 0xFD], "a zstd frame, under the name given");
+    assert!(z["file_bytes"].as_u64().unwrap() * 2 < plain["file_bytes"].as_u64().unwrap(), "{} vs {}", z["file_bytes"], plain["file_bytes"]);
+    let (a, b) = (info(&d, "p.hltrace"), info(&d, "z.hltrace"));
+    for key in ["events", "calls", "peak_live_bytes", "threads"] {
+        assert_eq!(a[key], b[key], "{key}");
+    }
+    plan_and_check(&d, "z.hltrace");
+    // Through a pipe too: the input layer decompresses what it reads once.
+    let r = heaplab_in(&d, &["stats", "-"], Some(&String::from_utf8_lossy(&[]).into_owned()));
+    assert_eq!(r.code, 2, "an empty input is refused: {}", r.stderr);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_heaplab"));
+    c.args(["convert", "-", "-o", "piped.csv"]).current_dir(&d).stdin(std::fs::File::open(d.join("z.hltrace")).unwrap());
+    assert!(c.status().unwrap().success());
+    let r = heaplab_in(&d, &["replay", "z.hltrace", "-a", "glibc", "-o", "z.hlplaced"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}

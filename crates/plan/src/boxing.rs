@@ -138,8 +138,9 @@ pub struct BoxingOutcome {
     pub iterations: usize,
     /// Passes whose squeeze placed every buffer.
     pub placements: usize,
-    /// Whether the instance was solved exactly without boxing (no conflicts, or equal sizes).
-    pub exact: bool,
+    /// Whether the instance was solved in closed form without boxing (no conflicts, or equal
+    /// sizes).
+    pub solved_trivially: bool,
     /// Whether a dummy job was needed (h_max/h_min below [`MIN_RATIO`]).
     pub dummy: bool,
     /// The legal ε range (after the dummy, if any).
@@ -167,7 +168,7 @@ impl BoxingOutcome {
             makespan: u64::MAX,
             iterations: 0,
             placements: 0,
-            exact: false,
+            solved_trivially: false,
             dummy: false,
             epsilon_range: (f64::NAN, f64::NAN),
             epsilon_calibrated: f64::NAN,
@@ -186,12 +187,12 @@ pub fn plan(buffers: &[Buffer], params: &BoxingParams) -> BoxingOutcome {
     let mut out = BoxingOutcome::new();
     if buffers.is_empty() {
         out.makespan = 0;
-        out.exact = true;
+        out.solved_trivially = true;
         return out;
     }
     // Elementary cases (thesis 4.2.1), solved optimally.
     if let Some(off) = solve_conflict_free(buffers).or_else(|| solve_equal_sizes(buffers)) {
-        out.exact = true;
+        out.solved_trivially = true;
         let m = makespan(buffers, &off);
         if params.upper_bound.is_none_or(|u| m < u) {
             out.offsets = off;
@@ -1034,7 +1035,7 @@ mod tests {
                 let out = plan(&bs, &params);
                 check_valid(&bs, &out, &format!("{name} (round {round}, {squeeze:?})"));
                 if name == "equal sizes" || name == "one buffer" {
-                    assert!(out.exact && out.makespan == max_load(&bs), "{name}: solved exactly");
+                    assert!(out.solved_trivially && out.makespan == max_load(&bs), "{name}: solved exactly");
                 }
             }
         }
@@ -1051,7 +1052,7 @@ mod tests {
         for (bs, what) in [(equal, "equal sizes, one aligned"), (huge, "sizes near 2^62")] {
             for seed in 0..5 {
                 let out = plan(&bs, &BoxingParams { seed, iterations: 3, ..Default::default() });
-                assert!(!out.exact, "{what}: goes through boxing");
+                assert!(!out.solved_trivially, "{what}: goes through boxing");
                 check_valid(&bs, &out, what);
             }
         }
@@ -1233,11 +1234,11 @@ mod tests {
                 &bs,
                 &BoxingParams { seed: 1, iterations: 4, upper_bound: Some(ml + 5), target: ml + 5, ..Default::default() },
             );
-            assert!(met.exact || met.iterations == 0, "{name}");
+            assert!(met.solved_trivially || met.iterations == 0, "{name}");
             // A deadline in the past with a bound: returns at once; without one: still a placement.
             let past = Some(Instant::now());
             let late = plan(&bs, &BoxingParams { seed: 1, iterations: 4, deadline: past, upper_bound: Some(u64::MAX), ..Default::default() });
-            assert!(late.exact || late.iterations == 0);
+            assert!(late.solved_trivially || late.iterations == 0);
             let late = plan(&bs, &BoxingParams { seed: 1, iterations: 4, deadline: past, ..Default::default() });
             check_valid(&bs, &late, name);
         }

@@ -1,4 +1,7 @@
-//! The portfolio driver behind `heaplab plan`.
+//! The portfolio driver behind `heaplab plan`. It owns the order of the stages and how they
+//! hand placements on; every number that decides which stage runs on what and for how long is
+//! a field of [`Policy`] (its defaults are the figures quoted below), and each stage but the
+//! heuristics can be switched off there ([`Stage`]).
 //!
 //! 1. Split the instance into independent components (time ranges no buffer crosses); each is
 //!    planned alone from offset 0, and the makespan is the largest component makespan.
@@ -10,10 +13,10 @@
 //!    decide the makespan, merge the buffers into blocks ([`crate::flat`]) and plan the blocks by
 //!    this same pipeline (nested), trying other merge orders while they do not pack at the
 //!    lower bound. Up to 80% of the time left.
-//! 5. On components of more than 2,000 buffers ([`SMALL_BUFFERS`]), plan the *critical windows*
+//! 5. On components of more than 2,000 buffers ([`Policy::small_buffers`]), plan the *critical windows*
 //!    ([`crate::windows`]): the stretches of time where the makespan is decided, each planned
 //!    alone by this same pipeline (nested: without flat blocks or windows), the rest filled in
-//!    around them. Up to 80% of the time left ([`WINDOWS_SHARE`]), if a first-fit placement and
+//!    around them. Up to 80% of the time left ([`Policy::windows_share`]), if a first-fit placement and
 //!    a fifth more fit in it. On the largest component, when it has 50,000–400,000 buffers and
 //!    is not flat, the windows start at once instead, beside stage 3 on the other core (one
 //!    first-fit placement there can take a third of a 3 s budget), and stop as soon as a
@@ -53,6 +56,7 @@ use crate::boxing::{self, BoxingParams, Squeeze};
 use crate::exact;
 use crate::improve;
 use crate::heuristics::{self, Fit, Heuristic, Order};
+use crate::policy::{Policy, Stage};
 use heaplab_model::Buffer;
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -71,8 +75,9 @@ pub enum Algorithm {
     Heuristic(Heuristic),
     /// Only the boxing algorithm (no heuristic bootstrapping).
     Boxing,
-    /// Only the exact search (from first-fit/size), on components within its conflict budget.
-    Exact,
+    /// Only the exact search (from first-fit/size), on components within its conflict budget
+    /// (`exact` on the command line).
+    ExactSearch,
 }
 
 impl Algorithm {
@@ -86,7 +91,7 @@ best-fit/area, first-fit/lifetime, best-fit/lifetime, first-fit/start, best-fit/
             "auto" => return Some(Algorithm::Auto),
             "heuristics" => return Some(Algorithm::Heuristics),
             "boxing" => return Some(Algorithm::Boxing),
-            "exact" => return Some(Algorithm::Exact),
+            "exact" => return Some(Algorithm::ExactSearch),
             _ => {}
         }
         let (fit, order) = s.split_once('/')?;
@@ -104,6 +109,17 @@ best-fit/area, first-fit/lifetime, best-fit/lifetime, first-fit/start, best-fit/
             _ => return None,
         };
         Some(Algorithm::Heuristic(Heuristic { order, fit }))
+    }
+
+    /// Whether this algorithm includes `stage` (the policy may still switch it off). The greedy
+    /// heuristics are not a stage: every algorithm but `Boxing` runs some.
+    pub fn includes(self, stage: Stage) -> bool {
+        match self {
+            Algorithm::Auto => true,
+            Algorithm::Heuristics | Algorithm::Heuristic(_) => false,
+            Algorithm::ExactSearch => matches!(stage, Stage::Trivial | Stage::Exact),
+            Algorithm::Boxing => matches!(stage, Stage::Trivial | Stage::Boxing),
+        }
     }
 }
 
@@ -140,11 +156,21 @@ pub struct PlanOptions {
     /// (the exact search then decides this capacity alone). Whether one fits is for the caller
     /// to check on the outcome; a proof that none does shows as a lower bound above it.
     pub capacity: Option<u64>,
+    /// Which stages run, their shares of the time and the sizes that choose between them
+    /// ([`Policy::default`]: the tuned portfolio). Nested plans (windows, blocks) inherit it.
+    pub policy: Policy,
 }
 
 impl Default for PlanOptions {
     fn default() -> Self {
-        PlanOptions { time_limit: Duration::from_secs(3), iterations: None, seed: 1, algorithm: Algorithm::Auto, capacity: None }
+        PlanOptions {
+            time_limit: Duration::from_secs(3),
+            iterations: None,
+            seed: 1,
+            algorithm: Algorithm::Auto,
+            capacity: None,
+            policy: Policy::default(),
+        }
     }
 }
 
@@ -205,10 +231,14 @@ struct Part<'a> {
     makespan: u64,
     algorithm: String,
     attempts: Vec<Attempt>,
-    exact: bool,
+    /// Solved in closed form by the trivial cases ([`Stage::Trivial`]): no stage works on it.
+    solved_trivially: bool,
     /// The next best placements (makespan, algorithm, offsets), best first: other starting
     /// points for the improvement search, which gets stuck in different places from each.
     runners_up: Vec<(u64, String, Vec<u64>)>,
+    /// How many runners-up to keep: the policy's count, or none on a component too large for
+    /// the copies.
+    keep_runners_up: usize,
     /// Predicted seconds of one first-fit placement (measured on the first heuristic, scaled
     /// by its relative cost); a boxing pass costs at least that and cannot be interrupted
     /// before its squeeze, so under `Auto` boxing is skipped when less time is left.
@@ -217,11 +247,6 @@ struct Part<'a> {
     /// stage leaves it alone.
     windowed: bool,
 }
-
-/// Runners-up kept per component, and the component size up to which they are kept (each is a
-/// copy of the offsets).
-const RUNNERS_UP: usize = 2;
-const RUNNERS_UP_MAX_BUFFERS: usize = 200_000;
 
 impl Part<'_> {
     fn offer(&mut self, name: String, offsets: Vec<u64>, seconds: f64) {
@@ -234,10 +259,10 @@ impl Part<'_> {
             std::mem::swap(&mut loser.1, &mut self.algorithm);
             loser.0 = std::mem::replace(&mut self.makespan, v.makespan);
         }
-        if self.buffers.len() <= RUNNERS_UP_MAX_BUFFERS && !loser.2.is_empty() && !self.runners_up.iter().any(|r| r.0 == loser.0) {
+        if self.keep_runners_up > 0 && !loser.2.is_empty() && !self.runners_up.iter().any(|r| r.0 == loser.0) {
             self.runners_up.push(loser);
             self.runners_up.sort_by_key(|r| r.0);
-            self.runners_up.truncate(RUNNERS_UP);
+            self.runners_up.truncate(self.keep_runners_up);
         }
     }
 }
@@ -248,30 +273,138 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
 }
 
 /// [`plan`]; `nested` for the plan of a sub-instance (a window, a flat component's blocks; see
-/// [`plan_nested`]), which opens no windows and merges no blocks again.
+/// [`plan_nested`]), which opens no windows and merges no blocks again. One stage after the
+/// other, each on the components still above their target (see the module's list).
 fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, nested: bool) -> PlanOutcome {
-    let start = Instant::now();
-    let deadline = start + opts.time_limit;
-    // Under `Auto`, further heuristics may not start once they would run past a quarter of the
-    // budget: the rest belongs to the searches that improve on them (on 10^5 buffers the
-    // best-fit variants alone can take the whole limit, and rarely beat first-fit/size there).
-    let heuristics_deadline =
-        if opts.algorithm == Algorithm::Auto { start + opts.time_limit / 4 } else { deadline };
-    // A heuristic whose prediction was wrong is abandoned here (the first one always finishes).
-    let heuristics_cutoff =
-        if opts.algorithm == Algorithm::Auto { start + opts.time_limit * 2 / 5 } else { deadline };
-    // Wall time per stage, for the summary: the stage name and when it began.
-    let timeline = std::cell::RefCell::new(Vec::<(String, Instant)>::new());
-    let stage = |s: &str| {
-        timeline.borrow_mut().push((s.to_string(), Instant::now()));
-        if let Some(p) = progress {
-            p.set_stage(s)
+    let mut clock = StageClock::new(progress);
+    clock.mark("splitting into components");
+    let mut parts = split(buffers, &opts.policy);
+    let run = Run::new(opts, progress, nested, clock.start, &parts);
+
+    let early = early_windows_part(&run, &parts);
+    clock.mark(if early.is_some() { "heuristics + critical windows" } else { "heuristics" });
+    heuristics_stage(&run, &mut parts, early);
+
+    // Small components are where the exact search shines and boxing rarely helps; on large
+    // ones the exact search is a long shot and boxing, then improving its result, pays most.
+    let largest = parts.iter().filter(|p| !p.solved_trivially).map(|p| p.buffers.len()).max().unwrap_or(0);
+    let small = largest <= opts.policy.small_buffers;
+
+    if run.runs(Stage::Flat) {
+        clock.mark("flat components");
+        flat_stage(&run, &mut parts);
+    }
+    if run.runs(Stage::Windows) && !small {
+        clock.mark("critical windows");
+        windows_stage(&run, &mut parts);
+    }
+    if run.runs(Stage::Exact) {
+        clock.mark("exact search");
+        let share = match opts.algorithm {
+            Algorithm::Auto if small => opts.policy.exact_share_small,
+            Algorithm::Auto => opts.policy.exact_share_large,
+            _ => 1.0,
+        };
+        exact_stage(&run, &mut parts, share);
+    }
+    // Once a component is proven not to fit the capacity, nothing more is worth doing.
+    if run.runs(Stage::Improve) && !refuted(&parts, opts.capacity) {
+        clock.mark("improvement search");
+        let share = if small { opts.policy.improve_share_small } else { opts.policy.improve_share_large };
+        improve_stage(&run, &mut parts, run.share_of_left(share), opts.seed);
+    }
+    let mut boxing_iterations = 0;
+    if run.runs(Stage::Boxing) && !refuted(&parts, opts.capacity) {
+        clock.mark("boxing");
+        // Part of what is left is kept to polish what boxing finds, when that runs.
+        let boxing_deadline = if run.runs(Stage::Polish) { run.share_of_left(opts.policy.boxing_share) } else { run.deadline };
+        let before: Vec<u64> = parts.iter().map(|p| p.makespan).collect();
+        boxing_iterations = boxing_stage(&run, &mut parts, boxing_deadline);
+        // On small components only a boxing result that improved something is worth polishing.
+        if run.runs(Stage::Polish) && (!small || parts.iter().zip(&before).any(|(p, &b)| p.makespan < b)) {
+            clock.mark("improvement search");
+            improve_stage(&run, &mut parts, run.deadline, opts.seed ^ 1);
         }
-    };
-    stage("splitting into components");
+    }
+
+    clock.mark("assembling");
+    assemble(buffers, &parts, run.lower_bound, boxing_iterations, clock)
+}
+
+/// What every stage of one [`plan_at`] call reads: the options, the clock and the targets.
+struct Run<'a> {
+    opts: &'a PlanOptions,
+    progress: Option<&'a Progress>,
+    nested: bool,
+    start: Instant,
+    deadline: Instant,
+    /// The largest max load of a component: the global lower bound.
+    lower_bound: u64,
+    /// The makespan at which a component is done: the lower bound, or a capacity above it.
+    target: u64,
+}
+
+impl<'a> Run<'a> {
+    fn new(opts: &'a PlanOptions, progress: Option<&'a Progress>, nested: bool, start: Instant, parts: &[Part]) -> Self {
+        let lower_bound = parts.iter().map(|p| p.max_load).max().unwrap_or(0);
+        let target = opts.capacity.map_or(lower_bound, |c| c.max(lower_bound));
+        Run { opts, progress, nested, start, deadline: start + opts.time_limit, lower_bound, target }
+    }
+
+    /// Whether `stage` runs: the algorithm includes it, the policy has it on, and (for the
+    /// stages that plan sub-instances by this driver) this is not already such a plan.
+    fn runs(&self, stage: Stage) -> bool {
+        let recursive = matches!(stage, Stage::EarlyWindows | Stage::Flat | Stage::Windows);
+        self.opts.algorithm.includes(stage) && self.opts.policy.runs(stage) && !(self.nested && recursive)
+    }
+
+    /// The instant `share` of the time left from now.
+    fn share_of_left(&self, share: f64) -> Instant {
+        let now = Instant::now();
+        now + self.deadline.saturating_duration_since(now).mul_f64(share)
+    }
+}
+
+/// Wall time per stage, for the summary and the progress line: each stage's name and when it
+/// began.
+struct StageClock<'a> {
+    start: Instant,
+    marks: Vec<(String, Instant)>,
+    progress: Option<&'a Progress>,
+}
+
+impl<'a> StageClock<'a> {
+    fn new(progress: Option<&'a Progress>) -> Self {
+        StageClock { start: Instant::now(), marks: Vec::new(), progress }
+    }
+
+    fn mark(&mut self, stage: &str) {
+        self.marks.push((stage.to_string(), Instant::now()));
+        if let Some(p) = self.progress {
+            p.set_stage(stage)
+        }
+    }
+
+    /// Seconds per stage name, in the order they first ran.
+    fn stages(&self) -> Vec<(String, f64)> {
+        let mut stages: Vec<(String, f64)> = Vec::new();
+        for (k, (name, at)) in self.marks.iter().enumerate() {
+            let end = self.marks.get(k + 1).map(|m| m.1).unwrap_or_else(Instant::now);
+            match stages.iter_mut().find(|(n, _)| n == name) {
+                Some(st) => st.1 += (end - *at).as_secs_f64(),
+                None => stages.push((name.clone(), (end - *at).as_secs_f64())),
+            }
+        }
+        stages
+    }
+}
+
+/// The instance's independent components (time ranges no buffer crosses), each to be planned
+/// alone from offset 0.
+fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
     let comps = heaplab_sweep::components(buffers);
     let single = comps.len() == 1;
-    let mut parts: Vec<Part> = comps
+    comps
         .into_iter()
         .map(|c| {
             // A component is its buffers in start order (ties by index), which the algorithms'
@@ -282,67 +415,83 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
                 let bs: Vec<Buffer> = c.buffers.iter().map(|&i| buffers[i as usize]).collect();
                 (c.buffers, Cow::Owned(bs))
             };
+            let max_load = heaplab_sweep::max_load(&bs);
+            let keep_runners_up = if bs.len() <= policy.runners_up_max_buffers { policy.runners_up } else { 0 };
             Part {
-                max_load: heaplab_sweep::max_load(&bs),
-                lower: 0,
+                max_load,
+                lower: max_load,
                 index,
                 buffers: bs,
                 offsets: Vec::new(),
                 makespan: 0,
                 algorithm: String::new(),
                 attempts: Vec::new(),
-                exact: false,
+                solved_trivially: false,
                 runners_up: Vec::new(),
+                keep_runners_up,
                 first_fit_seconds: 0.0,
                 windowed: false,
             }
         })
-        .collect();
-    let lower_bound = parts.iter().map(|p| p.max_load).max().unwrap_or(0);
-    for part in &mut parts {
-        part.lower = part.max_load;
-    }
-    // The makespan at which a component is done: the lower bound, or a capacity above it.
-    let target = opts.capacity.map_or(lower_bound, |c| c.max(lower_bound));
+        .collect()
+}
 
-    // On a large component that is not flat, the critical windows (stage 5) are what usually
-    // reaches the max load, and one first-fit placement there can take a third of a 3 s
-    // budget: the windows start now, beside the heuristics, on the other core. The heuristics
-    // post their makespans to `rival`, which stops the windows once one reaches the target.
-    let speculative = (opts.algorithm == Algorithm::Auto && !nested)
-        .then(|| (0..parts.len()).max_by_key(|&i| (parts[i].buffers.len(), std::cmp::Reverse(i))))
-        .flatten()
-        .filter(|&i| {
-            let p = &parts[i];
-            (SPECULATIVE_WINDOWS_MIN..=SPECULATIVE_WINDOWS_MAX).contains(&p.buffers.len())
-                && !crate::flat::is_flat(&p.buffers, p.max_load)
-        });
-    let rival = Arc::new(AtomicU64::new(u64::MAX));
-    stage(if speculative.is_some() { "heuristics + critical windows" } else { "heuristics" });
+/// The component on which the critical windows start beside the heuristics, if any: the
+/// largest, when its size is in the policy's range and it is not flat. There the windows are
+/// what usually reaches the max load, and one first-fit placement can take a third of a 3 s
+/// budget, so they start at once on the other core.
+fn early_windows_part(run: &Run, parts: &[Part]) -> Option<usize> {
+    if !run.runs(Stage::EarlyWindows) {
+        return None;
+    }
+    let policy = &run.opts.policy;
+    let i = (0..parts.len()).max_by_key(|&i| (parts[i].buffers.len(), std::cmp::Reverse(i)))?;
+    let p = &parts[i];
+    ((policy.early_windows_min_buffers..=policy.early_windows_max_buffers).contains(&p.buffers.len())
+        && !crate::flat::is_flat(&p.buffers, p.max_load))
+    .then_some(i)
+}
+
+/// The trivial cases and the greedy heuristics on every component, in parallel; beside them,
+/// on part `early` (see [`early_windows_part`]), the critical windows, which stop once a
+/// heuristic reaches the target there.
+fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
+    let opts = run.opts;
+    let policy = &opts.policy;
+    // Under `Auto`, further heuristics may not start once they would run past their share of
+    // the budget: the rest belongs to the searches that improve on them.
+    let (heuristics_deadline, heuristics_cutoff) = if opts.algorithm == Algorithm::Auto {
+        (run.start + opts.time_limit.mul_f64(policy.heuristics_share), run.start + opts.time_limit.mul_f64(policy.heuristics_cutoff_share))
+    } else {
+        (run.deadline, run.deadline)
+    };
     let heuristics: Vec<Heuristic> = match opts.algorithm {
         Algorithm::Auto | Algorithm::Heuristics => Heuristic::STANDARD.to_vec(),
         Algorithm::Heuristic(h) => vec![h],
-        Algorithm::Exact => vec![Heuristic::STANDARD[0]],
+        Algorithm::ExactSearch => vec![Heuristic::STANDARD[0]],
         Algorithm::Boxing => Vec::new(),
     };
-    // Tells the windows running beside the heuristics (if on this part) a makespan reached.
+    // The heuristics post their makespans on the early windows' part to `rival`, which stops
+    // the windows once one reaches the target.
+    let rival = Arc::new(AtomicU64::new(u64::MAX));
     let post = |i: usize, makespan: u64| {
-        if speculative == Some(i) {
+        if early == Some(i) {
             rival.fetch_min(makespan, Ordering::Relaxed);
         }
     };
+    let target = run.target;
     let run_heuristics = |parts: &mut [Part]| parts.par_iter_mut().enumerate().for_each(|(index, part)| {
-        // Exact cases first (also under `Boxing`, whose own prelude would solve them anyway, so
-        // that they do not take a share of the boxing time).
-        if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing | Algorithm::Exact) {
+        // Trivial cases first (also under `Boxing`, whose own prelude would solve them anyway,
+        // so that they do not take a share of the boxing time).
+        if run.runs(Stage::Trivial) {
             let t = Instant::now();
             if let Some(off) = heuristics::solve_conflict_free(&part.buffers) {
                 part.offer("exact: no conflicts".into(), off, t.elapsed().as_secs_f64());
             } else if let Some(off) = heuristics::solve_equal_sizes(&part.buffers) {
                 part.offer("exact: equal sizes (interval colouring)".into(), off, t.elapsed().as_secs_f64());
             }
-            part.exact = !part.offsets.is_empty();
-            if part.exact {
+            part.solved_trivially = !part.offsets.is_empty();
+            if part.solved_trivially {
                 post(index, part.makespan);
                 return;
             }
@@ -350,11 +499,10 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         // The first heuristic always runs, alone, so that there is a placement and a measure of
         // cost; a later one starts only if its predicted time (`Heuristic::relative_cost` times
         // the first one's) still fits before the heuristics' deadline.
-        // Above `HUGE_BUFFERS` the cheapest heuristic goes first: first-fit by size grows
-        // superlinearly there (10^7 random buffers: 500 s and 5.5 GB, the start-order sweep 14 s
-        // and 1.2 GB), and then runs only if its predicted time fits the budget.
+        // Above `huge_buffers` the cheapest heuristic goes first (see the policy), and first-fit
+        // by size then runs only if its predicted time fits the budget.
         let mut heuristics = heuristics.clone();
-        if part.buffers.len() > HUGE_BUFFERS && heuristics.len() > 1 {
+        if part.buffers.len() > policy.huge_buffers && heuristics.len() > 1 {
             let cheapest = (0..heuristics.len())
                 .min_by(|&a, &b| heuristics[a].relative_cost().total_cmp(&heuristics[b].relative_cost()))
                 .unwrap_or(0);
@@ -389,83 +537,35 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
             part.offer(name, off, secs);
         }
         post(index, part.makespan);
-        if let Some(p) = progress {
+        if let Some(p) = run.progress {
             p.best.fetch_max(part.makespan, Ordering::Relaxed);
         }
     });
-    match speculative {
-        None => run_heuristics(&mut parts),
+    match early {
+        None => run_heuristics(parts),
         Some(i) => {
             let sub = parts[i].buffers.to_vec();
-            let mut params = crate::windows::WindowParams::new(start + opts.time_limit.mul_f64(WINDOWS_SHARE), target, u64::MAX);
+            let mut params =
+                crate::windows::WindowParams::new(run.start + opts.time_limit.mul_f64(policy.windows_share), target, u64::MAX);
             params.rival = Some(Arc::clone(&rival));
             let began = Instant::now();
             let ((), out) = rayon::join(
-                || run_heuristics(&mut parts),
-                || crate::windows::plan_windows(&sub, &params, &mut |w: &[Buffer], until: Instant| plan_nested(w, until, opts.seed)),
+                || run_heuristics(parts),
+                || crate::windows::plan_windows(&sub, &params, &mut |w: &[Buffer], until: Instant| plan_nested(w, until, opts)),
             );
             if let Some(off) = out.offsets {
                 parts[i].offer(format!("critical windows ({})", out.windows), off, began.elapsed().as_secs_f64());
             }
             parts[i].windowed = true;
-            show_best(&parts, progress);
+            show_best(parts, run.progress);
         }
     }
+}
 
-    // Small components are where the exact search shines and boxing rarely helps; on large
-    // ones the exact search is a long shot and boxing, then improving its result, pays most.
-    let largest = parts.iter().filter(|p| !p.exact).map(|p| p.buffers.len()).max().unwrap_or(0);
-    let small = largest <= SMALL_BUFFERS;
-
-    if opts.algorithm == Algorithm::Auto && !nested {
-        stage("flat components");
-        flat_stage(&mut parts, target, deadline, opts.seed, progress);
-    }
-    if opts.algorithm == Algorithm::Auto && !nested && !small {
-        stage("critical windows");
-        windows_stage(&mut parts, target, deadline, opts.seed, progress);
-    }
-    if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Exact) {
-        stage("exact search");
-        let share = match opts.algorithm {
-            Algorithm::Auto if small => 0.9,
-            Algorithm::Auto => 0.1,
-            _ => 1.0,
-        };
-        exact_stage(&mut parts, lower_bound, opts.capacity, share, deadline, progress);
-    }
-
-    // Once a component is proven not to fit the capacity, nothing more is worth doing.
-    if opts.algorithm == Algorithm::Auto && !refuted(&parts, opts.capacity) {
-        stage("improvement search");
-        // Half the time left on small components; a third on large ones, whose boxing passes
-        // are long and which get a second improvement round from boxing's result anyway.
-        let now = Instant::now();
-        let share = if small { 0.5 } else { 0.33 };
-        improve_stage(&mut parts, target, now + deadline.saturating_duration_since(now).mul_f64(share), opts.seed, progress);
-    }
-
-    let mut boxing_iterations = 0;
-    if matches!(opts.algorithm, Algorithm::Auto | Algorithm::Boxing) && !refuted(&parts, opts.capacity) {
-        stage("boxing");
-        // Under `Auto` a fifth of what is left is kept to improve what boxing finds.
-        let boxing_deadline = if opts.algorithm == Algorithm::Auto {
-            let now = Instant::now();
-            now + deadline.saturating_duration_since(now).mul_f64(0.8)
-        } else {
-            deadline
-        };
-        let before: Vec<u64> = parts.iter().map(|p| p.makespan).collect();
-        boxing_iterations = boxing_stage(&mut parts, opts, target, boxing_deadline, progress);
-        if opts.algorithm == Algorithm::Auto && (!small || parts.iter().zip(&before).any(|(p, &b)| p.makespan < b)) {
-            stage("improvement search");
-            improve_stage(&mut parts, target, deadline, opts.seed ^ 1, progress);
-        }
-    }
-
-    stage("assembling");
+/// The components' placements put together, validated, and the summary.
+fn assemble(buffers: &[Buffer], parts: &[Part], lower_bound: u64, boxing_iterations: usize, clock: StageClock) -> PlanOutcome {
     let mut offsets = vec![0u64; buffers.len()];
-    for part in &parts {
+    for part in parts {
         if part.index.is_empty() {
             offsets.copy_from_slice(&part.offsets);
         }
@@ -475,17 +575,6 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     }
     let v = heaplab_sweep::validate(buffers, &offsets);
     assert!(v.is_valid(), "assembled placement invalid: {}", v.describe(buffers, &offsets));
-    let mut stages: Vec<(String, f64)> = Vec::new();
-    {
-        let marks = timeline.borrow();
-        for (k, (name, at)) in marks.iter().enumerate() {
-            let end = marks.get(k + 1).map(|m| m.1).unwrap_or_else(Instant::now);
-            match stages.iter_mut().find(|(n, _)| n == name) {
-                Some(st) => st.1 += (end - *at).as_secs_f64(),
-                None => stages.push((name.clone(), (end - *at).as_secs_f64())),
-            }
-        }
-    }
     let critical = parts.iter().max_by_key(|p| (p.makespan, p.buffers.len()));
     let proven = parts.iter().map(|p| p.lower).max().unwrap_or(0).max(lower_bound);
     PlanOutcome {
@@ -499,8 +588,8 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         attempts: critical.map(|p| p.attempts.clone()).unwrap_or_default(),
         boxing_iterations,
         offsets,
-        stages,
-        seconds: start.elapsed().as_secs_f64(),
+        stages: clock.stages(),
+        seconds: clock.start.elapsed().as_secs_f64(),
     }
 }
 
@@ -514,16 +603,17 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
 /// is left — a component may stop early at its target or iteration cap — the component that
 /// decides the makespan gets more passes (new seeds), until it no longer decides it alone, its
 /// cap is used up, or time runs out.
-fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, target: u64, deadline: Instant, progress: Option<&Progress>) -> usize {
+fn boxing_stage(run: &Run, parts: &mut [Part], deadline: Instant) -> usize {
+    let (opts, target, progress) = (run.opts, run.target, run.progress);
     let mut queue: Vec<usize> = (0..parts.len())
-        .filter(|&i| !parts[i].exact && (parts[i].offsets.is_empty() || parts[i].makespan > target.max(parts[i].lower)))
+        .filter(|&i| !parts[i].solved_trivially && (parts[i].offsets.is_empty() || parts[i].makespan > target.max(parts[i].lower)))
         .collect();
     queue.sort_by_key(|&i| (std::cmp::Reverse((parts[i].offsets.is_empty(), parts[i].makespan, parts[i].buffers.len())), i));
     let cap = opts.iterations.unwrap_or(usize::MAX);
     let mut used = vec![0usize; parts.len()];
     let mut total = 0;
     // Runs boxing on part `i` for `share` of the time left, aiming at `target`; returns the passes.
-    let run = |parts: &mut [Part], used: &mut [usize], i: usize, round: u64, share: f64, target: u64| {
+    let pass = |parts: &mut [Part], used: &mut [usize], i: usize, round: u64, share: f64, target: u64| {
         let part = &mut parts[i];
         let now = Instant::now();
         let left = deadline.saturating_duration_since(now);
@@ -540,7 +630,7 @@ fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, target: u64, deadline: I
         used[i] += out.iterations;
         // Empty offsets: no pass beat the bound (never the case without one).
         if !out.offsets.is_empty() {
-            let name = if out.exact { "exact (boxing prelude)".to_string() } else { "boxing".to_string() };
+            let name = if out.solved_trivially { "exact (boxing prelude)".to_string() } else { "boxing".to_string() };
             part.offer(name, out.offsets, now.elapsed().as_secs_f64());
         }
         show_best(parts, progress);
@@ -562,8 +652,8 @@ fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, target: u64, deadline: I
             continue;
         }
         if parts[i].offsets.is_empty() || parts[i].makespan > settled {
-            let share = if k + 1 == queue.len() { 1.0 } else { 0.6 };
-            total += run(parts, &mut used, i, 0, share, settled);
+            let share = if k + 1 == queue.len() { 1.0 } else { opts.policy.boxing_component_share };
+            total += pass(parts, &mut used, i, 0, share, settled);
         }
         settled = settled.max(parts[i].makespan);
     }
@@ -574,7 +664,7 @@ fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, target: u64, deadline: I
         if parts[i].makespan <= others || used[i] >= cap || Instant::now() >= deadline || hopeless(&parts[i]) {
             break;
         }
-        let passes = run(parts, &mut used, i, round, 1.0, others);
+        let passes = pass(parts, &mut used, i, round, 1.0, others);
         total += passes;
         if passes == 0 {
             break;
@@ -583,20 +673,13 @@ fn boxing_stage(parts: &mut [Part], opts: &PlanOptions, target: u64, deadline: I
     total
 }
 
-/// Component size above which the heuristics start with the cheapest one (see [`plan`]).
-const HUGE_BUFFERS: usize = 2_000_000;
-
-/// Components of at most this many buffers are *small*: the exact search gets most of the time
-/// and no critical windows are opened (a window would be most of the component).
-const SMALL_BUFFERS: usize = 2_000;
-
 /// The components a search stage works on, largest makespan first (ties by index): not solved
 /// exactly, with a placement above their target (`target` — the global lower bound, or the
 /// capacity when one is given — or their own proven bound, whichever is higher), and a buffer
 /// count `sized` accepts.
 fn above_target(parts: &[Part], target: u64, sized: impl Fn(usize) -> bool) -> Vec<usize> {
     let mut queue: Vec<usize> = (0..parts.len())
-        .filter(|&i| !parts[i].exact && !parts[i].offsets.is_empty() && parts[i].makespan > target.max(parts[i].lower))
+        .filter(|&i| !parts[i].solved_trivially && !parts[i].offsets.is_empty() && parts[i].makespan > target.max(parts[i].lower))
         .filter(|&i| sized(parts[i].buffers.len()))
         .collect();
     queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
@@ -604,67 +687,57 @@ fn above_target(parts: &[Part], target: u64, sized: impl Fn(usize) -> bool) -> V
 }
 
 /// Offsets for a sub-instance a stage builds (a window, the blocks of a flat component), planned
-/// by this driver under `Auto` until `until`, nested: no windows or flat blocks inside.
-fn plan_nested(sub: &[Buffer], until: Instant, seed: u64) -> Vec<u64> {
-    let opts = PlanOptions { time_limit: until.saturating_duration_since(Instant::now()), seed, ..PlanOptions::default() };
+/// by this driver under `Auto` with the caller's seed and policy until `until`, nested: no
+/// windows or flat blocks inside.
+fn plan_nested(sub: &[Buffer], until: Instant, caller: &PlanOptions) -> Vec<u64> {
+    let opts = PlanOptions {
+        time_limit: until.saturating_duration_since(Instant::now()),
+        seed: caller.seed,
+        policy: caller.policy.clone(),
+        ..PlanOptions::default()
+    };
     plan_at(sub, &opts, None, true).offsets
 }
 
 /// The critical-windows stage of [`plan`] ([`crate::windows`]): on each component above
-/// [`SMALL_BUFFERS`] that decides the makespan, largest makespan first, for up to
-/// [`WINDOWS_SHARE`] of the time left, provided that holds a fill (about one first-fit placement)
-/// and a fifth more for planning the window.
+/// [`Policy::small_buffers`] that decides the makespan, largest makespan first, for up to
+/// [`Policy::windows_share`] of the time left, provided that holds
+/// [`Policy::windows_min_fills`] first-fit placements (a fill, and the rest to plan the window).
 /// Each window is planned by this driver's own pipeline (nested: no windows inside windows).
-fn windows_stage(parts: &mut [Part], target: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
-    let queue = above_target(parts, target, |n| n > SMALL_BUFFERS);
+fn windows_stage(run: &Run, parts: &mut [Part]) {
+    let (policy, target, deadline) = (&run.opts.policy, run.target, run.deadline);
+    let queue = above_target(parts, target, |n| n > policy.small_buffers);
     for &i in &queue {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
         let now = Instant::now();
         let left = deadline.saturating_duration_since(now);
-        if part.windowed || part.makespan < settled || left.as_secs_f64() * WINDOWS_SHARE < 1.2 * part.first_fit_seconds {
+        if part.windowed
+            || part.makespan < settled
+            || left.as_secs_f64() * policy.windows_share < policy.windows_min_fills * part.first_fit_seconds
+        {
             continue;
         }
-        let params = crate::windows::WindowParams::new(now + left.mul_f64(WINDOWS_SHARE), target.max(part.lower), part.makespan);
-        let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, seed);
+        let params = crate::windows::WindowParams::new(now + left.mul_f64(policy.windows_share), target.max(part.lower), part.makespan);
+        let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, run.opts);
         let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
         if let Some(off) = out.offsets {
             part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
         }
-        show_best(parts, progress);
+        show_best(parts, run.progress);
     }
 }
 
-/// Share of the time left the critical-windows stage may take. Most of it: on large components
-/// it is the stage that reaches the max load (10^5 random buffers: 0% where the improvement
-/// search and boxing, given the same time, end 2.4-2.7% above), and on a slow machine the first
-/// heuristic alone takes a third of a 3 s budget, so 60% of the rest no longer held the
-/// one fill and window plan it needs there.
-const WINDOWS_SHARE: f64 = 0.8;
-
-/// Component sizes on which the critical windows start beside the heuristics (see [`plan_at`]):
-/// from where one first-fit placement takes a sizeable part of a short budget, up to where a
-/// second copy of the component and its occupancy index would cost more memory than it saves
-/// time (above, a fill alone takes most of a 3 s budget and the windows stage does not run).
-const SPECULATIVE_WINDOWS_MIN: usize = 50_000;
-const SPECULATIVE_WINDOWS_MAX: usize = 400_000;
-
-/// Buffers below which a flat component is left to the exact search alone.
-const FLAT_MIN_BUFFERS: usize = 64;
-
 /// The flat-components stage of [`plan`] ([`crate::flat`]): each component that decides the
-/// makespan, has more than [`FLAT_MIN_BUFFERS`] buffers and the same load at every tick is
-/// merged into blocks, and the blocks are planned as an instance of their own by this driver's
-/// pipeline (nested). Up to 80% of the time left (the other stages rarely gain a byte on a
-/// flat component: every instant is a peak, and no slack anywhere), shared equally by the
-/// components in line; in a component's share the first merge order gets half, each further
-/// one (drawn from `seed`) half of what remains, until a plan reaches the target.
-fn flat_stage(parts: &mut [Part], target: u64, deadline: Instant, seed: u64, progress: Option<&Progress>) {
-    let queue = above_target(parts, target, |n| n > FLAT_MIN_BUFFERS);
-    let stage_end = {
-        let now = Instant::now();
-        now + deadline.saturating_duration_since(now).mul_f64(0.8)
-    };
+/// makespan, has more than [`Policy::flat_min_buffers`] buffers and the same load at every tick
+/// is merged into blocks, and the blocks are planned as an instance of their own by this
+/// driver's pipeline (nested). Up to [`Policy::flat_share`] of the time left, shared equally by
+/// the components in line; in a component's share the first merge order gets half, each further
+/// one (drawn from the seed) half of what remains, until a plan reaches the target.
+fn flat_stage(run: &Run, parts: &mut [Part]) {
+    let (seed, target) = (run.opts.seed, run.target);
+    let queue = above_target(parts, target, |n| n > run.opts.policy.flat_min_buffers);
+    let stage_end = run.share_of_left(run.opts.policy.flat_share);
     for (k, &i) in queue.iter().enumerate() {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
@@ -688,30 +761,21 @@ fn flat_stage(parts: &mut [Part], target: u64, deadline: Instant, seed: u64, pro
             }
             let sub = blocks.buffers();
             let until = now + part_end.saturating_duration_since(now) / 2;
-            let off = blocks.expand(&plan_nested(&sub, until, seed), part.buffers.len());
+            let off = blocks.expand(&plan_nested(&sub, until, run.opts), part.buffers.len());
             part.offer(format!("flat blocks ({} blocks)", sub.len()), off, now.elapsed().as_secs_f64());
         }
-        show_best(parts, progress);
+        show_best(parts, run.progress);
     }
 }
 
-/// Conflicting pairs above which a component is left to the heuristics and boxing: the exact
-/// search keeps per-buffer conflict lists (8 bytes a pair).
-const EXACT_MAX_CONFLICTS: u64 = 10_000_000;
-/// Buffers above which a component is left to the heuristics and boxing: the exact search's
-/// nodes cost O(n), so a long search there is better spent on the other stages, and each level
-/// of its recursion keeps its own list of the unplaced buffers, 2n² bytes a thread at full
-/// depth (10^4 random buffers: 368 MB on two threads; at 6,000, 72 MB a thread). Lists shared
-/// between levels (a sparse set undone on backtrack) would lift this.
-const EXACT_MAX_BUFFERS: usize = 6_000;
-
-/// The exact stage of [`plan`]: components above the makespan settled elsewhere, largest first,
-/// each minimised from its best placement for `share` of the time left (the last one all of
-/// the stage's time); under a user's `capacity`, only that capacity is decided. A refuted
-/// capacity raises the component's proven lower bound.
-fn exact_stage(parts: &mut [Part], lower_bound: u64, capacity: Option<u64>, share: f64, deadline: Instant, progress: Option<&Progress>) {
-    let target = capacity.map_or(lower_bound, |c| c.max(lower_bound));
-    let mut queue = above_target(parts, target, |n| n <= EXACT_MAX_BUFFERS);
+/// The exact stage of [`plan`]: the components within [`Policy::exact_max_buffers`] and
+/// [`Policy::exact_max_conflicts`] above the makespan settled elsewhere, largest first, each
+/// minimised from its best placement in the stage's `share` of the time left (see below for
+/// how components share it); under a user's `capacity`, only that capacity is decided. A
+/// refuted capacity raises the component's proven lower bound.
+fn exact_stage(run: &Run, parts: &mut [Part], share: f64) {
+    let (policy, lower_bound, capacity, target) = (&run.opts.policy, run.lower_bound, run.opts.capacity, run.target);
+    let mut queue = above_target(parts, target, |n| n <= policy.exact_max_buffers);
     // Under a capacity every component above it must come down, and which is hard is not
     // known: the smallest go first, each with an equal share of what is left, so quick ones
     // hand their time on (largest-makespan-first gave minimalloc E's hard component 60% of the
@@ -720,11 +784,8 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, capacity: Option<u64>, shar
         queue.sort_by_key(|&i| (parts[i].buffers.len(), i));
     }
     let strategies = exact::Strategy::portfolio();
-    let threads = rayon::current_num_threads().clamp(1, 2);
-    let stage_end = {
-        let now = Instant::now();
-        now + deadline.saturating_duration_since(now).mul_f64(share)
-    };
+    let threads = rayon::current_num_threads().min(policy.exact_threads).max(1);
+    let stage_end = run.share_of_left(share);
     for (k, &i) in queue.iter().enumerate() {
         // Components that no longer decide the makespan need only reach what is settled.
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
@@ -745,21 +806,21 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, capacity: Option<u64>, shar
         if now >= stage_end {
             break;
         }
-        let Some(problem) = exact::Problem::new(&part.buffers, EXACT_MAX_CONFLICTS) else { continue };
+        let Some(problem) = exact::Problem::new(&part.buffers, policy.exact_max_conflicts) else { continue };
         let left = stage_end.duration_since(now);
         let until = if capacity.is_some() {
             now + left / (queue.len() - k) as u32
         } else if !others_tie {
             stage_end
         } else {
-            now + left.mul_f64(0.6)
+            now + left.mul_f64(policy.exact_tie_share)
         };
         let m = exact::minimize(&problem, part.makespan, part.lower.max(lower_bound), capacity, &strategies, threads, until);
         part.lower = part.lower.max(m.lower_bound);
         if let Some(off) = m.offsets {
             part.offer("exact search".into(), off, now.elapsed().as_secs_f64());
         }
-        show_best(parts, progress);
+        show_best(parts, run.progress);
     }
 }
 
@@ -767,7 +828,8 @@ fn exact_stage(parts: &mut [Part], lower_bound: u64, capacity: Option<u64>, shar
 /// each improved ([`crate::improve`]) from its best placement and its runners-up in parallel
 /// until `until` (a search returns early when stuck), aiming at `target` or its proven lower
 /// bound, whichever is higher.
-fn improve_stage(parts: &mut [Part], target: u64, until: Instant, seed: u64, progress: Option<&Progress>) {
+fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
+    let target = run.target;
     let queue = above_target(parts, target, |_| true);
     for &i in &queue {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
@@ -804,7 +866,7 @@ fn improve_stage(parts: &mut [Part], target: u64, until: Instant, seed: u64, pro
                 part.offer(format!("{name} + improvement"), offsets, secs);
             }
         }
-        show_best(parts, progress);
+        show_best(parts, run.progress);
     }
 }
 

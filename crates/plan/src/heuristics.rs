@@ -6,31 +6,8 @@
 //! and without even listing the conflicting buffers (see its module).
 
 use crate::occupancy::Occupancy;
+pub use crate::rules::{order, Fit, Order};
 use heaplab_model::Buffer;
-
-/// How a free address range is chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Fit {
-    /// The lowest range that fits.
-    First,
-    /// The smallest gap that fits (lowest on ties), else on top.
-    Best,
-}
-
-/// The order buffers are placed in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Order {
-    /// Size descending, longer lifetime first on ties ("big rocks first").
-    Size,
-    /// Area (size × lifetime) descending.
-    Area,
-    /// Lifetime length descending, then size.
-    Length,
-    /// Start time ascending, larger first: what an online allocator would see.
-    Start,
-    /// Seeded random permutation.
-    Random(u64),
-}
 
 /// A heuristic: an order and a fit rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -105,22 +82,6 @@ impl Heuristic {
     }
 }
 
-/// Buffer indices in the given order (ties broken by index, so the result is deterministic).
-pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
-    let mut idx: Vec<u32> = (0..buffers.len() as u32).collect();
-    let b = |i: &u32| &buffers[*i as usize];
-    match o {
-        Order::Size => idx.sort_unstable_by_key(|i| (std::cmp::Reverse((b(i).size, b(i).length())), b(i).lower, *i)),
-        Order::Area => idx.sort_unstable_by_key(|i| {
-            (std::cmp::Reverse((b(i).size as u128 * b(i).length() as u128, b(i).size)), b(i).lower, *i)
-        }),
-        Order::Length => idx.sort_unstable_by_key(|i| (std::cmp::Reverse((b(i).length(), b(i).size)), b(i).lower, *i)),
-        Order::Start => idx.sort_unstable_by_key(|i| (b(i).lower, std::cmp::Reverse(b(i).size), *i)),
-        Order::Random(seed) => crate::rng::Rng::new(seed).shuffle(&mut idx),
-    }
-    idx
-}
-
 /// Places buffers one by one in `order` at the lowest offset that clashes with no placed,
 /// time-conflicting buffer, honouring alignment. Valid by construction.
 pub fn first_fit_in_order(buffers: &[Buffer], order: &[u32]) -> Vec<u64> {
@@ -164,12 +125,12 @@ pub fn place_in_order_bounded(
     Some(offsets)
 }
 
-/// Exact solution when no two buffers conflict: everything at offset 0.
+/// The trivial case of no two buffers conflicting, solved optimally: everything at offset 0.
 pub fn solve_conflict_free(buffers: &[Buffer]) -> Option<Vec<u64>> {
     (heaplab_sweep::max_live(buffers) <= 1).then(|| vec![0; buffers.len()])
 }
 
-/// Exact solution when all sizes are equal (and every alignment divides that size): interval
+/// The trivial case of equal sizes (every alignment dividing that size), solved optimally: interval
 /// graph colouring by start time uses exactly max-live colours, so makespan = max load.
 pub fn solve_equal_sizes(buffers: &[Buffer]) -> Option<Vec<u64>> {
     let size = buffers.first()?.size;
@@ -469,7 +430,7 @@ mod tests {
     }
 
     #[test]
-    fn exact_cases_reach_max_load() {
+    fn trivial_cases_reach_max_load() {
         let bs: Vec<Buffer> = (0..100u64).map(|i| Buffer::new(i, i % 17, i % 17 + 1 + i % 5, 64)).collect();
         let off = solve_equal_sizes(&bs).unwrap();
         let v = validate(&bs, &off);

@@ -1,9 +1,12 @@
 //! Static memory planning: given buffers with sizes and lifetimes, choose offsets that minimise
-//! the makespan (peak memory). Owns the greedy [`heuristics`], the exact trivial cases and the
-//! [`exact`] search, the boxing algorithm of Buchsbaum et al. ([`boxing`]), the blocks of
-//! [`flat`] components, the critical [`windows`] decomposition, the [`improve`]ment search, and
-//! the portfolio [`driver`] that splits an instance into independent components and runs all of
-//! these within a time limit.
+//! the makespan (peak memory). Owns the greedy [`heuristics`] (built from the placement
+//! [`rules`], with the start-order sweep in [`online`]) and the trivial cases they solve in
+//! closed form, the [`exact`] branch-and-bound search, the boxing algorithm of Buchsbaum et al.
+//! ([`boxing`]), the blocks of [`flat`] components, the critical [`windows`] decomposition, the
+//! [`improve`]ment search, and the portfolio [`driver`] that splits an instance into independent
+//! components and runs all of these within a time limit, as its [`policy`] says. In code
+//! names "exact" means the branch-and-bound search only (the printed names of the trivial
+//! cases keep their `exact:` prefix: outputs do not change).
 
 pub mod boxing;
 pub mod driver;
@@ -12,9 +15,12 @@ pub mod heuristics;
 pub mod improve;
 pub mod occupancy;
 pub mod online;
+pub mod policy;
 pub mod rng;
+pub mod rules;
 pub mod flat;
 pub mod timeline;
 pub mod windows;
 
 pub use driver::{plan, Algorithm, PlanOptions, PlanOutcome, Progress};
+pub use policy::{Policy, Stage};

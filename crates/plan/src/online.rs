@@ -8,13 +8,13 @@
 //! the live blocks (coalesced), the top itself, and for best fit the same gaps keyed by length.
 //! Buffers ending at or before the next start are freed first (merging their range into the
 //! neighbouring gaps). The offsets are exactly those of
-//! [`place_in_order`](crate::heuristics::place_in_order) with [`Order::Start`](crate::heuristics::Order::Start)
+//! [`place_in_order`](crate::heuristics::place_in_order) with [`Order::Start`]
 //! (the oracle test says so), in O(n log n); memory is O(max live buffers) beyond the output.
 //! First fit finds the lowest gap that holds a buffer in a treap of the gaps by address whose
 //! nodes know the longest gap below them: a plain scan of the gaps in address order was linear
 //! per buffer on real heaps (a traced python3 run of 4.5M blocks: 98 s, 1.2 s with the treap).
 
-use crate::heuristics::Fit;
+use crate::rules::{Fit, Order};
 use heaplab_model::{align_up, Buffer};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
@@ -237,10 +237,10 @@ impl FreeSpace {
     }
 }
 
-/// Places `buffers` in [`Order::Start`](crate::heuristics::Order::Start) order with the given
+/// Places `buffers` in [`Order::Start`] order with the given
 /// fit, by sweeping time; the same offsets as the general placer with that order.
 pub fn place_by_start(buffers: &[Buffer], fit: Fit) -> Vec<u64> {
-    let order = crate::heuristics::order(buffers, crate::heuristics::Order::Start);
+    let order = crate::rules::order(buffers, Order::Start);
     let mut free = FreeSpace::new(fit);
     // (upper, buffer) of placed buffers still live.
     let mut live: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();

@@ -9,7 +9,7 @@ use std::time::Duration;
 fn opts(algorithm: Algorithm, seed: u64) -> PlanOptions {
     // A generous limit with an iteration cap: the cap, not the clock, ends the boxing stage, so
     // runs are reproducible.
-    PlanOptions { time_limit: Duration::from_secs(60), iterations: Some(8), seed, algorithm, capacity: None }
+    PlanOptions { time_limit: Duration::from_secs(60), iterations: Some(8), seed, algorithm, ..PlanOptions::default() }
 }
 
 #[test]
@@ -55,12 +55,12 @@ fn exact_stage_proves_what_it_claims() {
     // stage must reach the max load on the tight ones and never claim more than it proves.
     for seed in 0..12u64 {
         let tight = generate(Kind::Tight, 30 + seed as usize * 5, seed);
-        let out = plan(&tight.buffers, &opts(Algorithm::Exact, seed), None);
+        let out = plan(&tight.buffers, &opts(Algorithm::ExactSearch, seed), None);
         assert!(validate(&tight.buffers, &out.offsets).is_valid());
         assert!(out.optimal, "tight seed {seed}: {} vs {}", out.makespan, out.lower_bound);
         assert_eq!(out.makespan, out.max_load);
         let random = generate(Kind::Random, 12, seed);
-        let out = plan(&random.buffers, &opts(Algorithm::Exact, seed), None);
+        let out = plan(&random.buffers, &opts(Algorithm::ExactSearch, seed), None);
         assert!(validate(&random.buffers, &out.offsets).is_valid());
         assert!(out.max_load <= out.lower_bound && out.lower_bound <= out.makespan);
         assert!(out.optimal, "random seed {seed}: 12 buffers are proven within the limit");
@@ -115,4 +115,54 @@ fn a_capacity_ends_the_plan_at_the_first_placement_within_it() {
             assert!(out.lower_bound <= out.makespan);
         }
     }
+}
+
+/// Each stage switched off (and all of them at once) still gives a valid placement, and the
+/// stage leaves no trace in the outcome. The instances reach every stage: a conflict-free one
+/// (trivial), a small random one (exact, improvement, boxing, polish), a flat one (flat
+/// blocks) and one above `small_buffers` with the early windows' range lowered to it (windows).
+#[test]
+fn every_stage_can_be_switched_off_and_the_plan_stays_valid() {
+    use heaplab_plan::{Policy, Stage};
+    let chain: Vec<heaplab_model::Buffer> = (0..50u64).map(|i| heaplab_model::Buffer::new(i, i, i + 1, 8 + i)).collect();
+    let instances = [
+        ("conflict-free", chain),
+        ("random 200", generate(Kind::Random, 200, 3).buffers),
+        ("tight 1000", generate(Kind::Tight, 1_000, 1).buffers),
+        ("random 3000", generate(Kind::Random, 3_000, 2).buffers),
+    ];
+    let base = Policy { early_windows_min_buffers: 2_500, ..Policy::default() };
+    let mut policies: Vec<(String, Policy)> = Stage::ALL
+        .iter()
+        .map(|&s| {
+            let mut p = base.clone();
+            p.set_stage(s, false);
+            (format!("without {}", s.name()), p)
+        })
+        .collect();
+    let mut none = base.clone();
+    Stage::ALL.iter().for_each(|&s| none.set_stage(s, false));
+    policies.push(("heuristics alone".into(), none));
+    for (what, policy) in &policies {
+        for (name, bs) in &instances {
+            let o = PlanOptions { time_limit: Duration::from_millis(600), iterations: Some(2), policy: policy.clone(), ..PlanOptions::default() };
+            let out = plan(bs, &o, None);
+            let v = validate(bs, &out.offsets);
+            assert!(v.is_valid(), "{name} {what}: {}", v.describe(bs, &out.offsets));
+            assert_eq!(v.makespan, out.makespan, "{name} {what}");
+            let ran = |stage: &str| out.stages.iter().any(|(s, _)| s == stage);
+            let off = |s: Stage| !policy.runs(s);
+            assert!(!(off(Stage::Trivial) && out.algorithm.starts_with("exact:")), "{name} {what}: {}", out.algorithm);
+            assert!(!(off(Stage::EarlyWindows) && ran("heuristics + critical windows")), "{name} {what}");
+            assert!(!(off(Stage::Flat) && ran("flat components")), "{name} {what}");
+            assert!(!(off(Stage::Windows) && ran("critical windows")), "{name} {what}");
+            assert!(!(off(Stage::Exact) && ran("exact search")), "{name} {what}");
+            assert!(!(off(Stage::Improve) && off(Stage::Polish) && ran("improvement search")), "{name} {what}");
+            assert!(!(off(Stage::Boxing) && ran("boxing")), "{name} {what}");
+        }
+    }
+    // The instances do reach the stages the test switches off.
+    let all = |bs: &[heaplab_model::Buffer]| plan(bs, &PlanOptions { time_limit: Duration::from_millis(600), iterations: Some(2), policy: base.clone(), ..PlanOptions::default() }, None);
+    assert!(all(&instances[0].1).algorithm.starts_with("exact:"));
+    assert!(all(&instances[3].1).stages.iter().any(|(s, _)| s == "heuristics + critical windows"));
 }

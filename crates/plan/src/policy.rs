@@ -1,0 +1,344 @@
+//! The planner's policy: which stages of the portfolio [`driver`](crate::driver) run, what share
+//! of the time each gets, and the component sizes that decide between them, in one place with
+//! their defaults and the reasons for them. The driver reads nothing else, so a stage's
+//! contribution can be measured by switching it off (`heaplab plan --no-stage NAME`) and a
+//! threshold can be tried without editing code (`--policy KEY=VALUE`).
+//!
+//! Budget shares are fractions of the time left when the stage starts, unless a field says
+//! otherwise. [`Policy::default`] is the tuned portfolio; the searches it runs are listed in
+//! [`Stage`].
+
+/// A stage of the portfolio that can be switched off. The greedy heuristics are not one: every
+/// other stage starts from (or is measured against) their placement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// Components with no two buffers live together, or with all sizes equal, solved in closed
+    /// form (all at offset 0; interval colouring) before anything else.
+    Trivial,
+    /// The critical windows started beside the heuristics on the largest component, when its size
+    /// is within [`Policy::early_windows_min_buffers`]..=[`Policy::early_windows_max_buffers`].
+    EarlyWindows,
+    /// Flat components (equal load at every tick) merged into blocks ([`crate::flat`]) and the
+    /// blocks planned as an instance of their own.
+    Flat,
+    /// The critical windows ([`crate::windows`]) on components above [`Policy::small_buffers`].
+    Windows,
+    /// The exact branch-and-bound search ([`crate::exact`]).
+    Exact,
+    /// The improvement search ([`crate::improve`]) before boxing.
+    Improve,
+    /// The boxing algorithm ([`crate::boxing`]).
+    Boxing,
+    /// The improvement search run again on what boxing found.
+    Polish,
+}
+
+impl Stage {
+    /// Every stage, in the order the driver runs them.
+    pub const ALL: [Stage; 8] =
+        [Stage::Trivial, Stage::EarlyWindows, Stage::Flat, Stage::Windows, Stage::Exact, Stage::Improve, Stage::Boxing, Stage::Polish];
+
+    /// The name `--no-stage` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Trivial => "trivial",
+            Stage::EarlyWindows => "early-windows",
+            Stage::Flat => "flat",
+            Stage::Windows => "windows",
+            Stage::Exact => "exact",
+            Stage::Improve => "improve",
+            Stage::Boxing => "boxing",
+            Stage::Polish => "polish",
+        }
+    }
+
+    /// The stage called `name` (see [`Stage::name`]).
+    pub fn parse(name: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// Every switch, share and threshold of the portfolio driver. Under a restricted
+/// [`Algorithm`](crate::Algorithm) only the stages it names run, whatever the switches say, and
+/// the shares that divide the budget between stages do not apply (the one stage gets it all).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    /// Run [`Stage::Trivial`]. Default on: it costs one sweep and ends the work on such
+    /// components.
+    pub trivial: bool,
+    /// Run [`Stage::EarlyWindows`]. Default on: on 10^5 buffers one first-fit placement can take
+    /// a third of a 3 s budget, and the windows are what usually reaches the max load there.
+    pub early_windows: bool,
+    /// Run [`Stage::Flat`]. Default on: the other stages rarely gain a byte on a flat component.
+    pub flat: bool,
+    /// Run [`Stage::Windows`]. Default on: on large components it is the stage that reaches the
+    /// max load.
+    pub windows: bool,
+    /// Run [`Stage::Exact`]. Default on: on small components it proves optimality.
+    pub exact: bool,
+    /// Run [`Stage::Improve`]. Default on.
+    pub improve: bool,
+    /// Run [`Stage::Boxing`]. Default on.
+    pub boxing: bool,
+    /// Run [`Stage::Polish`]. Default on: boxing's placements have slack the improvement search
+    /// removes.
+    pub polish: bool,
+
+    /// Share of the whole time limit after which no further heuristic starts (the first always
+    /// runs). Default 0.25: the rest belongs to the searches that improve on them (on 10^5
+    /// buffers the best-fit variants alone can take the whole limit, and rarely beat first-fit
+    /// by size there).
+    pub heuristics_share: f64,
+    /// Share of the whole time limit after which a running heuristic is abandoned, its cost
+    /// having been predicted wrongly. Default 0.4.
+    pub heuristics_cutoff_share: f64,
+    /// Component size above which the heuristics start with the cheapest one. Default
+    /// 2,000,000: first-fit by size grows superlinearly there (10^7 random buffers: 500 s and
+    /// 5.5 GB, the start-order sweep 14 s and 1.2 GB).
+    pub huge_buffers: usize,
+    /// Runners-up (next best placements) kept per component as further starting points for the
+    /// improvement search, which gets stuck in different places from each. Default 2.
+    pub runners_up: usize,
+    /// Component size up to which runners-up are kept (each is a copy of the offsets). Default
+    /// 200,000.
+    pub runners_up_max_buffers: usize,
+    /// Components of at most this many buffers are *small*: the exact search gets most of the
+    /// time and no critical windows are opened (a window would be most of the component).
+    /// Default 2,000.
+    pub small_buffers: usize,
+    /// Smallest component on which [`Stage::EarlyWindows`] runs. Default 50,000: from where one
+    /// first-fit placement takes a sizeable part of a short budget.
+    pub early_windows_min_buffers: usize,
+    /// Largest component on which [`Stage::EarlyWindows`] runs. Default 400,000: above, a
+    /// second copy of the component and its occupancy index cost more memory than they save
+    /// time (and a fill alone takes most of a 3 s budget).
+    pub early_windows_max_buffers: usize,
+    /// Share of the time the critical windows may take ([`Stage::Windows`] of the time left;
+    /// [`Stage::EarlyWindows`] of the whole limit). Default 0.8: on large components the windows
+    /// reach the max load (10^5 random buffers: 0% where the improvement search and boxing, given
+    /// the same time, end 2.4-2.7% above), and on a slow machine the first heuristic alone takes
+    /// a third of a 3 s budget, so 60% of the rest did not hold the fill and window plan needed.
+    pub windows_share: f64,
+    /// [`Stage::Windows`] runs on a component only if its share of the time holds this many
+    /// first-fit placements (one fill around the windows, the rest to plan them). Default 1.2.
+    pub windows_min_fills: f64,
+    /// Buffers at or below which a flat component is left to the exact search. Default 64.
+    pub flat_min_buffers: usize,
+    /// Share of the time left [`Stage::Flat`] may take. Default 0.8: the other stages rarely
+    /// gain a byte on a flat component (every instant is a peak, no slack anywhere).
+    pub flat_share: f64,
+    /// Conflicting pairs above which a component is left out of the exact search, which keeps
+    /// per-buffer conflict lists (8 bytes a pair). Default 10,000,000.
+    pub exact_max_conflicts: u64,
+    /// Buffers above which a component is left out of the exact search: its nodes cost O(n), and
+    /// each level of its recursion keeps its own list of the unplaced buffers, 2n² bytes a
+    /// thread at full depth (10^4 random buffers: 368 MB on two threads). Default 6,000.
+    pub exact_max_buffers: usize,
+    /// Threads the exact search runs on at most (its strategies race). Default 2.
+    pub exact_threads: usize,
+    /// Share of the time left [`Stage::Exact`] gets when every component is small. Default 0.9:
+    /// small components are where it shines and boxing rarely helps.
+    pub exact_share_small: f64,
+    /// Share of the time left [`Stage::Exact`] gets otherwise. Default 0.1: on large components
+    /// it is a long shot, and boxing, then improving its result, pays most.
+    pub exact_share_large: f64,
+    /// Share of the exact stage's time left one component gets when others after it tie with
+    /// its makespan (a component that decides the makespan alone gets all of it). Default 0.6.
+    pub exact_tie_share: f64,
+    /// Share of the time left [`Stage::Improve`] gets when every component is small. Default
+    /// 0.5.
+    pub improve_share_small: f64,
+    /// Share of the time left [`Stage::Improve`] gets otherwise. Default 0.33: boxing passes are
+    /// long there, and [`Stage::Polish`] improves boxing's result anyway.
+    pub improve_share_large: f64,
+    /// Share of the time left [`Stage::Boxing`] gets; the rest is kept for [`Stage::Polish`].
+    /// Default 0.8.
+    pub boxing_share: f64,
+    /// Share of the boxing time left each component gets in boxing's first round (the last in
+    /// line gets all of it). Default 0.6.
+    pub boxing_component_share: f64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            trivial: true,
+            early_windows: true,
+            flat: true,
+            windows: true,
+            exact: true,
+            improve: true,
+            boxing: true,
+            polish: true,
+            heuristics_share: 0.25,
+            heuristics_cutoff_share: 0.4,
+            huge_buffers: 2_000_000,
+            runners_up: 2,
+            runners_up_max_buffers: 200_000,
+            small_buffers: 2_000,
+            early_windows_min_buffers: 50_000,
+            early_windows_max_buffers: 400_000,
+            windows_share: 0.8,
+            windows_min_fills: 1.2,
+            flat_min_buffers: 64,
+            flat_share: 0.8,
+            exact_max_conflicts: 10_000_000,
+            exact_max_buffers: 6_000,
+            exact_threads: 2,
+            exact_share_small: 0.9,
+            exact_share_large: 0.1,
+            exact_tie_share: 0.6,
+            improve_share_small: 0.5,
+            improve_share_large: 0.33,
+            boxing_share: 0.8,
+            boxing_component_share: 0.6,
+        }
+    }
+}
+
+impl Policy {
+    /// Whether `stage` is switched on.
+    pub fn runs(&self, stage: Stage) -> bool {
+        *self.switch(stage)
+    }
+
+    /// Switches `stage` on or off.
+    pub fn set_stage(&mut self, stage: Stage, on: bool) {
+        *self.switch_mut(stage) = on;
+    }
+
+    fn switch(&self, stage: Stage) -> &bool {
+        match stage {
+            Stage::Trivial => &self.trivial,
+            Stage::EarlyWindows => &self.early_windows,
+            Stage::Flat => &self.flat,
+            Stage::Windows => &self.windows,
+            Stage::Exact => &self.exact,
+            Stage::Improve => &self.improve,
+            Stage::Boxing => &self.boxing,
+            Stage::Polish => &self.polish,
+        }
+    }
+
+    fn switch_mut(&mut self, stage: Stage) -> &mut bool {
+        match stage {
+            Stage::Trivial => &mut self.trivial,
+            Stage::EarlyWindows => &mut self.early_windows,
+            Stage::Flat => &mut self.flat,
+            Stage::Windows => &mut self.windows,
+            Stage::Exact => &mut self.exact,
+            Stage::Improve => &mut self.improve,
+            Stage::Boxing => &mut self.boxing,
+            Stage::Polish => &mut self.polish,
+        }
+    }
+
+    /// The names [`Policy::set`] takes (the numeric fields, as named in the code).
+    pub const KEYS: &'static str = "heuristics_share, heuristics_cutoff_share, huge_buffers, runners_up, \
+runners_up_max_buffers, small_buffers, early_windows_min_buffers, early_windows_max_buffers, windows_share, \
+windows_min_fills, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
+exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, boxing_share, \
+boxing_component_share";
+
+    /// Sets the numeric field `key` (see [`Policy::KEYS`]) from `value`; a share must lie in
+    /// `[0, 1]`. The error says what was wrong.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        fn share(v: &str) -> Result<f64, String> {
+            match v.parse::<f64>() {
+                Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+                _ => Err(format!("{v}: expected a share between 0 and 1")),
+            }
+        }
+        fn count<T: std::str::FromStr>(v: &str) -> Result<T, String> {
+            v.replace('_', "").parse().map_err(|_| format!("{v}: expected a whole number"))
+        }
+        match key {
+            "heuristics_share" => self.heuristics_share = share(value)?,
+            "heuristics_cutoff_share" => self.heuristics_cutoff_share = share(value)?,
+            "huge_buffers" => self.huge_buffers = count(value)?,
+            "runners_up" => self.runners_up = count(value)?,
+            "runners_up_max_buffers" => self.runners_up_max_buffers = count(value)?,
+            "small_buffers" => self.small_buffers = count(value)?,
+            "early_windows_min_buffers" => self.early_windows_min_buffers = count(value)?,
+            "early_windows_max_buffers" => self.early_windows_max_buffers = count(value)?,
+            "windows_share" => self.windows_share = share(value)?,
+            "windows_min_fills" => {
+                self.windows_min_fills = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x >= 0.0)
+                    .ok_or_else(|| format!("{value}: expected a non-negative number"))?
+            }
+            "flat_min_buffers" => self.flat_min_buffers = count(value)?,
+            "flat_share" => self.flat_share = share(value)?,
+            "exact_max_conflicts" => self.exact_max_conflicts = count(value)?,
+            "exact_max_buffers" => self.exact_max_buffers = count(value)?,
+            "exact_threads" => {
+                self.exact_threads = count(value)?;
+                if self.exact_threads == 0 {
+                    return Err("0: expected at least 1 thread".into());
+                }
+            }
+            "exact_share_small" => self.exact_share_small = share(value)?,
+            "exact_share_large" => self.exact_share_large = share(value)?,
+            "exact_tie_share" => self.exact_tie_share = share(value)?,
+            "improve_share_small" => self.improve_share_small = share(value)?,
+            "improve_share_large" => self.improve_share_large = share(value)?,
+            "boxing_share" => self.boxing_share = share(value)?,
+            "boxing_component_share" => self.boxing_component_share = share(value)?,
+            _ => return Err(format!("unknown key {key}; expected one of {}", Policy::KEYS)),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default is the portfolio as tuned before the policy was pulled out of the driver:
+    /// these are the figures that were inline there, so a changed default shows up here first.
+    #[test]
+    fn default_policy_is_the_tuned_portfolio() {
+        let p = Policy::default();
+        assert!(Stage::ALL.iter().all(|&s| p.runs(s)), "every stage on");
+        assert_eq!((p.heuristics_share, p.heuristics_cutoff_share), (0.25, 0.4)); // time_limit / 4, * 2 / 5
+        assert_eq!((p.huge_buffers, p.small_buffers), (2_000_000, 2_000));
+        assert_eq!((p.runners_up, p.runners_up_max_buffers), (2, 200_000));
+        assert_eq!((p.early_windows_min_buffers, p.early_windows_max_buffers), (50_000, 400_000));
+        assert_eq!((p.windows_share, p.windows_min_fills), (0.8, 1.2));
+        assert_eq!((p.flat_min_buffers, p.flat_share), (64, 0.8));
+        assert_eq!((p.exact_max_conflicts, p.exact_max_buffers, p.exact_threads), (10_000_000, 6_000, 2));
+        assert_eq!((p.exact_share_small, p.exact_share_large, p.exact_tie_share), (0.9, 0.1, 0.6));
+        assert_eq!((p.improve_share_small, p.improve_share_large), (0.5, 0.33));
+        assert_eq!((p.boxing_share, p.boxing_component_share), (0.8, 0.6));
+    }
+
+    #[test]
+    fn stages_round_trip_by_name_and_switch_alone() {
+        for s in Stage::ALL {
+            assert_eq!(Stage::parse(s.name()), Some(s));
+            let mut p = Policy::default();
+            p.set_stage(s, false);
+            assert!(!p.runs(s));
+            assert!(Stage::ALL.iter().filter(|&&t| t != s).all(|&t| p.runs(t)), "{} switches only itself", s.name());
+        }
+        assert_eq!(Stage::parse("heuristics"), None);
+    }
+
+    #[test]
+    fn every_key_is_settable_and_bad_values_are_refused() {
+        let mut p = Policy::default();
+        for key in Policy::KEYS.split(", ") {
+            assert_eq!(p.set(key, "1"), Ok(()), "{key}");
+        }
+        assert_eq!(p.small_buffers, 1);
+        assert_eq!(p.exact_share_small, 1.0);
+        p.set("huge_buffers", "3_000_000").unwrap();
+        assert_eq!(p.huge_buffers, 3_000_000);
+        assert!(p.set("boxing_share", "1.5").is_err());
+        assert!(p.set("small_buffers", "-3").is_err());
+        assert!(p.set("exact_threads", "0").is_err());
+        assert!(p.set("no_such_key", "1").unwrap_err().contains("unknown key"));
+    }
+}
