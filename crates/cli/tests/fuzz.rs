@@ -31,10 +31,6 @@ const REPLAY_MEMORY_LIMIT: u64 = 6 << 30;
 const RSS_LIMIT: u64 = 1 << 30;
 /// A run taking longer than this has hung.
 const HANG: Duration = Duration::from_secs(30);
-/// Whether a placed file `replay` wrote must pass `frag`. Off until issue 23 items 1 and 10 are
-/// fixed (a trace header's page size is not validated, and a realloc that fails in the replay
-/// is recorded at the old address): until then such cases are printed as known, not failed.
-const REPLAY_OUTPUT_CHECKED: bool = false;
 /// Longest stderr accepted: error messages quote values short, however long the field.
 const STDERR_LIMIT: usize = 4096;
 
@@ -478,11 +474,7 @@ fn check_case(dir: &Path, input: &str, data: &[u8], with_replay: bool) -> Vec<St
                 agree(&mut p, "a trace replay reads, trace-info reads", r.code != 0 || info.code == 0, &[r, &info]);
                 if r.code == 0 {
                     let f = run(dir, &["frag", "re.hlplaced"], &mut p);
-                    let mut known = Vec::new();
-                    agree(if REPLAY_OUTPUT_CHECKED { &mut p } else { &mut known }, "every placed file replay writes is valid", f.code == 0, &[r, &f]);
-                    for k in known {
-                        eprintln!("fuzz: known defect (issue 23 items 1, 10): {k}");
-                    }
+                    agree(&mut p, "every placed file replay writes is valid", f.code == 0, &[r, &f]);
                 }
             }
             agree(&mut p, "only trace readers take a trace", check.code == 2 && frag.code == 2, &[&check, &frag]);
