@@ -71,7 +71,7 @@ fuzz: deps trace-deps study-deps
 	HEAPLAB_FUZZ_CASES=$(FUZZ_CASES) HEAPLAB_FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test -p heaplab-cli --test fuzz -- --nocapture
 
 # Long measurements: the full table (shared set + generated 10^3 … 10^6 buffers, and 10^7 for
-# random, nn and malloc: issue #3's streaming and memory check; a 10^7 run may take minutes).
+# random, nn and malloc: the streaming and memory check; a 10^7 run may take minutes).
 bench: build bench-trace
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench --heaplab $(HEAPLAB) --max-n 10000000 --kill-after 1800
