@@ -425,3 +425,6 @@ fn block_of<T>(addr: u64, entry: &Entry<T>, model: SizeModel) -> Block {
         open: entry.open,
     }
 }
+
+#[cfg(test)]
+mod tests;
