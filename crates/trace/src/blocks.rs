@@ -355,7 +355,7 @@ impl<T: Default> Blocks<T> {
         }
         let requested = e.requested();
         let usable = e.usable.max(requested);
-        let size = self.size(requested, usable);
+        let size = size_of(requested, usable, self.options.size);
         let (id, open) = if scoped {
             self.next_id += 1;
             (self.next_id - 1, self.timer.stamp(ns, size, true))
@@ -366,7 +366,7 @@ impl<T: Default> Blocks<T> {
         // Beyond 2^63 there is no power of two in u64; 62 is as far as instances go anyway.
         let align_log2 = e.alignment(page).checked_next_power_of_two().map_or(64, u64::trailing_zeros).min(62) as u8;
         let entry = Entry { id, requested, usable, open, site: e.site, tid: e.tid, op: e.op, align_log2, data: T::default() };
-        change.opened = Some(self.block(e.ptr_out, &entry));
+        change.opened = Some(block_of(e.ptr_out, &entry, self.options.size));
         self.live.insert(e.ptr_out, entry);
         self.counts.opened += 1;
         self.last_opened = Some(e.ptr_out);
@@ -391,19 +391,12 @@ impl<T: Default> Blocks<T> {
         })
     }
 
-    fn size(&self, requested: u64, usable: u64) -> u64 {
-        size_of(requested, usable, self.options.size)
-    }
-
-    fn block(&self, addr: u64, entry: &Entry<T>) -> Block {
-        block_of(addr, entry, self.options.size)
-    }
-
     fn closed(&self, addr: u64, entry: Entry<T>, t: u64, cause: Cause) -> Closed<T> {
-        Closed { block: self.block(addr, &entry), at: t.max(entry.open.saturating_add(1)), cause, data: entry.data }
+        Closed { block: block_of(addr, &entry, self.options.size), at: t.max(entry.open.saturating_add(1)), cause, data: entry.data }
     }
 }
 
+/// A block's size under `model` (see [`SizeModel`]).
 fn size_of(requested: u64, usable: u64, model: SizeModel) -> u64 {
     match model {
         SizeModel::Requested => requested.max(1),
@@ -411,6 +404,7 @@ fn size_of(requested: u64, usable: u64, model: SizeModel) -> u64 {
     }
 }
 
+/// The block a live entry at `addr` stands for.
 fn block_of<T>(addr: u64, entry: &Entry<T>, model: SizeModel) -> Block {
     Block {
         id: (entry.id != NO_ID).then_some(entry.id),
