@@ -2,14 +2,15 @@
 //! `child/heaplab_replay_child.c`) through a ring in shared memory, and turns the child's
 //! answers into jobs.
 //!
-//! The trace's calls become requests as in the trace → instance conversion (table 3.1 of the
-//! thesis), except that each keeps its own function: calloc stays calloc, aligned calls keep
-//! their alignment, realloc is one realloc call. Failed allocations of the trace and frees of
-//! pointers it never saw allocated are skipped (and counted); an allocation returning a
-//! pointer the trace still holds live closes the older block first. The clock is the trace's
-//! allocated-bytes clock (`heaplab convert --clock bytes`): each allocation starts a job at the
-//! current value and advances it by its requested size (at least 1); a realloc's release is at
-//! its first sequence number and its new job at its second.
+//! The trace's blocks come from the trace crate's blocks layer ([`heaplab_trace::blocks`]),
+//! under the same rules as the trace → instance conversion: failed allocations of the trace and
+//! frees of pointers it never saw allocated are skipped (and counted); an allocation returning
+//! a pointer the trace still holds live closes the older block first. Each block becomes a
+//! request that keeps its own function: calloc stays calloc, aligned calls keep their
+//! alignment, realloc is one realloc call, sent at its first half (where the layer closes the
+//! input block) and starting its job at its second (where the layer opens the result). The
+//! clock is the layer's allocated-bytes clock on requested sizes (`heaplab convert --clock
+//! bytes`); jobs start and end where the layer opens and closes their blocks.
 //!
 //! An allocation that succeeded in the trace but fails in the replay (the allocator ran out of
 //! memory, e.g. under `ulimit -v`) gets no job and is counted; a failed realloc keeps its input
@@ -25,7 +26,7 @@ use crate::allocators::Allocator;
 use crate::placed::{self, Job, Mapping, Placed, PlacedMeta};
 use heaplab_trace::format::Op;
 use heaplab_trace::stats::AddressMap;
-use heaplab_trace::{Half, TraceReader};
+use heaplab_trace::{BlockOptions, Blocks, Cause, Half, TraceReader};
 use std::collections::HashMap;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -406,11 +407,19 @@ impl Session {
     }
 }
 
-/// Where a live block of the trace is in the replay: its slot in the child and its job.
+/// Where a live block of the trace is in the replay: its slot in the child and its job (kept
+/// on the block by the blocks layer).
 #[derive(Clone, Copy)]
 struct Live {
     slot: u32,
     job: u64,
+}
+
+impl Default for Live {
+    /// No slot and no job: what a block has until the driver attaches its own.
+    fn default() -> Live {
+        Live { slot: u32::MAX, job: NO_JOB }
+    }
 }
 
 /// Ends a live block's job at `clock` and frees it in the child.
@@ -524,11 +533,12 @@ pub fn replay<R: Read>(
     let t0 = Instant::now();
     let mut s = start(alloc, opts, nthreads)?;
     let mut stats = ReplayStats { threads: nthreads, ..Default::default() };
-    let mut live: AddressMap<Live> = AddressMap::default();
+    // The replay's time axis is the conversion's default: bytes clock, requested sizes.
+    let mut blocks: Blocks<Live> = Blocks::new(BlockOptions::default(), &header);
+    // Realloc requests sent at their first half whose second half is still to come.
     let mut reallocs: AddressMap<Live> = AddressMap::default();
     let mut free_slots: Vec<u32> = Vec::new();
     let mut next_slot: u32 = 0;
-    let mut clock = 0u64;
     let mut steps = 0u64;
 
     let mut take_slot = |free_slots: &mut Vec<u32>| -> Result<u32, ReplayError> {
@@ -555,75 +565,47 @@ pub fn replay<R: Read>(
         }
         let e = step.event;
         let thread = index.get(&e.tid).copied().unwrap_or(0);
-        let requested = e.requested();
-        match step.half {
-            Half::Whole if e.op == Op::Free => match live.remove(&e.ptr_in) {
-                Some(l) => close(&mut s, l, clock, thread, &mut free_slots)?,
-                None => stats.unmatched_frees += 1,
-            },
-            Half::Whole => {
-                if e.ptr_out == 0 {
-                    stats.failed_in_trace += 1;
-                    continue;
-                }
-                if let Some(old) = live.remove(&e.ptr_out) {
-                    // The trace missed a free: the older block ends here.
-                    close(&mut s, old, clock, thread, &mut free_slots)?;
-                }
-                let slot = take_slot(&mut free_slots)?;
-                let job = new_job(&mut s, clock, requested);
-                clock = clock.saturating_add(requested.max(1));
-                s.emit(e.op as u8, thread, slot, e.size, e.extra, job)?;
-                live.insert(e.ptr_out, Live { slot, job });
-            }
-            Half::Release => {
-                if !e.releases() {
-                    continue; // a failed realloc, or realloc(NULL, n): handled by the second half
-                }
-                let Some(old) = live.remove(&e.ptr_in) else {
-                    stats.unmatched_frees += 1;
-                    continue;
-                };
-                if e.ptr_out == 0 {
-                    // realloc(p, 0) that freed p: the trace's program holds nothing more.
-                    close(&mut s, old, clock, thread, &mut free_slots)?;
-                    continue;
-                }
-                s.jobs[old.job as usize].end = clock;
-                let job = new_job(&mut s, u64::MAX, requested);
-                s.jobs[job as usize].input = old.job;
-                s.emit(e.op as u8, thread, old.slot, e.size, e.extra, job)?;
-                reallocs.insert(e.seq, Live { slot: old.slot, job });
-            }
-            Half::Acquire => {
-                if e.ptr_out == 0 {
-                    if !e.releases() {
-                        stats.failed_in_trace += 1;
-                    }
-                    continue;
-                }
-                if let Some(old) = live.remove(&e.ptr_out) {
-                    // The trace missed a free: the older block ends here.
-                    close(&mut s, old, clock, thread, &mut free_slots)?;
-                }
-                let l = match reallocs.remove(&e.seq) {
-                    Some(l) => {
-                        s.jobs[l.job as usize].start = clock;
-                        l
-                    }
-                    None => {
-                        // realloc(NULL, n), or of a pointer the trace never saw: a fresh block.
-                        let slot = take_slot(&mut free_slots)?;
-                        let job = new_job(&mut s, clock, requested);
-                        s.emit(e.op as u8, thread, slot, e.size, e.extra, job)?;
-                        Live { slot, job }
-                    }
-                };
-                clock = clock.saturating_add(requested.max(1));
-                live.insert(e.ptr_out, l);
+        let change = blocks.step(&step);
+        if let Some(c) = change.closed {
+            if c.cause == Cause::Realloc && e.ptr_out != 0 {
+                // The child reallocates the block in its slot now; the new job starts at the
+                // second half.
+                s.jobs[c.data.job as usize].end = c.at;
+                let job = new_job(&mut s, u64::MAX, e.requested());
+                s.jobs[job as usize].input = c.data.job;
+                s.emit(e.op as u8, thread, c.data.slot, e.size, e.extra, job)?;
+                reallocs.insert(e.seq, Live { slot: c.data.slot, job });
+            } else {
+                // A free, realloc(p, 0) freeing p, or a block whose free the trace missed.
+                close(&mut s, c.data, c.at, thread, &mut free_slots)?;
             }
         }
+        if let Some(b) = change.opened {
+            let sent = if step.half == Half::Acquire { reallocs.remove(&e.seq) } else { None };
+            let l = match sent {
+                Some(l) => {
+                    s.jobs[l.job as usize].start = b.open;
+                    l
+                }
+                None => {
+                    // An allocation, or a realloc of NULL or of a pointer the trace never saw:
+                    // a fresh block.
+                    let slot = take_slot(&mut free_slots)?;
+                    let job = new_job(&mut s, b.open, b.requested);
+                    s.emit(e.op as u8, thread, slot, e.size, e.extra, job)?;
+                    Live { slot, job }
+                }
+            };
+            blocks.attach(l);
+        }
     }
+    for c in blocks.finish() {
+        s.jobs[c.data.job as usize].end = c.at;
+    }
+    let counts = blocks.counts();
+    stats.unmatched_frees = counts.unknown_frees;
+    stats.failed_in_trace = counts.failed;
+    let clock = blocks.now();
     let ending = reader.ending().clone();
     if let Some(d) = &ending.damage {
         if !opts.allow_truncated {
@@ -666,6 +648,8 @@ pub fn replay<R: Read>(
         }
         let mut j = *j;
         if j.end == u64::MAX {
+            // The input of a realloc that failed in the replay and whose second half the
+            // (damaged) trace lost: live in the child to the end.
             j.end = clock;
         }
         j.end = j.end.max(j.start + 1);

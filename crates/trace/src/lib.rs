@@ -1,9 +1,11 @@
 //! Tracing real programs' heaps: the `.hltrace` format ([`format`]), the LD_PRELOAD tracer that
 //! writes it (C, `preload/`, embedded by [`preload`]), the streaming reader that merges threads
-//! into one ordered stream ([`reader`]), trace statistics ([`stats`]) and the conversion of a
-//! trace to a heaplab instance ([`convert`], the thesis' table 3.1); running a program under
-//! the tracer ([`launch`]) and the index of a run's processes ([`run`]).
+//! into one ordered stream ([`reader`]), the stream's blocks and their lifetimes under the
+//! rules of the thesis' table 3.1 ([`blocks`], shared with the replay), trace statistics
+//! ([`stats`]) and the conversion of a trace to a heaplab instance ([`convert`]); running a
+//! program under the tracer ([`launch`]) and the index of a run's processes ([`run`]).
 
+pub mod blocks;
 pub mod compress;
 pub mod convert;
 pub mod format;
@@ -16,6 +18,7 @@ pub mod stats;
 mod tests;
 pub mod writer;
 
-pub use convert::{analyse, Analysis, Clock, ConvertOptions, SizeModel};
+pub use blocks::{Block, BlockOptions, Blocks, Cause, Change, Clock, Closed, Counts, SizeModel};
+pub use convert::{analyse, Analysis, ConvertOptions};
 pub use reader::{is_trace, Damage, Ending, Event, Half, Header, Origin, PageEvent, Skim, Step, TraceReader};
 pub use stats::TraceStats;

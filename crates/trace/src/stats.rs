@@ -5,8 +5,9 @@
 //! use from page events ([`PageStats`], kept exact as a set of ranges by [`Mappings`]) and how
 //! much of the peak RSS the heap and those mappings explain ([`RssBreakdown`]).
 
+use crate::blocks::{Cause, Change, Counts};
 use crate::format::{self as f, Op, PageOp};
-use crate::reader::PageEvent;
+use crate::reader::{Event, PageEvent};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -307,6 +308,7 @@ pub(crate) struct Tracker {
 }
 
 impl Tracker {
+    /// A tracker for a trace with this page size.
     pub fn new(page_size: u32) -> Tracker {
         let page = if page_size.is_power_of_two() { page_size } else { 4096 };
         Tracker {
@@ -327,7 +329,27 @@ impl Tracker {
         (ptr >> self.page_shift, last >> self.page_shift)
     }
 
-    pub fn acquire(&mut self, ptr: u64, requested: u64, usable: u64) {
+    /// Counts a recorded call (a realloc once, at its first half) made `ns` after the start.
+    pub fn call(&mut self, e: &Event, ns: u64) {
+        let s = &mut self.stats;
+        *s.calls.entry(e.op).or_insert(0) += 1;
+        *s.threads.entry(e.tid).or_insert(0) += 1;
+        s.events += 1;
+        s.first_ns.get_or_insert(ns);
+        s.last_ns = Some(ns);
+    }
+
+    /// Follows the live blocks through what one step did: the close first, as it happened.
+    pub fn change<T>(&mut self, c: &Change<T>) {
+        if let Some(c) = c.closed.as_ref().filter(|c| c.cause != Cause::End) {
+            self.release(c.block.addr, c.block.requested, c.block.usable);
+        }
+        if let Some(b) = &c.opened {
+            self.acquire(b.addr, b.requested, b.usable);
+        }
+    }
+
+    fn acquire(&mut self, ptr: u64, requested: u64, usable: u64) {
         let s = &mut self.stats;
         s.total_requested = s.total_requested.saturating_add(requested);
         s.total_usable = s.total_usable.saturating_add(usable);
@@ -358,7 +380,7 @@ impl Tracker {
         self.maps.stats.peak_heap_and_direct_bytes = self.maps.stats.peak_heap_and_direct_bytes.max(joint);
     }
 
-    pub fn release(&mut self, ptr: u64, requested: u64, usable: u64) {
+    fn release(&mut self, ptr: u64, requested: u64, usable: u64) {
         self.live_req = self.live_req.saturating_sub(requested);
         self.live_usable = self.live_usable.saturating_sub(usable);
         self.live_blocks = self.live_blocks.saturating_sub(1);
@@ -377,7 +399,11 @@ impl Tracker {
         }
     }
 
-    pub fn finish(mut self, live_at_end: u64) -> TraceStats {
+    /// The statistics, given what the blocks layer counted and the blocks live at the end.
+    pub fn finish(mut self, counts: Counts, live_at_end: u64) -> TraceStats {
+        self.stats.failed = counts.failed;
+        self.stats.unmatched_frees = counts.unknown_frees;
+        self.stats.reused_live = counts.reused;
         self.stats.live_at_end = live_at_end;
         self.maps.stats.mapped_at_end_bytes = self.maps.bytes.iter().sum();
         self.stats.pages = std::mem::take(&mut self.maps.stats);

@@ -389,3 +389,145 @@ fn heaplab_sweep_free_max_load(buffers: &[heaplab_model::Buffer]) -> u64 {
     }
     best
 }
+
+/// A hostile single-process history over a few addresses: frees of pointers never allocated
+/// and double frees, allocations returning a still-live address (missed frees), failed
+/// allocations and reallocs (NULL result, realloc(p, 0), realloc(NULL, n)), malloc(0), usable
+/// sizes below the request, aligned calls with odd alignments, and realloc halves split by
+/// other threads' calls; timestamps that tie and go back across threads. Sequence numbers
+/// are globally unique and each thread's calls stay in its own order, as the tracer writes.
+pub(crate) fn adversarial(seed: u64, threads: u32, calls: usize) -> (Vec<u8>, Vec<Event>) {
+    let mut rng = seed.wrapping_mul(0x9e3779b97f4a7c15) ^ 0x5851_f42d_4c95_7f2d;
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let pool: Vec<u64> = (0..6).map(|i| 0x10_0000 + i * 0x100).chain([0x20_0008, 0x30_0001]).collect();
+    let ops = [Op::Malloc, Op::Calloc, Op::PosixMemalign, Op::AlignedAlloc, Op::Memalign, Op::Valloc, Op::Pvalloc];
+    let mut events: Vec<Event> = Vec::new();
+    let mut taken = std::collections::BTreeSet::new(); // second halves' sequence numbers
+    let mut busy_until = vec![0u64; threads as usize]; // a thread is inside a realloc until its second half
+    let mut ts = vec![0u64; threads as usize];
+    let mut seq = 0u64;
+    while events.len() < calls {
+        while taken.contains(&seq) {
+            seq += 1;
+        }
+        let free: Vec<usize> = (0..threads as usize).filter(|&t| busy_until[t] < seq || events.is_empty()).collect();
+        if free.is_empty() {
+            seq += 1;
+            continue;
+        }
+        let t = free[next(free.len() as u64) as usize];
+        ts[t] += next(3) * 7;
+        let ptr = |n: u64| if n == 0 { 0 } else { pool[(n - 1) as usize] };
+        let out = ptr(next(pool.len() as u64 + 1).max(next(3)));
+        let size = [0, 1, 24, 100, 4000, 1 << 20][next(6) as usize];
+        let usable = if out == 0 { 0 } else { size + [0, 8, 24][next(3) as usize] - if size > 8 && next(5) == 0 { 8 } else { 0 } };
+        let mut e = Event { seq, seq2: seq, tid: 100 + t as u32, ts: ts[t], op: Op::Malloc, ptr_in: 0, ptr_out: out, size, extra: 0, usable, site: 0 };
+        match next(10) {
+            0..=2 => {
+                e.op = Op::Free;
+                e.ptr_in = ptr(1 + next(pool.len() as u64));
+                (e.ptr_out, e.size, e.usable) = (0, 0, 0);
+            }
+            3..=5 => {
+                e.op = if next(4) == 0 { Op::Reallocarray } else { Op::Realloc };
+                e.ptr_in = ptr(next(pool.len() as u64 + 1));
+                if e.op == Op::Reallocarray {
+                    e.extra = next(3);
+                    if e.ptr_out != 0 {
+                        e.usable = e.requested() + 8;
+                    }
+                }
+                let mut s2 = seq + 1 + next(3);
+                while taken.contains(&s2) {
+                    s2 += 1;
+                }
+                taken.insert(s2);
+                e.seq2 = s2;
+                busy_until[t] = s2;
+            }
+            _ => {
+                e.op = ops[next(ops.len() as u64) as usize];
+                e.extra = match e.op {
+                    Op::Calloc => next(4),
+                    Op::PosixMemalign | Op::AlignedAlloc | Op::Memalign => [0, 8, 24, 64, 4096][next(5) as usize],
+                    _ => 0,
+                };
+                if e.ptr_out != 0 {
+                    e.usable = e.requested() + next(2) * 16;
+                }
+            }
+        }
+        events.push(e);
+        seq += 1;
+    }
+    // Each thread's calls in runs of a few, a window per run, windows in floor order.
+    let mut w = TraceWriter::new(&header());
+    let mut runs: Vec<Vec<&Event>> = Vec::new();
+    for t in 0..threads {
+        let mine: Vec<&Event> = events.iter().filter(|e| e.tid == 100 + t).collect();
+        for chunk in mine.chunks(1 + (seed % 4) as usize) {
+            runs.push(chunk.to_vec());
+        }
+    }
+    runs.sort_by_key(|r| r[0].seq);
+    for run in &runs {
+        w.begin_window(run[0].tid, run[0].seq, run[0].ts);
+        for e in run {
+            w.event(e);
+        }
+    }
+    w.trailer(&trailer(), 1, 0, seq + 4);
+    (w.finish(), events)
+}
+
+/// A digest of everything one pass over `bytes` yields under `opts` (the instance and the
+/// statistics), for pinning behaviour across rewrites.
+fn analysis_digest(bytes: &[u8], opts: Option<&ConvertOptions>) -> u64 {
+    let mut r = TraceReader::new(bytes, "a.hltrace").expect("header");
+    let a = analyse(&mut r, opts, None);
+    let text = format!("{:?}|{:?}|{:?}", a.instance.map(|i| (i.buffers, i.columns.requested)), a.stats, a.conversion_error);
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+}
+
+/// Conversion and statistics of hostile histories under every clock, size model and thread
+/// choice, pinned by digest: recorded from the conversion as it was before the trace-to-blocks
+/// layer was shared with replay, so any change in output shows here.
+#[test]
+fn conversion_of_hostile_histories_is_pinned() {
+    let mut all = Vec::new();
+    for seed in 1..=12u64 {
+        let threads = 1 + (seed % 3) as u32;
+        let (bytes, events) = adversarial(seed, threads, 400);
+        assert_eq!(calls(&read_all(&bytes).0), events, "seed {seed}: the history reads back");
+        let mut digests = vec![analysis_digest(&bytes, None)];
+        for clock in [Clock::Events, Clock::Bytes, Clock::Ns] {
+            for size in [SizeModel::Requested, SizeModel::Usable] {
+                for thread in [None, Some(100), Some(101)] {
+                    digests.push(analysis_digest(&bytes, Some(&ConvertOptions { clock, size, thread })));
+                }
+            }
+        }
+        all.push(digests.iter().fold(seed, |h, d| (h ^ d).wrapping_mul(0x100_0000_01b3)));
+    }
+    assert_eq!(all, PINNED);
+}
+
+const PINNED: [u64; 12] = [
+    787093069323962395,
+    6995082709220847477,
+    18404510164633539726,
+    17059262824317670419,
+    6717472936111485869,
+    6077383607288611805,
+    3899759987451859621,
+    10853536887984448081,
+    4037337043194258146,
+    16272652160346062518,
+    2616660557904332344,
+    9949905219285492683,
+];
