@@ -62,3 +62,24 @@ pub fn mix(seed: u64, tag: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The streams are part of what `--seed` promises: these values must never change.
+    #[test]
+    fn streams_are_pinned() {
+        let mut r = Rng::new(0);
+        assert_eq!([r.next_u64(), r.next_u64(), r.next_u64(), r.next_u64()], [0x99ec5f36cb75f2b4, 0xbf6e1f784956452a, 0x1a5f849d4933e6e0, 0x6aa594f1262d2d2c]);
+        let mut r = Rng::new(1);
+        assert_eq!([r.next_u64(), r.next_u64()], [0xb3f2af6d0fc710c5, 0x853b559647364cea]);
+        let mut r = Rng::new(42);
+        assert_eq!((0..6).map(|_| r.below(1000)).collect::<Vec<_>>(), [83, 378, 680, 924, 991, 769]);
+        assert_eq!(r.unit(), 0.7192585778779156);
+        let mut v: Vec<u32> = (0..10).collect();
+        r.shuffle(&mut v);
+        assert_eq!(v, [0, 3, 2, 5, 9, 1, 7, 4, 6, 8]);
+        assert_eq!([mix(0, 0), mix(7, 3)], [0x6ae4947ecd406822, 0x08e54f6ee329ae60]);
+    }
+}
