@@ -12,9 +12,12 @@ pub mod heuristics;
 pub mod improve;
 pub mod occupancy;
 pub mod online;
-pub mod rng;
 pub mod flat;
 pub mod timeline;
 pub mod windows;
+
+/// The seeded PRNG every stochastic stage draws from (the workspace's one copy, shared with
+/// the instance generators).
+pub use heaplab_rng as rng;
 
 pub use driver::{plan, Algorithm, PlanOptions, PlanOutcome, Progress};
