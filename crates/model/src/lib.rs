@@ -8,6 +8,7 @@ pub mod binary;
 pub mod csv;
 mod error;
 pub mod files;
+pub mod varint;
 
 pub use error::{InputError, InputErrorKind};
 

@@ -35,7 +35,7 @@
 //! it reads.
 
 use heaplab_model::{InputError, InputErrorKind as K};
-use heaplab_trace::format::{get_varint, put_varint, unzigzag, zigzag};
+use heaplab_model::varint::{get_varint, put_varint, unzigzag, zigzag};
 use std::io::{Read, Write};
 
 /// The first 8 bytes of a placed file.

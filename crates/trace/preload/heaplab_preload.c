@@ -5,7 +5,7 @@
  * events", so a report can say how much of the RSS the heap explains), and the
  * process-level corner cases (bootstrap, re-entrancy, threads, fork, exec, exit, crash, closed
  * or dup'ed descriptors). The file format is specified in crates/trace/src/format.rs; the
- * encoder here and the decoder there must change together (bump VERSION).
+ * encoder here and the decoder there must change together (bump HLT_VERSION).
  *
  * Design in one paragraph. The trace file is written through MAP_SHARED mappings of the file
  * itself, so every committed event is in the page cache the moment it is stored: a crash, a
@@ -44,25 +44,8 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* ---- format constants (keep in sync with crates/trace/src/format.rs) ---- */
-#define VERSION 2
-#define HDR_FIXED 64
-#define WIN_HDR 32
-#define KIND_EVENTS 'W'
-#define KIND_PAD 'P'
-#define KIND_TRAILER 'T'
-#define WFLAG_SITES 1
-enum {
-    OP_MALLOC = 1, OP_FREE, OP_CALLOC, OP_REALLOC, OP_REALLOCARRAY, OP_POSIX_MEMALIGN,
-    OP_ALIGNED_ALLOC, OP_MEMALIGN, OP_VALLOC, OP_PVALLOC, OP_PAGES = 11, OP_SITE = 14
-};
-enum { PG_MMAP = 1, PG_MUNMAP, PG_MREMAP, PG_MPROTECT, PG_BRK, PG_SBRK }; /* page event kinds */
-#define F_SEQ 0x10 /* sequence delta follows (else previous + 1) */
-#define F_TS 0x20  /* timestamp delta follows (else same tick) */
-#define F_X 0x40   /* alloc ops: result NULL; realloc ops: input pointer NULL */
-#define F_RAW 0x80 /* pointer deltas are in bytes (else in 16-byte units) */
-enum { ORIGIN_ROOT = 0, ORIGIN_FORK = 1, ORIGIN_IMAGE = 2 };
-enum { END_EXIT = 1, END__EXIT = 2, END_SIGNAL = 3, END_EXEC = 4 };
+/* The format's numbers (HLT_*) are generated from crates/trace/src/format/codes.rs. */
+#include "heaplab_format.h"
 
 #define CLOCK_SHIFT 10          /* timestamps in units of 1024 ns */
 #define SEG_SIZE (1u << 20)     /* file mapped in 1 MiB segments */
@@ -297,9 +280,9 @@ static uint32_t reserve(uint64_t size, uint64_t *off_out) {
             /* Windows never straddle segments: pad the rest of this one. */
             if (grow(file_end + room) != 0) return UINT32_MAX;
             unsigned char *h = at(s, file_end);
-            memset(h, 0, WIN_HDR);
-            put32(h + 4, (uint32_t)(room - WIN_HDR));
-            __atomic_store_n(h, (unsigned char)KIND_PAD, __ATOMIC_RELEASE);
+            memset(h, 0, HLT_RECORD_HEADER);
+            put32(h + 4, (uint32_t)(room - HLT_RECORD_HEADER));
+            __atomic_store_n(h, (unsigned char)HLT_KIND_PADDING, __ATOMIC_RELEASE);
             file_end += room;
             s++;
         }
@@ -318,9 +301,9 @@ static uint32_t reserve(uint64_t size, uint64_t *off_out) {
 static void close_window(struct tstate *t) {
     if (!t->win) return;
     uint64_t used = ((uint64_t)t->pos + 31) & ~(uint64_t)31;
-    if (t->win_off + WIN_HDR + t->cap == file_end && used < t->cap) {
-        put32(t->win - WIN_HDR + 4, (uint32_t)used);
-        file_end = t->win_off + WIN_HDR + used;
+    if (t->win_off + HLT_RECORD_HEADER + t->cap == file_end && used < t->cap) {
+        put32(t->win - HLT_RECORD_HEADER + 4, (uint32_t)used);
+        file_end = t->win_off + HLT_RECORD_HEADER + used;
     }
     seg_release(t->seg);
     t->win = NULL;
@@ -342,7 +325,7 @@ static __attribute__((noinline)) unsigned char *new_window(struct tstate *t, uin
     close_window(t);
     uint32_t size = t->next_size && !trailer_done ? t->next_size : WIN_MIN;
     if (size < WIN_MAX) t->next_size = size * 2;
-    uint64_t want = ((uint64_t)need + WIN_HDR + 31) & ~(uint64_t)31;
+    uint64_t want = ((uint64_t)need + HLT_RECORD_HEADER + 31) & ~(uint64_t)31;
     if (want > size) size = (uint32_t)want;
     uint64_t off;
     uint32_t s = reserve(size, &off);
@@ -361,16 +344,16 @@ static __attribute__((noinline)) unsigned char *new_window(struct tstate *t, uin
     t->win_tsc = wtsc;
     t->tsc_mult = atomic_load(&tsc_mult);
     uint64_t ts = wns >> CLOCK_SHIFT;
-    memset(h, 0, WIN_HDR);
-    h[1] = stack_depth ? WFLAG_SITES : 0;
-    put32(h + 4, size - WIN_HDR);
+    memset(h, 0, HLT_RECORD_HEADER);
+    h[1] = stack_depth ? HLT_RECORD_SITES : 0;
+    put32(h + 4, size - HLT_RECORD_HEADER);
     put32(h + 8, t->tid);
     put64(h + 16, floor);
     put64(h + 24, ts);
-    __atomic_store_n(h, (unsigned char)KIND_EVENTS, __ATOMIC_RELEASE);
-    t->win = h + WIN_HDR;
+    __atomic_store_n(h, (unsigned char)HLT_KIND_EVENTS, __ATOMIC_RELEASE);
+    t->win = h + HLT_RECORD_HEADER;
     t->pos = 0;
-    t->cap = size - WIN_HDR;
+    t->cap = size - HLT_RECORD_HEADER;
     t->win_off = off;
     t->seg = s;
     t->last_seq = floor - 1; /* the first event's delta is counted from the floor */
@@ -452,7 +435,7 @@ static uint32_t site_of(void *ret, unsigned char **defp, uint32_t *deflen) {
                 q = put_varint(q, h);
                 q = put_varint(q, (uint64_t)n);
                 for (int i = 0; i < n; i++) q = put_varint(q, (uint64_t)(uintptr_t)frames[i]);
-                *p = OP_SITE;
+                *p = HLT_OP_SITE;
                 *deflen = (uint32_t)(q - p);
                 return id;
             }
@@ -476,7 +459,7 @@ struct ev {
     uint64_t seq, seq2;    /* seq2: realloc's allocation half */
 };
 
-static inline int is_alloc_op(int op) { return op != OP_FREE; }
+static inline int is_alloc_op(int op) { return op != HLT_OP_FREE; }
 
 /* Encodes `e` at `w` (which has EV_MAX bytes of room) and commits it by storing the header
  * byte last. */
@@ -485,14 +468,14 @@ static inline int is_alloc_op(int op) { return op != OP_FREE; }
 static inline __attribute__((always_inline)) unsigned char *put_order(struct tstate *t, unsigned char *p, unsigned *h, uint64_t seq, uint64_t last) {
     uint64_t sd = seq - t->last_seq - 1;
     if (sd) {
-        *h |= F_SEQ;
+        *h |= HLT_F_SEQ;
         p = put_varint(p, sd);
     }
     t->last_seq = last;
     uint64_t ts = event_ns(t) >> CLOCK_SHIFT;
     if (ts < t->last_ts) ts = t->last_ts; /* never backwards within a window */
     if (ts != t->last_ts) {
-        *h |= F_TS;
+        *h |= HLT_F_TS;
         p = put_varint(p, ts - t->last_ts);
         t->last_ts = ts;
     }
@@ -501,39 +484,39 @@ static inline __attribute__((always_inline)) unsigned char *put_order(struct tst
 
 static inline void commit(struct tstate *t, unsigned char *w, const struct ev *e, uint32_t site) {
     unsigned h = (unsigned)e->op;
-    unsigned char *p = put_order(t, w + 1, &h, e->seq, e->op == OP_REALLOC || e->op == OP_REALLOCARRAY ? e->seq2 : e->seq);
+    unsigned char *p = put_order(t, w + 1, &h, e->seq, e->op == HLT_OP_REALLOC || e->op == HLT_OP_REALLOCARRAY ? e->seq2 : e->seq);
     /* Pointer deltas in 16-byte units unless some delta is not a multiple of 16. */
     uint64_t base = t->last_ptr;
     int64_t d_in = (int64_t)(e->in - base);
     uint64_t base2 = e->in ? e->in : base;
     int64_t d_out = (int64_t)(e->out - base2);
     int raw = (e->in && (d_in & 15)) || (e->out && (d_out & 15));
-    if (raw) h |= F_RAW;
+    if (raw) h |= HLT_F_RAW;
     int sh = raw ? 0 : 4;
     switch (e->op) {
-    case OP_FREE: /* free(NULL) never gets here */
+    case HLT_OP_FREE: /* free(NULL) never gets here */
         p = put_varint(p, zz(d_in >> sh));
         break;
-    case OP_REALLOC:
-    case OP_REALLOCARRAY:
-        if (!e->in) h |= F_X;
+    case HLT_OP_REALLOC:
+    case HLT_OP_REALLOCARRAY:
+        if (!e->in) h |= HLT_F_NULL;
         else p = put_varint(p, zz(d_in >> sh));
-        if (e->op == OP_REALLOCARRAY) p = put_varint(p, e->extra);
+        if (e->op == HLT_OP_REALLOCARRAY) p = put_varint(p, e->extra);
         p = put_varint(p, e->size);
         p = put_varint(p, e->seq2 - e->seq - 1);
         p = put_varint(p, e->out ? zz(d_out >> sh) + 1 : 0);
         if (e->out) {
-            uint64_t req = e->op == OP_REALLOC ? e->size : e->size * e->extra;
+            uint64_t req = e->op == HLT_OP_REALLOC ? e->size : e->size * e->extra;
             p = put_varint(p, zz((int64_t)(e->usable - req)));
         }
         break;
     default: {
         uint64_t req = e->size;
-        if (e->op == OP_CALLOC || e->op == OP_POSIX_MEMALIGN || e->op == OP_ALIGNED_ALLOC || e->op == OP_MEMALIGN)
+        if (e->op == HLT_OP_CALLOC || e->op == HLT_OP_POSIX_MEMALIGN || e->op == HLT_OP_ALIGNED_ALLOC || e->op == HLT_OP_MEMALIGN)
             p = put_varint(p, e->extra);
-        if (e->op == OP_CALLOC) req = e->size * e->extra;
+        if (e->op == HLT_OP_CALLOC) req = e->size * e->extra;
         p = put_varint(p, e->size);
-        if (!e->out) h |= F_X;
+        if (!e->out) h |= HLT_F_NULL;
         else {
             p = put_varint(p, zz(d_out >> sh));
             p = put_varint(p, zz((int64_t)(e->usable - req)));
@@ -674,7 +657,7 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
                 f = claim; /* written under the claimed name; heaplab renames it afterwards */
                 cat(out_path, sizeof out_path, 0, root_path);
             }
-            origin = ORIGIN_ROOT;
+            origin = HLT_ORIGIN_ROOT;
         }
     }
     for (unsigned k = 0; f < 0 && k < 1000; k++) {
@@ -712,7 +695,7 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
     if (el < 0) el = 0;
     char cmd[2048];
     size_t cl = read_file("/proc/self/cmdline", cmd, sizeof cmd);
-    uint64_t hlen = (HDR_FIXED + 2 + (uint64_t)el + 2 + cl + 31) & ~(uint64_t)31;
+    uint64_t hlen = (HLT_HEADER_FIXED + 2 + (uint64_t)el + 2 + cl + 31) & ~(uint64_t)31;
     uint64_t off;
     if (reserve(hlen, &off) == UINT32_MAX || off != 0) {
         say("heaplab trace: cannot map the trace file; this process is not traced\n");
@@ -720,7 +703,7 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
     }
     unsigned char *h = at(cur_seg, 0);
     memset(h, 0, hlen);
-    memcpy(h + 8, &(uint16_t){VERSION}, 2);
+    memcpy(h + 8, &(uint16_t){HLT_VERSION}, 2);
     memcpy(h + 10, &(uint16_t){(uint16_t)(stack_depth ? 1 : 0)}, 2);
     put32(h + 12, (uint32_t)hlen);
     put32(h + 16, (uint32_t)trace_pid);
@@ -729,7 +712,7 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
     h[28] = CLOCK_SHIFT;
     h[29] = (unsigned char)stack_depth;
     h[30] = (unsigned char)origin;
-    h[31] = 1; /* CLOCK_MONOTONIC */
+    h[31] = HLT_CLOCK_MONOTONIC;
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     put64(h + 32, now_ns());
@@ -740,7 +723,7 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
     memcpy(h + 66, exe, (size_t)el);
     memcpy(h + 66 + el, &(uint16_t){(uint16_t)cl}, 2);
     memcpy(h + 68 + el, cmd, cl);
-    memcpy(h, "HLTRACE", 8); /* the magic goes last: a header without it was never finished */
+    memcpy(h, HLT_MAGIC, 8); /* the magic goes last: a header without it was never finished */
     atomic_store(&on, 1);
     return 0;
 }
@@ -842,21 +825,21 @@ static void write_trailer(int kind, int code, int from_signal) {
     }
     count_at[0] = (unsigned char)(mods & 0x7f) | 0x80;
     count_at[1] = (unsigned char)(mods >> 7);
-    memcpy(p, "HLTEND", 6);
+    memcpy(p, HLT_TRAILER_END, 6);
     p += 6;
     uint64_t blen = (uint64_t)(p - body);
-    uint64_t size = (blen + WIN_HDR + 31) & ~(uint64_t)31;
+    uint64_t size = (blen + HLT_RECORD_HEADER + 31) & ~(uint64_t)31;
     uint64_t off;
     uint32_t s = size <= SEG_SIZE ? reserve(size, &off) : UINT32_MAX;
     if (s != UINT32_MAX) {
         unsigned char *h = at(s, off);
-        memset(h, 0, WIN_HDR);
-        put32(h + 4, (uint32_t)(size - WIN_HDR));
+        memset(h, 0, HLT_RECORD_HEADER);
+        put32(h + 4, (uint32_t)(size - HLT_RECORD_HEADER));
         put32(h + 8, T.tid ? T.tid : gettid_());
         put64(h + 16, atomic_load(&seq_ctr));
         put64(h + 24, now_ns() >> CLOCK_SHIFT);
-        memcpy(h + WIN_HDR, body, blen);
-        __atomic_store_n(h, (unsigned char)KIND_TRAILER, __ATOMIC_RELEASE);
+        memcpy(h + HLT_RECORD_HEADER, body, blen);
+        __atomic_store_n(h, (unsigned char)HLT_KIND_TRAILER, __ATOMIC_RELEASE);
         trailer_seg = s;
         trailer_off = off;
         /* Cut the file to what is used; later events (other destructors) extend it again. */
@@ -879,7 +862,7 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 static void on_fatal(int sig, siginfo_t *si, void *uc) {
     (void)si;
     (void)uc;
-    if (!T.busy) write_trailer(END_SIGNAL, sig, 1);
+    if (!T.busy) write_trailer(HLT_END_SIGNAL, sig, 1);
     /* Restore the default action and let the signal kill the process as it would have. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -934,7 +917,7 @@ static void fork_child(void) {
     }
     if (was_on) {
         pthread_mutex_lock(&lock);
-        open_trace(NULL, ORIGIN_FORK, parent_pid, parent_seq);
+        open_trace(NULL, HLT_ORIGIN_FORK, parent_pid, parent_seq);
         pthread_mutex_unlock(&lock);
     }
 }
@@ -1021,7 +1004,7 @@ static void do_init(void) {
         int ok = 0;
         if (wanted()) {
             pthread_mutex_lock(&lock);
-            ok = open_trace(root, ORIGIN_IMAGE, 0, 0) == 0;
+            ok = open_trace(root, HLT_ORIGIN_IMAGE, 0, 0) == 0;
             pthread_mutex_unlock(&lock);
         }
         if (ok) install_fatal_handlers();
@@ -1041,7 +1024,7 @@ static inline void ensure_init(void) {
 }
 
 __attribute__((constructor)) static void heaplab_init(void) { ensure_init(); }
-__attribute__((destructor)) static void heaplab_fini(void) { write_trailer(END_EXIT, 0, 0); }
+__attribute__((destructor)) static void heaplab_fini(void) { write_trailer(HLT_END_EXIT, 0, 0); }
 
 /* ---- the interposed functions ---- */
 
@@ -1057,7 +1040,7 @@ EXPORT void *malloc(size_t n) {
     if (t->busy || !on) return real_malloc(n);
     t->busy = 1;
     void *p = real_malloc(n);
-    struct ev e = {.op = OP_MALLOC, .out = (uintptr_t)p, .size = n};
+    struct ev e = {.op = HLT_OP_MALLOC, .out = (uintptr_t)p, .size = n};
     record_alloc(t, &e, __builtin_return_address(0));
     t->busy = 0;
     return p;
@@ -1069,7 +1052,7 @@ EXPORT void *calloc(size_t nmemb, size_t size) {
     if (t->busy || !on) return real_calloc(nmemb, size);
     t->busy = 1;
     void *p = real_calloc(nmemb, size);
-    struct ev e = {.op = OP_CALLOC, .out = (uintptr_t)p, .size = size, .extra = nmemb};
+    struct ev e = {.op = HLT_OP_CALLOC, .out = (uintptr_t)p, .size = size, .extra = nmemb};
     record_alloc(t, &e, __builtin_return_address(0));
     t->busy = 0;
     return p;
@@ -1095,7 +1078,7 @@ EXPORT void free(void *p) {
      * handed this address after it, so the order never shows two live blocks overlapping. */
     unsigned char *w = room(t, EV_MAX);
     if (w) {
-        struct ev e = {.op = OP_FREE, .in = (uintptr_t)p};
+        struct ev e = {.op = HLT_OP_FREE, .in = (uintptr_t)p};
         e.seq = next_seq();
         commit(t, w, &e, 0);
     }
@@ -1108,11 +1091,11 @@ EXPORT void free(void *p) {
 static void *realloc_common(int op, void *old, size_t nmemb, size_t size, void *ret) {
     struct tstate *t = &T;
     size_t bytes = size;
-    if (op == OP_REALLOCARRAY && __builtin_mul_overflow(nmemb, size, &bytes)) {
+    if (op == HLT_OP_REALLOCARRAY && __builtin_mul_overflow(nmemb, size, &bytes)) {
         errno = ENOMEM;
         bytes = SIZE_MAX; /* recorded as a failed request */
     }
-    if (t->busy || !on) return bytes == SIZE_MAX && op == OP_REALLOCARRAY ? NULL : real_realloc(old, bytes);
+    if (t->busy || !on) return bytes == SIZE_MAX && op == HLT_OP_REALLOCARRAY ? NULL : real_realloc(old, bytes);
     t->busy = 1;
     unsigned char defbuf[16 + 10 * (MAX_DEPTH + 4)];
     unsigned char *defp = defbuf;
@@ -1121,7 +1104,7 @@ static void *realloc_common(int op, void *old, size_t nmemb, size_t size, void *
     unsigned char *w = room(t, EV_MAX + deflen);
     struct ev e = {.op = op, .in = (uintptr_t)old, .size = size, .extra = nmemb};
     e.seq = next_seq();
-    void *p = (op == OP_REALLOCARRAY && bytes == SIZE_MAX) ? NULL : real_realloc(old, bytes);
+    void *p = (op == HLT_OP_REALLOCARRAY && bytes == SIZE_MAX) ? NULL : real_realloc(old, bytes);
     e.seq2 = next_seq();
     e.out = (uintptr_t)p;
     e.usable = p ? real_usable(p) : 0;
@@ -1149,7 +1132,7 @@ EXPORT void *realloc(void *old, size_t size) {
         return p;
     }
     PROLOGUE_ALLOC(boot_alloc(size, 0));
-    return realloc_common(OP_REALLOC, old, 1, size, __builtin_return_address(0));
+    return realloc_common(HLT_OP_REALLOC, old, 1, size, __builtin_return_address(0));
 }
 
 EXPORT void *reallocarray(void *old, size_t nmemb, size_t size) {
@@ -1162,7 +1145,7 @@ EXPORT void *reallocarray(void *old, size_t nmemb, size_t size) {
         return realloc(old, bytes);
     }
     PROLOGUE_ALLOC(boot_alloc(nmemb * size, 0));
-    return realloc_common(OP_REALLOCARRAY, old, nmemb, size, __builtin_return_address(0));
+    return realloc_common(HLT_OP_REALLOCARRAY, old, nmemb, size, __builtin_return_address(0));
 }
 
 static void *aligned_common(int op, size_t align, size_t size, void *ret, int *err) {
@@ -1172,20 +1155,20 @@ static void *aligned_common(int op, size_t align, size_t size, void *ret, int *e
     int trace = !t->busy && on;
     if (trace) t->busy = 1;
     switch (op) {
-    case OP_POSIX_MEMALIGN:
+    case HLT_OP_POSIX_MEMALIGN:
         r = real_posix_memalign(&p, align, size);
         if (r) p = NULL;
         break;
-    case OP_ALIGNED_ALLOC:
+    case HLT_OP_ALIGNED_ALLOC:
         p = real_aligned_alloc ? real_aligned_alloc(align, size) : (real_posix_memalign(&p, align, size) ? NULL : p);
         break;
-    case OP_MEMALIGN:
+    case HLT_OP_MEMALIGN:
         p = real_memalign ? real_memalign(align, size) : (real_posix_memalign(&p, align, size) ? NULL : p);
         break;
-    case OP_VALLOC:
+    case HLT_OP_VALLOC:
         p = real_valloc ? real_valloc(size) : (real_posix_memalign(&p, (size_t)page_size, size) ? NULL : p);
         break;
-    case OP_PVALLOC: {
+    case HLT_OP_PVALLOC: {
         size_t rounded = (size + (size_t)page_size - 1) & ~((size_t)page_size - 1);
         p = real_pvalloc ? real_pvalloc(size) : (real_posix_memalign(&p, (size_t)page_size, rounded) ? NULL : p);
         break;
@@ -1209,25 +1192,25 @@ EXPORT int posix_memalign(void **memptr, size_t align, size_t size) {
         }
     }
     int err = 0;
-    void *p = aligned_common(OP_POSIX_MEMALIGN, align, size, __builtin_return_address(0), &err);
+    void *p = aligned_common(HLT_OP_POSIX_MEMALIGN, align, size, __builtin_return_address(0), &err);
     if (!err) *memptr = p;
     return err;
 }
 EXPORT void *aligned_alloc(size_t align, size_t size) {
     PROLOGUE_ALLOC(NULL);
-    return aligned_common(OP_ALIGNED_ALLOC, align, size, __builtin_return_address(0), NULL);
+    return aligned_common(HLT_OP_ALIGNED_ALLOC, align, size, __builtin_return_address(0), NULL);
 }
 EXPORT void *memalign(size_t align, size_t size) {
     PROLOGUE_ALLOC(NULL);
-    return aligned_common(OP_MEMALIGN, align, size, __builtin_return_address(0), NULL);
+    return aligned_common(HLT_OP_MEMALIGN, align, size, __builtin_return_address(0), NULL);
 }
 EXPORT void *valloc(size_t size) {
     PROLOGUE_ALLOC(NULL);
-    return aligned_common(OP_VALLOC, (size_t)page_size, size, __builtin_return_address(0), NULL);
+    return aligned_common(HLT_OP_VALLOC, (size_t)page_size, size, __builtin_return_address(0), NULL);
 }
 EXPORT void *pvalloc(size_t size) {
     PROLOGUE_ALLOC(NULL);
-    return aligned_common(OP_PVALLOC, (size_t)page_size, size, __builtin_return_address(0), NULL);
+    return aligned_common(HLT_OP_PVALLOC, (size_t)page_size, size, __builtin_return_address(0), NULL);
 }
 
 EXPORT size_t malloc_usable_size(void *p) {
@@ -1253,34 +1236,34 @@ struct pev {
 /* Encodes and commits a page event at `w` (EV_MAX bytes of room). Unlike heap events it leaves
  * the pointer-delta base alone: addresses are absolute, so heap events encode as before. */
 static void commit_page(struct tstate *t, unsigned char *w, const struct pev *e) {
-    unsigned h = OP_PAGES;
+    unsigned h = HLT_OP_PAGES;
     unsigned char *p = put_order(t, w + 1, &h, e->seq, e->seq);
-    if (e->failed) h |= F_X;
+    if (e->failed) h |= HLT_F_NULL;
     p = put_varint(p, (uint64_t)e->kind);
     switch (e->kind) {
-    case PG_MMAP:
+    case HLT_PAGE_MMAP:
         p = put_varint(p, e->len);
         p = put_varint(p, e->prot);
         p = put_varint(p, e->flags);
         if (!e->failed) p = put_varint(p, e->addr);
         break;
-    case PG_MUNMAP:
+    case HLT_PAGE_MUNMAP:
         p = put_varint(p, e->addr);
         p = put_varint(p, e->len);
         break;
-    case PG_MREMAP:
+    case HLT_PAGE_MREMAP:
         p = put_varint(p, e->addr);
         p = put_varint(p, e->len);
         p = put_varint(p, e->new_len);
         p = put_varint(p, e->flags);
         if (!e->failed) p = put_varint(p, e->new_addr);
         break;
-    case PG_MPROTECT:
+    case HLT_PAGE_MPROTECT:
         p = put_varint(p, e->addr);
         p = put_varint(p, e->len);
         p = put_varint(p, e->prot);
         break;
-    default: /* PG_BRK, PG_SBRK */
+    default: /* HLT_PAGE_BRK, HLT_PAGE_SBRK */
         p = put_varint(p, e->addr);
         p = put_varint(p, e->new_addr);
     }
@@ -1316,7 +1299,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fdesc, off_t 
     if (!page_traced(t)) return real_mmap ? real_mmap(addr, len, prot, flags, fdesc, off) : sys_mmap(addr, len, prot, flags, fdesc, off);
     t->busy = 1;
     void *r = real_mmap(addr, len, prot, flags, fdesc, off);
-    struct pev e = {.kind = PG_MMAP, .failed = r == MAP_FAILED, .addr = (uintptr_t)r, .len = len, .prot = (uint32_t)prot, .flags = (uint32_t)flags};
+    struct pev e = {.kind = HLT_PAGE_MMAP, .failed = r == MAP_FAILED, .addr = (uintptr_t)r, .len = len, .prot = (uint32_t)prot, .flags = (uint32_t)flags};
     record_page_after(t, &e);
     t->busy = 0;
     return r;
@@ -1333,7 +1316,7 @@ EXPORT int munmap(void *addr, size_t len) {
     uint64_t seq = next_seq();
     int r = real_munmap(addr, len);
     int err = errno;
-    struct pev e = {.kind = PG_MUNMAP, .failed = r != 0, .addr = (uintptr_t)addr, .len = len, .seq = seq};
+    struct pev e = {.kind = HLT_PAGE_MUNMAP, .failed = r != 0, .addr = (uintptr_t)addr, .len = len, .seq = seq};
     if (w) commit_page(t, w, &e);
     errno = err;
     t->busy = 0;
@@ -1355,7 +1338,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
     }
     t->busy = 1;
     void *r = real_mremap(old, old_len, new_len, flags, want);
-    struct pev e = {.kind = PG_MREMAP, .failed = r == MAP_FAILED, .addr = (uintptr_t)old, .len = old_len,
+    struct pev e = {.kind = HLT_PAGE_MREMAP, .failed = r == MAP_FAILED, .addr = (uintptr_t)old, .len = old_len,
                     .new_addr = (uintptr_t)r, .new_len = new_len, .flags = (uint32_t)flags};
     record_page_after(t, &e);
     t->busy = 0;
@@ -1367,7 +1350,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot) {
     if (!page_traced(t)) return real_mprotect ? real_mprotect(addr, len, prot) : (int)syscall(SYS_mprotect, addr, len, prot);
     t->busy = 1;
     int r = real_mprotect(addr, len, prot);
-    struct pev e = {.kind = PG_MPROTECT, .failed = r != 0, .addr = (uintptr_t)addr, .len = len, .prot = (uint32_t)prot};
+    struct pev e = {.kind = HLT_PAGE_MPROTECT, .failed = r != 0, .addr = (uintptr_t)addr, .len = len, .prot = (uint32_t)prot};
     record_page_after(t, &e);
     t->busy = 0;
     return r;
@@ -1388,7 +1371,7 @@ EXPORT int brk(void *addr) {
     t->busy = 1;
     void *before = real_sbrk(0);
     int r = real_brk(addr);
-    struct pev e = {.kind = PG_BRK, .failed = r != 0, .addr = (uintptr_t)before, .new_addr = (uintptr_t)addr};
+    struct pev e = {.kind = HLT_PAGE_BRK, .failed = r != 0, .addr = (uintptr_t)before, .new_addr = (uintptr_t)addr};
     record_page_after(t, &e);
     t->busy = 0;
     return r;
@@ -1403,7 +1386,7 @@ EXPORT void *sbrk(intptr_t incr) {
     void *r = real_sbrk(incr);
     int failed = r == (void *)-1;
     uint64_t before = failed ? (uintptr_t)real_sbrk(0) : (uintptr_t)r;
-    struct pev e = {.kind = PG_SBRK, .failed = failed, .addr = before, .new_addr = before + (uint64_t)(int64_t)incr};
+    struct pev e = {.kind = HLT_PAGE_SBRK, .failed = failed, .addr = before, .new_addr = before + (uint64_t)(int64_t)incr};
     record_page_after(t, &e);
     t->busy = 0;
     return r;
@@ -1412,7 +1395,7 @@ EXPORT void *sbrk(intptr_t incr) {
 /* _exit skips destructors, so the trailer is written here (exec needs nothing: the mapping
  * already holds every event). */
 EXPORT void _exit(int status) {
-    if (init_state == 2 && !T.busy) write_trailer(END__EXIT, status, 0);
+    if (init_state == 2 && !T.busy) write_trailer(HLT_END_UNDERSCORE_EXIT, status, 0);
     if (real__exit) real__exit(status);
     syscall(SYS_exit_group, status);
     __builtin_unreachable();
@@ -1424,7 +1407,7 @@ EXPORT void _Exit(int status) { _exit(status); }
  * calls (inside execvp, posix_spawn) are not interposable; those images' files keep a zero
  * tail, which readers treat as the end. */
 static void before_exec(void) {
-    if (init_state == 2 && !T.busy) write_trailer(END_EXEC, 0, 0);
+    if (init_state == 2 && !T.busy) write_trailer(HLT_END_EXEC, 0, 0);
 }
 
 /* exec returned, so it failed and this image goes on: its trailer becomes padding (readers
@@ -1434,7 +1417,7 @@ static void after_failed_exec(void) {
     int saved = errno;
     pthread_mutex_lock(&lock);
     if (trailer_done && trailer_seg != UINT32_MAX && segs[trailer_seg].base) {
-        __atomic_store_n(at(trailer_seg, trailer_off), (unsigned char)KIND_PAD, __ATOMIC_RELEASE);
+        __atomic_store_n(at(trailer_seg, trailer_off), (unsigned char)HLT_KIND_PADDING, __ATOMIC_RELEASE);
         trailer_done = 0;
         trailer_seg = UINT32_MAX;
     }
