@@ -1,4 +1,4 @@
-//! Compiles the LD_PRELOAD tracer into OUT_DIR (`src/preload.rs` embeds it, so the `heaplab`
+//! Compiles the LD_PRELOAD tracer (`native/` + `preload/`) into OUT_DIR (`src/preload.rs` embeds it, so the `heaplab`
 //! binary carries its own tracer), after generating `heaplab_format.h` from the Rust constants
 //! of the `.hltrace` format (`src/format/codes.rs`): the format's numbers have one definition.
 
@@ -49,8 +49,13 @@ fn format_header() -> CHeader {
 
 fn main() {
     let generated = format_header().write();
+    // One .so: the native layer (interposition, bootstrap, guard; call sites) and the tracer,
+    // its client, which defines the layer's hooks.
     CBuild::shared_library("libheaplab_preload.so")
-        .source("preload/heaplab_preload.c")
+        .source("native/interpose.c")
+        .source("native/sites.c")
+        .source("preload/tracer.c")
+        .include("native")
         .include(generated)
         .lib("dl")
         .lib("pthread")

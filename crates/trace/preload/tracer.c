@@ -1,11 +1,12 @@
-/* heaplab_preload.c — the LD_PRELOAD tracer behind `heaplab trace`.
+/* tracer.c — the LD_PRELOAD tracer behind `heaplab trace`: the client of the native layer
+ * (native/interpose.h) that records every call it is handed into a `.hltrace` file.
  *
- * Owns: interposing the malloc family, recording every request into a `.hltrace` file, the
- * program's direct address-space calls (mmap, munmap, mremap, mprotect, brk, sbrk: "page
- * events", so a report can say how much of the RSS the heap explains), and the
- * process-level corner cases (bootstrap, re-entrancy, threads, fork, exec, exit, crash, closed
- * or dup'ed descriptors). The file format is specified in crates/trace/src/format.rs; the
- * encoder here and the decoder there must change together (bump HLT_VERSION).
+ * Owns: the trace file (creation, the root name, growth, its mappings), the per-thread windows
+ * and the event encoder, timestamps, the trailer, the configuration (HEAPLAB_TRACE), and what
+ * fork, exec, exit and crashes mean for a trace. Interposition itself, the bootstrap arena and
+ * the re-entrancy guard are the layer's; call-site ids are native/sites.c's. The file format is
+ * specified in crates/trace/src/format.rs; its numbers (HLT_*) come from the generated
+ * heaplab_format.h, and the encoder here and the decoder there change together (bump VERSION).
  *
  * Design in one paragraph. The trace file is written through MAP_SHARED mappings of the file
  * itself, so every committed event is in the page cache the moment it is stored: a crash, a
@@ -15,20 +16,16 @@
  * A global atomic sequence number gives the total order across threads; windows carry the
  * counter value at reservation ("floor"), which is monotone in file order, so the reader can
  * merge windows by sequence with bounded memory. The tracer never calls the traced malloc:
- * its memory is mmap'd or static, and a thread-local flag (initial-exec TLS, which needs no
- * allocation) sends the tracer's own and nested calls straight to the real functions. The
- * tracer's own mappings go through raw syscalls (sys_mmap, sys_munmap), never through the
- * interposed mmap, so they are neither recorded nor re-entered.
+ * its memory is mmap'd or static, and the layer's guard sends the tracer's own and nested
+ * calls straight to the real functions. The tracer's own mappings go through raw syscalls
+ * (sys_mmap, sys_munmap), never through the interposed mmap, so they are neither recorded nor
+ * re-entered.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
-#include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h> /* rename() only: the tracer never uses stdio's buffers */
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,12 +37,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXPORT __attribute__((visibility("default")))
-#define LIKELY(x) __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#include "interpose.h"
+#include "sites.h"
+
 
 /* The format's numbers (HLT_*) are generated from crates/trace/src/format/codes.rs. */
 #include "heaplab_format.h"
+
+/* The layer's operation codes are the format's, so calls are encoded without translation. */
+_Static_assert(HL_MALLOC == HLT_OP_MALLOC && HL_FREE == HLT_OP_FREE && HL_CALLOC == HLT_OP_CALLOC &&
+                   HL_REALLOC == HLT_OP_REALLOC && HL_REALLOCARRAY == HLT_OP_REALLOCARRAY &&
+                   HL_POSIX_MEMALIGN == HLT_OP_POSIX_MEMALIGN && HL_ALIGNED_ALLOC == HLT_OP_ALIGNED_ALLOC &&
+                   HL_MEMALIGN == HLT_OP_MEMALIGN && HL_VALLOC == HLT_OP_VALLOC && HL_PVALLOC == HLT_OP_PVALLOC,
+               "interpose.h's hl_op must equal the .hltrace operation codes");
+_Static_assert(HL_MMAP == HLT_PAGE_MMAP && HL_MUNMAP == HLT_PAGE_MUNMAP && HL_MREMAP == HLT_PAGE_MREMAP &&
+                   HL_MPROTECT == HLT_PAGE_MPROTECT && HL_BRK == HLT_PAGE_BRK && HL_SBRK == HLT_PAGE_SBRK,
+               "interpose.h's hl_page_op must equal the .hltrace page-event kinds");
+_Static_assert(sizeof HLT_MAGIC == 8 && sizeof HLT_TRAILER_END == 7, "magic sizes");
 
 #define CLOCK_SHIFT 10          /* timestamps in units of 1024 ns */
 #define SEG_SIZE (1u << 20)     /* file mapped in 1 MiB segments */
@@ -53,54 +61,7 @@
 #define GROW_STEP (64u << 10)   /* the file is extended 64 KiB at a time */
 #define WIN_MIN 1024u
 #define WIN_MAX 65536u
-#define MAX_DEPTH 64
 #define EV_MAX 96               /* an encoded call event never exceeds this */
-#define SITE_SLOTS (1u << 18)
-
-/* ---- the real functions ---- */
-static void *(*real_malloc)(size_t);
-static void (*real_free)(void *);
-static void *(*real_calloc)(size_t, size_t);
-static void *(*real_realloc)(void *, size_t);
-static int (*real_posix_memalign)(void **, size_t, size_t);
-static void *(*real_aligned_alloc)(size_t, size_t);
-static void *(*real_memalign)(size_t, size_t);
-static void *(*real_valloc)(size_t);
-static void *(*real_pvalloc)(size_t);
-static size_t (*real_usable)(void *);
-static void (*real__exit)(int) __attribute__((noreturn));
-static int (*real_execve)(const char *, char *const[], char *const[]);
-static int (*real_execv)(const char *, char *const[]);
-static int (*real_execvp)(const char *, char *const[]);
-static int (*real_execvpe)(const char *, char *const[], char *const[]);
-static int (*real_fexecve)(int, char *const[], char *const[]);
-static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
-static int (*real_munmap)(void *, size_t);
-static void *(*real_mremap)(void *, size_t, size_t, int, ...);
-static int (*real_mprotect)(void *, size_t, int);
-static int (*real_brk)(void *);
-static void *(*real_sbrk)(intptr_t);
-
-/* ---- bootstrap arena: serves dlsym's own requests before the real functions are known ---- */
-static _Alignas(16) unsigned char boot_arena[1 << 16];
-static atomic_size_t boot_used;
-
-static void *boot_alloc(size_t n, int zero) {
-    (void)zero; /* the arena is never reused, so it is always zero */
-    size_t need = (n + 16 + 15) & ~(size_t)15;
-    size_t off = atomic_fetch_add(&boot_used, need);
-    if (off + need > sizeof boot_arena) return NULL;
-    memcpy(boot_arena + off, &n, sizeof n);
-    return boot_arena + off + 16;
-}
-static inline int is_boot(const void *p) {
-    return (const unsigned char *)p >= boot_arena && (const unsigned char *)p < boot_arena + sizeof boot_arena;
-}
-static size_t boot_size(const void *p) {
-    size_t n;
-    memcpy(&n, (const unsigned char *)p - 16, sizeof n);
-    return n;
-}
 
 /* ---- per-thread state (initial-exec TLS: no allocation on first touch) ---- */
 struct tstate {
@@ -113,14 +74,11 @@ struct tstate {
     uint32_t seg;       /* segment holding the current window */
     uint32_t tid;
     uint32_t next_size;
-    int busy;           /* inside the tracer or a real function: do not trace */
     int registered;     /* thread-exit destructor armed */
 };
 static __thread struct tstate T __attribute__((tls_model("initial-exec")));
 
 /* ---- process-wide tracing state ---- */
-static atomic_int init_state;      /* 0 none, 1 running, 2 done */
-static atomic_int on;              /* tracing active */
 static atomic_uint_fast64_t seq_ctr;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int fd = -1;
@@ -137,20 +95,12 @@ static uint64_t file_size;         /* current length of the file */
 static int stack_depth;
 static int trailer_done;
 static pid_t trace_pid;
-static long page_size;
 static struct seg { unsigned char *base; uint32_t refs; } segs[MAX_SEGS];
 static uint32_t cur_seg = UINT32_MAX;
 static pthread_key_t exit_key;
 static int exit_key_ok;
-static struct site_slot { _Atomic uint64_t key; _Atomic uint32_t id; uint32_t pad; } *sites;
-static atomic_uint site_ctr;
-static atomic_uint_fast64_t free_null; /* free(NULL) calls: counted, not recorded as events */
 
-/* ---- small helpers that never allocate ---- */
-static void say(const char *msg) {
-    ssize_t r = write(2, msg, strlen(msg));
-    (void)r;
-}
+/* ---- encoding and file names, without allocating ---- */
 static inline unsigned char *put_varint(unsigned char *p, uint64_t v) {
     while (v >= 0x80) {
         *p++ = (unsigned char)v | 0x80;
@@ -196,13 +146,6 @@ static size_t cat_u(char *dst, size_t cap, size_t at, uint64_t v) {
     return at;
 }
 static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
-/* The tracer's own mappings: raw syscalls, because `mmap` inside this library binds to our own
- * interposer. syscall() turns -errno into -1 (MAP_FAILED) with errno set, as mmap does. */
-static void *sys_mmap(void *a, size_t n, int prot, int flags, int f, off_t off) {
-    return (void *)syscall(SYS_mmap, a, n, prot, flags, f, off);
-}
-static int sys_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap, a, n); }
-
 /* ---- the trace file ---- */
 
 /* Keeps our descriptor valid even if the program closed it or dup'ed something over it: the
@@ -241,10 +184,10 @@ static int grow(uint64_t need) {
 }
 
 static void stop_tracing(const char *why) {
-    if (atomic_exchange(&on, 0)) {
-        say("heaplab trace: ");
-        say(why);
-        say("; tracing stopped (the trace so far is readable)\n");
+    if (atomic_exchange(&hl_active, 0)) {
+        hl_say("heaplab trace: ");
+        hl_say(why);
+        hl_say("; tracing stopped (the trace so far is readable)\n");
     }
 }
 
@@ -311,14 +254,14 @@ static void close_window(struct tstate *t) {
 
 /* Starts a new window for thread `t` with room for at least `need` payload bytes. */
 static __attribute__((noinline)) unsigned char *new_window(struct tstate *t, uint32_t need) {
-    if (!atomic_load(&on)) return NULL;
+    if (!atomic_load(&hl_active)) return NULL;
     if (!t->tid) t->tid = gettid_();
     if (!t->registered && exit_key_ok) {
         t->registered = 1;
         pthread_setspecific(exit_key, (void *)1);
     }
     pthread_mutex_lock(&lock);
-    if (!atomic_load(&on)) {
+    if (!atomic_load(&hl_active)) {
         pthread_mutex_unlock(&lock);
         return NULL;
     }
@@ -366,7 +309,7 @@ static __attribute__((noinline)) unsigned char *new_window(struct tstate *t, uin
 /* Room for `need` bytes in the thread's window. Must be called BEFORE the event's sequence
  * number is taken: that is what makes window floors a lower bound of their events. */
 static inline unsigned char *room(struct tstate *t, uint32_t need) {
-    if (LIKELY(t->win && t->pos + need <= t->cap)) return t->win + t->pos;
+    if (HL_LIKELY(t->win && t->pos + need <= t->cap)) return t->win + t->pos;
     return new_window(t, need);
 }
 
@@ -376,8 +319,8 @@ static inline uint64_t next_seq(void) { return atomic_fetch_add_explicit(&seq_ct
 static inline uint64_t event_ns(struct tstate *t) {
     if (!t->tsc_mult) return now_ns();
     uint64_t d = tsc() - t->win_tsc;
-    if (UNLIKELY((int64_t)d < 0)) d = 0; /* another CPU's TSC a little behind */
-    if (UNLIKELY(d > TSC_REBASE)) {
+    if (HL_UNLIKELY((int64_t)d < 0)) d = 0; /* another CPU's TSC a little behind */
+    if (HL_UNLIKELY(d > TSC_REBASE)) {
         t->win_ns = now_ns();
         t->win_tsc = tsc();
         return t->win_ns;
@@ -387,67 +330,33 @@ static inline uint64_t event_ns(struct tstate *t) {
 
 /* ---- call sites (with --stack-depth) ---- */
 
-static uint64_t mix(uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 33);
+/* Room a site definition may take: header byte, id, hash, count, frames (10 bytes a varint). */
+#define SITE_DEF_MAX (16 + 10 * (HL_MAX_DEPTH + 4))
+
+/* Returns the site id of the call that returns to `ret` (0 = unknown) and, when the site is new,
+ * encodes its definition in `def` (setting `*deflen`). */
+static uint32_t site_of(void *ret, unsigned char *def, uint32_t *deflen) {
+    struct hl_site site;
+    uint32_t id = hl_site_of(ret, &site);
+    if (site.is_new) {
+        unsigned char *q = def + 1;
+        q = put_varint(q, id);
+        q = put_varint(q, site.hash);
+        q = put_varint(q, (uint64_t)site.n);
+        for (int i = 0; i < site.n; i++) q = put_varint(q, (uint64_t)(uintptr_t)site.frames[i]);
+        def[0] = HLT_OP_SITE;
+        *deflen = (uint32_t)(q - def);
+    }
+    return id;
 }
 
-/* Returns the site id of this call (0 = unknown) and, when the site is new, encodes its
- * definition at `*defp` (advancing it). */
-static uint32_t site_of(void *ret, unsigned char **defp, uint32_t *deflen) {
-    void *frames[MAX_DEPTH + 1];
-    int n = 1;
-    frames[0] = ret;
-    if (stack_depth > 1) {
-        /* Inlining decides how many of our own frames come first: start at the caller's. */
-        void *raw[MAX_DEPTH + 4];
-        int got = backtrace(raw, stack_depth + 4);
-        int start = got;
-        for (int i = 0; i < got; i++)
-            if (raw[i] == ret) {
-                start = i + 1;
-                break;
-            }
-        for (int i = start; i < got && n < stack_depth; i++) frames[n++] = raw[i];
-    }
-    uint64_t h = 0x6a09e667f3bcc909ull;
-    for (int i = 0; i < n; i++) h = mix(h, (uint64_t)(uintptr_t)frames[i]);
-    h |= 1; /* 0 marks an empty slot */
-    if (!sites) return 0;
-    uint32_t slot = (uint32_t)(h >> 20) & (SITE_SLOTS - 1);
-    for (int probe = 0; probe < 64; probe++, slot = (slot + 1) & (SITE_SLOTS - 1)) {
-        uint64_t k = atomic_load_explicit(&sites[slot].key, memory_order_acquire);
-        if (k == h) {
-            uint32_t id;
-            while ((id = atomic_load_explicit(&sites[slot].id, memory_order_acquire)) == 0) {
-            }
-            return id;
-        }
-        if (k == 0) {
-            uint64_t seen = 0;
-            if (atomic_compare_exchange_strong(&sites[slot].key, &seen, h)) {
-                uint32_t id = atomic_fetch_add(&site_ctr, 1) + 1;
-                atomic_store_explicit(&sites[slot].id, id, memory_order_release);
-                unsigned char *p = *defp;
-                unsigned char *q = p + 1;
-                q = put_varint(q, id);
-                q = put_varint(q, h);
-                q = put_varint(q, (uint64_t)n);
-                for (int i = 0; i < n; i++) q = put_varint(q, (uint64_t)(uintptr_t)frames[i]);
-                *p = HLT_OP_SITE;
-                *deflen = (uint32_t)(q - p);
-                return id;
-            }
-            if (seen == h) { /* another thread defined this site just now */
-                uint32_t id;
-                while ((id = atomic_load_explicit(&sites[slot].id, memory_order_acquire)) == 0) {
-                }
-                return id;
-            }
-        }
-    }
-    return 0;
+/* Copies a site definition to the window at `w` and commits it like an event (header byte
+ * last); returns where the event that uses it goes. */
+static inline unsigned char *put_site_def(struct tstate *t, unsigned char *w, const unsigned char *def, uint32_t deflen) {
+    memcpy(w + 1, def + 1, deflen - 1);
+    __atomic_store_n(w, def[0], __ATOMIC_RELEASE);
+    t->pos += deflen;
+    return w + deflen;
 }
 
 /* ---- encoding one call ---- */
@@ -461,8 +370,6 @@ struct ev {
 
 static inline int is_alloc_op(int op) { return op != HLT_OP_FREE; }
 
-/* Encodes `e` at `w` (which has EV_MAX bytes of room) and commits it by storing the header
- * byte last. */
 /* Encodes the sequence and timestamp deltas of an event at `seq` (its last sequence number
  * `last`) at `p`, adding their flags to `*h`. Shared by every event kind. */
 static inline __attribute__((always_inline)) unsigned char *put_order(struct tstate *t, unsigned char *p, unsigned *h, uint64_t seq, uint64_t last) {
@@ -482,6 +389,8 @@ static inline __attribute__((always_inline)) unsigned char *put_order(struct tst
     return p;
 }
 
+/* Encodes `e` at `w` (which has EV_MAX bytes of room) and commits it by storing the header
+ * byte last. */
 static inline void commit(struct tstate *t, unsigned char *w, const struct ev *e, uint32_t site) {
     unsigned h = (unsigned)e->op;
     unsigned char *p = put_order(t, w + 1, &h, e->seq, e->op == HLT_OP_REALLOC || e->op == HLT_OP_REALLOCARRAY ? e->seq2 : e->seq);
@@ -532,55 +441,65 @@ static inline void commit(struct tstate *t, unsigned char *w, const struct ev *e
 
 /* Records an allocation-type call that has already returned (its sequence number is taken
  * now, after the allocator handed out the block). */
-static __attribute__((noinline)) void record_alloc(struct tstate *t, struct ev *e, void *ret) {
-    unsigned char defbuf[16 + 10 * (MAX_DEPTH + 4)];
-    unsigned char *defp = defbuf;
+void hl_on_alloc(int op, void *out, size_t size, size_t extra, void *ret) {
+    struct tstate *t = &T;
+    unsigned char def[SITE_DEF_MAX];
     uint32_t deflen = 0, site = 0;
-    if (stack_depth) site = site_of(ret, &defp, &deflen);
+    if (stack_depth) site = site_of(ret, def, &deflen);
     unsigned char *w = room(t, EV_MAX + deflen);
     if (!w) return;
+    if (deflen) w = put_site_def(t, w, def, deflen); /* the site definition goes first */
+    struct ev e = {.op = op, .out = (uintptr_t)out, .size = size, .extra = extra};
+    e.seq = next_seq();
+    e.usable = e.out ? hl_real.usable((void *)(uintptr_t)e.out) : 0;
+    commit(t, w, &e, site);
+}
+
+/* The sequence number is taken before the block is released (see the layer's free). */
+void hl_on_free(void *p) {
+    struct tstate *t = &T;
+    unsigned char *w = room(t, EV_MAX);
+    if (w) {
+        struct ev e = {.op = HLT_OP_FREE, .in = (uintptr_t)p};
+        e.seq = next_seq();
+        commit(t, w, &e, 0);
+    }
+}
+
+/* realloc and reallocarray take two sequence numbers: one before the call (the release) and
+ * one after it (the allocation). The begin hook reserves the window slot, takes the first and
+ * writes a new site's definition uncommitted; the end hook commits the definition and then the
+ * event, as one call did before the layer was split out. */
+void hl_on_realloc_begin(struct hl_call *c) {
+    struct tstate *t = &T;
+    unsigned char def[SITE_DEF_MAX];
+    uint32_t deflen = 0, site = 0;
+    if (stack_depth) site = site_of(c->ret, def, &deflen);
+    unsigned char *w = room(t, EV_MAX + deflen);
+    c->hook[0] = next_seq();
+    /* The real realloc runs guarded: nothing else writes to this thread's window meanwhile. */
+    if (w && deflen) memcpy(w + 1, def + 1, deflen - 1);
+    c->hook[1] = (uintptr_t)w;
+    c->hook[2] = (uint64_t)site | (uint64_t)deflen << 32;
+}
+
+void hl_on_realloc_end(struct hl_call *c) {
+    struct tstate *t = &T;
+    struct ev e = {.op = c->op, .in = c->in, .out = c->out, .size = c->size, .extra = c->extra, .seq = c->hook[0]};
+    e.seq2 = next_seq();
+    e.usable = e.out ? hl_real.usable((void *)(uintptr_t)e.out) : 0;
+    unsigned char *w = (unsigned char *)(uintptr_t)c->hook[1];
+    if (!w) return;
+    uint32_t deflen = (uint32_t)(c->hook[2] >> 32);
     if (deflen) {
-        /* The site definition goes first; it is committed like an event (header byte last). */
-        memcpy(w + 1, defbuf + 1, deflen - 1);
-        __atomic_store_n(w, defbuf[0], __ATOMIC_RELEASE);
+        __atomic_store_n(w, (unsigned char)HLT_OP_SITE, __ATOMIC_RELEASE);
         t->pos += deflen;
         w += deflen;
     }
-    e->seq = next_seq();
-    e->usable = e->out ? real_usable((void *)(uintptr_t)e->out) : 0;
-    commit(t, w, e, site);
+    commit(t, w, &e, (uint32_t)c->hook[2]);
 }
 
 /* ---- initialisation ---- */
-
-static void resolve(void) {
-    real_malloc = dlsym(RTLD_NEXT, "malloc");
-    real_free = dlsym(RTLD_NEXT, "free");
-    real_calloc = dlsym(RTLD_NEXT, "calloc");
-    real_realloc = dlsym(RTLD_NEXT, "realloc");
-    real_posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
-    real_aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
-    real_memalign = dlsym(RTLD_NEXT, "memalign");
-    real_valloc = dlsym(RTLD_NEXT, "valloc");
-    real_pvalloc = dlsym(RTLD_NEXT, "pvalloc");
-    real_usable = dlsym(RTLD_NEXT, "malloc_usable_size");
-    real__exit = dlsym(RTLD_NEXT, "_exit");
-    real_execve = dlsym(RTLD_NEXT, "execve");
-    real_execv = dlsym(RTLD_NEXT, "execv");
-    real_execvp = dlsym(RTLD_NEXT, "execvp");
-    real_execvpe = dlsym(RTLD_NEXT, "execvpe");
-    real_fexecve = dlsym(RTLD_NEXT, "fexecve");
-    real_mmap = dlsym(RTLD_NEXT, "mmap");
-    real_munmap = dlsym(RTLD_NEXT, "munmap");
-    real_mremap = dlsym(RTLD_NEXT, "mremap");
-    real_mprotect = dlsym(RTLD_NEXT, "mprotect");
-    real_brk = dlsym(RTLD_NEXT, "brk");
-    real_sbrk = dlsym(RTLD_NEXT, "sbrk");
-    if (!real_malloc || !real_free || !real_calloc || !real_realloc || !real_usable || !real_posix_memalign) {
-        say("heaplab trace: cannot find the real malloc functions; aborting\n");
-        syscall(SYS_exit_group, 127);
-    }
-}
 
 static size_t read_file(const char *path, char *buf, size_t cap) {
     int f = open(path, O_RDONLY | O_CLOEXEC);
@@ -673,7 +592,7 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
         if (f < 0 && errno != EEXIST) break;
     }
     if (f < 0) {
-        say("heaplab trace: cannot create the trace file; this process is not traced\n");
+        hl_say("heaplab trace: cannot create the trace file; this process is not traced\n");
         return -1;
     }
     int hi = fcntl(f, F_DUPFD_CLOEXEC, 1000);
@@ -698,7 +617,7 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
     uint64_t hlen = (HLT_HEADER_FIXED + 2 + (uint64_t)el + 2 + cl + 31) & ~(uint64_t)31;
     uint64_t off;
     if (reserve(hlen, &off) == UINT32_MAX || off != 0) {
-        say("heaplab trace: cannot map the trace file; this process is not traced\n");
+        hl_say("heaplab trace: cannot map the trace file; this process is not traced\n");
         return -1;
     }
     unsigned char *h = at(cur_seg, 0);
@@ -708,7 +627,7 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
     put32(h + 12, (uint32_t)hlen);
     put32(h + 16, (uint32_t)trace_pid);
     put32(h + 20, (uint32_t)getppid());
-    put32(h + 24, (uint32_t)page_size);
+    put32(h + 24, (uint32_t)hl_page_size);
     h[28] = CLOCK_SHIFT;
     h[29] = (unsigned char)stack_depth;
     h[30] = (unsigned char)origin;
@@ -724,7 +643,7 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
     memcpy(h + 66 + el, &(uint16_t){(uint16_t)cl}, 2);
     memcpy(h + 68 + el, cmd, cl);
     memcpy(h, HLT_MAGIC, 8); /* the magic goes last: a header without it was never finished */
-    atomic_store(&on, 1);
+    atomic_store(&hl_active, 1);
     return 0;
 }
 
@@ -763,7 +682,7 @@ static void write_trailer(int kind, int code, int from_signal) {
     } else {
         pthread_mutex_lock(&lock);
     }
-    if (trailer_done || !atomic_load(&on)) {
+    if (trailer_done || !atomic_load(&hl_active)) {
         pthread_mutex_unlock(&lock);
         return;
     }
@@ -786,7 +705,7 @@ static void write_trailer(int kind, int code, int from_signal) {
     p = put_varint(p, now_ns() >> CLOCK_SHIFT);
     p = put_varint(p, status_kb(status, sn, "VmHWM:"));
     p = put_varint(p, status_kb(status, sn, "VmPeak:"));
-    p = put_varint(p, atomic_load(&free_null));
+    p = put_varint(p, atomic_load(&hl_free_null));
     size_t mn = read_file("/proc/self/maps", maps, scap - 1);
     maps[mn] = 0;
     unsigned char *count_at = p;
@@ -857,45 +776,21 @@ static void on_thread_exit(void *unused) {
     pthread_mutex_unlock(&lock);
 }
 
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+/* A fatal signal: the trailer, if the lock can be had (async-signal-safe path). */
+void hl_on_fatal_signal(int sig) { write_trailer(HLT_END_SIGNAL, sig, 1); }
 
-static void on_fatal(int sig, siginfo_t *si, void *uc) {
-    (void)si;
-    (void)uc;
-    if (!T.busy) write_trailer(HLT_END_SIGNAL, sig, 1);
-    /* Restore the default action and let the signal kill the process as it would have. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = SIG_DFL;
-    sigaction(sig, &sa, NULL);
-    raise(sig);
-}
-
-static void install_fatal_handlers(void) {
-    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
-        struct sigaction old;
-        if (sigaction(fatal_signals[i], NULL, &old) != 0) continue;
-        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL) continue; /* the program's own */
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = on_fatal;
-        sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
-        sigemptyset(&sa.sa_mask);
-        sigaction(fatal_signals[i], &sa, NULL);
-    }
-}
-
-static void fork_prepare(void) { pthread_mutex_lock(&lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&lock); }
+/* The lock is held across fork, so the child never inherits it mid-update. */
+void hl_on_fork_prepare(void) { pthread_mutex_lock(&lock); }
+void hl_on_fork_parent(void) { pthread_mutex_unlock(&lock); }
 
 /* The child of a fork writes its own file, STEM.PID.hltrace; the parent's sequence number at
  * the fork goes into the child's header so the two traces can be lined up. */
-static void fork_child(void) {
+void hl_on_fork_child(void) {
     uint64_t parent_seq = atomic_load(&seq_ctr);
     uint32_t parent_pid = (uint32_t)trace_pid;
-    int was_on = atomic_load(&on);
+    int was_on = atomic_load(&hl_active);
     pthread_mutex_init(&lock, NULL);
-    atomic_store(&on, 0);
+    atomic_store(&hl_active, 0);
     for (uint32_t s = 0; s < MAX_SEGS; s++) {
         if (segs[s].base) sys_munmap(segs[s].base, SEG_SIZE);
         segs[s].base = NULL;
@@ -908,13 +803,10 @@ static void fork_child(void) {
     T.tid = gettid_();
     T.next_size = 0;
     atomic_store(&seq_ctr, 0);
-    atomic_store(&free_null, 0);
+    atomic_store(&hl_free_null, 0);
     trailer_done = 0;
     trailer_seg = UINT32_MAX;
-    if (sites) {
-        madvise(sites, sizeof *sites * SITE_SLOTS, MADV_DONTNEED); /* zeroes the private table */
-        atomic_store(&site_ctr, 0);
-    }
+    if (stack_depth) hl_sites_reset();
     if (was_on) {
         pthread_mutex_lock(&lock);
         open_trace(NULL, HLT_ORIGIN_FORK, parent_pid, parent_seq);
@@ -947,10 +839,9 @@ static void unpreload_self(const char *lib) {
     }
 }
 
-static void do_init(void) {
-    T.busy = 1;
-    resolve();
-    page_size = sysconf(_SC_PAGESIZE);
+/* Reads the configuration and, when this image is to be traced, creates its file and turns
+ * the hooks on. */
+void hl_on_init(void) {
     /* One variable, so the traced program's environment grows by as little as heaptrack's
      * does: lines of KEY=VALUE (out, root, depth, follow, lib, only). */
     const char *conf = getenv("HEAPLAB_TRACE");
@@ -977,18 +868,11 @@ static void do_init(void) {
         if (*depth) {
             int d = 0;
             for (const char *c = depth; *c >= '0' && *c <= '9'; c++) d = d * 10 + (*c - '0');
-            stack_depth = d > MAX_DEPTH ? MAX_DEPTH : d;
+            stack_depth = d > HL_MAX_DEPTH ? HL_MAX_DEPTH : d;
         }
         size_t n = cat(stem, sizeof stem, 0, out);
         if (n >= 8 && strcmp(stem + n - 8, ".hltrace") == 0) stem[n - 8] = 0;
-        if (stack_depth) {
-            void *m = sys_mmap(NULL, sizeof *sites * SITE_SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            sites = m == MAP_FAILED ? NULL : m;
-            if (stack_depth > 1) {
-                void *warm[4];
-                backtrace(warm, 4); /* loads the unwinder now, untraced */
-            }
-        }
+        if (stack_depth) hl_sites_init(stack_depth); /* without a table, sites are recorded as 0 */
         if (follow[0] == '0') unpreload_self(lib);
         {
             char cpu[8192];
@@ -999,7 +883,7 @@ static void do_init(void) {
             tsc0 = tsc();
         }
         exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
-        pthread_atfork(fork_prepare, fork_parent, fork_child);
+        hl_watch_fork();
         if (*root) cat(final_path, sizeof final_path, 0, out);
         int ok = 0;
         if (wanted()) {
@@ -1007,237 +891,36 @@ static void do_init(void) {
             ok = open_trace(root, HLT_ORIGIN_IMAGE, 0, 0) == 0;
             pthread_mutex_unlock(&lock);
         }
-        if (ok) install_fatal_handlers();
+        if (ok) hl_watch_fatal_signals();
     }
-    T.busy = 0;
 }
 
-static inline void ensure_init(void) {
-    if (LIKELY(atomic_load_explicit(&init_state, memory_order_acquire) == 2)) return;
-    int zero = 0;
-    if (atomic_compare_exchange_strong(&init_state, &zero, 1)) {
-        do_init();
-        atomic_store_explicit(&init_state, 2, memory_order_release);
-    }
-    /* Otherwise another thread (or our own dlsym) is initialising: callers fall back to the
-     * bootstrap arena until the real functions are known. */
-}
+/* The ends of an image: each writes the trailer (exec needs no more: the mapping already holds
+ * every event; the trailer adds peak RSS, the module map and the trimmed file length). */
+void hl_on_exit(void) { write_trailer(HLT_END_EXIT, 0, 0); }
+void hl_on_quick_exit(int status) { write_trailer(HLT_END_UNDERSCORE_EXIT, status, 0); }
+void hl_before_exec(void) { write_trailer(HLT_END_EXEC, 0, 0); }
 
-__attribute__((constructor)) static void heaplab_init(void) { ensure_init(); }
-__attribute__((destructor)) static void heaplab_fini(void) { write_trailer(HLT_END_EXIT, 0, 0); }
-
-/* ---- the interposed functions ---- */
-
-#define PROLOGUE_ALLOC(fallback)                                                   \
-    if (UNLIKELY(init_state != 2)) {                                                  \
-        ensure_init();                                                             \
-        if (!real_malloc) return fallback;                                         \
+/* exec returned, so it failed and this image goes on: its trailer becomes padding (readers
+ * skip it) and a new one is written when the process really ends. */
+void hl_after_failed_exec(void) {
+    if (syscall(SYS_getpid) != trace_pid) return;
+    pthread_mutex_lock(&lock);
+    if (trailer_done && trailer_seg != UINT32_MAX && segs[trailer_seg].base) {
+        __atomic_store_n(at(trailer_seg, trailer_off), (unsigned char)HLT_KIND_PADDING, __ATOMIC_RELEASE);
+        trailer_done = 0;
+        trailer_seg = UINT32_MAX;
     }
-
-EXPORT void *malloc(size_t n) {
-    PROLOGUE_ALLOC(boot_alloc(n, 0));
-    struct tstate *t = &T;
-    if (t->busy || !on) return real_malloc(n);
-    t->busy = 1;
-    void *p = real_malloc(n);
-    struct ev e = {.op = HLT_OP_MALLOC, .out = (uintptr_t)p, .size = n};
-    record_alloc(t, &e, __builtin_return_address(0));
-    t->busy = 0;
-    return p;
-}
-
-EXPORT void *calloc(size_t nmemb, size_t size) {
-    PROLOGUE_ALLOC(boot_alloc(nmemb * size, 1));
-    struct tstate *t = &T;
-    if (t->busy || !on) return real_calloc(nmemb, size);
-    t->busy = 1;
-    void *p = real_calloc(nmemb, size);
-    struct ev e = {.op = HLT_OP_CALLOC, .out = (uintptr_t)p, .size = size, .extra = nmemb};
-    record_alloc(t, &e, __builtin_return_address(0));
-    t->busy = 0;
-    return p;
-}
-
-EXPORT void free(void *p) {
-    if (UNLIKELY(is_boot(p))) return;
-    if (!p) {
-        if (on) atomic_fetch_add_explicit(&free_null, 1, memory_order_relaxed);
-        return;
-    }
-    if (UNLIKELY(!real_free)) {
-        ensure_init();
-        if (!real_free) return; /* only bootstrap pointers exist yet */
-    }
-    struct tstate *t = &T;
-    if (t->busy || !on) {
-        real_free(p);
-        return;
-    }
-    t->busy = 1;
-    /* The sequence number is taken before the block is released: another thread can only be
-     * handed this address after it, so the order never shows two live blocks overlapping. */
-    unsigned char *w = room(t, EV_MAX);
-    if (w) {
-        struct ev e = {.op = HLT_OP_FREE, .in = (uintptr_t)p};
-        e.seq = next_seq();
-        commit(t, w, &e, 0);
-    }
-    real_free(p);
-    t->busy = 0;
-}
-
-/* realloc and reallocarray release the old block and then hand out the new one: two sequence
- * numbers, one taken before the call (the release) and one after (the allocation). */
-static void *realloc_common(int op, void *old, size_t nmemb, size_t size, void *ret) {
-    struct tstate *t = &T;
-    size_t bytes = size;
-    if (op == HLT_OP_REALLOCARRAY && __builtin_mul_overflow(nmemb, size, &bytes)) {
-        errno = ENOMEM;
-        bytes = SIZE_MAX; /* recorded as a failed request */
-    }
-    if (t->busy || !on) return bytes == SIZE_MAX && op == HLT_OP_REALLOCARRAY ? NULL : real_realloc(old, bytes);
-    t->busy = 1;
-    unsigned char defbuf[16 + 10 * (MAX_DEPTH + 4)];
-    unsigned char *defp = defbuf;
-    uint32_t deflen = 0, site = 0;
-    if (stack_depth) site = site_of(ret, &defp, &deflen);
-    unsigned char *w = room(t, EV_MAX + deflen);
-    struct ev e = {.op = op, .in = (uintptr_t)old, .size = size, .extra = nmemb};
-    e.seq = next_seq();
-    void *p = (op == HLT_OP_REALLOCARRAY && bytes == SIZE_MAX) ? NULL : real_realloc(old, bytes);
-    e.seq2 = next_seq();
-    e.out = (uintptr_t)p;
-    e.usable = p ? real_usable(p) : 0;
-    if (w) {
-        if (deflen) {
-            memcpy(w + 1, defbuf + 1, deflen - 1);
-            __atomic_store_n(w, defbuf[0], __ATOMIC_RELEASE);
-            t->pos += deflen;
-            w += deflen;
-        }
-        commit(t, w, &e, site);
-    }
-    t->busy = 0;
-    return p;
-}
-
-EXPORT void *realloc(void *old, size_t size) {
-    if (UNLIKELY(is_boot(old))) {
-        /* A bootstrap block moves to the real heap; the arena copy is simply abandoned. */
-        void *p = malloc(size);
-        if (p) {
-            size_t n = boot_size(old);
-            memcpy(p, old, n < size ? n : size);
-        }
-        return p;
-    }
-    PROLOGUE_ALLOC(boot_alloc(size, 0));
-    return realloc_common(HLT_OP_REALLOC, old, 1, size, __builtin_return_address(0));
-}
-
-EXPORT void *reallocarray(void *old, size_t nmemb, size_t size) {
-    if (UNLIKELY(is_boot(old))) {
-        size_t bytes;
-        if (__builtin_mul_overflow(nmemb, size, &bytes)) {
-            errno = ENOMEM;
-            return NULL;
-        }
-        return realloc(old, bytes);
-    }
-    PROLOGUE_ALLOC(boot_alloc(nmemb * size, 0));
-    return realloc_common(HLT_OP_REALLOCARRAY, old, nmemb, size, __builtin_return_address(0));
-}
-
-static void *aligned_common(int op, size_t align, size_t size, void *ret, int *err) {
-    struct tstate *t = &T;
-    void *p = NULL;
-    int r = 0;
-    int trace = !t->busy && on;
-    if (trace) t->busy = 1;
-    switch (op) {
-    case HLT_OP_POSIX_MEMALIGN:
-        r = real_posix_memalign(&p, align, size);
-        if (r) p = NULL;
-        break;
-    case HLT_OP_ALIGNED_ALLOC:
-        p = real_aligned_alloc ? real_aligned_alloc(align, size) : (real_posix_memalign(&p, align, size) ? NULL : p);
-        break;
-    case HLT_OP_MEMALIGN:
-        p = real_memalign ? real_memalign(align, size) : (real_posix_memalign(&p, align, size) ? NULL : p);
-        break;
-    case HLT_OP_VALLOC:
-        p = real_valloc ? real_valloc(size) : (real_posix_memalign(&p, (size_t)page_size, size) ? NULL : p);
-        break;
-    case HLT_OP_PVALLOC: {
-        size_t rounded = (size + (size_t)page_size - 1) & ~((size_t)page_size - 1);
-        p = real_pvalloc ? real_pvalloc(size) : (real_posix_memalign(&p, (size_t)page_size, rounded) ? NULL : p);
-        break;
-    }
-    }
-    if (err) *err = r;
-    if (trace) {
-        struct ev e = {.op = op, .out = (uintptr_t)p, .size = size, .extra = align};
-        record_alloc(t, &e, ret);
-        t->busy = 0;
-    }
-    return p;
-}
-
-EXPORT int posix_memalign(void **memptr, size_t align, size_t size) {
-    if (UNLIKELY(init_state != 2)) {
-        ensure_init();
-        if (!real_malloc) {
-            *memptr = NULL;
-            return ENOMEM; /* no aligned requests are expected during bootstrap */
-        }
-    }
-    int err = 0;
-    void *p = aligned_common(HLT_OP_POSIX_MEMALIGN, align, size, __builtin_return_address(0), &err);
-    if (!err) *memptr = p;
-    return err;
-}
-EXPORT void *aligned_alloc(size_t align, size_t size) {
-    PROLOGUE_ALLOC(NULL);
-    return aligned_common(HLT_OP_ALIGNED_ALLOC, align, size, __builtin_return_address(0), NULL);
-}
-EXPORT void *memalign(size_t align, size_t size) {
-    PROLOGUE_ALLOC(NULL);
-    return aligned_common(HLT_OP_MEMALIGN, align, size, __builtin_return_address(0), NULL);
-}
-EXPORT void *valloc(size_t size) {
-    PROLOGUE_ALLOC(NULL);
-    return aligned_common(HLT_OP_VALLOC, (size_t)page_size, size, __builtin_return_address(0), NULL);
-}
-EXPORT void *pvalloc(size_t size) {
-    PROLOGUE_ALLOC(NULL);
-    return aligned_common(HLT_OP_PVALLOC, (size_t)page_size, size, __builtin_return_address(0), NULL);
-}
-
-EXPORT size_t malloc_usable_size(void *p) {
-    if (UNLIKELY(is_boot(p))) return boot_size(p);
-    if (UNLIKELY(!real_usable)) {
-        ensure_init();
-        if (!real_usable) return 0;
-    }
-    return real_usable(p);
+    pthread_mutex_unlock(&lock);
 }
 
 /* ---- page events: the program's direct address-space calls ---- */
 
-/* One page event. Fields by kind as in format.rs: mmap (len, prot, flags, addr), munmap (addr,
- * len), mremap (addr, len, new_len, flags, new_addr), mprotect (addr, len, prot), brk and sbrk
- * (break before in addr, after in new_addr). */
-struct pev {
-    int kind, failed;
-    uint64_t addr, len, new_addr, new_len, flags, prot;
-    uint64_t seq;
-};
-
 /* Encodes and commits a page event at `w` (EV_MAX bytes of room). Unlike heap events it leaves
  * the pointer-delta base alone: addresses are absolute, so heap events encode as before. */
-static void commit_page(struct tstate *t, unsigned char *w, const struct pev *e) {
+static void commit_page(struct tstate *t, unsigned char *w, const struct hl_page *e, uint64_t seq) {
     unsigned h = HLT_OP_PAGES;
-    unsigned char *p = put_order(t, w + 1, &h, e->seq, e->seq);
+    unsigned char *p = put_order(t, w + 1, &h, seq, seq);
     if (e->failed) h |= HLT_F_NULL;
     p = put_varint(p, (uint64_t)e->kind);
     switch (e->kind) {
@@ -1271,215 +954,27 @@ static void commit_page(struct tstate *t, unsigned char *w, const struct pev *e)
     t->pos += (uint32_t)(p - w);
 }
 
-/* Whether this call of a page function is recorded: tracing is on, the real functions are
- * known, and we are not inside the tracer or a traced call (an allocator's own mmap calls
- * made inside malloc belong to the heap). */
-static inline int page_traced(struct tstate *t) {
-    if (UNLIKELY(init_state != 2)) {
-        ensure_init();
-        if (init_state != 2) return 0;
+/* A page event takes its sequence number before the call for munmap (like free: another
+ * thread's mmap of the same addresses can only follow it in the order), after it for the others
+ * (the mapping exists from then on). */
+void hl_before_page(struct hl_page *e) {
+    if (e->kind != HL_MUNMAP) return;
+    struct tstate *t = &T;
+    e->hook[0] = (uintptr_t)room(t, EV_MAX);
+    e->hook[1] = next_seq();
+}
+
+void hl_after_page(struct hl_page *e) {
+    struct tstate *t = &T;
+    unsigned char *w;
+    uint64_t seq;
+    if (e->kind == HL_MUNMAP) {
+        w = (unsigned char *)(uintptr_t)e->hook[0];
+        seq = e->hook[1];
+    } else {
+        w = room(t, EV_MAX);
+        if (!w) return;
+        seq = next_seq();
     }
-    return !t->busy && on && real_mmap;
-}
-
-/* Records a page event whose call has returned (the sequence number is taken now: the
- * mapping exists from here on). errno is the call's, kept for the program. */
-static void record_page_after(struct tstate *t, struct pev *e) {
-    int err = errno;
-    unsigned char *w = room(t, EV_MAX);
-    if (w) {
-        e->seq = next_seq();
-        commit_page(t, w, e);
-    }
-    errno = err;
-}
-
-EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fdesc, off_t off) {
-    struct tstate *t = &T;
-    if (!page_traced(t)) return real_mmap ? real_mmap(addr, len, prot, flags, fdesc, off) : sys_mmap(addr, len, prot, flags, fdesc, off);
-    t->busy = 1;
-    void *r = real_mmap(addr, len, prot, flags, fdesc, off);
-    struct pev e = {.kind = HLT_PAGE_MMAP, .failed = r == MAP_FAILED, .addr = (uintptr_t)r, .len = len, .prot = (uint32_t)prot, .flags = (uint32_t)flags};
-    record_page_after(t, &e);
-    t->busy = 0;
-    return r;
-}
-EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fdesc, off_t off) { return mmap(addr, len, prot, flags, fdesc, off); }
-
-EXPORT int munmap(void *addr, size_t len) {
-    struct tstate *t = &T;
-    if (!page_traced(t)) return real_munmap ? real_munmap(addr, len) : sys_munmap(addr, len);
-    t->busy = 1;
-    /* Like free: the sequence number comes before the release, so another thread's mmap of
-     * the same addresses can only follow it in the order. */
-    unsigned char *w = room(t, EV_MAX);
-    uint64_t seq = next_seq();
-    int r = real_munmap(addr, len);
-    int err = errno;
-    struct pev e = {.kind = HLT_PAGE_MUNMAP, .failed = r != 0, .addr = (uintptr_t)addr, .len = len, .seq = seq};
-    if (w) commit_page(t, w, &e);
-    errno = err;
-    t->busy = 0;
-    return r;
-}
-
-EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
-    void *want = NULL;
-    if (flags & MREMAP_FIXED) {
-        va_list ap;
-        va_start(ap, flags);
-        want = va_arg(ap, void *);
-        va_end(ap);
-    }
-    struct tstate *t = &T;
-    if (!page_traced(t)) {
-        if (real_mremap) return real_mremap(old, old_len, new_len, flags, want);
-        return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
-    }
-    t->busy = 1;
-    void *r = real_mremap(old, old_len, new_len, flags, want);
-    struct pev e = {.kind = HLT_PAGE_MREMAP, .failed = r == MAP_FAILED, .addr = (uintptr_t)old, .len = old_len,
-                    .new_addr = (uintptr_t)r, .new_len = new_len, .flags = (uint32_t)flags};
-    record_page_after(t, &e);
-    t->busy = 0;
-    return r;
-}
-
-EXPORT int mprotect(void *addr, size_t len, int prot) {
-    struct tstate *t = &T;
-    if (!page_traced(t)) return real_mprotect ? real_mprotect(addr, len, prot) : (int)syscall(SYS_mprotect, addr, len, prot);
-    t->busy = 1;
-    int r = real_mprotect(addr, len, prot);
-    struct pev e = {.kind = HLT_PAGE_MPROTECT, .failed = r != 0, .addr = (uintptr_t)addr, .len = len, .prot = (uint32_t)prot};
-    record_page_after(t, &e);
-    t->busy = 0;
-    return r;
-}
-
-/* brk and sbrk go through glibc's own functions (never a raw syscall): glibc keeps the break
- * in a variable its malloc relies on. Called while another thread is still initialising the
- * tracer, they look glibc's up themselves. */
-static void resolve_brk(void) {
-    if (!real_brk) real_brk = dlsym(RTLD_NEXT, "brk");
-    if (!real_sbrk) real_sbrk = dlsym(RTLD_NEXT, "sbrk");
-}
-EXPORT int brk(void *addr) {
-    struct tstate *t = &T;
-    int traced = page_traced(t);
-    resolve_brk();
-    if (!traced) return real_brk(addr);
-    t->busy = 1;
-    void *before = real_sbrk(0);
-    int r = real_brk(addr);
-    struct pev e = {.kind = HLT_PAGE_BRK, .failed = r != 0, .addr = (uintptr_t)before, .new_addr = (uintptr_t)addr};
-    record_page_after(t, &e);
-    t->busy = 0;
-    return r;
-}
-
-EXPORT void *sbrk(intptr_t incr) {
-    struct tstate *t = &T;
-    int traced = page_traced(t);
-    resolve_brk();
-    if (!traced) return real_sbrk(incr);
-    t->busy = 1;
-    void *r = real_sbrk(incr);
-    int failed = r == (void *)-1;
-    uint64_t before = failed ? (uintptr_t)real_sbrk(0) : (uintptr_t)r;
-    struct pev e = {.kind = HLT_PAGE_SBRK, .failed = failed, .addr = before, .new_addr = before + (uint64_t)(int64_t)incr};
-    record_page_after(t, &e);
-    t->busy = 0;
-    return r;
-}
-
-/* _exit skips destructors, so the trailer is written here (exec needs nothing: the mapping
- * already holds every event). */
-EXPORT void _exit(int status) {
-    if (init_state == 2 && !T.busy) write_trailer(HLT_END_UNDERSCORE_EXIT, status, 0);
-    if (real__exit) real__exit(status);
-    syscall(SYS_exit_group, status);
-    __builtin_unreachable();
-}
-EXPORT void _Exit(int status) { _exit(status); }
-
-/* exec replaces the image: the mapping already holds every event, but the trailer (peak RSS,
- * module map) and the trimmed file length are written here first. glibc's own internal exec
- * calls (inside execvp, posix_spawn) are not interposable; those images' files keep a zero
- * tail, which readers treat as the end. */
-static void before_exec(void) {
-    if (init_state == 2 && !T.busy) write_trailer(HLT_END_EXEC, 0, 0);
-}
-
-/* exec returned, so it failed and this image goes on: its trailer becomes padding (readers
- * skip it) and a new one is written when the process really ends. */
-static void after_failed_exec(void) {
-    if (init_state != 2 || T.busy || syscall(SYS_getpid) != trace_pid) return;
-    int saved = errno;
-    pthread_mutex_lock(&lock);
-    if (trailer_done && trailer_seg != UINT32_MAX && segs[trailer_seg].base) {
-        __atomic_store_n(at(trailer_seg, trailer_off), (unsigned char)HLT_KIND_PADDING, __ATOMIC_RELEASE);
-        trailer_done = 0;
-        trailer_seg = UINT32_MAX;
-    }
-    pthread_mutex_unlock(&lock);
-    errno = saved;
-}
-EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-    before_exec();
-    int r = real_execve ? real_execve(path, argv, envp) : (int)syscall(SYS_execve, path, argv, envp);
-    after_failed_exec();
-    return r;
-}
-EXPORT int execv(const char *path, char *const argv[]) {
-    before_exec();
-    extern char **environ;
-    int r = real_execv ? real_execv(path, argv) : execve(path, argv, environ);
-    after_failed_exec();
-    return r;
-}
-/* The exec functions without a raw-syscall fallback: ENOSYS if glibc lacks them. */
-#define EXEC_OR_ENOSYS(real, ...)       \
-    before_exec();                      \
-    if (!real) {                        \
-        after_failed_exec();            \
-        errno = ENOSYS;                 \
-        return -1;                      \
-    }                                   \
-    int r = real(__VA_ARGS__);          \
-    after_failed_exec();                \
-    return r;
-EXPORT int execvp(const char *file, char *const argv[]) { EXEC_OR_ENOSYS(real_execvp, file, argv) }
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) { EXEC_OR_ENOSYS(real_execvpe, file, argv, envp) }
-EXPORT int fexecve(int fdesc, char *const argv[], char *const envp[]) { EXEC_OR_ENOSYS(real_fexecve, fdesc, argv, envp) }
-
-/* The execl family takes its arguments as varargs: gather them (on the stack) and pass on. */
-#define GATHER(first, extra_env)                                                   \
-    va_list ap;                                                                    \
-    size_t n = 1;                                                                  \
-    va_start(ap, first);                                                           \
-    while (va_arg(ap, char *)) n++;                                                \
-    va_end(ap);                                                                    \
-    if (n > 65536) {                                                               \
-        errno = E2BIG;                                                             \
-        return -1;                                                                 \
-    }                                                                              \
-    char *args[n + 1];                                                             \
-    args[0] = (char *)first;                                                       \
-    va_start(ap, first);                                                           \
-    for (size_t i = 1; i <= n; i++) args[i] = va_arg(ap, char *);                  \
-    extra_env;                                                                     \
-    va_end(ap)
-
-EXPORT int execl(const char *path, const char *arg, ...) {
-    GATHER(arg, (void)0);
-    return execv(path, args);
-}
-EXPORT int execlp(const char *file, const char *arg, ...) {
-    GATHER(arg, (void)0);
-    return execvp(file, args);
-}
-EXPORT int execle(const char *path, const char *arg, ...) {
-    char *const *envp;
-    GATHER(arg, envp = va_arg(ap, char *const *));
-    return execve(path, args, envp);
+    if (w) commit_page(t, w, e, seq);
 }
