@@ -3,8 +3,8 @@
 //! This crate owns the synthetic workloads of heaplab: every [`Kind`] is a family of instances
 //! with a documented shape (random, tight with a known optimum, neural-network-like, malloc-trace
 //! like, and adversarial shapes for property tests). [`generate`] is deterministic per
-//! `(kind, n, seed)` on every platform — it uses its own PRNG ([`Rng`], xoshiro256** seeded by
-//! splitmix64) rather than a dependency whose streams could change between versions.
+//! `(kind, n, seed)` on every platform — it draws from heaplab's own PRNG ([`Rng`], from heaplab-rng, whose
+//! streams are pinned) rather than a dependency whose streams could change between versions.
 //!
 //! Generators are O(n) (tight adds an O(n) shuffle) and allocate nothing beyond the returned
 //! `Vec<Buffer>` apart from small stacks, so 10^7 buffers take a few seconds and ~480 MB.
@@ -160,66 +160,8 @@ pub fn tight_with_offsets(n: usize, seed: u64) -> (Instance, Vec<u64>) {
 // ---------------------------------------------------------------------------------------------
 // PRNG
 
-/// xoshiro256** seeded by splitmix64: small, fast, and stable forever (the streams are part of
-/// what `--seed` promises).
-#[derive(Clone, Debug)]
-pub struct Rng {
-    s: [u64; 4],
-}
-
-impl Rng {
-    /// A generator from any 64-bit seed (0 included: splitmix64 never yields an all-zero state).
-    pub fn new(seed: u64) -> Rng {
-        let mut x = seed;
-        let mut next = || {
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        };
-        Rng { s: [next(), next(), next(), next()] }
-    }
-
-    /// The next 64 random bits.
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        let r = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = self.s[1] << 17;
-        self.s[2] ^= self.s[0];
-        self.s[3] ^= self.s[1];
-        self.s[1] ^= self.s[2];
-        self.s[0] ^= self.s[3];
-        self.s[2] ^= t;
-        self.s[3] = self.s[3].rotate_left(45);
-        r
-    }
-
-    /// Uniform in `[0, n)` for `n > 0` (Lemire's multiply-shift; the bias, below n / 2^64, does
-    /// not matter for workload generation and the method needs no loop).
-    #[inline]
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-
-    /// Uniform in `[lo, hi]` (inclusive, `lo <= hi`).
-    #[inline]
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
-    }
-
-    /// Uniform in `[0, 1)`.
-    #[inline]
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// True with probability `num / den`.
-    #[inline]
-    pub fn chance(&mut self, num: u64, den: u64) -> bool {
-        self.below(den) < num
-    }
-}
+/// The workspace's seeded PRNG (xoshiro256** seeded by splitmix64), shared with the planner.
+pub use heaplab_rng::Rng;
 
 /// Different kinds with the same seed must not share streams (a `random` and an `equal` instance
 /// with seed 1 would otherwise have identical lifetimes).

@@ -11,6 +11,7 @@
 //! Delta coding makes instances sorted by start time (the usual case) about 6–9 bytes a buffer.
 
 use crate::error::{InputError, InputErrorKind as K};
+use crate::varint::{decode, put_varint, unzigzag, zigzag};
 use crate::{Columns, Input, Instance, Semantics};
 use std::io::{BufRead, Write};
 
@@ -20,22 +21,6 @@ pub use crate::input::HLBIN_MAGIC as MAGIC;
 const TRAILER: &[u8; 6] = b"HLEND\0";
 /// The format version this build writes and reads.
 pub const VERSION: u16 = 1;
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn zigzag(d: i64) -> u64 {
-    ((d << 1) ^ (d >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
 
 /// Writes an instance (and offsets, if given) in the binary format.
 pub fn write<W: Write>(mut w: W, inst: &Instance, offsets: Option<&[u64]>) -> std::io::Result<()> {
@@ -97,18 +82,10 @@ impl<R: BufRead> Bytes<R> {
         )
     }
     fn varint(&mut self, field: &str) -> Result<u64, InputError> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
-            v |= ((b & 0x7f) as u64) << shift;
-            if b & 0x80 == 0 {
-                if shift == 63 && b > 1 {
-                    break;
-                }
-                return Ok(v);
-            }
+        match decode(|| self.byte())? {
+            Some(v) => Ok(v),
+            None => Err(InputError::at(&self.file, self.record + 1, Some(field), K::Format, "malformed varint (corrupt file)")),
         }
-        Err(InputError::at(&self.file, self.record + 1, Some(field), K::Format, "malformed varint (corrupt file)"))
     }
 }
 

@@ -9,6 +9,7 @@ pub mod csv;
 mod error;
 pub mod files;
 pub mod input;
+pub mod varint;
 
 pub use error::{quoted, InputError, InputErrorKind};
 pub use input::{FileKind, Input, Wanted};

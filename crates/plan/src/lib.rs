@@ -16,11 +16,14 @@ pub mod improve;
 pub mod occupancy;
 pub mod online;
 pub mod policy;
-pub mod rng;
 pub mod rules;
 pub mod flat;
 pub mod timeline;
 pub mod windows;
+
+/// The seeded PRNG every stochastic stage draws from (the workspace's one copy, shared with
+/// the instance generators).
+pub use heaplab_rng as rng;
 
 pub use driver::{plan, Algorithm, PlanOptions, PlanOutcome, Progress};
 pub use policy::{Policy, Stage};

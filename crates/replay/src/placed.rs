@@ -34,8 +34,8 @@
 //! ([`first_overlap`]); the replay checks every placement it writes, `heaplab frag` every one
 //! it reads.
 
+use heaplab_model::varint::{get_varint, put_varint, unzigzag, zigzag};
 use heaplab_model::{quoted, FileKind, Input, InputError, InputErrorKind as K, Wanted};
-use heaplab_trace::format::{get_varint, put_varint, unzigzag, zigzag};
 use std::io::{Read, Write};
 
 /// The first 8 bytes of a placed file (defined with the other formats' magic in

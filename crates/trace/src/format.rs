@@ -1,6 +1,7 @@
-//! The `.hltrace` file format, version 2: the specification, its constants, and the varint
-//! primitives shared by the reader and the test writer. The C encoder is
-//! `preload/heaplab_preload.c`; both sides change together and bump [`VERSION`].
+//! The `.hltrace` file format, version 2: the specification and its constants. Integers are
+//! coded with heaplab-model's [`varint`](heaplab_model::varint) module. The numbers live in
+//! `format/codes.rs`, from which the build script generates the C tracer's `heaplab_format.h`;
+//! the C encoder (`preload/`) and the reader here change together and bump [`VERSION`].
 //!
 //! Version 2 added the page event (op 11: direct `mmap`, `munmap`, `mremap`, `mprotect`,
 //! `brk`, `sbrk`); a version 1 file is a version 2 file without page events and reads as one.
@@ -72,251 +73,23 @@
 //! path bytes), and the marker `HLTEND`. Events may follow the trailer (other libraries'
 //! destructors run after it).
 
-/// The first 8 bytes of every trace (defined with the other formats' magic in
-/// `heaplab_model::input`, which tells files apart by it).
-pub use heaplab_model::input::TRACE_MAGIC as MAGIC;
-/// The version the tracer writes (this build reads it and every version from [`MIN_VERSION`]).
-pub const VERSION: u16 = 2;
-/// The oldest version this build reads.
-pub const MIN_VERSION: u16 = 1;
-/// Size of the fixed part of the header.
-pub const HEADER_FIXED: usize = 64;
-/// Size of a record header.
-pub const RECORD_HEADER: usize = 32;
-/// Record kind: a thread's window of events.
-pub const KIND_EVENTS: u8 = b'W';
-/// Record kind: unused space (windows never straddle the tracer's 1 MiB mapping segments).
-pub const KIND_PADDING: u8 = b'P';
-/// Record kind: the trailer.
-pub const KIND_TRAILER: u8 = b'T';
-/// Record flag: allocation events carry a call-site id.
-pub const RECORD_SITES: u8 = 1;
-/// Marker at the end of a trailer.
-pub const TRAILER_END: &[u8; 6] = b"HLTEND";
-/// Event flag: a sequence delta follows.
-pub const F_SEQ: u8 = 0x10;
-/// Event flag: a timestamp delta follows.
-pub const F_TS: u8 = 0x20;
-/// Event flag: NULL result (allocation ops) or NULL input (realloc ops).
-pub const F_NULL: u8 = 0x40;
-/// Event flag: pointer deltas in bytes rather than 16-byte units.
-pub const F_RAW: u8 = 0x80;
-/// Operation code of a call-site definition.
-pub const OP_SITE: u8 = 14;
-/// Operation code of a page event ([`PageOp`]).
-pub const OP_PAGES: u8 = 11;
+mod codes;
+pub use codes::*;
 
-/// The interposed functions, as recorded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Op {
-    /// `malloc(size)`
-    Malloc = 1,
-    /// `free(ptr)`
-    Free = 2,
-    /// `calloc(nmemb, size)`
-    Calloc = 3,
-    /// `realloc(ptr, size)`
-    Realloc = 4,
-    /// `reallocarray(ptr, nmemb, size)`
-    Reallocarray = 5,
-    /// `posix_memalign(&ptr, alignment, size)`
-    PosixMemalign = 6,
-    /// `aligned_alloc(alignment, size)`
-    AlignedAlloc = 7,
-    /// `memalign(alignment, size)`
-    Memalign = 8,
-    /// `valloc(size)`
-    Valloc = 9,
-    /// `pvalloc(size)`
-    Pvalloc = 10,
-}
-
-impl Op {
-    /// Every operation, in code order.
-    pub const ALL: [Op; 10] = [
-        Op::Malloc,
-        Op::Free,
-        Op::Calloc,
-        Op::Realloc,
-        Op::Reallocarray,
-        Op::PosixMemalign,
-        Op::AlignedAlloc,
-        Op::Memalign,
-        Op::Valloc,
-        Op::Pvalloc,
-    ];
-
-    /// The operation with this code, if any.
-    pub fn from_code(c: u8) -> Option<Op> {
-        Op::ALL.get((c as usize).wrapping_sub(1)).copied()
+// The trace's magic is written once more in `codes` (which also generates the C header) and
+// must be the one the input layer tells files apart by.
+const _: () = {
+    let (a, b) = (MAGIC, heaplab_model::input::TRACE_MAGIC);
+    let mut i = 0;
+    while i < a.len() {
+        assert!(a[i] == b[i], "format::MAGIC differs from heaplab_model::input::TRACE_MAGIC");
+        i += 1;
     }
-
-    /// The C function's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Malloc => "malloc",
-            Op::Free => "free",
-            Op::Calloc => "calloc",
-            Op::Realloc => "realloc",
-            Op::Reallocarray => "reallocarray",
-            Op::PosixMemalign => "posix_memalign",
-            Op::AlignedAlloc => "aligned_alloc",
-            Op::Memalign => "memalign",
-            Op::Valloc => "valloc",
-            Op::Pvalloc => "pvalloc",
-        }
-    }
-
-    /// realloc and reallocarray: release the input and hand out a result.
-    pub fn is_realloc(self) -> bool {
-        matches!(self, Op::Realloc | Op::Reallocarray)
-    }
-
-    /// Whether the second size-like field is an element count.
-    pub fn has_count(self) -> bool {
-        matches!(self, Op::Calloc | Op::Reallocarray)
-    }
-
-    /// Whether the call carries an explicit alignment.
-    pub fn has_alignment(self) -> bool {
-        matches!(self, Op::PosixMemalign | Op::AlignedAlloc | Op::Memalign)
-    }
-}
-
-/// The direct address-space calls a page event records (the kind varint of op 11).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum PageOp {
-    /// `mmap(addr, len, prot, flags, fd, offset)` (and `mmap64`)
-    Mmap = 1,
-    /// `munmap(addr, len)`
-    Munmap = 2,
-    /// `mremap(addr, old_len, new_len, flags, ...)`
-    Mremap = 3,
-    /// `mprotect(addr, len, prot)`: tells reservations (`PROT_NONE`) from usable memory.
-    Mprotect = 4,
-    /// `brk(addr)`
-    Brk = 5,
-    /// `sbrk(increment)`
-    Sbrk = 6,
-}
-
-impl PageOp {
-    /// Every page operation, in code order.
-    pub const ALL: [PageOp; 6] = [PageOp::Mmap, PageOp::Munmap, PageOp::Mremap, PageOp::Mprotect, PageOp::Brk, PageOp::Sbrk];
-
-    /// The operation with this kind code, if any.
-    pub fn from_code(c: u64) -> Option<PageOp> {
-        PageOp::ALL.get((c as usize).wrapping_sub(1)).copied()
-    }
-
-    /// The C function's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            PageOp::Mmap => "mmap",
-            PageOp::Munmap => "munmap",
-            PageOp::Mremap => "mremap",
-            PageOp::Mprotect => "mprotect",
-            PageOp::Brk => "brk",
-            PageOp::Sbrk => "sbrk",
-        }
-    }
-}
-
-/// Linux `MAP_SHARED`.
-pub const MAP_SHARED: u64 = 0x01;
-/// Linux `MAP_ANONYMOUS`.
-pub const MAP_ANONYMOUS: u64 = 0x20;
-/// Linux `MREMAP_DONTUNMAP`: the old range stays mapped.
-pub const MREMAP_DONTUNMAP: u64 = 0x04;
-
-/// How a traced process ended, from its trailer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EndKind {
-    /// `exit()` or return from `main` (the library's destructor wrote the trailer).
-    Exit,
-    /// `_exit()` / `_Exit()`, with the status.
-    UnderscoreExit(i64),
-    /// A fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT), with its number.
-    Signal(i64),
-    /// An exec call replaced the program (a later image writes its own trace).
-    Exec,
-    /// A code this reader does not know.
-    Other(u64, i64),
-}
-
-impl EndKind {
-    /// Decodes the trailer's kind and code.
-    pub fn from_code(kind: u64, code: i64) -> EndKind {
-        match kind {
-            1 => EndKind::Exit,
-            2 => EndKind::UnderscoreExit(code),
-            3 => EndKind::Signal(code),
-            4 => EndKind::Exec,
-            k => EndKind::Other(k, code),
-        }
-    }
-}
-
-/// Appends `v` as a LEB128 varint.
-pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Zigzag-encodes a signed value.
-pub fn zigzag(d: i64) -> u64 {
-    ((d << 1) ^ (d >> 63)) as u64
-}
-
-/// Inverse of [`zigzag`].
-pub fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
-/// Reads a varint from `buf` at `*pos`, advancing it; `None` when the buffer ends inside the
-/// varint or it is longer than 64 bits.
-pub fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut v = 0u64;
-    let mut shift = 0u32;
-    loop {
-        let b = *buf.get(*pos)?;
-        *pos += 1;
-        if shift == 63 && b > 1 {
-            return None;
-        }
-        v |= ((b & 0x7f) as u64) << shift;
-        if b & 0x80 == 0 {
-            return Some(v);
-        }
-        shift += 7;
-        if shift > 63 {
-            return None;
-        }
-    }
-}
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn varints_round_trip() {
-        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
-            let mut b = Vec::new();
-            put_varint(&mut b, v);
-            let mut p = 0;
-            assert_eq!(get_varint(&b, &mut p), Some(v));
-            assert_eq!(p, b.len());
-            assert_eq!(get_varint(&b[..b.len() - 1], &mut 0), None);
-        }
-        for d in [0i64, -1, 1, i64::MIN, i64::MAX, -17] {
-            assert_eq!(unzigzag(zigzag(d)), d);
-        }
-        assert_eq!(get_varint(&[0xff; 11], &mut 0), None);
-    }
 
     #[test]
     fn op_codes() {

@@ -1,5 +1,5 @@
-//! The tracer library, embedded: `build.rs` compiles `preload/heaplab_preload.c` and this module
-//! carries the bytes, so `heaplab trace` needs no install step and works from any directory.
+//! The tracer library, embedded: `build.rs` compiles the native layer (`native/`) and the tracer
+//! (`preload/tracer.c`) into one .so and this module carries the bytes, so `heaplab trace` needs no install step and works from any directory.
 //! At run time the bytes are written once to a private cache file named by their hash.
 
 use std::io::Write;

@@ -15,7 +15,8 @@
 //! heap alone. A consumer that wants them asks with [`TraceReader::keep_pages`] and drains them
 //! with [`TraceReader::take_pages`] before each step.
 
-use crate::format::{self as f, get_varint, unzigzag, EndKind, Op, PageOp};
+use crate::format::{self as f, EndKind, Op, PageOp};
+use heaplab_model::varint::{get_varint, unzigzag};
 use heaplab_model::{FileKind, Input, InputError, InputErrorKind as K, Wanted};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -617,9 +618,9 @@ impl<R: Read> TraceReader<R> {
         let (cmd, _) = string(next)?;
         let args = cmd.split('\0').filter(|s| !s.is_empty()).map(str::to_string).collect();
         let origin = match fixed[30] {
-            0 => Origin::Root,
-            1 => Origin::ForkChild,
-            2 => Origin::Exec,
+            f::ORIGIN_ROOT => Origin::Root,
+            f::ORIGIN_FORK => Origin::ForkChild,
+            f::ORIGIN_IMAGE => Origin::Exec,
             o => Origin::Other(o),
         };
         let clock_shift = fixed[28];

@@ -2,7 +2,8 @@
 //! build traces with known content (round trips, damage at every byte) and lets other tools
 //! emit traces heaplab can read.
 
-use crate::format::{self as f, put_varint, zigzag, Op, PageOp};
+use crate::format::{self as f, Op, PageOp};
+use heaplab_model::varint::{put_varint, zigzag};
 use crate::reader::{Event, PageEvent, Trailer};
 
 /// Builds a trace in memory.

@@ -1,0 +1,152 @@
+/* interpose.h — the native layer's interposition API, shared by heaplab's LD_PRELOAD libraries.
+ *
+ * Owns: finding the real functions (dlsym RTLD_NEXT), the bootstrap arena that serves dlsym's
+ * own allocations before they are known, the thread-local re-entrancy guard, initialisation
+ * order, and the exported interposers: the malloc family, the direct address-space calls
+ * (mmap, munmap, mremap, mprotect, brk, sbrk), _exit, and the exec family. It records nothing
+ * itself: at each call it calls the hooks below, which its client (the tracer, preload/tracer.c;
+ * later a runtime layout allocator) defines. A client is linked into the same .so as
+ * interpose.c, so the hooks are plain direct calls.
+ *
+ * Contract with a client:
+ *   - Hooks run with the guard held (hl_self.busy == 1): any malloc or page call they make, and
+ *     any the real functions make, goes straight to the real functions untraced. Still, a hook
+ *     must not call the traced malloc for its own memory (use sys_mmap or static storage), because
+ *     during bootstrap the real malloc may not be known yet.
+ *   - Call hooks run only while hl_active is set (the client sets it once it is ready).
+ *   - hl_on_init runs once, in the first thread that enters the library, after the real
+ *     functions are resolved.
+ */
+#ifndef HEAPLAB_INTERPOSE_H
+#define HEAPLAB_INTERPOSE_H
+
+/* Includers define _GNU_SOURCE before any system header (off_t, RTLD_NEXT, mremap). */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define HL_EXPORT __attribute__((visibility("default")))
+#define HL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- the real functions (NULL where glibc lacks one; malloc, free, calloc, realloc,
+ * posix_memalign and malloc_usable_size are always there once initialisation is done) ---- */
+struct hl_real {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    size_t (*usable)(void *);
+    void (*_exit)(int) __attribute__((noreturn));
+    int (*execve)(const char *, char *const[], char *const[]);
+    int (*execv)(const char *, char *const[]);
+    int (*execvp)(const char *, char *const[]);
+    int (*execvpe)(const char *, char *const[], char *const[]);
+    int (*fexecve)(int, char *const[], char *const[]);
+    void *(*mmap)(void *, size_t, int, int, int, off_t);
+    int (*munmap)(void *, size_t);
+    void *(*mremap)(void *, size_t, size_t, int, ...);
+    int (*mprotect)(void *, size_t, int);
+    int (*brk)(void *);
+    void *(*sbrk)(intptr_t);
+};
+extern struct hl_real hl_real;
+
+/* ---- per-thread guard (initial-exec TLS: touching it never allocates) ---- */
+struct hl_thread {
+    int busy; /* inside a hook or a real function: do not call the hooks */
+};
+extern __thread struct hl_thread hl_self __attribute__((tls_model("initial-exec")));
+
+/* ---- process-wide state the client reads or sets ---- */
+extern atomic_int hl_init_state;          /* 0 none, 1 running, 2 done */
+extern atomic_int hl_active;              /* set by the client: call the hooks */
+extern atomic_uint_fast64_t hl_free_null; /* free(NULL) calls while active (not a hook: too hot) */
+extern long hl_page_size;
+
+/* The library's own mappings: raw syscalls, because `mmap` inside the library binds to the
+ * interposer. syscall() turns -errno into -1 (MAP_FAILED) with errno set, as mmap does. */
+static inline void *sys_mmap(void *a, size_t n, int prot, int flags, int f, off_t off) {
+    return (void *)syscall(SYS_mmap, a, n, prot, flags, f, off);
+}
+static inline int sys_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap, a, n); }
+
+/* Writes a message to stderr without allocating. */
+void hl_say(const char *msg);
+
+/* Registers the client's fork hooks (pthread_atfork). */
+void hl_watch_fork(void);
+/* Installs the handler that calls hl_on_fatal_signal on SIGSEGV, SIGBUS, SIGILL, SIGFPE and
+ * SIGABRT, where the program has not installed its own. */
+void hl_watch_fatal_signals(void);
+
+/* ---- the calls the hooks see ---- */
+
+/* The malloc family. Values equal the .hltrace operation codes (the tracer checks). */
+enum hl_op {
+    HL_MALLOC = 1, HL_FREE, HL_CALLOC, HL_REALLOC, HL_REALLOCARRAY, HL_POSIX_MEMALIGN,
+    HL_ALIGNED_ALLOC, HL_MEMALIGN, HL_VALLOC, HL_PVALLOC
+};
+
+/* One realloc or reallocarray call, from its begin hook to its end hook. */
+struct hl_call {
+    int op;                /* enum hl_op */
+    uint64_t in, out;      /* input and result pointers (0 = NULL) */
+    uint64_t size, extra;  /* size; nmemb (calloc, reallocarray) or alignment */
+    void *ret;             /* the caller's return address (the call site) */
+    uint64_t hook[3];      /* the hooks' own, from a *_begin hook to its *_end */
+};
+
+/* The direct address-space calls. Values equal the .hltrace page-event kinds. */
+enum hl_page_op { HL_MMAP = 1, HL_MUNMAP, HL_MREMAP, HL_MPROTECT, HL_BRK, HL_SBRK };
+
+/* One direct address-space call. Fields by kind: mmap (len, prot, flags, addr = result),
+ * munmap (addr, len), mremap (addr, len, new_len, flags, new_addr = result), mprotect (addr,
+ * len, prot), brk and sbrk (break before in addr, after in new_addr). `failed` is set for the
+ * after hook. */
+struct hl_page {
+    int kind, failed;
+    uint64_t addr, len, new_addr, new_len, flags, prot;
+    uint64_t hook[2]; /* the hooks' own, from hl_before_page to hl_after_page */
+};
+
+/* ---- hooks: defined by the client ---- */
+
+/* Once, after the real functions are resolved (guard held). Configure, then set hl_active. */
+void hl_on_init(void);
+/* An allocation call (malloc, calloc, the aligned family: `op`) has returned `out` (NULL when it
+ * failed) for `size` bytes; `extra` is calloc's nmemb or the alignment; `ret` is the caller's
+ * return address. Arguments rather than a struct hl_call: this is the hottest path. */
+void hl_on_alloc(int op, void *out, size_t size, size_t extra, void *ret);
+/* free(p), before the block is released (p is never NULL). */
+void hl_on_free(void *p);
+/* realloc / reallocarray: before the real call (c->out not known yet), and after it. */
+void hl_on_realloc_begin(struct hl_call *c);
+void hl_on_realloc_end(struct hl_call *c);
+/* A direct address-space call of the program: before it (inputs only), after it (result and
+ * `failed` filled). errno is kept for the program around the after hook. */
+void hl_before_page(struct hl_page *p);
+void hl_after_page(struct hl_page *p);
+/* pthread_atfork hooks (registered by hl_watch_fork). */
+void hl_on_fork_prepare(void);
+void hl_on_fork_parent(void);
+void hl_on_fork_child(void);
+/* The process ends: exit() or return from main (the library destructor), _exit(status), or a
+ * fatal signal. hl_on_fatal_signal runs in a signal handler: async-signal-safe code only
+ * (syscalls, memory the client owns, trylock rather than lock). */
+void hl_on_exit(void);
+void hl_on_quick_exit(int status);
+void hl_on_fatal_signal(int sig);
+/* An exec call is about to replace the image; it returned, so it failed and this image goes on. */
+void hl_before_exec(void);
+void hl_after_failed_exec(void);
+
+#endif
