@@ -283,7 +283,7 @@ fn main() {
         "\n**Trace file sizes.** heaptrack compresses its output with zstd as it goes; heaplab writes a raw file\n\
          (every committed event on disk at once) and `--compress` compresses it whole after the program ends\n\
          (time: one run with `--compress`, whole command).\n\n\
-         | program | events | heaptrack file | heaplab file | heaplab `--compress` file | vs heaptrack | `--compress` run s |\n\
+         | program | events | heaptrack file | heaplab file | heaplab `--compress` file | heaplab `--compress` ÷ heaptrack | `--compress` run s |\n\
          |---|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in &rows {
