@@ -2,11 +2,13 @@
 //! writes it (C, `preload/`, embedded by [`preload`]), the streaming reader that merges threads
 //! into one ordered stream ([`reader`]), trace statistics ([`stats`]) and the conversion of a
 //! trace to a heaplab instance ([`convert`], the thesis' table 3.1); running a program under
-//! the tracer ([`launch`]) and the index of a run's processes ([`run`]).
+//! the tracer ([`launch`]) and the index of a run's processes ([`run`]); a trace read where an
+//! instance is expected, with the oracle gap ([`instance`]).
 
 pub mod compress;
 pub mod convert;
 pub mod format;
+pub mod instance;
 pub mod launch;
 pub mod preload;
 pub mod reader;
