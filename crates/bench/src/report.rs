@@ -4,6 +4,7 @@
 use crate::anchors;
 use crate::run::capture;
 use serde_json::{json, Value};
+use heaplab_model::units::grouped;
 use std::path::Path;
 
 /// Everything measured for one instance. `None` means "not measured" (the run failed earlier).
@@ -301,19 +302,6 @@ pub fn mib(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))
 }
 
-/// 1048576 → "1,048,576": max loads are read by eye against each other.
-fn grouped(x: u64) -> String {
-    let s = x.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Quotes an argument for the recorded command line when the shell would need it.
 pub fn shell_quote(a: &str) -> String {
     if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=,:+".contains(c)) {
@@ -325,17 +313,8 @@ pub fn shell_quote(a: &str) -> String {
 
 const DASH: &str = "—";
 
-/// A fragmentation percentage: two decimals, or two significant digits below 0.01% so that
-/// small nonzero figures (common on traced programs) can be told from 0 and from each other.
-pub fn pct(f: f64) -> String {
-    if f == 0.0 || f.abs() >= 0.01 {
-        format!("{f:.2}")
-    } else {
-        // Digits after the point for two significant ones: 0.0012 → 4.
-        let d = (-f.abs().log10().floor()) as usize + 1;
-        format!("{f:.d$}")
-    }
-}
+/// A fragmentation percentage for the tables (`heaplab_model::units::percent_figure`).
+pub use heaplab_model::units::percent_figure as pct;
 
 fn yes_no(b: Option<bool>) -> String {
     match b {
@@ -551,11 +530,7 @@ pub fn write_results(dir: &Path, m: &Machine, rows: &[Row], notes: &[String], ta
 
 /// A temporary file renamed into place, so an interrupted run leaves the previous results whole.
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    heaplab_model::files::write_atomic(&path.to_string_lossy(), |w| w.write_all(bytes))
 }
 
 #[cfg(test)]
@@ -595,15 +570,6 @@ mod tests {
         assert_eq!(row(1, 1, 2.0, Some((1, 2.0))).no_more_time(), Some(true));
         assert_eq!(row(1, 1, 2.09, Some((1, 2.0))).no_more_time(), Some(true));
         assert_eq!(row(1, 1, 2.2, Some((1, 2.0))).no_more_time(), Some(false));
-    }
-
-    #[test]
-    fn percentages_keep_small_figures_readable() {
-        assert_eq!(pct(0.0), "0.00");
-        assert_eq!(pct(12.345), "12.35");
-        assert_eq!(pct(0.01), "0.01");
-        assert_eq!(pct(0.0012117), "0.0012");
-        assert_eq!(pct(0.000059342), "0.000059");
     }
 
     #[test]

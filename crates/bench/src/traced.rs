@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 pub struct Workload {
     /// The program's name (`python3`, `sqlite3`, ...); the row is `traced/NAME`.
     pub program: &'static str,
-    /// The real binary that runs (never a shell wrapper: see [`find_program`]).
+    /// The real binary that runs (never a shell wrapper: see `heaplab_trace::launch::find_binary`).
     pub exe: PathBuf,
     /// Its arguments (input files named relative to `cwd`).
     pub args: Vec<String>,
@@ -68,32 +68,6 @@ impl Workload {
 
 /// The programs of the group, in table order.
 pub const PROGRAMS: [&str; 4] = ["python3", "sqlite3", "perl", "jq"];
-
-/// Finds the real executable for `name`: `/usr/bin/NAME` first, then every `PATH` entry, each
-/// with symlinks resolved, keeping the first that is an ELF file. A shell wrapper (pyenv's
-/// `python3` shim, for one) is skipped: traced through it, the program's own heap would go to a
-/// child trace `STEM.PID.hltrace` and the main trace would hold only the shell's.
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    let mut dirs = vec![PathBuf::from("/usr/bin")];
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    dirs.into_iter().map(|d| d.join(name)).find_map(|p| {
-        let real = std::fs::canonicalize(&p).ok()?;
-        is_elf_executable(&real).then_some(real)
-    })
-}
-
-fn is_elf_executable(p: &Path) -> bool {
-    use std::io::Read;
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(meta) = std::fs::metadata(p) else { return false };
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        return false;
-    }
-    let mut magic = [0u8; 4];
-    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == *b"\x7fELF"
-}
 
 /// Python: a dict of `n` records (strings, lists), a third deleted, the rest formatted, joined,
 /// sent through JSON and split into a sorted word set. Run with `PYTHONMALLOC=malloc` so every
@@ -199,7 +173,7 @@ pub fn workloads(dir: &Path, scale: Scale) -> std::io::Result<(Vec<Workload>, Ve
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for program in PROGRAMS {
-        let Some(exe) = find_program(program) else {
+        let Some(exe) = heaplab_trace::launch::find_binary(program) else {
             missing.push(program);
             continue;
         };
@@ -271,23 +245,6 @@ mod tests {
         assert_eq!(jq_records(3000).lines().count(), 3000);
         assert!(!sql_script(2000).contains("random"));
         assert!(python_script(20_000).contains("N = 20000\n") && perl_script(7).contains("(1..7)"));
-    }
-
-    #[test]
-    fn find_program_skips_scripts_and_missing_names() {
-        let dir = std::env::temp_dir().join(format!("heaplab-bench-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let shim = dir.join("shim");
-        std::fs::write(&shim, "#!/bin/sh\nexec true\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert!(!is_elf_executable(&shim));
-        assert!(find_program("heaplab-bench-no-such-program").is_none());
-        // /bin/sh itself is an ELF binary (through its symlinks) on any Linux this runs on.
-        if let Ok(sh) = std::fs::canonicalize("/bin/sh") {
-            assert!(is_elf_executable(&sh));
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -55,7 +55,7 @@ impl Whole {
     }
 
     fn range(self) -> String {
-        let end = |v: u64| if v == u64::MAX { "2^64-1".to_string() } else { crate::report::grouped(v) };
+        let end = |v: u64| if v == u64::MAX { "2^64-1".to_string() } else { heaplab_model::units::grouped(v) };
         let pow = if self.power_of_two { "a power of two " } else { "" };
         format!("{pow}{} to {}", end(self.lo), end(self.hi))
     }
@@ -93,12 +93,12 @@ pub struct Seconds {
 impl Seconds {
     /// `text` with the range appended, for `--help`.
     pub fn help(self, text: &str) -> String {
-        format!("{text} [range: 0 to {} seconds]", crate::report::grouped(self.max as u64))
+        format!("{text} [range: 0 to {} seconds]", heaplab_model::units::grouped(self.max as u64))
     }
 
     /// Parses seconds in the range; the error names the range.
     pub fn parse(self, text: &str) -> Result<f64, String> {
-        let out = || format!("expected 0 to {} seconds", crate::report::grouped(self.max as u64));
+        let out = || format!("expected 0 to {} seconds", heaplab_model::units::grouped(self.max as u64));
         let v: f64 = text.trim().parse().map_err(|_| format!("not a number; {}", out()))?;
         if !(v.is_finite() && (0.0..=self.max).contains(&v)) {
             return Err(format!("out of range; {}", out()));

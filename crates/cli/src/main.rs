@@ -1,16 +1,19 @@
-//! `heaplab`: the command-line front end. Each subcommand is one pipeline stage (see DESIGN.md);
-//! this file owns argument parsing, human and JSON output, progress and exit codes
-//! (0 success, 1 the work failed or a check found an invalid result, 2 bad usage or input).
+//! `heaplab`: the command-line front end. Each subcommand is one pipeline stage (see DESIGN.md)
+//! in its own module under [`cmd`]; the libraries do the work. This file owns the command list
+//! and the exit codes (0 success, 1 the work failed or a check found an invalid result, 2 bad
+//! usage or input), mapped from typed library errors in [`failure`].
 
-mod check;
-mod commands;
+mod cmd;
+mod failure;
 mod flag_ranges;
+mod options;
 mod outputs;
-mod replay;
-mod report;
-mod study;
-mod trace;
+mod picture;
+mod progress;
+mod trace_input;
 
+use cmd::{check, convert, frag, gen, plan, plot, replay, stats, study, trace, trace_info};
+pub use failure::Failure;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -28,49 +31,35 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Plan offsets for an instance: minimise makespan (peak memory) and write the placement.
-    #[command(long_about = commands::PLAN_HELP)]
-    Plan(commands::PlanArgs),
+    #[command(long_about = plan::PLAN_HELP)]
+    Plan(plan::PlanArgs),
     /// Validate any tool's placement against an instance: exit 0 valid, 1 invalid.
     #[command(long_about = check::CHECK_HELP)]
     Check(check::CheckArgs),
     /// Describe an instance: size, max load, conflicts, components, histograms.
-    Stats(commands::StatsArgs),
+    Stats(stats::StatsArgs),
     /// Draw a placement as a time × address picture (SVG or PNG, by the output's extension).
-    Plot(commands::PlotArgs),
+    Plot(plot::PlotArgs),
     /// Generate an instance for tests and scale benchmarks.
-    #[command(long_about = commands::GEN_HELP)]
-    Gen(commands::GenArgs),
+    #[command(long_about = gen::GEN_HELP)]
+    Gen(gen::GenArgs),
     /// Convert an instance or placement between CSV and the binary format (.hlbin), or a trace
     /// (.hltrace) to an instance.
-    Convert(commands::ConvertArgs),
+    Convert(convert::ConvertArgs),
     /// Run a program and record every heap request it makes (LD_PRELOAD tracer).
     #[command(long_about = trace::TRACE_HELP)]
     Trace(trace::TraceArgs),
     /// Describe a trace: calls per function, threads, peak live bytes, sizes, duration.
-    TraceInfo(trace::TraceInfoArgs),
+    TraceInfo(trace_info::TraceInfoArgs),
     /// Replay a trace under an allocator and record where it puts every block (placed jobs).
     #[command(long_about = replay::REPLAY_HELP)]
     Replay(replay::ReplayArgs),
     /// Measure the 2-D fragmentation of placed jobs: external, internal, per mapping, over time.
-    #[command(long_about = replay::FRAG_HELP)]
-    Frag(replay::FragArgs),
+    #[command(long_about = frag::FRAG_HELP)]
+    Frag(frag::FragArgs),
     /// Correlate replayed fragmentation with real peak RSS across allocators; write a report.
     #[command(long_about = study::STUDY_HELP)]
     Study(study::StudyArgs),
-}
-
-/// How a command ended, mapped to the exit code.
-pub enum Failure {
-    /// Bad usage or input (exit 2).
-    Input(String),
-    /// The work failed or a check found an invalid result (exit 1).
-    Work(String),
-}
-
-impl From<heaplab_model::InputError> for Failure {
-    fn from(e: heaplab_model::InputError) -> Self {
-        Failure::Input(e.to_string())
-    }
 }
 
 fn main() -> ExitCode {
@@ -82,16 +71,16 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Plan(a) => commands::plan(a),
+        Command::Plan(a) => plan::plan(a),
         Command::Check(a) => check::check(a),
-        Command::Stats(a) => commands::stats(a),
-        Command::Plot(a) => commands::plot(a),
-        Command::Gen(a) => commands::gen(a),
-        Command::Convert(a) => commands::convert(a),
+        Command::Stats(a) => stats::stats(a),
+        Command::Plot(a) => plot::plot(a),
+        Command::Gen(a) => gen::gen(a),
+        Command::Convert(a) => convert::convert(a),
         Command::Trace(a) => trace::trace(a),
-        Command::TraceInfo(a) => trace::trace_info(a),
+        Command::TraceInfo(a) => trace_info::trace_info(a),
         Command::Replay(a) => replay::replay(a),
-        Command::Frag(a) => replay::frag(a),
+        Command::Frag(a) => frag::frag(a),
         Command::Study(a) => study::study(a),
     };
     match result {

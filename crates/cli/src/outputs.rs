@@ -72,3 +72,8 @@ fn same_name(a: &str, b: &str) -> bool {
     };
     a == b || place(a).is_some_and(|x| Some(x) == place(b))
 }
+
+/// The failure of writing an output (the path named, as bad input: the caller chose it).
+pub fn cannot_write(path: &str, e: std::io::Error) -> Failure {
+    Failure::Input(format!("{path}: cannot write: {e}"))
+}

@@ -4,6 +4,18 @@
 
 use std::fmt;
 
+/// What went wrong, in the two classes every front end tells apart: the input or the options
+/// were bad (the caller can fix them), or the work itself failed. Each library error type says
+/// its class through a `class()` method; the CLI turns the class into its exit code (2 and 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// A file, option or program given by the caller cannot be used.
+    BadInput,
+    /// The input was fine but the work failed (a child died, a write failed, a check found an
+    /// invalid result).
+    WorkFailed,
+}
+
 /// Characters of a value quoted in full; longer ones are cut here.
 const QUOTE_CHARS: usize = 40;
 

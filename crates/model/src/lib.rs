@@ -9,9 +9,11 @@ pub mod csv;
 mod error;
 pub mod files;
 pub mod input;
+pub mod placement;
+pub mod units;
 pub mod varint;
 
-pub use error::{quoted, InputError, InputErrorKind};
+pub use error::{quoted, ErrorClass, InputError, InputErrorKind};
 pub use input::{FileKind, Input, Wanted};
 
 /// One buffer: `size` bytes live during `[lower, upper)`.

@@ -43,15 +43,7 @@ pub fn ticks(v: f64) -> String {
 
 /// An integer with thousands separators: `1234567` → "1,234,567".
 pub fn thousands(n: u128) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    heaplab_model::units::grouped_wide(n)
 }
 
 /// Address ticks on `[0, top]`: multiples of the smallest power of two giving at most `target`

@@ -20,3 +20,14 @@ mod tests;
 pub use allocators::{resolve, resolve_list, Allocator, AllocatorError};
 pub use driver::{replay, replay_file, ReplayError, ReplayOptions, ReplayStats};
 pub use placed::{Job, Mapping, Placed, PlacedMeta};
+
+impl ReplayError {
+    /// The class of the error: a trace, option or allocator that cannot be used
+    /// ([`ReplayError::Input`]), or a replay that failed ([`ReplayError::Work`]).
+    pub fn class(&self) -> heaplab_model::ErrorClass {
+        match self {
+            ReplayError::Input(_) => heaplab_model::ErrorClass::BadInput,
+            ReplayError::Work(_) => heaplab_model::ErrorClass::WorkFailed,
+        }
+    }
+}

@@ -513,6 +513,13 @@ pub fn read_csv<R: Read>(r: R, name: &str, page_size: u32) -> Result<Placed, Inp
     Ok(p)
 }
 
+/// Writes a placed file atomically: the CSV export when `path` ends in .csv, else the binary
+/// format.
+pub fn write(path: &str, p: &Placed) -> std::io::Result<()> {
+    let csv = path.to_ascii_lowercase().ends_with(".csv");
+    heaplab_model::files::write_atomic(path, |w| if csv { write_csv(w, p) } else { write_binary(w, p) })
+}
+
 /// Reads a placed file by path (or `-`; pipes work): the binary format (by magic) or the CSV
 /// export, whose page size is `csv_page_size`.
 pub fn read(path: &str, csv_page_size: u32) -> Result<Placed, InputError> {

@@ -65,6 +65,17 @@ pub enum LaunchError {
     NoTrace(String, ExitStatus),
 }
 
+impl LaunchError {
+    /// Whose fault it is: the tracer library that cannot be installed is the work failing;
+    /// everything else is the program or the output the caller named.
+    pub fn class(&self) -> heaplab_model::ErrorClass {
+        match self {
+            LaunchError::Library(_) => heaplab_model::ErrorClass::WorkFailed,
+            _ => heaplab_model::ErrorClass::BadInput,
+        }
+    }
+}
+
 impl std::fmt::Display for LaunchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -90,6 +101,34 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| is_exec(p)))
         .unwrap_or(None)
+}
+
+/// Finds the real binary for `name`, for callers that must trace the program itself (the bench
+/// harness): unlike [`find_program`], which takes what the shell would run, it looks in
+/// `/usr/bin` first, then every `PATH` entry, each with symlinks resolved, keeping the first
+/// that is an ELF file. A shell wrapper (pyenv's
+/// `python3` shim, for one) is skipped: traced through it, the program's own heap would go to a
+/// child trace `STEM.PID.hltrace` and the main trace would hold only the shell's.
+pub fn find_binary(name: &str) -> Option<PathBuf> {
+    let mut dirs = vec![PathBuf::from("/usr/bin")];
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs.into_iter().map(|d| d.join(name)).find_map(|p| {
+        let real = std::fs::canonicalize(&p).ok()?;
+        is_elf_executable(&real).then_some(real)
+    })
+}
+
+fn is_elf_executable(p: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(p) else { return false };
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return false;
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == *b"\x7fELF"
 }
 
 /// The part of a trace file name before `.hltrace`: the stem that children's names extend.
@@ -422,5 +461,27 @@ pub fn describe_status(s: &ExitStatus) -> String {
         (Some(c), _) => format!("exited with status {c}"),
         (None, Some(sig)) => format!("killed by {}", signal_name(sig)),
         _ => "ended in an unknown way".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_binary_skips_scripts_and_missing_names() {
+        let dir = std::env::temp_dir().join(format!("heaplab-launch-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let shim = dir.join("shim");
+        std::fs::write(&shim, "#!/bin/sh\nexec true\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(!is_elf_executable(&shim));
+        assert!(find_binary("heaplab-bench-no-such-program").is_none());
+        // /bin/sh itself is an ELF binary (through its symlinks) on any Linux this runs on.
+        if let Ok(sh) = std::fs::canonicalize("/bin/sh") {
+            assert!(is_elf_executable(&sh));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

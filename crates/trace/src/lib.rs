@@ -3,12 +3,14 @@
 //! into one ordered stream ([`reader`]), the stream's blocks and their lifetimes under the
 //! rules of the thesis' table 3.1 ([`blocks`], shared with the replay), trace statistics
 //! ([`stats`]) and the conversion of a trace to a heaplab instance ([`convert`]); running a
-//! program under the tracer ([`launch`]) and the index of a run's processes ([`run`]).
+//! program under the tracer ([`launch`]) and the index of a run's processes ([`run`]); a trace
+//! read where an instance is expected, with the oracle gap ([`instance`]).
 
 pub mod blocks;
 pub mod compress;
 pub mod convert;
 pub mod format;
+pub mod instance;
 pub mod launch;
 pub mod preload;
 pub mod reader;

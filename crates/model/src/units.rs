@@ -1,13 +1,14 @@
-//! Human-readable figures: byte sizes with units (written and read), grouped integers, and the
-//! progress line shown on a terminal while a long command runs.
-
-use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+//! Human-readable numbers, written and read the same way by every front end (the CLI, the bench
+//! harness, and the coming Python bindings): grouped integers, byte sizes with units, and
+//! percentages. Kept here, in the foundation crate, so no front end grows its own variant.
 
 /// `1234567` → `1,234,567`.
 pub fn grouped(v: u64) -> String {
+    grouped_wide(v as u128)
+}
+
+/// [`grouped`] for sums that may pass 2^64 (areas over time).
+pub fn grouped_wide(v: u128) -> String {
     let s = v.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (k, c) in s.chars().enumerate() {
@@ -104,48 +105,16 @@ pub fn pct(makespan: u64, lower: u64) -> f64 {
     }
 }
 
-/// A progress line on stderr, redrawn a few times a second while work runs, only when stderr is
-/// a terminal (logs and CI output stay clean) and only after the first second.
-pub struct ProgressLine {
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl ProgressLine {
-    /// Starts the line; `text` is called for its content with the elapsed time.
-    pub fn start(text: impl Fn(Duration) -> String + Send + 'static) -> ProgressLine {
-        let stop = Arc::new(AtomicBool::new(false));
-        if !std::io::stderr().is_terminal() {
-            return ProgressLine { stop, handle: None };
-        }
-        let flag = stop.clone();
-        let handle = std::thread::spawn(move || {
-            let t0 = Instant::now();
-            let mut drawn = false;
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(200));
-                let el = t0.elapsed();
-                if el >= Duration::from_secs(1) && !flag.load(Ordering::Relaxed) {
-                    let mut err = std::io::stderr().lock();
-                    let _ = write!(err, "\r\x1b[2K{}", text(el));
-                    let _ = err.flush();
-                    drawn = true;
-                }
-            }
-            if drawn {
-                let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
-            }
-        });
-        ProgressLine { stop, handle: Some(handle) }
-    }
-}
-
-impl Drop for ProgressLine {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
+/// A percentage figure for tables: two decimals, or two significant digits below 0.01 so that
+/// small nonzero figures (common on traced programs) can be told from 0 and from each other.
+/// `12.345` → `12.35`, `0.0012117` → `0.0012`.
+pub fn percent_figure(f: f64) -> String {
+    if f == 0.0 || f.abs() >= 0.01 {
+        format!("{f:.2}")
+    } else {
+        // Digits after the point for two significant ones: 0.0012 → 4.
+        let d = (-f.abs().log10().floor()) as usize + 1;
+        format!("{f:.d$}")
     }
 }
 
@@ -161,6 +130,17 @@ mod tests {
         assert_eq!(bytes(1023), "1023 B");
         assert_eq!(bytes(1536), "1.50 KiB");
         assert_eq!(pct(110, 100), 10.0);
+        assert_eq!(exact_bytes(7), "7 B");
+        assert_eq!(exact_bytes(986_112), "986,112 B (963.00 KiB)");
+    }
+
+    #[test]
+    fn percent_figures_keep_two_significant_digits() {
+        assert_eq!(percent_figure(0.0), "0.00");
+        assert_eq!(percent_figure(12.345), "12.35");
+        assert_eq!(percent_figure(0.01), "0.01");
+        assert_eq!(percent_figure(0.0012117), "0.0012");
+        assert_eq!(percent_figure(0.000059342), "0.000059");
     }
 
     #[test]

@@ -1,13 +1,15 @@
-//! The `plan`, `stats`, `plot`, `gen` and `convert` subcommands: arguments, and turning the
-//! library's results into the human table or JSON.
+//! `heaplab plan`: arguments, the planner's policy from `--no-stage` and `--policy`, and the
+//! summary (table or JSON), with the oracle gap when the input is a trace.
 
-use crate::flag_ranges::{GEN_BUFFERS, ITERATIONS, SEED, TIME_LIMIT};
+use crate::flag_ranges::{ITERATIONS, SEED, TIME_LIMIT};
 use crate::outputs::check_outputs;
-pub(crate) use crate::outputs::check_writable;
-use crate::report::{bytes, exact_bytes, grouped, parse_bytes, pct, ProgressLine};
+use crate::picture::write_plot;
+use crate::progress::ProgressLine;
+use crate::trace_input::{oracle_gap_json, print_oracle_gap};
 use crate::Failure;
 use clap::Args;
-use heaplab_model::{files, FileKind, Input, Semantics};
+use heaplab_model::units::{bytes, exact_bytes, grouped, parse_bytes, pct};
+use heaplab_model::{files, Semantics};
 use heaplab_plan::{Algorithm, PlanOptions, Progress};
 use serde_json::json;
 use std::sync::atomic::Ordering;
@@ -68,8 +70,8 @@ pub struct PlanArgs {
     #[arg(short, long, value_name = "FILE")]
     output: Option<String>,
     /// Lifetime convention of the input: inex = [lower, upper), in = [lower, upper], ex = (lower, upper).
-    #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
-    semantics: String,
+    #[arg(long, default_value = "inex", value_parser = crate::options::semantics())]
+    semantics: Semantics,
     /// Print the summary as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -103,7 +105,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "KEY=VALUE")]
     policy: Vec<String>,
     #[command(flatten)]
-    trace: crate::trace::TraceInputArgs,
+    trace: crate::options::TraceInputArgs,
 }
 
 fn stage_names() -> Vec<&'static str> {
@@ -123,14 +125,6 @@ fn policy(a: &PlanArgs) -> Result<heaplab_plan::Policy, Failure> {
     Ok(p)
 }
 
-fn semantics(s: &str) -> Semantics {
-    Semantics::parse(s).unwrap_or_default()
-}
-
-fn io_failure(path: &str, e: std::io::Error) -> Failure {
-    Failure::Input(format!("{path}: cannot write: {e}"))
-}
-
 /// `heaplab plan`.
 pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     let t0 = Instant::now();
@@ -142,9 +136,9 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     let outputs: Vec<&str> = [&a.output, &a.plot].into_iter().flatten().map(String::as_str).collect();
     check_outputs(&outputs, &[&a.input])?;
     if let Some(p) = &a.plot {
-        plot_format(p)?;
+        crate::picture::check_format(p)?;
     }
-    let (inst, traced) = crate::trace::read_instance(&a.input, semantics(&a.semantics), &a.trace)?;
+    let (inst, traced) = crate::trace_input::read_instance(&a.input, a.semantics, &a.trace)?;
     let read_s = t0.elapsed().as_secs_f64();
     if let Some(c) = capacity {
         let load = heaplab_sweep::max_load(&inst.buffers);
@@ -194,7 +188,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     let fits = capacity.is_none_or(|c| outcome.makespan <= c);
     if fits {
         if let Some(out) = &a.output {
-            files::write(out, &inst, Some(&outcome.offsets)).map_err(|e| io_failure(out, e))?;
+            files::write(out, &inst, Some(&outcome.offsets)).map_err(|e| crate::outputs::cannot_write(out, e))?;
         }
         if let Some(p) = &a.plot {
             // A trace's time axis is the clock it was converted with.
@@ -237,7 +231,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             "valid": true,
         });
         if let Some(t) = &traced {
-            crate::trace::oracle_gap(t, outcome.makespan, outcome.max_load, Some(&mut v));
+            v["trace"] = oracle_gap_json(&t.oracle_gap(outcome.makespan));
         }
         println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
     } else {
@@ -294,7 +288,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             println!("picture        {p}");
         }
         if let Some(t) = &traced {
-            crate::trace::oracle_gap(t, outcome.makespan, outcome.max_load, None);
+            print_oracle_gap(&t.oracle_gap(outcome.makespan), outcome.max_load);
         }
     }
     match capacity {
@@ -320,201 +314,4 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         }
         _ => Ok(()),
     }
-}
-
-enum PlotFormat {
-    Png,
-    Svg,
-}
-
-fn plot_format(path: &str) -> Result<PlotFormat, Failure> {
-    let lower = path.to_ascii_lowercase();
-    if lower.ends_with(".png") {
-        Ok(PlotFormat::Png)
-    } else if lower.ends_with(".svg") {
-        Ok(PlotFormat::Svg)
-    } else {
-        Err(Failure::Input(format!("{path}: picture must end in .png or .svg")))
-    }
-}
-
-/// Draws a picture with `png` or `svg` by the extension of `path`, and writes it atomically.
-pub(crate) fn write_picture(path: &str, png: impl FnOnce() -> Vec<u8>, svg: impl FnOnce() -> String) -> Result<(), Failure> {
-    let res = match plot_format(path)? {
-        PlotFormat::Png => {
-            let png = png();
-            files::write_atomic(path, |w| w.write_all(&png))
-        }
-        PlotFormat::Svg => {
-            let svg = svg();
-            files::write_atomic(path, |w| w.write_all(svg.as_bytes()))
-        }
-    };
-    res.map_err(|e| io_failure(path, e))
-}
-
-fn write_plot(path: &str, buffers: &[heaplab_model::Buffer], offsets: &[u64], title: &str, clock: heaplab_plot::Clock) -> Result<(), Failure> {
-    let opts = heaplab_plot::PlotOptions { title: title.to_string(), clock, ..Default::default() };
-    write_picture(path, || heaplab_plot::render_png(buffers, offsets, &opts), || heaplab_plot::render_svg(buffers, offsets, &opts))
-}
-
-/// Arguments of `heaplab stats`.
-#[derive(Args)]
-pub struct StatsArgs {
-    /// Instance or placement file (CSV or .hlbin), or a trace (.hltrace, converted on the way);
-    /// '-' reads standard input.
-    input: String,
-    /// Lifetime convention of the input.
-    #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
-    semantics: String,
-    /// Print as JSON.
-    #[arg(long)]
-    json: bool,
-    #[command(flatten)]
-    trace: crate::trace::TraceInputArgs,
-}
-
-/// `heaplab stats`.
-pub fn stats(a: StatsArgs) -> Result<(), Failure> {
-    let (inst, _, _) = crate::trace::read_input(Input::open(&a.input)?, semantics(&a.semantics), true, &a.trace)?;
-    let s = heaplab_sweep::stats::stats(&inst.buffers);
-    let hist = |h: &[heaplab_sweep::stats::Bucket]| -> Vec<serde_json::Value> {
-        h.iter().map(|b| json!({"lo": b.lo, "hi": b.hi, "count": b.count})).collect()
-    };
-    if a.json {
-        let v = json!({
-            "input": a.input, "n": s.n, "max_load": s.max_load, "max_live": s.max_live,
-            "conflicts": s.conflicts, "components": s.components, "largest_component": s.largest_component,
-            "total_size": s.total_size, "span": [s.span.0, s.span.1], "size_min": s.size_range.0,
-            "size_max": s.size_range.1, "aligned": s.aligned,
-            "size_histogram": hist(&s.size_hist), "lifetime_histogram": hist(&s.lifetime_hist),
-        });
-        println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
-        return Ok(());
-    }
-    println!("instance           {}", a.input);
-    println!("buffers            {}", grouped(s.n as u64));
-    println!("max load           {} B ({})", grouped(s.max_load), bytes(s.max_load));
-    println!("total size         {} B ({})", grouped(s.total_size), bytes(s.total_size));
-    println!("most live at once  {}", grouped(s.max_live as u64));
-    println!("conflicting pairs  {}", grouped(s.conflicts));
-    println!("components         {} (largest {} buffers)", grouped(s.components as u64), grouped(s.largest_component as u64));
-    println!("time span          [{}, {})", s.span.0, s.span.1);
-    println!("sizes              {} … {}", bytes(s.size_range.0), bytes(s.size_range.1));
-    println!("aligned buffers    {}", grouped(s.aligned as u64));
-    for (title, h, unit_bytes) in [("size", &s.size_hist, true), ("lifetime (ticks)", &s.lifetime_hist, false)] {
-        println!("\n{title} histogram");
-        let most = h.iter().map(|b| b.count).max().unwrap_or(1);
-        for b in h.iter() {
-            let range = if unit_bytes { format!("{} – {}", bytes(b.lo), bytes(b.hi)) } else { format!("{} – {}", b.lo, b.hi) };
-            let bar = "#".repeat(((b.count * 40).div_ceil(most)) as usize);
-            println!("  {range:>26}  {:>10}  {bar}", grouped(b.count));
-        }
-    }
-    Ok(())
-}
-
-/// Arguments of `heaplab plot`.
-#[derive(Args)]
-pub struct PlotArgs {
-    /// Placement file: an instance with an offset column (CSV or .hlbin), or an allocator's
-    /// placement from `heaplab replay` (.hlplaced, or its CSV export from `heaplab convert`).
-    placement: String,
-    /// Picture to write: .png or .svg.
-    #[arg(short, long, value_name = "FILE")]
-    output: String,
-    /// Lifetime convention of the input (instances; placed jobs are always [start, end)).
-    #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
-    semantics: String,
-    /// Title (default: the file name).
-    #[arg(long)]
-    title: Option<String>,
-}
-
-/// `heaplab plot`.
-pub fn plot(a: PlotArgs) -> Result<(), Failure> {
-    plot_format(&a.output)?;
-    check_writable(&a.output)?;
-    // An allocator's placement: the binary by its magic, the CSV export by its header.
-    if heaplab_replay::placed::is_placed(&a.placement) || heaplab_replay::placed::is_csv_export(&a.placement) {
-        return crate::replay::plot_placed(&a.placement, &a.output, a.title.as_deref());
-    }
-    let (inst, offsets) = files::read_placement(&a.placement, semantics(&a.semantics))?;
-    let v = heaplab_sweep::validate(&inst.buffers, &offsets);
-    if !v.is_valid() {
-        eprintln!("heaplab: warning: drawing an invalid placement ({} clashing buffers)", v.clashing_buffers);
-    }
-    write_plot(&a.output, &inst.buffers, &offsets, a.title.as_deref().unwrap_or(&a.placement), heaplab_plot::Clock::Ticks)?;
-    println!("picture        {} ({} buffers, makespan {})", a.output, grouped(inst.len() as u64), bytes(v.makespan));
-    Ok(())
-}
-
-pub const GEN_HELP: &str = "\
-Generate a reproducible instance: the same kind, size and seed always give the same file.
-
-Kinds are listed under --kind. 'tight' instances are cut from a full rectangle, so a packing with
-makespan = max load exists: planners can be checked against a known optimum.";
-
-/// Arguments of `heaplab gen`.
-#[derive(Args)]
-pub struct GenArgs {
-    /// Kind of instance.
-    #[arg(long, value_name = "KIND", value_parser = gen_kind_names())]
-    kind: String,
-    #[arg(long, value_name = "N", value_parser = GEN_BUFFERS.parser::<usize>(), help = GEN_BUFFERS.help("Number of buffers."))]
-    buffers: usize,
-    #[arg(long, default_value_t = 1, value_parser = SEED.parser::<u64>(), help = SEED.help("Seed."))]
-    seed: u64,
-    /// Output file (.csv, or .hlbin for the binary format); '-' for standard output.
-    #[arg(short, long, value_name = "FILE")]
-    output: String,
-}
-
-fn gen_kind_names() -> Vec<&'static str> {
-    heaplab_gen::Kind::ALL.iter().map(|k| k.name()).collect()
-}
-
-/// `heaplab gen`.
-pub fn gen(a: GenArgs) -> Result<(), Failure> {
-    let kind = heaplab_gen::Kind::parse(&a.kind).ok_or_else(|| Failure::Input(format!("unknown kind {}", a.kind)))?;
-    check_outputs(&[&a.output], &[])?;
-    let inst = heaplab_gen::generate(kind, a.buffers, a.seed);
-    files::write(&a.output, &inst, None).map_err(|e| io_failure(&a.output, e))?;
-    if a.output != "-" {
-        eprintln!("heaplab: wrote {} buffers of kind {} (seed {}) to {}", grouped(inst.len() as u64), kind.name(), a.seed, a.output);
-    }
-    Ok(())
-}
-
-/// Arguments of `heaplab convert`.
-#[derive(Args)]
-pub struct ConvertArgs {
-    /// Instance or placement (CSV or .hlbin), a trace (.hltrace) to convert to an instance, or a
-    /// placed file from `heaplab replay` (to its CSV export).
-    input: String,
-    /// Output: .hlbin for binary, anything else CSV. Lifetimes are written as [lower, upper).
-    #[arg(short, long, value_name = "FILE")]
-    output: String,
-    /// Lifetime convention of the input.
-    #[arg(long, default_value = "inex", value_parser = ["inex", "in", "ex"])]
-    semantics: String,
-    #[command(flatten)]
-    trace: crate::trace::TraceInputArgs,
-}
-
-/// `heaplab convert`.
-pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
-    check_outputs(&[&a.output], &[&a.input])?;
-    // Opened once and told apart by magic: a pipe is read like a file.
-    let mut input = Input::open(&a.input)?;
-    if input.kind()? == FileKind::Placed {
-        let p = heaplab_replay::placed::read_input(input, 4096)?;
-        crate::replay::write_placed(&a.output, &p)?;
-        eprintln!("heaplab: wrote {} jobs to {}", grouped(p.jobs.len() as u64), a.output);
-        return Ok(());
-    }
-    let (inst, offsets, _) = crate::trace::read_input(input, semantics(&a.semantics), true, &a.trace)?;
-    files::write(&a.output, &inst, offsets.as_deref()).map_err(|e| io_failure(&a.output, e))?;
-    eprintln!("heaplab: wrote {} buffers to {}", grouped(inst.len() as u64), a.output);
-    Ok(())
 }

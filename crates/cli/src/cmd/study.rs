@@ -5,7 +5,7 @@
 //! or the default suite. The output directory is checked (and its temporary sibling created)
 //! before any workload runs, so a bad `-o` costs nothing.
 
-use crate::report::grouped;
+use heaplab_model::units::grouped;
 use crate::Failure;
 use clap::Args;
 use heaplab_frag::FragOptions;
@@ -70,8 +70,8 @@ pub struct StudyArgs {
         help = crate::flag_ranges::SUITE_SCALE.help("Divide the suite's input sizes by this (1 = full size; larger for quick checks)."))]
     suite_scale: u64,
     /// Peak RSS from wait4's rusage (default) or from sampling /proc.
-    #[arg(long, default_value = "rusage", value_parser = ["rusage", "proc"])]
-    rss: String,
+    #[arg(long, default_value = "rusage", value_parser = crate::options::rss_method())]
+    rss: RssMethod,
     #[arg(long, default_value_t = 600, value_name = "SECONDS", value_parser = crate::flag_ranges::STUDY_TIMEOUT.parser::<u64>(),
         help = crate::flag_ranges::STUDY_TIMEOUT.help("Kill a run after this many seconds (it then counts as failed)."))]
     timeout: u64,
@@ -126,7 +126,8 @@ fn trace_workload(w: &Workload, cwd: &Path, ctx: &Ctx) -> Result<(PathBuf, Strin
     // in the measured runs).
     let err_path = ctx.scratch.join(format!("{}.stderr", heaplab_study::report::slug(&w.name)));
     let err_file = std::fs::File::create(&err_path).map_err(|e| format!("{}: {e}", err_path.display()))?;
-    let t = crate::trace::run_traced(&w.command, &out, 0, true, |c| {
+    let opts = heaplab_trace::launch::LaunchOptions { stack_depth: 0, follow_exec: true, ..Default::default() };
+    let t = heaplab_trace::launch::launch(&w.command, &out, &opts, |c| {
         c.current_dir(cwd).stdin(stdin).stdout(Stdio::null()).stderr(err_file);
         for (k, v) in &env {
             c.env(k, v);
@@ -134,11 +135,9 @@ fn trace_workload(w: &Workload, cwd: &Path, ctx: &Ctx) -> Result<(PathBuf, Strin
         c
     });
     let tail = || std::fs::File::open(&err_path).map(|f| heaplab_study::measure::stderr_tail(&heaplab_study::measure::read_tail(f))).unwrap_or_default();
-    let t = t.map_err(|f| match f {
-        Failure::Input(m) | Failure::Work(m) => with_tail(m, &tail()),
-    })?;
+    let t = t.map_err(|e| with_tail(e.to_string(), &tail()))?;
     if !t.status.success() {
-        return Err(with_tail(format!("the traced run {}", crate::trace::describe_status(&t.status)), &tail()));
+        return Err(with_tail(format!("the traced run {}", heaplab_trace::launch::describe_status(&t.status)), &tail()));
     }
     let mut best: Option<(PathBuf, String, u64, u32)> = None;
     for p in std::iter::once(out.clone()).chain(t.children.iter().cloned()) {
@@ -171,7 +170,7 @@ fn study_workload(w: &Workload, cwd: &Path, ctx: &Ctx, tag: &str) -> WorkloadRes
 }
 
 fn run_workload(w: &Workload, cwd: &Path, ctx: &Ctx, tag: &str, res: &mut WorkloadResult) -> Result<(), String> {
-    let program = crate::trace::find_program(&w.command[0]).ok_or_else(|| format!("{}: program not found (is its package installed?)", w.command[0]))?;
+    let program = heaplab_trace::launch::find_program(&w.command[0]).ok_or_else(|| format!("{}: program not found (is its package installed?)", w.command[0]))?;
     let before = files_in(cwd);
     eprintln!("heaplab: {tag} {}: tracing", w.name);
     let traced = trace_workload(w, cwd, ctx);
@@ -256,7 +255,7 @@ fn install_dir(tmp: &Path, target: &Path) -> std::io::Result<()> {
 
 /// `heaplab study`.
 pub fn study(a: StudyArgs) -> Result<(), Failure> {
-    let allocs = heaplab_replay::resolve_list(&a.allocators).map_err(|e| Failure::Input(e.0))?;
+    let allocs = heaplab_replay::resolve_list(&a.allocators)?;
     match (&a.suite, a.command.is_empty()) {
         (Some(_), false) => return Err(Failure::Input("give either --suite or a command after --, not both".into())),
         (None, true) => return Err(Failure::Input("nothing to study: give a command after -- or --suite default".into())),
@@ -265,7 +264,7 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
     if a.only.is_some() && a.suite.is_none() {
         return Err(Failure::Input("--only selects workloads of --suite".into()));
     }
-    if !a.command.is_empty() && crate::trace::find_program(&a.command[0]).is_none() {
+    if !a.command.is_empty() && heaplab_trace::launch::find_program(&a.command[0]).is_none() {
         return Err(Failure::Input(format!("{}: program not found (not an executable file, nor in PATH)", a.command[0])));
     }
     let target = PathBuf::from(a.output.trim_end_matches('/'));
@@ -306,7 +305,7 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
     let ctx = Ctx {
         allocs: &allocs,
         runs: a.runs,
-        rss: RssMethod::parse(&a.rss).unwrap_or(RssMethod::Rusage),
+        rss: a.rss,
         timeout: Duration::from_secs(a.timeout.max(1)),
         keep_outputs: a.keep_outputs,
         placed_dir,
