@@ -62,13 +62,13 @@ demo: build
 test: deps trace-deps study-deps
 	$(CARGO) test --workspace
 
-# A longer run of the mutation fuzz test that `make test` runs briefly (crates/cli/tests/fuzz.rs):
+# A longer run of the mutation fuzz test that `make test` runs briefly (crates/cli/tests/cli/fuzz.rs):
 # FUZZ_CASES mutated files from FUZZ_SEED (a new seed each run unless given; it is printed, and
 # failing inputs are kept under target/tmp/fuzz-failures/ to reproduce with that seed).
 FUZZ_CASES ?= 50000
 FUZZ_SEED  ?= $(shell date +%s)
 fuzz: deps trace-deps study-deps
-	HEAPLAB_FUZZ_CASES=$(FUZZ_CASES) HEAPLAB_FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test -p heaplab-cli --test fuzz -- --nocapture
+	HEAPLAB_FUZZ_CASES=$(FUZZ_CASES) HEAPLAB_FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test -p heaplab-cli --test cli -- fuzz:: --nocapture
 
 # Long measurements: the full table (shared set + generated 10^3 … 10^6 buffers, and 10^7 for
 # random, nn and malloc: the streaming and memory check; a 10^7 run may take minutes).

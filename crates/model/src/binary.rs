@@ -203,4 +203,32 @@ mod tests {
         let e = read_input(Input::from_bytes("x.hlbin", bytes), Semantics::Inex).unwrap_err();
         assert!(e.to_string().contains("cannot fit in the file's 28 bytes"), "{e}");
     }
+
+    fn decode(bytes: &[u8]) -> Result<u64, InputError> {
+        Bytes { r: bytes, file: "v".into(), record: 0 }.varint("f")
+    }
+
+    proptest::proptest! {
+        // The private coding every record is made of: a varint reads back whole and uses the
+        // fewest bytes; zigzag maps every signed delta to an unsigned one and back.
+        #[test]
+        fn varints_and_zigzag_round_trip(v in proptest::prelude::any::<u64>(), d in proptest::prelude::any::<i64>()) {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            proptest::prop_assert_eq!(out.len(), (64 - v.leading_zeros() as usize).max(1).div_ceil(7));
+            proptest::prop_assert_eq!(decode(&out).unwrap(), v);
+            proptest::prop_assert_eq!(unzigzag(zigzag(d)), d);
+            proptest::prop_assert!(u128::from(zigzag(d)) <= 2 * u128::from(d.unsigned_abs()));
+        }
+    }
+
+    #[test]
+    fn varints_past_64_bits_or_cut_short_are_refused() {
+        // Ten bytes whose last carries more than bit 63, and eleven continuation bytes.
+        let over = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
+        assert!(decode(&over).unwrap_err().to_string().contains("malformed varint"));
+        assert!(decode(&[0xff; 11]).unwrap_err().to_string().contains("malformed varint"));
+        assert!(decode(&[0x80, 0x80]).unwrap_err().to_string().contains("truncated"));
+        assert_eq!(decode(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]).unwrap(), u64::MAX);
+    }
 }

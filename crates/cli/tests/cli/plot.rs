@@ -3,25 +3,13 @@
 //! labelled by the replay's clock (bytes allocated) and one band per mapping; a plain placement
 //! CSV still draws on "ticks"; a damaged placed file is a usage error that leaves nothing behind.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-fn heaplab(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_heaplab")).args(args).current_dir(dir).env_remove("LD_PRELOAD").stdin(Stdio::null()).output().expect("run heaplab");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
+use crate::common::{heaplab_in, Run};
+use std::path::Path;
 
 fn ok(dir: &Path, args: &[&str]) -> String {
-    let (code, out, err) = heaplab(dir, args);
+    let Run { code, stdout: out, stderr: err } = heaplab_in(dir, args);
     assert_eq!(code, 0, "heaplab {args:?}: {err}");
     out
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("plot-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// A trace of 400 small blocks, half of them freed, and three 1 MiB blocks (which glibc maps
@@ -54,7 +42,7 @@ fn is_png(path: &Path) -> bool {
 
 #[test]
 fn placed_files_and_their_csv_export_draw_on_the_bytes_clock() {
-    let dir = scratch("placed");
+    let dir = scratch!("placed");
     write_trace(&dir.join("t.hltrace"));
     ok(&dir, &["replay", "t.hltrace", "-a", "glibc", "-o", "t.hlplaced"]);
     ok(&dir, &["convert", "t.hlplaced", "-o", "t.csv"]);
@@ -85,7 +73,7 @@ fn placed_files_and_their_csv_export_draw_on_the_bytes_clock() {
 
 #[test]
 fn plain_placements_still_draw_on_ticks() {
-    let dir = scratch("plain");
+    let dir = scratch!("plain");
     std::fs::write(dir.join("p.csv"), "id,lower,upper,size,offset\n1,0,10,100,0\n2,5,15,50,100\n").unwrap();
     ok(&dir, &["plot", "p.csv", "-o", "p.svg"]);
     let svg = std::fs::read_to_string(dir.join("p.svg")).unwrap();
@@ -96,14 +84,14 @@ fn plain_placements_still_draw_on_ticks() {
 
 #[test]
 fn damaged_placed_files_are_usage_errors_and_leave_nothing() {
-    let dir = scratch("bad");
+    let dir = scratch!("bad");
     write_trace(&dir.join("t.hltrace"));
     ok(&dir, &["replay", "t.hltrace", "-a", "glibc", "-o", "t.hlplaced"]);
     let bytes = std::fs::read(dir.join("t.hlplaced")).unwrap();
     std::fs::write(dir.join("cut.hlplaced"), &bytes[..bytes.len() / 2]).unwrap();
     std::fs::write(dir.join("typo.csv"), "job,mapping,start,end,requested,usable,adress\n0,1,0,3,1,1,1\n").unwrap();
     for (input, says) in [("cut.hlplaced", "truncated"), ("typo.csv", "typo.csv:1: field 'adress': unknown column")] {
-        let (code, _, err) = heaplab(&dir, &["plot", input, "-o", "x.png"]);
+        let Run { code, stderr: err, .. } = heaplab_in(&dir, &["plot", input, "-o", "x.png"]);
         assert_eq!(code, 2, "{input}: {err}");
         assert!(err.contains(says), "{input}: '{err}' should say '{says}'");
         assert!(!dir.join("x.png").exists(), "{input}: nothing written");

@@ -1,4 +1,4 @@
-//! End-to-end tests of `heaplab study` beyond the small report of `tests/replay.rs`: the
+//! End-to-end tests of `heaplab study` beyond the small report of the `replay` module: the
 //! correlation has one point per allocator and its p-value is the exact one (checked here
 //! against a brute-force enumeration over the allocators' numbers in the JSON), the report says
 //! what the test cannot show, a failing workload shows the end of its standard error, and an
@@ -7,23 +7,9 @@
 //! The allocators (libjemalloc2, libmimalloc2.0, libtcmalloc-minimal4) and perl must be
 //! installed (`make test` installs them).
 
+use crate::common::{heaplab_in, Run};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn heaplab(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_heaplab")).args(args).current_dir(dir).env_remove("LD_PRELOAD").stdin(Stdio::null()).output().expect("run heaplab");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
-
-/// A fresh scratch directory, removed by the test when it passes.
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("study-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// Average ranks (1-based), written independently of the crate's.
 fn avg_ranks(v: &[f64]) -> Vec<f64> {
@@ -67,9 +53,9 @@ fn exact_spearman(x: &[f64], y: &[f64]) -> (f64, f64, f64) {
 
 #[test]
 fn correlation_is_over_allocators_with_the_exact_p() {
-    let dir = scratch("exact");
+    let dir = scratch!("exact");
     let script = "my %h; for my $i (1..4000) { $h{\"k$i\"} = [$i, 'v' x ($i % 30)]; } print scalar(keys %h), \"\\n\";";
-    let (code, out, err) = heaplab(&dir, &["study", "--allocators", "glibc,jemalloc,mimalloc,tcmalloc", "--runs", "3", "-o", "rep", "--json", "--", "perl", "-e", script]);
+    let Run { code, stdout: out, stderr: err } = heaplab_in(&dir, &["study", "--allocators", "glibc,jemalloc,mimalloc,tcmalloc", "--runs", "3", "-o", "rep", "--json", "--", "perl", "-e", script]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
     let w = &v["workloads"][0];
@@ -107,7 +93,7 @@ fn correlation_is_over_allocators_with_the_exact_p() {
         assert!(!text.contains("the command given"), "the stray description line is back");
     }
     assert!(md.contains("range over runs"));
-    let (code, out, err) = heaplab(&dir, &["study", "--allocators", "glibc,jemalloc,mimalloc,tcmalloc", "--runs", "2", "-o", "rep", "--", "perl", "-e", script]);
+    let Run { code, stdout: out, stderr: err } = heaplab_in(&dir, &["study", "--allocators", "glibc,jemalloc,mimalloc,tcmalloc", "--runs", "2", "-o", "rep", "--", "perl", "-e", script]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("p < 0.05 cannot occur") && out.contains("runs "), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -115,9 +101,9 @@ fn correlation_is_over_allocators_with_the_exact_p() {
 
 #[test]
 fn a_failing_workload_shows_the_end_of_its_standard_error() {
-    let dir = scratch("fail");
+    let dir = scratch!("fail");
     // Fails while traced: the issue's example.
-    let (code, out, err) = heaplab(&dir, &["study", "--allocators", "glibc", "--runs", "2", "-o", "r", "--", "sh", "-c", "ls /nonexistent"]);
+    let Run { code, stdout: out, stderr: err } = heaplab_in(&dir, &["study", "--allocators", "glibc", "--runs", "2", "-o", "r", "--", "sh", "-c", "ls /nonexistent"]);
     assert_eq!(code, 1, "{out}{err}");
     for text in [&out, &err] {
         assert!(text.contains("exited with status 2") && text.contains("/nonexistent") && text.contains("No such file or directory"), "{text}");
@@ -125,7 +111,7 @@ fn a_failing_workload_shows_the_end_of_its_standard_error() {
     // Traced fine, fails in the measured runs (which do not set HEAPLAB_TRACE), after 30 lines
     // of output: the last 20 are shown, the first ten are not.
     let script = "if [ -z \"$HEAPLAB_TRACE\" ]; then for i in $(seq 1 30); do echo \"noise $i\" >&2; done; echo 'boom: out of luck' >&2; exit 3; fi";
-    let (code, out, err) = heaplab(&dir, &["study", "--allocators", "glibc", "--runs", "1", "-o", "r", "--json", "--", "sh", "-c", script]);
+    let Run { code, stdout: out, stderr: err } = heaplab_in(&dir, &["study", "--allocators", "glibc", "--runs", "1", "-o", "r", "--json", "--", "sh", "-c", script]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("run 1 under glibc exited with status 3") && err.contains("boom: out of luck") && err.contains("noise 30"), "{err}");
     assert!(!err.contains("noise 11\n") && !err.contains("noise 1\n"), "more than 20 lines: {err}");
@@ -138,7 +124,7 @@ fn a_failing_workload_shows_the_end_of_its_standard_error() {
 
 #[test]
 fn an_unusable_output_directory_is_a_usage_error_before_anything_runs() {
-    let dir = scratch("outdir");
+    let dir = scratch!("outdir");
     std::fs::write(dir.join("file"), "x").unwrap();
     let ro = dir.join("ro");
     std::fs::create_dir(&ro).unwrap();
@@ -159,7 +145,7 @@ fn an_unusable_output_directory_is_a_usage_error_before_anything_runs() {
     for (out, want) in &cases {
         // A long-running workload: the error must come before it starts.
         let t0 = Instant::now();
-        let (code, _, err) = heaplab(&dir, &["study", "--runs", "1", "-o", out, "--", "sleep", "30"]);
+        let Run { code, stderr: err, .. } = heaplab_in(&dir, &["study", "--runs", "1", "-o", out, "--", "sleep", "30"]);
         assert_eq!(code, 2, "-o {out}: {err}");
         assert!(err.contains(want) && err.contains(&format!("-o {out}")), "-o {out}: {err}");
         assert!(!err.contains("tracing") && t0.elapsed() < Duration::from_secs(10), "-o {out}: it ran first: {err}");

@@ -13,7 +13,11 @@
 //! Seeded and reproducible: the variables HEAPLAB_FUZZ_CASES (default 2000) and
 //! HEAPLAB_FUZZ_SEED (default 1) choose the run; `make fuzz` runs a longer one. A failing input
 //! is kept under target/tmp/fuzz-failures/ and the failure names its case and commands.
+//!
+//! The runs here are not the shared helper's: each is held to memory limits and its peak
+//! resident memory is measured (wait4), which only this test needs.
 
+use crate::common::{try_prog, BIN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,7 +25,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_heaplab");
 /// Address space allowed to each run of heaplab.
 const MEMORY_LIMIT: u64 = 2 << 30;
 /// Address space allowed to `replay`, whose child reserves 2 GiB of tables it mostly never
@@ -164,9 +167,8 @@ fn make_seeds(dir: &Path) -> Seeds {
     ok(&["plan", "malloc.csv", "--time-limit", "0", "-o", "place.hlbin"], &mut p);
     let mut names = vec!["inst.csv", "malloc.csv", "inst.hlbin", "place.csv", "place.hlbin"];
     // A trace of two threads using every allocation function, and its replay under glibc.
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/threads.c");
-    let compiled = Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(dir.join("threads")).arg(&src).status().is_ok_and(|s| s.success());
-    let traces = compiled && run(dir, &["trace", "-o", "t.hltrace", "--", "./threads", "2", "12"], &mut p).code == 0;
+    let threads = try_prog("threads");
+    let traces = threads.is_some_and(|t| run(dir, &["trace", "-o", "t.hltrace", "--", &t, "2", "12"], &mut p).code == 0);
     if traces {
         ok(&["replay", "t.hltrace", "-a", "glibc", "-o", "t.hlplaced"], &mut p);
         ok(&["convert", "t.hlplaced", "-o", "t.placed.csv"], &mut p);

@@ -6,36 +6,13 @@
 //! The allocators (libjemalloc2, libmimalloc2.0, libtcmalloc-minimal4) and the suite's programs
 //! must be installed (`make test` and `.ci/run` install them).
 
+use crate::common::{heaplab_in, ok_json, prog, Run};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-fn heaplab(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_heaplab")).args(args).current_dir(dir).env_remove("LD_PRELOAD").stdin(Stdio::null()).output().expect("run heaplab");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
-
-fn ok_json(dir: &Path, args: &[&str]) -> Value {
-    let (code, out, err) = heaplab(dir, args);
-    assert_eq!(code, 0, "heaplab {args:?}: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("heaplab {args:?}: not JSON ({e}): {out}"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    // Under the build directory, replaced by the next run: nothing piles up in /tmp.
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use std::path::Path;
 
 /// A trace of tests/programs/threads.c: 4 threads × 300 rounds of every allocation function.
 fn threads_trace(dir: &Path) -> String {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/threads.c");
-    let bin = dir.join("threads");
-    let st = Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&bin).arg(&src).status();
-    assert!(st.is_ok_and(|s| s.success()), "cannot compile threads.c: a C compiler (cc) is required");
-    let (code, _, err) = heaplab(dir, &["trace", "-o", "t.hltrace", "--", bin.to_str().unwrap(), "4", "300"]);
+    let Run { code, stderr: err, .. } = heaplab_in(dir, &["trace", "-o", "t.hltrace", "--", &prog("threads"), "4", "300"]);
     assert_eq!(code, 0, "{err}");
     "t.hltrace".into()
 }
@@ -43,7 +20,7 @@ fn threads_trace(dir: &Path) -> String {
 /// (job, address − lowest address of its mapping, usable) from a placed file's CSV export.
 fn normalised(dir: &Path, placed: &str) -> Vec<(u64, u64, u64)> {
     let csv = format!("{placed}.csv");
-    let (code, _, err) = heaplab(dir, &["convert", placed, "-o", &csv]);
+    let Run { code, stderr: err, .. } = heaplab_in(dir, &["convert", placed, "-o", &csv]);
     assert_eq!(code, 0, "{err}");
     let text = std::fs::read_to_string(dir.join(&csv)).unwrap();
     let rows: Vec<Vec<u64>> = text.lines().skip(1).map(|l| l.split(',').map(|f| f.parse().unwrap()).collect()).collect();
@@ -59,7 +36,7 @@ fn normalised(dir: &Path, placed: &str) -> Vec<(u64, u64, u64)> {
 
 #[test]
 fn multithreaded_trace_replays_deterministically() {
-    let dir = scratch("threads");
+    let dir = scratch!("threads");
     let t = threads_trace(&dir);
     for alloc in ["glibc", "jemalloc", "mimalloc", "tcmalloc"] {
         let a = ok_json(&dir, &["replay", &t, "-a", alloc, "-o", "a.hlplaced", "--json"]);
@@ -78,7 +55,7 @@ fn multithreaded_trace_replays_deterministically() {
         assert!(e.is_finite() && e >= 0.0 && (0.0..1.0).contains(&i), "{alloc}: {f}");
         assert_eq!(f["series"].as_array().unwrap().len(), 100);
     }
-    let (code, out, _) = heaplab(&dir, &["frag", "a.hlplaced", "--plot", "f.png"]);
+    let Run { code, stdout: out, .. } = heaplab_in(&dir, &["frag", "a.hlplaced", "--plot", "f.png"]);
     assert_eq!(code, 0);
     assert!(out.contains("external") && std::fs::read(dir.join("f.png")).unwrap().starts_with(b"\x89PNG"));
 }
@@ -88,7 +65,7 @@ fn multithreaded_trace_replays_deterministically() {
 /// crate's tests for the arithmetic); makespan 5 = max load 5.
 #[test]
 fn frag_of_figure_3_1_from_csv() {
-    let dir = scratch("fig31");
+    let dir = scratch!("fig31");
     std::fs::write(dir.join("fig.csv"), "job,mapping,start,end,requested,usable,address\n0,1,0,3,1,1,1\n1,1,1,5,2,2,3\n2,1,3,5,2,3,0\n").unwrap();
     let f = ok_json(&dir, &["frag", "fig.csv", "--json"]);
     assert!((f["external"].as_f64().unwrap() - 5.0 / 17.0).abs() < 1e-12, "{f}");
@@ -109,7 +86,7 @@ fn realloc_failing_in_the_replay_leaves_a_valid_placed_file() {
     use heaplab_trace::format::{EndKind, Op};
     use heaplab_trace::reader::{Event, Trailer};
     use heaplab_trace::writer::{TraceWriter, WriterHeader};
-    let dir = scratch("realloc-fails");
+    let dir = scratch!("realloc-fails");
     let ev = |op, seq, ptr_in, ptr_out, size| Event { seq, seq2: seq + u64::from(op == Op::Realloc), tid: 100, ts: seq, op, ptr_in, ptr_out, size, extra: 0, usable: size, site: 0 };
     let events = [
         ev(Op::Malloc, 0, 0, 0x1000, 64),
@@ -128,7 +105,7 @@ fn realloc_failing_in_the_replay_leaves_a_valid_placed_file() {
     w.trailer(&Trailer { end: EndKind::Exit, seq_count: 8, end_ts: 8, peak_rss: 0, peak_vm: 0, free_null: 0, modules: vec![] }, 1, 0, 8);
     std::fs::write(dir.join("big.hltrace"), w.finish()).unwrap();
     for alloc in ["glibc", "jemalloc"] {
-        let (code, out, err) = heaplab(&dir, &["replay", "big.hltrace", "-a", alloc, "-o", "big.hlplaced", "--json"]);
+        let Run { code, stdout: out, stderr: err } = heaplab_in(&dir, &["replay", "big.hltrace", "-a", alloc, "-o", "big.hlplaced", "--json"]);
         assert_eq!(code, 0, "{alloc}: {err}");
         assert!(err.contains("1 allocation that succeeded in the trace failed"), "{alloc}: {err}");
         let v: Value = serde_json::from_str(&out).unwrap();
@@ -136,7 +113,7 @@ fn realloc_failing_in_the_replay_leaves_a_valid_placed_file() {
         let f = ok_json(&dir, &["frag", "big.hlplaced", "--json"]);
         assert_eq!(f["jobs"], 3, "{alloc}: {f}");
         // Its CSV export reads back too.
-        let (code, _, err) = heaplab(&dir, &["convert", "big.hlplaced", "-o", "big.csv"]);
+        let Run { code, stderr: err, .. } = heaplab_in(&dir, &["convert", "big.hlplaced", "-o", "big.csv"]);
         assert_eq!(code, 0, "{err}");
         ok_json(&dir, &["frag", "big.csv", "--json"]);
     }
@@ -150,7 +127,7 @@ fn traces_with_impossible_page_sizes_are_refused() {
     use heaplab_trace::format::{EndKind, Op};
     use heaplab_trace::reader::{Event, Trailer};
     use heaplab_trace::writer::{TraceWriter, WriterHeader};
-    let dir = scratch("page-size");
+    let dir = scratch!("page-size");
     for page in [0u32, 3, 256, 4096, 1 << 31] {
         let mut w = TraceWriter::new(&WriterHeader { pid: 100, exe: "/bin/test".into(), page_size: page, clock_shift: 10, stack_depth: 0, start_mono_ns: 0 });
         w.begin_window(100, 0, 0);
@@ -158,7 +135,7 @@ fn traces_with_impossible_page_sizes_are_refused() {
         w.trailer(&Trailer { end: EndKind::Exit, seq_count: 1, end_ts: 1, peak_rss: 0, peak_vm: 0, free_null: 0, modules: vec![] }, 1, 0, 1);
         std::fs::write(dir.join("p.hltrace"), w.finish()).unwrap();
         for args in [&["trace-info", "p.hltrace"][..], &["replay", "p.hltrace", "-a", "glibc", "-o", "p.hlplaced"]] {
-            let (code, _, err) = heaplab(&dir, args);
+            let Run { code, stderr: err, .. } = heaplab_in(&dir, args);
             if page == 4096 {
                 assert_eq!(code, 0, "{args:?}: {err}");
             } else {
@@ -173,13 +150,13 @@ fn traces_with_impossible_page_sizes_are_refused() {
 /// repeated column is a usage error naming the file, line and column.
 #[test]
 fn frag_csv_rejects_unknown_and_repeated_columns() {
-    let dir = scratch("frag-columns");
+    let dir = scratch!("frag-columns");
     for (head, says) in [
         ("job,mapping,start,end,requested,usable,address,adress", "p.csv:1: field 'adress': unknown column"),
         ("job,mapping,start,end,requested,usable,address,end", "p.csv:1: field 'end': column appears twice"),
     ] {
         std::fs::write(dir.join("p.csv"), format!("{head}\n0,1,0,3,1,1,1,1\n")).unwrap();
-        let (code, _, err) = heaplab(&dir, &["frag", "p.csv"]);
+        let Run { code, stderr: err, .. } = heaplab_in(&dir, &["frag", "p.csv"]);
         assert_eq!(code, 2, "{err}");
         assert!(err.contains(says), "'{err}' should say '{says}'");
     }
@@ -187,10 +164,10 @@ fn frag_csv_rejects_unknown_and_repeated_columns() {
 
 #[test]
 fn bad_allocators_and_files_are_usage_errors() {
-    let dir = scratch("bad");
+    let dir = scratch!("bad");
     let t = threads_trace(&dir);
     let two = |args: &[&str], says: &str| {
-        let (code, _, err) = heaplab(&dir, args);
+        let Run { code, stderr: err, .. } = heaplab_in(&dir, args);
         assert_eq!(code, 2, "heaplab {args:?} should exit 2: {err}");
         assert!(err.contains(says), "heaplab {args:?}: '{err}' should say '{says}'");
     };
@@ -203,7 +180,7 @@ fn bad_allocators_and_files_are_usage_errors() {
     two(&["replay", "nonexistent.hltrace", "-a", "glibc", "-o", "x.hlplaced"], "cannot open");
     assert!(!dir.join("x.hlplaced").exists(), "nothing written on failure");
     // Placed files: truncated, foreign, overlapping jobs.
-    let (code, _, err) = heaplab(&dir, &["replay", &t, "-a", "glibc", "-o", "ok.hlplaced"]);
+    let Run { code, stderr: err, .. } = heaplab_in(&dir, &["replay", &t, "-a", "glibc", "-o", "ok.hlplaced"]);
     assert_eq!(code, 0, "{err}");
     let bytes = std::fs::read(dir.join("ok.hlplaced")).unwrap();
     std::fs::write(dir.join("cut.hlplaced"), &bytes[..bytes.len() / 2]).unwrap();
@@ -223,7 +200,7 @@ fn bad_allocators_and_files_are_usage_errors() {
 
 #[test]
 fn small_study_writes_a_complete_report() {
-    let dir = scratch("study");
+    let dir = scratch!("study");
     let script = "my %h; for my $i (1..3000) { $h{\"k$i\"} = [$i, 'v' x ($i % 30)]; } my @k = sort keys %h; print scalar(@k), \"\\n\";";
     let v = ok_json(&dir, &["study", "--allocators", "glibc,jemalloc,mimalloc", "--runs", "2", "-o", "rep", "--json", "--", "perl", "-e", script]);
     let w = &v["workloads"][0];
@@ -244,7 +221,7 @@ fn small_study_writes_a_complete_report() {
     let html = std::fs::read_to_string(dir.join("rep/index.html")).unwrap();
     assert!(html.contains("perl-scatter.png") && html.contains("Spearman"));
     // Again into the same directory: the previous report is replaced, nothing else is left.
-    let (code, out, err) = heaplab(&dir, &["study", "--allocators", "glibc", "--runs", "3", "-o", "rep", "--", "perl", "-e", script]);
+    let Run { code, stdout: out, stderr: err } = heaplab_in(&dir, &["study", "--allocators", "glibc", "--runs", "3", "-o", "rep", "--", "perl", "-e", script]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("report"), "{out}");
     let names: Vec<String> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();

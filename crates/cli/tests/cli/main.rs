@@ -1,0 +1,19 @@
+//! End-to-end tests of the `heaplab` binary, as one test binary: the helpers every area needs
+//! live in `common` (running heaplab, scratch directories, the compiled test programs, JSON),
+//! and each area of the command line has its module. `cargo test -p heaplab-cli -- trace::`
+//! runs one area; `make fuzz` runs `fuzz::` long.
+//!
+//! Tools the tests run (sqlite3, python3, jq, xz, heaptrack, the allocators, perl, …) must be
+//! installed: `make test` and `.ci/run` install them, and a missing one fails loudly. Tests
+//! that read the shared benchmark set skip (saying so) when `../shared` is absent.
+
+#[macro_use]
+mod common;
+
+mod fuzz;
+mod inputs;
+mod plan;
+mod plot;
+mod replay;
+mod study;
+mod trace;
