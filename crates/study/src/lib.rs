@@ -8,9 +8,11 @@
 //! their spread reported beside it), with its exact p-value ([`stats`]). [`suite`] holds the
 //! ready-made workload list with generated inputs, [`report`] writes the HTML and Markdown
 //! report, its PNG plots and `results.json`. [`pipeline`] is the study loop itself (tracing,
-//! replaying, running, correlating), reporting its progress to the caller.
+//! replaying, running, correlating), reporting its progress to the caller; [`outdir`] the
+//! report's directory (checked first, installed whole) and the scratch directory.
 
 pub mod measure;
+pub mod outdir;
 pub mod pipeline;
 pub mod report;
 pub mod stats;

@@ -484,20 +484,3 @@ pub fn write(dir: &Path, s: &Study) -> std::io::Result<()> {
     std::fs::write(dir.join("report.md"), markdown(s))?;
     std::fs::write(dir.join("index.html"), html(s))
 }
-
-/// Puts the report built in `tmp` at `target`, replacing a previous one: the old directory is
-/// moved aside first and restored if the rename fails, so `target` never holds half a report.
-pub fn install(tmp: &Path, target: &Path) -> std::io::Result<()> {
-    if target.exists() {
-        let old = target.with_file_name(format!(".{}.old{}", target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
-        std::fs::rename(target, &old)?;
-        let r = std::fs::rename(tmp, target);
-        if r.is_err() {
-            let _ = std::fs::rename(&old, target);
-            return r;
-        }
-        let _ = std::fs::remove_dir_all(&old);
-        return Ok(());
-    }
-    std::fs::rename(tmp, target)
-}

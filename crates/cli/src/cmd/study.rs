@@ -11,10 +11,11 @@ use crate::Failure;
 use clap::Args;
 use heaplab_model::units::grouped;
 use heaplab_study::measure::RssMethod;
+use heaplab_study::outdir::{CreateDirError, OutDirError, Scratch, Staging};
 use heaplab_study::pipeline::{study_workloads, Progress, Step, StudyOptions};
 use heaplab_study::suite::Workload;
 use heaplab_study::{Machine, Study};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 pub const STUDY_HELP: &str = "\
@@ -103,41 +104,19 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
     if !a.command.is_empty() && heaplab_trace::launch::find_program(&a.command[0]).is_none() {
         return Err(Failure::Input(format!("{}: program not found (not an executable file, nor in PATH)", a.command[0])));
     }
-    let target = PathBuf::from(a.output.trim_end_matches('/'));
-    if target.as_os_str().is_empty() {
-        return Err(Failure::Input("-o: empty directory name".into()));
-    }
-    if target.exists() && !(target.is_dir() && (target.join("results.json").is_file() || std::fs::read_dir(&target).is_ok_and(|mut d| d.next().is_none()))) {
-        return Err(Failure::Input(format!("{}: exists and is not a previous heaplab report; choose another directory", target.display())));
-    }
-    let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-    if !parent.is_dir() {
-        let why = if parent.exists() { "is not a directory" } else { "does not exist" };
-        return Err(Failure::Input(format!("-o {}: {} {why}", a.output, parent.display())));
-    }
-    let tmp = parent.join(format!(".{}.tmp{}", target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
-    let scratch = std::env::temp_dir().join(format!("heaplab-study-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let _ = std::fs::remove_dir_all(&scratch);
-    // The report is built beside OUTDIR and renamed into place, so creating that directory now
-    // is the writability check: a read-only or otherwise unusable parent is a usage error,
-    // found before any workload runs.
-    std::fs::create_dir(&tmp).map_err(|e| Failure::Input(format!("-o {}: cannot write the report in {}: {e}", a.output, parent.display())))?;
-    let mk = |d: &Path| std::fs::create_dir_all(d).map_err(|e| Failure::Work(format!("{}: cannot create: {e}", d.display())));
-    if let Err(e) = mk(&scratch) {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    let cleanup = |ok: bool| {
-        let _ = std::fs::remove_dir_all(&scratch);
-        if !ok {
-            let _ = std::fs::remove_dir_all(&tmp);
-        }
-    };
-    let placed_dir = a.keep_placed.then(|| tmp.join("placed"));
-    if let Some(d) = &placed_dir {
-        mk(d).inspect_err(|_| cleanup(false))?;
-    }
+    let staging = Staging::create(&a.output).map_err(|e| {
+        Failure::Input(match e {
+            OutDirError::EmptyName => "-o: empty directory name".into(),
+            OutDirError::NotAReport(t) => format!("{}: exists and is not a previous heaplab report; choose another directory", t.display()),
+            OutDirError::BadParent { parent, exists } => {
+                format!("-o {}: {} {}", a.output, parent.display(), if exists { "is not a directory" } else { "does not exist" })
+            }
+            OutDirError::CannotWrite { parent, source } => format!("-o {}: cannot write the report in {}: {source}", a.output, parent.display()),
+        })
+    })?;
+    let work = |e: CreateDirError| Failure::Work(e.to_string());
+    let scratch = Scratch::create().map_err(work)?;
+    let placed_dir = if a.keep_placed { Some(staging.subdir("placed").map_err(work)?) } else { None };
     let opts = StudyOptions {
         allocators: allocs,
         runs: a.runs,
@@ -145,7 +124,7 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
         timeout: Duration::from_secs(a.timeout.max(1)),
         keep_outputs: a.keep_outputs,
         placed_dir,
-        scratch: scratch.clone(),
+        scratch: scratch.dir().to_path_buf(),
     };
     let mut show = |p: Progress| {
         let (tag, name) = (format!("[{}/{}]", p.index + 1, p.count), &p.workload.name);
@@ -156,34 +135,22 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
             Step::Failed(e) => eprintln!("heaplab: {tag} {name}: {e}"),
         }
     };
-    let results;
-    if a.suite.is_some() {
-        let inputs = scratch.join("inputs");
-        mk(&inputs).inspect_err(|_| cleanup(false))?;
-        let mut suite = heaplab_study::suite::default_suite(&inputs, a.suite_scale).map_err(|e| {
-            cleanup(false);
-            Failure::Work(format!("cannot write the suite's inputs: {e}"))
-        })?;
+    let results = if a.suite.is_some() {
+        let inputs = scratch.subdir("inputs").map_err(work)?;
+        let mut suite = heaplab_study::suite::default_suite(&inputs, a.suite_scale).map_err(|e| Failure::Work(format!("cannot write the suite's inputs: {e}")))?;
         if let Some(only) = &a.only {
             let names: Vec<&str> = only.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-            if let Some(bad) = names.iter().find(|n| !suite.iter().any(|w| w.name == **n)) {
-                cleanup(false);
-                let all: Vec<&str> = suite.iter().map(|w| w.name.as_str()).collect();
-                return Err(Failure::Input(format!("--only {bad}: no such workload in the suite ({})", all.join(", "))));
-            }
-            suite.retain(|w| names.contains(&w.name.as_str()));
+            heaplab_study::suite::select(&mut suite, &names)
+                .map_err(|e| Failure::Input(format!("--only {}: no such workload in the suite ({})", e.name, e.known.join(", "))))?;
         }
-        results = study_workloads(&suite, &inputs, &opts, &mut show);
+        study_workloads(&suite, &inputs, &opts, &mut show)
     } else {
-        let cwd = std::env::current_dir().map_err(|e| {
-            cleanup(false);
-            Failure::Work(format!("cannot read the current directory: {e}"))
-        })?;
+        let cwd = std::env::current_dir().map_err(|e| Failure::Work(format!("cannot read the current directory: {e}")))?;
         let name = Path::new(&a.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| a.command[0].clone());
         // No description: the report shows the command itself.
         let w = Workload { name, description: String::new(), command: a.command.clone(), env: vec![], stdin: None };
-        results = study_workloads(&[w], &cwd, &opts, &mut show);
-    }
+        study_workloads(&[w], &cwd, &opts, &mut show)
+    };
     let study = Study {
         workloads: results,
         runs: a.runs,
@@ -193,9 +160,10 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
         version: env!("CARGO_PKG_VERSION").to_string(),
         invocation: std::env::args().map(|a| shell_word(&a)).collect::<Vec<_>>().join(" "),
     };
-    let written = heaplab_study::report::write(&tmp, &study).and_then(|()| heaplab_study::report::install(&tmp, &target));
-    cleanup(written.is_ok());
-    written.map_err(|e| Failure::Work(format!("{}: cannot write the report: {e}", target.display())))?;
+    let target = staging.target().to_path_buf();
+    heaplab_study::report::write(staging.dir(), &study)
+        .and_then(|()| staging.install())
+        .map_err(|e| Failure::Work(format!("{}: cannot write the report: {e}", target.display())))?;
     let (strong, with) = study.strong();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&heaplab_study::report::study_json(&study)).expect("JSON of plain values"));
