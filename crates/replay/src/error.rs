@@ -132,3 +132,24 @@ impl From<InputError> for ReplayError {
         ReplayError::BadTrace(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the user could fix is bad input; what broke in the replay is failed work; the
+    /// texts are the ones the CLI has always shown.
+    #[test]
+    fn classes_and_messages() {
+        let e = ReplayError::BadRingLength(100);
+        assert_eq!((e.class(), e.to_string()), (ErrorClass::BadInput, "ring length 100 must be a power of two ≥ 256".to_string()));
+        let e = ReplayError::AllocatorNotInUse { library: "/lib/libm.so.6".into(), provider: String::new(), loader_said: Some("nope".into()) };
+        assert_eq!(e.class(), ErrorClass::BadInput);
+        assert_eq!(e.to_string(), "/lib/libm.so.6: does not provide malloc in the replay process (malloc comes from an unknown object) (the loader said: nope)");
+        let e = ReplayError::ChildFailed { what: "died".into(), status: None, message: "out of slots".into(), said: Some("segfault".into()) };
+        assert_eq!((e.class(), e.to_string()), (ErrorClass::WorkFailed, "the replay child died: out of slots; it said: segfault".to_string()));
+        let e = ReplayError::Setup { step: "create the shared memory".into(), source: std::io::Error::from_raw_os_error(libc::ENOMEM) };
+        assert_eq!(e.class(), ErrorClass::WorkFailed);
+        assert!(e.to_string().starts_with("cannot create the shared memory: "), "{e}");
+    }
+}
