@@ -23,6 +23,7 @@
 //! the same addresses.
 
 use crate::allocators::Allocator;
+use crate::error::ReplayError;
 use crate::placed::{self, Job, Mapping, Placed, PlacedMeta};
 use heaplab_trace::format::Op;
 use heaplab_trace::stats::AddressMap;
@@ -45,7 +46,7 @@ const STATE_FAILED: u32 = 3;
 /// Result flag: a realloc failed in the child and its input block stays live in the slot.
 const RESULT_INPUT_KEPT: u8 = 1;
 /// Most blocks live at once (the child's block table has this many slots).
-const MAX_SLOTS: u32 = 1 << 28;
+pub(crate) const MAX_SLOTS: u32 = 1 << 28;
 /// Capacity of the mapping table.
 const MAX_MAPPINGS: u32 = 1 << 16;
 /// Most threads replayed.
@@ -114,24 +115,6 @@ const _: () = assert!(std::mem::offset_of!(Shm, driver_waiting) == 824);
 const _: () = assert!(std::mem::offset_of!(Shm, turn) == 888);
 const _: () = assert!(std::mem::size_of::<Entry>() == 32);
 const _: () = assert!(std::mem::size_of::<MapRec>() == 72);
-
-/// How a replay went wrong.
-#[derive(Debug)]
-pub enum ReplayError {
-    /// The allocator or the input cannot be used (exit 2): a library that does not define
-    /// malloc, a damaged trace.
-    Input(String),
-    /// The replay itself failed (exit 1): the child crashed or could not start.
-    Work(String),
-}
-
-impl std::fmt::Display for ReplayError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ReplayError::Input(m) | ReplayError::Work(m) => f.write_str(m),
-        }
-    }
-}
 
 /// Options of a replay.
 #[derive(Clone, Debug)]
@@ -301,17 +284,8 @@ impl Session {
         let status = self.child.wait().ok().filter(|s| !s.success());
         let msg = cstr(&self.mem.shm().message);
         let err = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
-        let mut text = format!("the replay child {what}");
-        if let Some(s) = status {
-            text.push_str(&format!(" ({s})"));
-        }
-        if !msg.is_empty() {
-            text.push_str(&format!(": {msg}"));
-        }
-        if let Some(line) = err.lines().find(|l| !l.trim().is_empty()) {
-            text.push_str(&format!("; it said: {line}"));
-        }
-        ReplayError::Work(text)
+        let said = err.lines().find(|l| !l.trim().is_empty()).map(str::to_string);
+        ReplayError::ChildFailed { what: what.to_string(), status, message: msg, said }
     }
 
     /// Fails if the child has exited or reported a failure.
@@ -432,8 +406,8 @@ fn close(s: &mut Session, l: Live, clock: u64, thread: u16, free_slots: &mut Vec
 
 /// Starts the child under `alloc` and waits until it is ready.
 fn start(alloc: &Allocator, opts: &ReplayOptions, threads: u32) -> Result<Session, ReplayError> {
-    let program = crate::child::program_path().map_err(|e| ReplayError::Work(format!("cannot install the replay child: {e}")))?;
-    let mem = SharedMem::create(opts.ring_len, threads).map_err(|e| ReplayError::Work(format!("cannot create the shared memory: {e}")))?;
+    let program = crate::child::program_path().map_err(|e| ReplayError::Setup { step: "install the replay child".into(), source: e })?;
+    let mem = SharedMem::create(opts.ring_len, threads).map_err(|e| ReplayError::Setup { step: "create the shared memory".into(), source: e })?;
     let fd = mem.fd.as_raw_fd();
     let mut cmd = Command::new(&program);
     cmd.env_remove("LD_PRELOAD").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
@@ -453,7 +427,7 @@ fn start(alloc: &Allocator, opts: &ReplayOptions, threads: u32) -> Result<Sessio
             Ok(())
         });
     }
-    let mut child = cmd.spawn().map_err(|e| ReplayError::Work(format!("cannot start the replay child {}: {e}", program.display())))?;
+    let mut child = cmd.spawn().map_err(|e| ReplayError::Setup { step: format!("start the replay child {}", program.display()), source: e })?;
     let stderr = child.stderr.take().map(|mut s| {
         std::thread::spawn(move || {
             let mut t = String::new();
@@ -493,12 +467,11 @@ fn start(alloc: &Allocator, opts: &ReplayOptions, threads: u32) -> Result<Sessio
         let _ = s.child.kill();
         let _ = s.child.wait();
         let said = s.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
-        let said = said.lines().find(|l| !l.trim().is_empty()).map(|l| format!(" (the loader said: {})", l.trim())).unwrap_or_default();
-        return Err(ReplayError::Input(format!(
-            "{}: does not provide malloc in the replay process (malloc comes from {}){said}",
-            alloc.library.as_ref().map_or("glibc".into(), |p| p.display().to_string()),
-            if provider.is_empty() { "an unknown object".into() } else { provider }
-        )));
+        return Err(ReplayError::AllocatorNotInUse {
+            library: alloc.library.as_ref().map_or("glibc".into(), |p| p.display().to_string()),
+            provider,
+            loader_said: said.lines().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string()),
+        });
     }
     Ok(s)
 }
@@ -514,7 +487,7 @@ pub fn replay<R: Read>(
     progress: Option<&AtomicU64>,
 ) -> Result<(Placed, ReplayStats), ReplayError> {
     if !opts.ring_len.is_power_of_two() || opts.ring_len < 256 {
-        return Err(ReplayError::Input(format!("ring length {} must be a power of two ≥ 256", opts.ring_len)));
+        return Err(ReplayError::BadRingLength(opts.ring_len));
     }
     let header = reader.header().clone();
     let mut order: Vec<u32> = threads.to_vec();
@@ -525,7 +498,7 @@ pub fn replay<R: Read>(
         order.insert(0, header.pid);
     }
     if order.len() > MAX_THREADS {
-        return Err(ReplayError::Input(format!("{}: {} threads; heaplab replays at most {MAX_THREADS}", reader.name(), order.len())));
+        return Err(ReplayError::TooManyThreads { trace: reader.name().to_string(), threads: order.len() });
     }
     let index: HashMap<u32, u16> = order.iter().enumerate().map(|(i, &t)| (t, i as u16)).collect();
     let nthreads = order.len().max(1) as u32;
@@ -546,7 +519,7 @@ pub fn replay<R: Read>(
             return Ok(s);
         }
         if next_slot >= MAX_SLOTS {
-            return Err(ReplayError::Input(format!("more than {MAX_SLOTS} blocks live at once")));
+            return Err(ReplayError::TooManyLiveBlocks);
         }
         next_slot += 1;
         Ok(next_slot - 1)
@@ -611,12 +584,7 @@ pub fn replay<R: Read>(
         if !opts.allow_truncated {
             let _ = s.child.kill();
             let _ = s.child.wait();
-            return Err(ReplayError::Input(format!(
-                "{}: {} (events with sequence numbers < {} are usable; pass --allow-truncated to replay them)",
-                reader.name(),
-                d.reason,
-                d.usable_below
-            )));
+            return Err(ReplayError::DamagedTrace { trace: reader.name().to_string(), reason: d.reason.clone(), usable_below: d.usable_below });
         }
     }
     s.emit(OP_QUIT, 0, 0, 0, 0, NO_JOB)?;
@@ -624,7 +592,7 @@ pub fn replay<R: Read>(
     while s.consumed < s.produced {
         s.consume(true)?;
     }
-    let status = s.child.wait().map_err(|e| ReplayError::Work(format!("cannot wait for the replay child: {e}")))?;
+    let status = s.child.wait().map_err(|e| ReplayError::Setup { step: "wait for the replay child".into(), source: e })?;
     if !status.success() {
         return Err(s.child_failure(&format!("ended badly ({status})")));
     }
@@ -686,7 +654,7 @@ pub fn replay<R: Read>(
     stats.jobs = jobs.len() as u64;
     // Every placed file must be a valid placement: a clash here is a replay bug, not the input's.
     if let Some(o) = placed::first_overlap(&jobs) {
-        return Err(ReplayError::Work(format!("{}: the replay under {} produced an invalid placement ({o}); this is a heaplab bug, please report it", reader.name(), alloc.name)));
+        return Err(ReplayError::InvalidPlacement { trace: reader.name().to_string(), allocator: alloc.name.clone(), overlap: o });
     }
     let meta = PlacedMeta {
         page_size: header.page_size,
@@ -725,10 +693,9 @@ fn keep_failed_realloc_inputs(jobs: &mut [Pending]) {
 /// The file is opened once and read twice, so it must be a regular file: a pipe is refused
 /// with an error that says so.
 pub fn replay_file(path: &str, alloc: &Allocator, opts: &ReplayOptions, progress: Option<&AtomicU64>) -> Result<(Placed, ReplayStats), ReplayError> {
-    let input = heaplab_model::Input::open(path).map_err(|e| ReplayError::Input(e.to_string()))?;
-    let first = TraceReader::from_input(input).map_err(|e| ReplayError::Input(e.to_string()))?;
-    let mut r = TraceReader::from_input(first.get_ref().reread().map_err(|e| ReplayError::Input(e.to_string()))?)
-        .map_err(|e| ReplayError::Input(e.to_string()))?;
+    let input = heaplab_model::Input::open(path)?;
+    let first = TraceReader::from_input(input)?;
+    let mut r = TraceReader::from_input(first.get_ref().reread()?)?;
     let skim = first.skim();
     let threads: Vec<u32> = skim.threads.keys().copied().collect();
     replay(&mut r, alloc, &threads, opts, progress)

@@ -7,27 +7,20 @@
 //!   [`child`]) with the allocator preloaded executes the requests it is sent through shared
 //!   memory, one thread per traced thread, in the trace's global order, and reports each
 //!   block's address, usable size and mapping.
+//! - [`error`]: what can go wrong in a replay, each variant classed as bad input or failed
+//!   work.
 //! - [`placed`]: the result, jobs grouped by mapping, and its `.hlplaced` binary format and
 //!   CSV export.
 
 pub mod allocators;
 pub mod child;
 pub mod driver;
+pub mod error;
 pub mod placed;
 #[cfg(test)]
 mod tests;
 
 pub use allocators::{resolve, resolve_list, Allocator, AllocatorError};
-pub use driver::{replay, replay_file, ReplayError, ReplayOptions, ReplayStats};
+pub use driver::{replay, replay_file, ReplayOptions, ReplayStats};
+pub use error::ReplayError;
 pub use placed::{Job, Mapping, Placed, PlacedMeta};
-
-impl ReplayError {
-    /// The class of the error: a trace, option or allocator that cannot be used
-    /// ([`ReplayError::Input`]), or a replay that failed ([`ReplayError::Work`]).
-    pub fn class(&self) -> heaplab_model::ErrorClass {
-        match self {
-            ReplayError::Input(_) => heaplab_model::ErrorClass::BadInput,
-            ReplayError::Work(_) => heaplab_model::ErrorClass::WorkFailed,
-        }
-    }
-}

@@ -7,10 +7,13 @@
 //! fragmentation value; its runs measure RSS noise and are summarised by their median, with
 //! their spread reported beside it), with its exact p-value ([`stats`]). [`suite`] holds the
 //! ready-made workload list with generated inputs, [`report`] writes the HTML and Markdown
-//! report, its PNG plots and `results.json`. The orchestration (tracing, replaying, running)
-//! is the CLI's `heaplab study`.
+//! report, its PNG plots and `results.json`. [`pipeline`] is the study loop itself (tracing,
+//! replaying, running, correlating), reporting its progress to the caller; [`outdir`] the
+//! report's directory (checked first, installed whole) and the scratch directory.
 
 pub mod measure;
+pub mod outdir;
+pub mod pipeline;
 pub mod report;
 pub mod stats;
 pub mod suite;

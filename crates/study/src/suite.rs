@@ -168,3 +168,22 @@ pub fn default_suite(dir: &Path, scale: u64) -> std::io::Result<Vec<Workload>> {
     }
     Ok(out)
 }
+
+/// A workload name that is not in the suite.
+#[derive(Clone, Debug)]
+pub struct NotInSuite {
+    /// The name asked for.
+    pub name: String,
+    /// The suite's names, in order.
+    pub known: Vec<String>,
+}
+
+/// Keeps only the workloads of `suite` named in `names` (in the suite's order); every name
+/// must be in the suite.
+pub fn select(suite: &mut Vec<Workload>, names: &[&str]) -> Result<(), NotInSuite> {
+    if let Some(bad) = names.iter().find(|n| !suite.iter().any(|w| w.name == **n)) {
+        return Err(NotInSuite { name: bad.to_string(), known: suite.iter().map(|w| w.name.clone()).collect() });
+    }
+    suite.retain(|w| names.contains(&w.name.as_str()));
+    Ok(())
+}

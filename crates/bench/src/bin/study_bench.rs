@@ -8,6 +8,8 @@
 #[path = "../host.rs"]
 mod host;
 
+use heaplab_study::stats::median;
+use heaplab_study::Machine;
 use host::{children_cpu, output};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -38,11 +40,6 @@ fn heaplab(bin: &Path, args: &[&str], cwd: &Path) -> Result<(Value, f64, f64), S
     }
     let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     Ok((v, wall, children_cpu() - cpu0))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 struct Workload {
@@ -141,8 +138,8 @@ fn main() {
             rows.push(json!({
                 "workload": w.name, "what": w.what, "allocator": a,
                 "requests": r["requests"], "jobs": r["jobs"], "threads": r["threads"],
-                "replay_requests_per_second": median(rate), "replay_requests_per_cpu_second": median(cpu_rate),
-                "frag_jobs_per_second": median(frag_rate), "frag_jobs_per_cpu_second": median(frag_cpu_rate), "bytes_per_job": r["bytes_per_job"],
+                "replay_requests_per_second": median(&rate), "replay_requests_per_cpu_second": median(&cpu_rate),
+                "frag_jobs_per_second": median(&frag_rate), "frag_jobs_per_cpu_second": median(&frag_cpu_rate), "bytes_per_job": r["bytes_per_job"],
                 "external": f["external"], "internal": f["internal"],
             }));
         }
@@ -170,13 +167,9 @@ fn main() {
         }
     }
 
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
-    let date = output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+    // The same machine description and clock as the study's own report.
+    let Machine { cpu, cores, kernel, .. } = Machine::detect();
+    let date = heaplab_study::utc_now();
     let commit = output("git", &["rev-parse", "--short", "HEAD"]);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split_whitespace().take(3).collect::<Vec<_>>().join(" ");
     let command = std::env::args().collect::<Vec<_>>().join(" ");

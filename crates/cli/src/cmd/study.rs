@@ -1,20 +1,21 @@
 //! `heaplab study`: for each workload, trace it once, replay the trace under each allocator and
 //! measure the replay's fragmentation, run the real program under each allocator N times for
 //! its peak RSS, correlate the two over the allocators (Spearman, `heaplab_study::stats`), and
-//! write the report directory (`heaplab_study::report`). Workloads are one command after `--`,
-//! or the default suite. The output directory is checked (and its temporary sibling created)
+//! write the report directory (`heaplab_study::report`). The loop is the library's
+//! (`heaplab_study::pipeline`); this file checks the flags, turns the loop's progress into
+//! `heaplab: [k/n] …` lines and prints the summary. Workloads are one command after `--`, or
+//! the default suite. The output directory is checked (and its temporary sibling created)
 //! before any workload runs, so a bad `-o` costs nothing.
 
-use heaplab_model::units::grouped;
 use crate::Failure;
 use clap::Args;
-use heaplab_frag::FragOptions;
-use heaplab_replay::{placed, Allocator, ReplayOptions};
-use heaplab_study::measure::{run_once, RssMethod, RunSpec};
+use heaplab_model::units::grouped;
+use heaplab_study::measure::RssMethod;
+use heaplab_study::outdir::{CreateDirError, OutDirError, Scratch, Staging};
+use heaplab_study::pipeline::{study_workloads, Progress, Step, StudyOptions};
 use heaplab_study::suite::Workload;
-use heaplab_study::{AllocatorResult, Machine, Study, WorkloadResult};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use heaplab_study::{Machine, Study};
+use std::path::Path;
 use std::time::Duration;
 
 pub const STUDY_HELP: &str = "\
@@ -89,170 +90,6 @@ pub struct StudyArgs {
     command: Vec<String>,
 }
 
-/// Regular files directly in `dir`.
-fn files_in(dir: &Path) -> std::collections::BTreeSet<PathBuf> {
-    std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_file())).map(|e| e.path()).collect()
-}
-
-/// Removes the regular files in `dir` that were not in `before`.
-fn remove_new(dir: &Path, before: &std::collections::BTreeSet<PathBuf>) {
-    for p in files_in(dir) {
-        if !before.contains(&p) {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
-struct Ctx<'a> {
-    allocs: &'a [Allocator],
-    runs: usize,
-    rss: RssMethod,
-    timeout: Duration,
-    keep_outputs: bool,
-    placed_dir: Option<PathBuf>,
-    scratch: PathBuf,
-}
-
-/// Traces the workload; returns the trace with the most events, its executable, events and
-/// threads.
-fn trace_workload(w: &Workload, cwd: &Path, ctx: &Ctx) -> Result<(PathBuf, String, u64, u32), String> {
-    let out = ctx.scratch.join(format!("{}.hltrace", heaplab_study::report::slug(&w.name)));
-    let stdin = match &w.stdin {
-        Some(p) => Stdio::from(std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?),
-        None => Stdio::null(),
-    };
-    let env = w.env.clone();
-    // Standard error goes to a file, read back only if the run fails (not shown otherwise, as
-    // in the measured runs).
-    let err_path = ctx.scratch.join(format!("{}.stderr", heaplab_study::report::slug(&w.name)));
-    let err_file = std::fs::File::create(&err_path).map_err(|e| format!("{}: {e}", err_path.display()))?;
-    let opts = heaplab_trace::launch::LaunchOptions { stack_depth: 0, follow_exec: true, ..Default::default() };
-    let t = heaplab_trace::launch::launch(&w.command, &out, &opts, |c| {
-        c.current_dir(cwd).stdin(stdin).stdout(Stdio::null()).stderr(err_file);
-        for (k, v) in &env {
-            c.env(k, v);
-        }
-        c
-    });
-    let tail = || std::fs::File::open(&err_path).map(|f| heaplab_study::measure::stderr_tail(&heaplab_study::measure::read_tail(f))).unwrap_or_default();
-    let t = t.map_err(|e| with_tail(e.to_string(), &tail()))?;
-    if !t.status.success() {
-        return Err(with_tail(format!("the traced run {}", heaplab_trace::launch::describe_status(&t.status)), &tail()));
-    }
-    let mut best: Option<(PathBuf, String, u64, u32)> = None;
-    for p in std::iter::once(out.clone()).chain(t.children.iter().cloned()) {
-        let Ok(r) = heaplab_trace::TraceReader::open(&p.to_string_lossy()) else { continue };
-        let exe = r.header().exe.clone();
-        let sk = r.skim();
-        if best.as_ref().is_none_or(|b| sk.ending.calls > b.2) {
-            best = Some((p, exe, sk.ending.calls, sk.threads.len() as u32));
-        }
-    }
-    best.ok_or_else(|| "no readable trace".to_string())
-}
-
-/// `msg`, followed by the end of the program's standard error when it wrote any.
-fn with_tail(msg: String, tail: &str) -> String {
-    if tail.is_empty() {
-        return msg;
-    }
-    let lines: Vec<String> = tail.lines().map(|l| format!("  {l}")).collect();
-    format!("{msg}; its standard error ended with:\n{}", lines.join("\n"))
-}
-
-fn study_workload(w: &Workload, cwd: &Path, ctx: &Ctx, tag: &str) -> WorkloadResult {
-    let mut res = WorkloadResult { name: w.name.clone(), description: w.description.clone(), command: w.command.clone(), ..Default::default() };
-    if let Err(e) = run_workload(w, cwd, ctx, tag, &mut res) {
-        eprintln!("heaplab: {tag} {}: {e}", w.name);
-        res.error = Some(e);
-    }
-    res
-}
-
-fn run_workload(w: &Workload, cwd: &Path, ctx: &Ctx, tag: &str, res: &mut WorkloadResult) -> Result<(), String> {
-    let program = heaplab_trace::launch::find_program(&w.command[0]).ok_or_else(|| format!("{}: program not found (is its package installed?)", w.command[0]))?;
-    let before = files_in(cwd);
-    eprintln!("heaplab: {tag} {}: tracing", w.name);
-    let traced = trace_workload(w, cwd, ctx);
-    if !ctx.keep_outputs {
-        remove_new(cwd, &before);
-    }
-    let (trace, exe, events, threads) = traced?;
-    (res.traced_exe, res.events, res.threads) = (exe, events, threads);
-    let trace_s = trace.to_string_lossy().into_owned();
-    for a in ctx.allocs {
-        eprintln!("heaplab: {tag} {}: replaying {} events under {}", w.name, grouped(events), a.name);
-        let (p, st) = heaplab_replay::replay_file(&trace_s, a, &ReplayOptions::default(), None).map_err(|e| format!("replay under {}: {e}", a.name))?;
-        let t0 = std::time::Instant::now();
-        let f = heaplab_frag::fragmentation(&p, &FragOptions { page_size: p.meta.page_size as u64, buckets: 100 }).map_err(|e| format!("{}: {e}", a.name))?;
-        let frag_seconds = t0.elapsed().as_secs_f64();
-        let mut bin = Vec::new();
-        placed::write_binary(&mut bin, &p).map_err(|e| e.to_string())?;
-        if let Some(d) = &ctx.placed_dir {
-            std::fs::write(d.join(format!("{}.{}.hlplaced", heaplab_study::report::slug(&w.name), heaplab_study::report::slug(&a.name))), &bin).map_err(|e| e.to_string())?;
-        }
-        res.allocators.push(AllocatorResult {
-            name: a.name.clone(),
-            library: a.library.as_ref().map(|l| l.display().to_string()),
-            external: f.total.external_ratio(),
-            internal: f.total.internal_ratio(),
-            makespan_excess: f.mappings.iter().map(|m| m.makespan.saturating_sub(m.max_load)).sum(),
-            jobs: p.jobs.len() as u64,
-            mappings: p.mappings.len(),
-            replay_requests: st.requests,
-            replay_seconds: st.seconds,
-            frag_seconds,
-            placed_bytes: bin.len() as u64,
-            series: f.external_series(),
-            runs: Vec::new(),
-        });
-    }
-    for r in 0..ctx.runs {
-        for (k, a) in ctx.allocs.iter().enumerate() {
-            eprintln!("heaplab: {tag} {}: run {}/{} under {}", w.name, r + 1, ctx.runs, a.name);
-            let spec = RunSpec {
-                program: program.clone(),
-                arg0: w.command[0].clone(),
-                args: w.command[1..].to_vec(),
-                env: w.env.clone(),
-                preload: a.library.clone(),
-                stdin: w.stdin.clone(),
-                cwd: cwd.to_path_buf(),
-                timeout: ctx.timeout,
-            };
-            let before = files_in(cwd);
-            let run = run_once(&spec).map_err(|e| format!("cannot run {}: {e}", w.command[0]));
-            if !ctx.keep_outputs {
-                remove_new(cwd, &before);
-            }
-            let run = run?;
-            if !run.ok() {
-                let how = if run.status < 0 { format!("was killed by signal {}", -run.status) } else { format!("exited with status {}", run.status) };
-                return Err(with_tail(format!("run {} under {} {how}", r + 1, a.name), &run.stderr_tail));
-            }
-            res.allocators[k].runs.push(run);
-        }
-    }
-    res.correlate(ctx.rss);
-    Ok(())
-}
-
-/// Replaces `target` by `tmp`: `target` must be absent or hold a previous report.
-fn install_dir(tmp: &Path, target: &Path) -> std::io::Result<()> {
-    if target.exists() {
-        let old = target.with_file_name(format!(".{}.old{}", target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
-        std::fs::rename(target, &old)?;
-        let r = std::fs::rename(tmp, target);
-        if r.is_err() {
-            let _ = std::fs::rename(&old, target);
-            return r;
-        }
-        let _ = std::fs::remove_dir_all(&old);
-        return Ok(());
-    }
-    std::fs::rename(tmp, target)
-}
-
 /// `heaplab study`.
 pub fn study(a: StudyArgs) -> Result<(), Failure> {
     let allocs = heaplab_replay::resolve_list(&a.allocators)?;
@@ -267,96 +104,66 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
     if !a.command.is_empty() && heaplab_trace::launch::find_program(&a.command[0]).is_none() {
         return Err(Failure::Input(format!("{}: program not found (not an executable file, nor in PATH)", a.command[0])));
     }
-    let target = PathBuf::from(a.output.trim_end_matches('/'));
-    if target.as_os_str().is_empty() {
-        return Err(Failure::Input("-o: empty directory name".into()));
-    }
-    if target.exists() && !(target.is_dir() && (target.join("results.json").is_file() || std::fs::read_dir(&target).is_ok_and(|mut d| d.next().is_none()))) {
-        return Err(Failure::Input(format!("{}: exists and is not a previous heaplab report; choose another directory", target.display())));
-    }
-    let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-    if !parent.is_dir() {
-        let why = if parent.exists() { "is not a directory" } else { "does not exist" };
-        return Err(Failure::Input(format!("-o {}: {} {why}", a.output, parent.display())));
-    }
-    let tmp = parent.join(format!(".{}.tmp{}", target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
-    let scratch = std::env::temp_dir().join(format!("heaplab-study-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let _ = std::fs::remove_dir_all(&scratch);
-    // The report is built beside OUTDIR and renamed into place, so creating that directory now
-    // is the writability check: a read-only or otherwise unusable parent is a usage error,
-    // found before any workload runs.
-    std::fs::create_dir(&tmp).map_err(|e| Failure::Input(format!("-o {}: cannot write the report in {}: {e}", a.output, parent.display())))?;
-    let mk = |d: &Path| std::fs::create_dir_all(d).map_err(|e| Failure::Work(format!("{}: cannot create: {e}", d.display())));
-    if let Err(e) = mk(&scratch) {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    let cleanup = |ok: bool| {
-        let _ = std::fs::remove_dir_all(&scratch);
-        if !ok {
-            let _ = std::fs::remove_dir_all(&tmp);
-        }
-    };
-    let placed_dir = a.keep_placed.then(|| tmp.join("placed"));
-    if let Some(d) = &placed_dir {
-        mk(d).inspect_err(|_| cleanup(false))?;
-    }
-    let ctx = Ctx {
-        allocs: &allocs,
+    let staging = Staging::create(&a.output).map_err(|e| {
+        Failure::Input(match e {
+            OutDirError::EmptyName => "-o: empty directory name".into(),
+            OutDirError::NotAReport(t) => format!("{}: exists and is not a previous heaplab report; choose another directory", t.display()),
+            OutDirError::BadParent { parent, exists } => {
+                format!("-o {}: {} {}", a.output, parent.display(), if exists { "is not a directory" } else { "does not exist" })
+            }
+            OutDirError::CannotWrite { parent, source } => format!("-o {}: cannot write the report in {}: {source}", a.output, parent.display()),
+        })
+    })?;
+    let work = |e: CreateDirError| Failure::Work(e.to_string());
+    let scratch = Scratch::create().map_err(work)?;
+    let placed_dir = if a.keep_placed { Some(staging.subdir("placed").map_err(work)?) } else { None };
+    let opts = StudyOptions {
+        allocators: allocs,
         runs: a.runs,
         rss: a.rss,
         timeout: Duration::from_secs(a.timeout.max(1)),
         keep_outputs: a.keep_outputs,
         placed_dir,
-        scratch: scratch.clone(),
+        scratch: scratch.dir().to_path_buf(),
     };
-    let mut results = Vec::new();
-    if a.suite.is_some() {
-        let inputs = scratch.join("inputs");
-        mk(&inputs).inspect_err(|_| cleanup(false))?;
-        let mut suite = heaplab_study::suite::default_suite(&inputs, a.suite_scale).map_err(|e| {
-            cleanup(false);
-            Failure::Work(format!("cannot write the suite's inputs: {e}"))
-        })?;
+    let mut show = |p: Progress| {
+        let (tag, name) = (format!("[{}/{}]", p.index + 1, p.count), &p.workload.name);
+        match p.step {
+            Step::Tracing => eprintln!("heaplab: {tag} {name}: tracing"),
+            Step::Replaying { events, allocator } => eprintln!("heaplab: {tag} {name}: replaying {} events under {}", grouped(events), allocator.name),
+            Step::Running { run, runs, allocator } => eprintln!("heaplab: {tag} {name}: run {run}/{runs} under {}", allocator.name),
+            Step::Failed(e) => eprintln!("heaplab: {tag} {name}: {e}"),
+        }
+    };
+    let results = if a.suite.is_some() {
+        let inputs = scratch.subdir("inputs").map_err(work)?;
+        let mut suite = heaplab_study::suite::default_suite(&inputs, a.suite_scale).map_err(|e| Failure::Work(format!("cannot write the suite's inputs: {e}")))?;
         if let Some(only) = &a.only {
             let names: Vec<&str> = only.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-            if let Some(bad) = names.iter().find(|n| !suite.iter().any(|w| w.name == **n)) {
-                cleanup(false);
-                let all: Vec<&str> = suite.iter().map(|w| w.name.as_str()).collect();
-                return Err(Failure::Input(format!("--only {bad}: no such workload in the suite ({})", all.join(", "))));
-            }
-            suite.retain(|w| names.contains(&w.name.as_str()));
+            heaplab_study::suite::select(&mut suite, &names)
+                .map_err(|e| Failure::Input(format!("--only {}: no such workload in the suite ({})", e.name, e.known.join(", "))))?;
         }
-        let n = suite.len();
-        for (k, w) in suite.iter_mut().enumerate() {
-            if let Some(s) = w.stdin.as_mut() {
-                *s = inputs.join(s.file_name().unwrap_or_default());
-            }
-            results.push(study_workload(w, &inputs, &ctx, &format!("[{}/{n}]", k + 1)));
-        }
+        study_workloads(&suite, &inputs, &opts, &mut show)
     } else {
-        let cwd = std::env::current_dir().map_err(|e| {
-            cleanup(false);
-            Failure::Work(format!("cannot read the current directory: {e}"))
-        })?;
+        let cwd = std::env::current_dir().map_err(|e| Failure::Work(format!("cannot read the current directory: {e}")))?;
         let name = Path::new(&a.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| a.command[0].clone());
         // No description: the report shows the command itself.
         let w = Workload { name, description: String::new(), command: a.command.clone(), env: vec![], stdin: None };
-        results.push(study_workload(&w, &cwd, &ctx, "[1/1]"));
-    }
+        study_workloads(&[w], &cwd, &opts, &mut show)
+    };
     let study = Study {
         workloads: results,
         runs: a.runs,
-        rss_method: ctx.rss,
+        rss_method: opts.rss,
         machine: Machine::detect(),
         date: heaplab_study::utc_now(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         invocation: std::env::args().map(|a| shell_word(&a)).collect::<Vec<_>>().join(" "),
     };
-    let written = heaplab_study::report::write(&tmp, &study).and_then(|()| install_dir(&tmp, &target));
-    cleanup(written.is_ok());
-    written.map_err(|e| Failure::Work(format!("{}: cannot write the report: {e}", target.display())))?;
+    let target = staging.target().to_path_buf();
+    heaplab_study::report::write(staging.dir(), &study)
+        .and_then(|()| staging.install())
+        .map_err(|e| Failure::Work(format!("{}: cannot write the report: {e}", target.display())))?;
     let (strong, with) = study.strong();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&heaplab_study::report::study_json(&study)).expect("JSON of plain values"));
