@@ -177,8 +177,8 @@ impl RunIndex {
                 exe: p["exe"].as_str().unwrap_or_default().to_string(),
                 args: strings(&p["args"]).unwrap_or_default(),
                 events: num("events")?,
-                calls: p["calls"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0))).collect()).unwrap_or_default(),
-                page_calls: p["page_calls"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0))).collect()).unwrap_or_default(),
+                calls: counts(&p["calls"], &Op::ALL.map(Op::name)),
+                page_calls: counts(&p["page_calls"], &PageOp::ALL.map(PageOp::name)),
                 free_null: p["free_null"].as_u64().unwrap_or(0),
                 threads: p["threads"]
                     .as_array()
@@ -234,6 +234,14 @@ impl RunIndex {
 }
 
 
+/// Counts by function name from a JSON object, in the order of `names` (the format's order, which
+/// a JSON object does not keep); names this build does not know come last.
+fn counts(v: &Value, names: &[&str]) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = v.as_object().map(|m| m.iter().map(|(k, n)| (k.clone(), n.as_u64().unwrap_or(0))).collect()).unwrap_or_default();
+    out.sort_by_key(|(k, _)| names.iter().position(|n| n == k).unwrap_or(names.len()));
+    out
+}
+
 /// How a trace ends, in words: complete (and how the process ended), damaged (and which events
 /// are usable), or without a trailer.
 pub fn describe_ending(e: &Ending) -> String {
@@ -247,5 +255,85 @@ pub fn describe_ending(e: &Ending) -> String {
             EndKind::Other(k, c) => format!("complete (end kind {k}, code {c})"),
         },
         (None, None) => "no trailer: the process was killed, exec'd another program or crashed before it could write one; every event it committed is here".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process(pid: u32, exe: &str, events: u64, file: Option<&str>) -> Process {
+        Process {
+            file: file.map(String::from),
+            pid,
+            ppid: 1,
+            origin: "exec'd image".into(),
+            exe: exe.into(),
+            args: vec![exe.rsplit('/').next().unwrap().into(), "-c".into(), "x = 'a \"quoted\" arg'".into()],
+            events,
+            calls: vec![("malloc".into(), events / 2), ("free".into(), events / 2)],
+            page_calls: vec![("mmap".into(), 3)],
+            free_null: 2,
+            threads: vec![(pid, events)],
+            status: "complete (process exited)".into(),
+            start_ns: 1000 + pid as u64,
+            file_bytes: events * 4,
+            peak_rss: Some(1 << 20),
+            complete: true,
+        }
+    }
+
+    fn index() -> RunIndex {
+        RunIndex {
+            command: vec!["sh".into(), "-c".into(), "python3 x.py | sort".into()],
+            status: "exited with status 0".into(),
+            root: "run.hltrace".into(),
+            processes: vec![
+                process(10, "/bin/sh", 50, Some("run.hltrace")),
+                process(11, "/usr/bin/python3.11", 9000, Some("run.11.1.hltrace")),
+                process(11, "/usr/bin/env", 300, Some("run.11.hltrace")),
+                process(12, "/usr/bin/sort", 0, None),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_index_round_trips_and_starts_with_its_magic() {
+        let ix = index();
+        let text = ix.to_json();
+        assert!(text.starts_with(MAGIC));
+        assert_eq!(RunIndex::parse("r.hlrun", &text).unwrap(), ix);
+    }
+
+    #[test]
+    fn damaged_and_foreign_indexes_are_refused_by_name() {
+        let text = index().to_json();
+        let cases = [
+            ("{\"something\": 1}".to_string(), "not a heaplab run index"),
+            (text.replacen("\"heaplab_run\": 1", "\"heaplab_run\": 9", 1), "version"),
+            (text[..text.len() / 2].to_string(), "damaged run index"),
+            (text.replacen("\"pid\"", "\"pod\"", 1), "no 'pid'"),
+        ];
+        for (bad, says) in cases {
+            let e = RunIndex::parse("r.hlrun", &bad).unwrap_err();
+            assert!(e.starts_with("r.hlrun: ") && e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn processes_are_picked_by_pid_name_or_most_events() {
+        let ix = index();
+        assert_eq!(ix.main_process().exe, "/usr/bin/python3.11");
+        assert_eq!(ix.select(None).unwrap().exe, "/usr/bin/python3.11");
+        // A pid with two images: the one with the most events.
+        assert_eq!(ix.select(Some("11")).unwrap().exe, "/usr/bin/python3.11");
+        assert_eq!(ix.select(Some("env")).unwrap().pid, 11);
+        assert_eq!(ix.select(Some("sh")).unwrap().pid, 10);
+        // A process with no heap call has no trace to read.
+        let e = ix.select(Some("sort")).unwrap_err();
+        assert!(e.contains("--process sort") && e.contains("10 (sh)"), "{e}");
+        assert!(ix.select(Some("99")).is_err());
+        let p = ix.select(Some("python3.11")).unwrap();
+        assert_eq!(ix.trace_path(Path::new("/d/run.hlrun"), p).unwrap(), Path::new("/d/run.11.1.hltrace"));
     }
 }
