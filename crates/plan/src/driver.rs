@@ -511,7 +511,15 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         }
         let Some((first, rest)) = heuristics.split_first() else { return };
         let t = Instant::now();
-        let off = first.run(&part.buffers);
+        // Even the first heuristic stops at the deadline: its cost can grow quadratically (see
+        // `WORK_PER_CLOCK_CHECK`). The start-order sweep, O(n log n), then stands in for it.
+        let (first, off) = match first.run_until(&part.buffers, run.deadline) {
+            Some(off) => (*first, off),
+            None => {
+                let sweep = Heuristic { order: Order::Start, fit: Fit::First };
+                (sweep, sweep.run(&part.buffers))
+            }
+        };
         let unit = t.elapsed();
         part.first_fit_seconds = unit.as_secs_f64() / first.relative_cost();
         let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);

@@ -93,9 +93,38 @@ pub fn place_in_order(buffers: &[Buffer], order: &[u32], fit: Fit) -> Vec<u64> {
     place_in_order_bounded(buffers, order, fit, u64::MAX, None).expect("an unbounded placement always completes")
 }
 
+/// Index work ([`Occupancy::work`]) between two looks at the clock: about a millisecond, so a
+/// deadline is kept to that even where single queries are costly (a stack of long-lived buffers
+/// under a churn of short ones, where a query walks every interval below its answer).
+pub const WORK_PER_CLOCK_CHECK: u64 = 1 << 16;
+
+/// Looks at the clock of a greedy loop over an [`Occupancy`] every 512 buffers and every
+/// [`WORK_PER_CLOCK_CHECK`] steps of the index, whichever comes first.
+pub struct DeadlineCheck {
+    deadline: Option<std::time::Instant>,
+    next_work: u64,
+}
+
+impl DeadlineCheck {
+    /// Checks for `deadline` (never, when `None`).
+    pub fn new(deadline: Option<std::time::Instant>) -> Self {
+        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK }
+    }
+
+    /// Whether the deadline has passed, asked before placing the `k`-th buffer with `occ`.
+    pub fn passed(&mut self, k: usize, occ: &Occupancy) -> bool {
+        let Some(d) = self.deadline else { return false };
+        if k % 512 != 511 && occ.work() < self.next_work {
+            return false;
+        }
+        self.next_work = occ.work() + WORK_PER_CLOCK_CHECK;
+        std::time::Instant::now() >= d
+    }
+}
+
 /// [`place_in_order`] that gives up (returns `None`) as soon as a buffer's top `offset + size`
-/// would exceed `max_makespan`, or once `deadline` has passed (checked every 512
-/// buffers). The boxing algorithm's early stop: a pass that cannot beat the best makespan known
+/// would exceed `max_makespan`, or once `deadline` has passed (checked every 512 buffers and
+/// every [`WORK_PER_CLOCK_CHECK`] steps of the index). The boxing algorithm's early stop: a pass that cannot beat the best makespan known
 /// so far is abandoned instead of finished. When it returns `Some`, the offsets are exactly
 /// those of [`place_in_order`].
 pub fn place_in_order_bounded(
@@ -107,8 +136,9 @@ pub fn place_in_order_bounded(
 ) -> Option<Vec<u64>> {
     let mut occ = Occupancy::new(buffers);
     let mut offsets = vec![0u64; buffers.len()];
+    let mut clock = DeadlineCheck::new(deadline);
     for (k, &i) in order.iter().enumerate() {
-        if k % 512 == 511 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+        if clock.passed(k, &occ) {
             return None;
         }
         let i = i as usize;

@@ -105,20 +105,22 @@ impl Pool {
 
     /// Adds `[start, end)` to set `*h` (creating it when `*h == 0`), merging every interval
     /// it touches or overlaps.
-    fn insert(&mut self, h: &mut Handle, start: u64, end: u64) {
+    /// Returns the work done: one plus the intervals moved.
+    fn insert(&mut self, h: &mut Handle, start: u64, end: u64) -> u64 {
         if *h == 0 {
             let at = self.alloc(0);
             self.slots[at as usize] = (start, end);
             assert!(self.heads.len() < u32::MAX as usize, "more than 2^32 interval sets");
             *h = self.heads.len() as Handle;
             self.heads.push(Head { at, len: 1, class: 0 });
-            return;
+            return 1;
         }
         let mut hd = self.heads[*h as usize];
         let (at, len) = (hd.at as usize, hd.len as usize);
         let v = &self.slots[at..at + len];
         let i = v.partition_point(|iv| iv.1 < start);
         let j = i + v[i..].partition_point(|iv| iv.0 <= end);
+        let work = 1 + (len - i) as u64;
         if i < j {
             let merged = (v[i].0.min(start), v[j - 1].1.max(end));
             self.slots[at + i] = merged;
@@ -138,6 +140,7 @@ impl Pool {
             hd.len += 1;
         }
         self.heads[*h as usize] = hd;
+        work
     }
 }
 
@@ -187,6 +190,8 @@ pub struct Occupancy<'a> {
     sets: Vec<(u32, u32)>,
     cursors: Vec<usize>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
+    /// See [`Occupancy::work`].
+    work: u64,
 }
 
 impl<'a> Occupancy<'a> {
@@ -213,7 +218,16 @@ impl<'a> Occupancy<'a> {
             sets: Vec::with_capacity(128),
             cursors: Vec::with_capacity(128),
             heap: BinaryHeap::with_capacity(128),
+            work: 0,
         }
+    }
+
+    /// Steps taken so far by the queries (sets gathered, intervals visited) and insertions
+    /// (sets touched, intervals shifted): proportional to the time spent, so a caller can check
+    /// a deadline after a fixed amount of work rather than a fixed number of buffers (one query
+    /// can visit every interval placed so far), and a test can bound the work without a clock.
+    pub fn work(&self) -> u64 {
+        self.work
     }
 
     /// Records buffer `i` at `offset`.
@@ -223,12 +237,12 @@ impl<'a> Occupancy<'a> {
         let (mut lo, mut hi) = (a as usize + self.leaves, c as usize + self.leaves);
         while lo < hi {
             if lo & 1 == 1 {
-                self.pool.insert(&mut self.cover[lo], offset, end);
+                self.work += self.pool.insert(&mut self.cover[lo], offset, end);
                 lo += 1;
             }
             if hi & 1 == 1 {
                 hi -= 1;
-                self.pool.insert(&mut self.cover[hi], offset, end);
+                self.work += self.pool.insert(&mut self.cover[hi], offset, end);
             }
             lo /= 2;
             hi /= 2;
@@ -236,7 +250,7 @@ impl<'a> Occupancy<'a> {
         let mut node = a as usize + self.leaves;
         // The left spine (powers of two) holds leaf 0, never inside a range query.
         while !node.is_power_of_two() {
-            self.pool.insert(&mut self.starts[node], offset, end);
+            self.work += self.pool.insert(&mut self.starts[node], offset, end);
             node /= 2;
         }
     }
@@ -272,6 +286,7 @@ impl<'a> Occupancy<'a> {
             hi /= 2;
         }
         self.cursors.resize(self.sets.len(), usize::MAX);
+        self.work += 1 + self.sets.len() as u64;
     }
 
     /// Lowest aligned offset free during buffer `i`'s lifetime (first fit).
@@ -299,6 +314,7 @@ impl<'a> Occupancy<'a> {
             if s >= x.saturating_add(size) {
                 break;
             }
+            self.work += 1;
             let v = self.pool.get(self.sets[k as usize]);
             let c = self.cursors[k as usize];
             if v[c].1 > x {
@@ -326,6 +342,7 @@ impl<'a> Occupancy<'a> {
         let mut clean = 0; // consecutive sets that did not move x
         let mut k = 0;
         while clean < m {
+            self.work += 1;
             match first_ending_after(self.pool.get(self.sets[k]), x, &mut self.cursors[k]) {
                 Some((s, e)) if s <= x => {
                     x = e;
@@ -336,6 +353,7 @@ impl<'a> Occupancy<'a> {
             k = if k + 1 == m { 0 } else { k + 1 };
         }
         let mut next = u64::MAX;
+        self.work += m as u64;
         for k in 0..m {
             if let Some((s, _)) = first_ending_after(self.pool.get(self.sets[k]), x, &mut self.cursors[k]) {
                 next = next.min(s);

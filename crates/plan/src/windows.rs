@@ -116,18 +116,24 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
         let mut offsets = vec![0u64; buffers.len()];
         let mut occ = Occupancy::new(buffers);
         let mut windows_top = 0;
-        for w in &windows {
-            for (&i, &o) in w.members.iter().zip(w.plan.as_deref().unwrap_or(&[])) {
-                offsets[i] = o;
-                occ.insert(i, o);
-                in_window[i] = true;
-                windows_top = windows_top.max(o + buffers[i].size);
+        // Both the windows' insertion and the fill, first fit by size, can cost as much as a
+        // whole first-fit placement (see `WORK_PER_CLOCK_CHECK`): a round stops at the deadline.
+        let mut clock = heuristics::DeadlineCheck::new(Some(params.deadline));
+        let mut expired = false;
+        for (k, (&i, &o)) in windows.iter().flat_map(|w| w.members.iter().zip(w.plan.as_deref().unwrap_or(&[]))).enumerate() {
+            if clock.passed(k, &occ) {
+                expired = true;
+                break;
             }
+            offsets[i] = o;
+            occ.insert(i, o);
+            in_window[i] = true;
+            windows_top = windows_top.max(o + buffers[i].size);
         }
         // The fill: stops at the first buffer that cannot stay below the best makespan.
         let mut highest = (windows_top, usize::MAX);
         let mut bound = out.makespan.min(rival());
-        let mut complete = windows_top < bound;
+        let mut complete = !expired && windows_top < bound;
         if complete {
             for (k, &i) in order.iter().enumerate() {
                 let i = i as usize;
@@ -136,6 +142,10 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
                 }
                 if k % 1024 == 0 {
                     bound = bound.min(rival());
+                }
+                if clock.passed(k, &occ) {
+                    complete = false;
+                    break;
                 }
                 let o = occ.lowest_fit(i);
                 let top = o + buffers[i].size;
