@@ -134,11 +134,22 @@ pub fn place_in_order_bounded(
     max_makespan: u64,
     deadline: Option<std::time::Instant>,
 ) -> Option<Vec<u64>> {
-    let mut occ = Occupancy::new(buffers);
+    place_with(&mut Occupancy::new(buffers), buffers, order, fit, max_makespan, deadline)
+}
+
+/// [`place_in_order_bounded`] on a given (empty) index, so that a test can read its work.
+fn place_with(
+    occ: &mut Occupancy,
+    buffers: &[Buffer],
+    order: &[u32],
+    fit: Fit,
+    max_makespan: u64,
+    deadline: Option<std::time::Instant>,
+) -> Option<Vec<u64>> {
     let mut offsets = vec![0u64; buffers.len()];
     let mut clock = DeadlineCheck::new(deadline);
     for (k, &i) in order.iter().enumerate() {
-        if clock.passed(k, &occ) {
+        if clock.passed(k, occ) {
             return None;
         }
         let i = i as usize;
@@ -292,6 +303,39 @@ mod tests {
             } else {
                 assert_eq!(h.run_until(bs, past), None, "{}", h.name());
             }
+        }
+    }
+
+    /// Long-lived buffers stacked under a churn of short ones (an interpreter's heap, scaled
+    /// down): the index's sets interleave, so a first-fit query walks about every interval
+    /// placed below it and the whole placement is quadratic.
+    fn long_lived_under_churn(n: usize) -> Vec<Buffer> {
+        let mut rnd = lcg(21);
+        (0..n as u64)
+            .map(|i| {
+                let (lo, hi) = if i % 4 == 0 { (i, 4 * n as u64 + rnd(n as u64)) } else { (i, i + 1 + rnd(8)) };
+                Buffer::new(i, lo, hi, 16 + rnd(16))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_greedy_placement_past_its_deadline_stops_within_one_check_of_work() {
+        let bs = long_lived_under_churn(20_000);
+        let ord = order(&bs, Order::Size);
+        let mut occ = Occupancy::new(&bs);
+        let full = place_with(&mut occ, &bs, &ord, Fit::First, u64::MAX, None).unwrap();
+        assert!(validate(&bs, &full).is_valid());
+        let total = occ.work();
+        // The shape is costly: far more work than a few steps per buffer ...
+        assert!(total > 20 * WORK_PER_CLOCK_CHECK, "work {total}");
+        // ... yet a placement whose deadline has passed gives up after at most one check's
+        // worth of work and one more placement.
+        for fit in [Fit::First, Fit::Best] {
+            let mut occ = Occupancy::new(&bs);
+            let past = std::time::Instant::now();
+            assert_eq!(place_with(&mut occ, &bs, &ord, fit, u64::MAX, Some(past)), None);
+            assert!(occ.work() <= WORK_PER_CLOCK_CHECK + total / 1000, "work {} of {total}", occ.work());
         }
     }
 

@@ -166,3 +166,22 @@ fn every_stage_can_be_switched_off_and_the_plan_stays_valid() {
     assert!(all(&instances[0].1).algorithm.starts_with("exact:"));
     assert!(all(&instances[3].1).stages.iter().any(|(s, _)| s == "heuristics + critical windows"));
 }
+
+#[test]
+fn an_expired_deadline_still_gives_a_valid_plan_from_the_sweep_alone() {
+    // Long-lived buffers under a churn of short ones, where first fit by size is quadratic.
+    let bs: Vec<heaplab_model::Buffer> = (0..30_000u64)
+        .map(|i| {
+            let hi = if i % 4 == 0 { 200_000 - i } else { i + 1 + i % 7 };
+            heaplab_model::Buffer::new(i, i, hi, 16 + (i * 7919) % 16)
+        })
+        .collect();
+    for algorithm in [Algorithm::Auto, Algorithm::Heuristics, Algorithm::parse("first-fit/size", 1).unwrap()] {
+        let o = PlanOptions { time_limit: Duration::ZERO, ..PlanOptions::default() };
+        let out = plan(&bs, &PlanOptions { algorithm, ..o }, None);
+        assert!(validate(&bs, &out.offsets).is_valid());
+        // Only the first heuristic's stand-in ran: nothing else starts past the deadline.
+        let names: Vec<&str> = out.attempts.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["first-fit/start"], "{algorithm:?}");
+    }
+}
