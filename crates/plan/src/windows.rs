@@ -120,7 +120,12 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
         // whole first-fit placement (see `WORK_PER_CLOCK_CHECK`): a round stops at the deadline.
         let mut clock = heuristics::DeadlineCheck::new(Some(params.deadline));
         let mut expired = false;
-        for (k, (&i, &o)) in windows.iter().flat_map(|w| w.members.iter().zip(w.plan.as_deref().unwrap_or(&[]))).enumerate() {
+        // In address order every insertion appends to its sets instead of shifting them (a
+        // window of 2.7·10^5 stacked buffers: 3.3 s in member order).
+        let mut placed: Vec<(u64, usize)> =
+            windows.iter().flat_map(|w| w.plan.as_deref().unwrap_or(&[]).iter().copied().zip(w.members.iter().copied())).collect();
+        placed.sort_unstable();
+        for (k, (o, i)) in placed.into_iter().enumerate() {
             if clock.passed(k, &occ) {
                 expired = true;
                 break;
