@@ -512,13 +512,14 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         let Some((first, rest)) = heuristics.split_first() else { return };
         let t = Instant::now();
         // Even the first heuristic stops at the deadline: its cost can grow quadratically (see
-        // `WORK_PER_CLOCK_CHECK`). The start-order sweep, O(n log n), then stands in for it.
-        let (first, off) = match first.run_until(&part.buffers, run.deadline) {
-            Some(off) => (*first, off),
-            None => {
-                let sweep = Heuristic { order: Order::Start, fit: Fit::First };
-                (sweep, sweep.run(&part.buffers))
-            }
+        // `WORK_PER_CLOCK_CHECK`). The start-order sweep, O(n log n), then stands in for it; it
+        // runs before, so that the stand-in does not itself run past the deadline.
+        let sweep = Heuristic { order: Order::Start, fit: Fit::First };
+        let stand_in = (first.order != Order::Start).then(|| sweep.run(&part.buffers));
+        let (first, off) = match (first.run_until(&part.buffers, run.deadline), stand_in) {
+            (Some(off), _) => (*first, off),
+            (None, Some(off)) => (sweep, off),
+            (None, None) => unreachable!("the start-order sweep always completes"),
         };
         let unit = t.elapsed();
         part.first_fit_seconds = unit.as_secs_f64() / first.relative_cost();
