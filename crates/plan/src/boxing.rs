@@ -159,6 +159,9 @@ pub struct BoxingOutcome {
     pub best_pass: Option<usize>,
     /// Seconds spent boxing, unboxing and squeezing, summed over passes.
     pub phase_seconds: [f64; 3],
+    /// Whether `offsets` come from the start-order sweep standing in for boxing: without an
+    /// `upper_bound`, the deadline passed before any pass finished its squeeze.
+    pub stand_in: bool,
 }
 
 impl BoxingOutcome {
@@ -178,6 +181,7 @@ impl BoxingOutcome {
             fit: None,
             best_pass: None,
             phase_seconds: [0.0; 3],
+            stand_in: false,
         }
     }
 }
@@ -217,21 +221,25 @@ pub fn plan(buffers: &[Buffer], params: &BoxingParams) -> BoxingOutcome {
     let threads = rayon::current_num_threads().clamp(1, (MAX_IN_FLIGHT / buffers.len()).max(1));
     let unlimited = params.deadline.is_none() && params.iterations == usize::MAX;
     let mut pass = 0usize;
+    // Computed before the passes, so that standing in costs no time past the deadline.
+    let stand_in = (params.deadline.is_some() && params.upper_bound.is_none()).then(|| {
+        crate::heuristics::Heuristic { order: crate::rules::Order::Start, fit: Fit::First }.run(buffers)
+    });
     while pass < params.iterations {
         if best <= params.target {
             break;
         }
-        let fallback = params.upper_bound.is_some() || !out.offsets.is_empty();
-        if fallback && params.deadline.is_some_and(|d| Instant::now() >= d) {
+        // The first batch always starts, so that there is a placement to return.
+        if (pass > 0 || params.upper_bound.is_some()) && params.deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
         let batch = threads.min(params.iterations - pass);
-        // Strictly below `best`. The deadline may interrupt a squeeze only when there is
-        // something else to return.
+        // Strictly below `best`. A squeeze can cost as much as a quadratic first fit (see
+        // `WORK_PER_CLOCK_CHECK`), so the deadline interrupts it even in the first batch; the
+        // start-order sweep then stands in.
         let bound = if best == u64::MAX { u64::MAX } else { best - 1 };
-        let deadline = params.deadline.filter(|_| fallback);
         let results: Vec<Pass> =
-            (pass..pass + batch).into_par_iter().map(|p| run_pass(buffers, &pre, params, p, bound, deadline)).collect();
+            (pass..pass + batch).into_par_iter().map(|p| run_pass(buffers, &pre, params, p, bound, params.deadline)).collect();
         for (p, r) in (pass..).zip(results) {
             out.iterations += 1;
             for (total, s) in out.phase_seconds.iter_mut().zip(r.seconds) {
@@ -257,6 +265,11 @@ pub fn plan(buffers: &[Buffer], params: &BoxingParams) -> BoxingOutcome {
             // Neither a deadline nor a cap: one batch, rather than running forever.
             break;
         }
+    }
+    if let Some(off) = stand_in.filter(|_| out.offsets.is_empty() && !buffers.is_empty()) {
+        out.makespan = makespan(buffers, &off);
+        out.offsets = off;
+        out.stand_in = true;
     }
     out
 }

@@ -639,7 +639,13 @@ fn boxing_stage(run: &Run, parts: &mut [Part], deadline: Instant) -> usize {
         used[i] += out.iterations;
         // Empty offsets: no pass beat the bound (never the case without one).
         if !out.offsets.is_empty() {
-            let name = if out.solved_trivially { "exact (boxing prelude)".to_string() } else { "boxing".to_string() };
+            let name = if out.solved_trivially {
+                "exact (boxing prelude)".to_string()
+            } else if out.stand_in {
+                "first-fit/start (boxing ran out of time)".to_string()
+            } else {
+                "boxing".to_string()
+            };
             part.offer(name, out.offsets, now.elapsed().as_secs_f64());
         }
         show_best(parts, progress);

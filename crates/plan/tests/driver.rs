@@ -184,4 +184,9 @@ fn an_expired_deadline_still_gives_a_valid_plan_from_the_sweep_alone() {
         let names: Vec<&str> = out.attempts.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["first-fit/start"], "{algorithm:?}");
     }
+    // Boxing alone has no heuristic to fall back on: the sweep stands in for its squeeze.
+    let o = PlanOptions { time_limit: Duration::ZERO, algorithm: Algorithm::Boxing, ..PlanOptions::default() };
+    let out = plan(&bs, &o, None);
+    assert!(validate(&bs, &out.offsets).is_valid());
+    assert_eq!(out.algorithm, "first-fit/start (boxing ran out of time)");
 }
