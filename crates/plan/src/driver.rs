@@ -513,10 +513,14 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         let t = Instant::now();
         // Even the first heuristic stops at the deadline: its cost can grow quadratically (see
         // `WORK_PER_CLOCK_CHECK`). The start-order sweep, O(n log n), then stands in for it; it
-        // runs before, so that the stand-in does not itself run past the deadline.
+        // runs beside it (on an idle core, at no cost in wall time), so that the stand-in does
+        // not itself run past the deadline.
         let sweep = Heuristic { order: Order::Start, fit: Fit::First };
-        let stand_in = (first.order != Order::Start).then(|| sweep.run(&part.buffers));
-        let (first, off) = match (first.run_until(&part.buffers, run.deadline), stand_in) {
+        let (stand_in, off) = rayon::join(
+            || (first.order != Order::Start).then(|| sweep.run(&part.buffers)),
+            || first.run_until(&part.buffers, run.deadline),
+        );
+        let (first, off) = match (off, stand_in) {
             (Some(off), _) => (*first, off),
             (None, Some(off)) => (sweep, off),
             (None, None) => unreachable!("the start-order sweep always completes"),
