@@ -57,9 +57,15 @@ pub fn read_instance(path: &str, semantics: Semantics) -> Result<Instance, Input
 
 /// Reads a placement: an instance with an offset for every buffer.
 pub fn read_placement(path: &str, semantics: Semantics) -> Result<(Instance, Vec<u64>), InputError> {
-    match read(path, semantics, true)? {
+    read_placement_input(Input::open(path)?, semantics)
+}
+
+/// Reads a placement from an opened input; see [`read_placement`].
+pub fn read_placement_input(input: Input, semantics: Semantics) -> Result<(Instance, Vec<u64>), InputError> {
+    let name = input.name().to_string();
+    match read_input(input, semantics, true)? {
         (inst, Some(o)) => Ok((inst, o)),
-        (_, None) => Err(InputError::file(path, K::Shape, "no 'offset' column: this is an instance, not a placement")),
+        (_, None) => Err(InputError::file(&name, K::Shape, "no 'offset' column: this is an instance, not a placement")),
     }
 }
 

@@ -242,6 +242,14 @@ impl Input {
         self.len == Some(0)
     }
 
+    /// The first line of the look-ahead (without its line end), after [`Input::kind`]: `None`
+    /// when the look-ahead holds no complete line. Nothing is consumed.
+    pub fn first_line(&mut self) -> Result<Option<&[u8]>, InputError> {
+        self.kind()?;
+        let ahead = &self.head[self.at..];
+        Ok(ahead.iter().position(|&b| b == b'\n').map(|n| &ahead[..n]))
+    }
+
     /// What the file is, from its first bytes (read ahead, not consumed: the reader handed on
     /// still starts at the first byte). Only valid before anything was read.
     pub fn kind(&mut self) -> Result<FileKind, InputError> {

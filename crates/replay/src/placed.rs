@@ -229,24 +229,18 @@ pub fn write_binary<W: Write + ?Sized>(w: &mut W, p: &Placed) -> std::io::Result
     w.write_all(&out)
 }
 
-/// Whether the file at `path` starts with the placed magic. It opens the file: for a pipe,
-/// use [`Input::kind`] on the input that is then read.
-pub fn is_placed(path: &str) -> bool {
-    Input::open(path).and_then(|mut i| i.kind()).is_ok_and(|k| k == FileKind::Placed)
-}
-
-/// Whether the file at `path` looks like the CSV export: its first line is a header with a
-/// `job` column (instance and placement CSV files never have one). Only that line is read.
-pub fn is_csv_export(path: &str) -> bool {
-    use std::io::BufRead;
-    let Ok(f) = std::fs::File::open(path) else { return false };
-    let mut head = Vec::new();
-    // A header is short: a file without a newline in its first 4 KiB is not one.
-    if std::io::BufReader::new(f.take(4096)).read_until(b'\n', &mut head).is_err() {
-        return false;
+/// Whether an opened input holds placed jobs: the binary by its magic, or the CSV export by a
+/// header with a `job` column (instance and placement CSV files never have one). Only the
+/// look-ahead is read, so the same input is then handed to whichever reader it names.
+pub fn holds_placed(input: &mut Input) -> Result<bool, InputError> {
+    if input.kind()? == FileKind::Placed {
+        return Ok(true);
     }
-    let head = String::from_utf8_lossy(&head);
-    head.trim_start_matches('\u{feff}').split(',').any(|c| c.trim().eq_ignore_ascii_case("job"))
+    // A header is short: one that does not end within the look-ahead is not the export's.
+    Ok(input.first_line()?.is_some_and(|head| {
+        let head = String::from_utf8_lossy(head);
+        head.trim_start_matches('\u{feff}').split(',').any(|c| c.trim().eq_ignore_ascii_case("job"))
+    }))
 }
 
 /// A cursor over the file's bytes that names the offset of what it could not read.

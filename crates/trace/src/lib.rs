@@ -22,5 +22,5 @@ pub mod writer;
 
 pub use blocks::{Block, BlockOptions, Blocks, Cause, Change, Clock, Closed, Counts, SizeModel};
 pub use convert::{analyse, Analysis, ConvertOptions};
-pub use reader::{is_trace, Damage, Ending, Event, Half, Header, Origin, PageEvent, Skim, Step, TraceReader};
+pub use reader::{Damage, Ending, Event, Half, Header, Origin, PageEvent, Skim, Step, TraceReader};
 pub use stats::TraceStats;

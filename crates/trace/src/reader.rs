@@ -555,12 +555,6 @@ impl TraceReader<Input> {
     }
 }
 
-/// Whether the file at `path` starts with the trace magic. It opens the file: for a pipe, use
-/// [`Input::kind`] on the input that is then read.
-pub fn is_trace(path: &str) -> bool {
-    Input::open(path).and_then(|mut i| i.kind()).is_ok_and(|k| k == FileKind::Trace)
-}
-
 fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {

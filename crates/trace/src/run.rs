@@ -149,12 +149,6 @@ impl RunIndex {
         format!("{MAGIC} {VERSION},{}\n", &body[1..])
     }
 
-    /// Reads an index; the error names the file and what is wrong.
-    pub fn read(path: &str) -> Result<RunIndex, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: cannot read: {e}"))?;
-        RunIndex::parse(path, &text)
-    }
-
     /// Parses the text of an index read from `path` (named in errors).
     pub fn parse(path: &str, text: &str) -> Result<RunIndex, String> {
         if !text.starts_with(MAGIC) {

@@ -6,7 +6,7 @@ use crate::picture::write_plot;
 use crate::Failure;
 use clap::Args;
 use heaplab_model::units::{bytes, grouped};
-use heaplab_model::{files, Semantics};
+use heaplab_model::{files, Input, Semantics};
 use heaplab_replay::placed;
 
 /// Arguments of `heaplab plot`.
@@ -30,11 +30,12 @@ pub struct PlotArgs {
 pub fn plot(a: PlotArgs) -> Result<(), Failure> {
     crate::picture::check_format(&a.output)?;
     check_writable(&a.output)?;
-    // An allocator's placement: the binary by its magic, the CSV export by its header.
-    if heaplab_replay::placed::is_placed(&a.placement) || heaplab_replay::placed::is_csv_export(&a.placement) {
-        return plot_placed(&a.placement, &a.output, a.title.as_deref());
+    // Opened once and told apart by its first bytes: a pipe is read like a file.
+    let mut input = Input::open(&a.placement)?;
+    if placed::holds_placed(&mut input)? {
+        return plot_placed(input, &a.output, a.title.as_deref());
     }
-    let (inst, offsets) = files::read_placement(&a.placement, a.semantics)?;
+    let (inst, offsets) = files::read_placement_input(input, a.semantics)?;
     let v = heaplab_sweep::validate(&inst.buffers, &offsets);
     if !v.is_valid() {
         eprintln!("heaplab: warning: drawing an invalid placement ({} clashing buffers)", v.clashing_buffers);
@@ -46,8 +47,9 @@ pub fn plot(a: PlotArgs) -> Result<(), Failure> {
 
 /// `heaplab plot` of placed jobs (a `.hlplaced` file or its CSV export): where the allocator
 /// put every block, one band per mapping, on the allocated-bytes clock.
-fn plot_placed(path: &str, output: &str, title: Option<&str>) -> Result<(), Failure> {
-    let p = placed::read(path, 4096)?;
+fn plot_placed(input: Input, output: &str, title: Option<&str>) -> Result<(), Failure> {
+    let path = input.name().to_string();
+    let p = placed::read_input(input, 4096)?;
     let blocks: Vec<heaplab_model::Buffer> = p.jobs.iter().map(|j| heaplab_model::Buffer::new(j.id, j.start, j.end, j.usable)).collect();
     let addresses: Vec<u64> = p.jobs.iter().map(|j| j.address).collect();
     let region: Vec<u32> = p.jobs.iter().map(|j| j.mapping).collect();

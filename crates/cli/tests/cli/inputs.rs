@@ -41,9 +41,12 @@ fn fifos_and_process_substitution_are_read_once() {
     let r = heaplab_within(&d, 30, &["$HEAPLAB", "plan", "<(cat b.hlbin)", "--time-limit", "0"], true);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("4 buffers"), "{}", r.stdout);
+    // A placement and a placed file's CSV export, for plot.
+    assert_eq!(heaplab_within(&d, 30, &["plan", "a.csv", "--time-limit", "0", "-o", "placed.csv"], false).code, 0);
+    assert_eq!(heaplab_within(&d, 30, &["convert", "t.hlplaced", "-o", "jobs.csv"], false).code, 0);
     // FIFOs: every reader command, each format; none may hang.
     let read = |name: &str| std::fs::read(d.join(name)).unwrap();
-    let cases: [(&str, &[&str], i32); 8] = [
+    let cases: [(&str, &[&str], i32); 11] = [
         ("a.csv", &["plan", "F", "--time-limit", "0"], 0),
         ("a.csv", &["stats", "F"], 0),
         ("b.hlbin", &["convert", "F", "-o", "c.csv"], 0),
@@ -51,6 +54,9 @@ fn fifos_and_process_substitution_are_read_once() {
         ("t.hltrace", &["plan", "F", "--time-limit", "0"], 0),
         ("t.hltrace", &["trace-info", "F"], 0),
         ("t.hlplaced", &["frag", "F"], 0),
+        ("t.hlplaced", &["plot", "F", "-o", "t.png"], 0),
+        ("jobs.csv", &["plot", "F", "-o", "jobs.svg"], 0),
+        ("placed.csv", &["plot", "F", "-o", "placed.png"], 0),
         // replay reads its trace twice: a pipe is refused, clearly and at once.
         ("t.hltrace", &["replay", "F", "-a", "glibc", "-o", "r.hlplaced"], 2),
     ];
