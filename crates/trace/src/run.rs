@@ -63,6 +63,18 @@ impl Process {
         format!("pid {} `{}`", self.pid, cmd)
     }
 
+    /// Its entry in the index, as JSON (also what `heaplab trace --json` builds on).
+    pub fn json(&self) -> Value {
+        let counts = |c: &[(String, u64)]| c.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<String, Value>>();
+        json!({
+            "file": self.file, "pid": self.pid, "ppid": self.ppid, "origin": self.origin, "exe": self.exe, "args": self.args,
+            "events": self.events, "calls": counts(&self.calls), "free_null": self.free_null, "page_calls": counts(&self.page_calls),
+            "threads": self.threads.iter().map(|(t, n)| json!({"tid": t, "calls": n})).collect::<Vec<_>>(),
+            "status": self.status, "start_ns": self.start_ns, "file_bytes": self.file_bytes, "peak_rss_bytes": self.peak_rss,
+            "complete": self.complete,
+        })
+    }
+
     /// The name a user picks it by: the last component of argv[0] (else of the executable).
     pub fn name(&self) -> &str {
         let first = self.args.first().map(String::as_str).unwrap_or(&self.exe);
@@ -133,16 +145,7 @@ impl RunIndex {
 
     /// The index as JSON, starting with [`MAGIC`].
     pub fn to_json(&self) -> String {
-        let procs: Vec<Value> = self
-            .processes
-            .iter()
-            .map(|p| {
-                json!({"file": p.file, "pid": p.pid, "ppid": p.ppid, "origin": p.origin, "exe": p.exe, "args": p.args,
-                       "events": p.events, "calls": p.calls.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<String, Value>>(), "free_null": p.free_null,
-                       "page_calls": p.page_calls.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<String, Value>>(),
-                       "threads": p.threads.iter().map(|(t, n)| json!({"tid": t, "calls": n})).collect::<Vec<_>>(), "status": p.status, "start_ns": p.start_ns, "file_bytes": p.file_bytes, "peak_rss_bytes": p.peak_rss, "complete": p.complete})
-            })
-            .collect();
+        let procs: Vec<Value> = self.processes.iter().map(Process::json).collect();
         let rest = json!({"command": self.command, "status": self.status, "root": self.root, "processes": procs});
         let body = serde_json::to_string_pretty(&rest).expect("JSON of plain values");
         // The version key first, so the file is recognised by its first bytes.

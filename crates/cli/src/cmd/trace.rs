@@ -175,7 +175,7 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
     };
     let mut text = String::new();
     if a.json {
-        let mut v = process_json(root, &a.output);
+        let mut v = process_json(root, Some(a.output.clone()));
         v["program"] = json!({
             "command": a.command,
             "exit_code": status.code(),
@@ -188,11 +188,7 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
         v["children"] = Value::Array(
             index.processes[1..]
                 .iter()
-                .map(|p| {
-                    let mut c = process_json(p, &p.file.as_deref().map(|f| shown(Path::new(f))).unwrap_or_default());
-                    c["file"] = json!(p.file.as_deref().map(|f| shown(Path::new(f))));
-                    c
-                })
+                .map(|p| process_json(p, p.file.as_deref().map(|f| shown(Path::new(f)))))
                 .collect(),
         );
         v["main"] = json!(index.main_process().file.as_deref().map(|f| shown(Path::new(f))));
@@ -266,28 +262,15 @@ fn bytes_per_event(p: &Process) -> f64 {
     }
 }
 
-/// The quick count of one process's trace, as JSON.
-fn process_json(p: &Process, file: &str) -> Value {
-    let calls: serde_json::Map<String, Value> = p.calls.iter().map(|(k, n)| (k.clone(), json!(n))).collect();
-    json!({
-        "file": file,
-        "file_bytes": p.file_bytes,
-        "bytes_per_event": bytes_per_event(p),
-        "pid": p.pid,
-        "ppid": p.ppid,
-        "origin": p.origin,
-        "exe": p.exe,
-        "args": p.args,
-        "events": p.events,
-        "calls": calls,
-        "free_null": p.free_null,
-        "page_calls": p.page_calls.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<String, Value>>(),
-        "threads": p.threads.len(),
-        "calls_per_thread": p.threads.iter().map(|(t, n)| json!({"tid": t, "calls": n})).collect::<Vec<_>>(),
-        "peak_rss_bytes": p.peak_rss,
-        "complete": p.complete,
-        "status": p.status,
-    })
+/// The quick count of one process's trace, as JSON: its index entry with the file as the user
+/// names it, and threads counted as `trace-info --json` counts them.
+fn process_json(p: &Process, file: Option<String>) -> Value {
+    let mut v = p.json();
+    v["file"] = json!(file);
+    v["bytes_per_event"] = json!(bytes_per_event(p));
+    v["calls_per_thread"] = v["threads"].take();
+    v["threads"] = json!(p.threads.len());
+    v
 }
 
 /// The quick count of one process's trace, as lines.
