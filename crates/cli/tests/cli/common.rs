@@ -100,16 +100,6 @@ impl Heaplab {
         let out = match self.deadline {
             None => child.wait_with_output().expect("wait for heaplab"),
             Some(limit) => {
-                // Drained on threads, so a chatty run cannot stall on a full pipe while polled.
-                let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
-                    std::thread::spawn(move || {
-                        let mut v = Vec::new();
-                        if let Some(mut p) = p {
-                            let _ = p.read_to_end(&mut v);
-                        }
-                        v
-                    })
-                };
                 let so = drain(child.stdout.take().map(|p| Box::new(p) as _));
                 let se = drain(child.stderr.take().map(|p| Box::new(p) as _));
                 let t0 = Instant::now();
@@ -136,6 +126,18 @@ impl Heaplab {
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
     }
+}
+
+/// Reads a child's pipe to its end on a thread of its own, so a chatty run cannot stall on a
+/// full pipe while it is polled.
+pub fn drain(p: Option<Box<dyn std::io::Read + Send>>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(mut p) = p {
+            let _ = p.read_to_end(&mut v);
+        }
+        v
+    })
 }
 
 /// heaplab with `args` in the test process's working directory.

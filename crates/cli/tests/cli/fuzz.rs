@@ -17,7 +17,7 @@
 //! The runs here are not the shared helper's: each is held to memory limits and its peak
 //! resident memory is measured (wait4), which only this test needs.
 
-use crate::common::{try_prog, BIN};
+use crate::common::{drain, try_prog, BIN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -85,16 +85,6 @@ fn run(dir: &Path, args: &[&str], problems: &mut Vec<String>) -> Run {
         });
     }
     let mut child = c.spawn().expect("start heaplab");
-    // Pipes are drained on threads so a chatty run cannot block on a full pipe.
-    let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_end(&mut v);
-            }
-            v
-        })
-    };
     let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
     let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
     let t0 = Instant::now();
