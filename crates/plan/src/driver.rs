@@ -514,15 +514,21 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // Even the first heuristic stops at the deadline: its cost can grow quadratically (see
         // `WORK_PER_CLOCK_CHECK`). The start-order sweep, O(n log n), then stands in for it; it
         // runs beside it (on an idle core, at no cost in wall time), so that the stand-in does
-        // not itself run past the deadline.
+        // not itself run past the deadline. Its result also serves when the portfolio runs it
+        // below (it always completes, with the same offsets).
         let sweep = Heuristic { order: Order::Start, fit: Fit::First };
         let (stand_in, off) = rayon::join(
-            || (first.order != Order::Start).then(|| sweep.run(&part.buffers)),
+            || {
+                (first.order != Order::Start).then(|| {
+                    let t = Instant::now();
+                    (sweep.run(&part.buffers), t.elapsed().as_secs_f64())
+                })
+            },
             || first.run_until(&part.buffers, run.deadline),
         );
-        let (first, off) = match (off, stand_in) {
+        let (first, off) = match (off, &stand_in) {
             (Some(off), _) => (*first, off),
-            (None, Some(off)) => (sweep, off),
+            (None, Some((off, _))) => (sweep, off.clone()),
             (None, None) => unreachable!("the start-order sweep always completes"),
         };
         let unit = t.elapsed();
@@ -539,6 +545,9 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     let predicted = unit.mul_f64(h.relative_cost());
                     if Instant::now() + predicted > heuristics_deadline {
                         return None;
+                    }
+                    if let Some((off, secs)) = stand_in.as_ref().filter(|_| *h == sweep) {
+                        return Some((h.name(), off.clone(), *secs));
                     }
                     let t = Instant::now();
                     let off = h.run_until(&part.buffers, heuristics_cutoff)?;

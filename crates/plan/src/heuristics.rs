@@ -125,8 +125,8 @@ impl DeadlineCheck {
 /// [`place_in_order`] that gives up (returns `None`) as soon as a buffer's top `offset + size`
 /// would exceed `max_makespan`, or once `deadline` has passed (checked every 512 buffers and
 /// every [`WORK_PER_CLOCK_CHECK`] steps of the index). The boxing algorithm's early stop: a
-/// pass that cannot beat the best makespan known so far is abandoned instead of finished. When it returns `Some`, the offsets are exactly
-/// those of [`place_in_order`].
+/// pass that cannot beat the best makespan known so far is abandoned instead of finished. When
+/// it returns `Some`, the offsets are exactly those of [`place_in_order`].
 pub fn place_in_order_bounded(
     buffers: &[Buffer],
     order: &[u32],
