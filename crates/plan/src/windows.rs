@@ -25,8 +25,8 @@
 //!
 //! It stops at the deadline, at the target (reached by itself or the rival), when the buffer
 //! that ended highest belongs to a window (then the window's own plan decides and another window
-//! cannot help), or after two rounds in a row that did not improve. The windows are what the issue calls "spend effort
-//! where the makespan is decided": the rest of the instance only has to stay below them.
+//! cannot help), or after two rounds in a row that did not improve. The windows spend effort
+//! where the makespan is decided: the rest of the instance only has to stay below them.
 
 use crate::heuristics::{self, Order};
 use crate::occupancy::Occupancy;

@@ -217,9 +217,9 @@ fn bad_allocators_are_refused() {
     }
 }
 
-/// Issue 23: a realloc that fails in the replay used to be recorded with the new size at the
-/// old address (overlapping B). Now it is counted as failed, its input block A stays live (the
-/// child still holds it) until the trace frees the block the realloc gave, and the placement is
+/// A realloc that fails in the replay is not recorded with the new size at the old address
+/// (that would overlap B): it is counted as failed, its input block A stays live (the child
+/// still holds it) until the trace frees the block the realloc gave, and the placement is
 /// valid.
 #[test]
 fn realloc_failing_in_the_replay_keeps_its_input_live() {

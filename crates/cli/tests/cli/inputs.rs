@@ -35,7 +35,7 @@ fn fifos_and_process_substitution_are_read_once() {
     let d = scratch!("fifo");
     write(&d, "a.csv", GOOD);
     trace_and_placed(&d);
-    // <(…): convert used to lose the first bytes ("field 'ize': unknown column").
+    // <(…): opened once, so no bytes are lost to sniffing (a lost "s" reads as "field 'ize': unknown column").
     let r = heaplab_within(&d, 30, &["$HEAPLAB", "convert", "<(cat a.csv)", "-o", "b.hlbin"], true);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let r = heaplab_within(&d, 30, &["$HEAPLAB", "plan", "<(cat b.hlbin)", "--time-limit", "0"], true);

@@ -1,4 +1,4 @@
-//! End-to-end tests of `heaplab plot` on an allocator's placement (issue 21): a `.hlplaced` file
+//! End-to-end tests of `heaplab plot` on an allocator's placement: a `.hlplaced` file
 //! written by `heaplab replay` and its CSV export both draw, as PNG and SVG, with the time axis
 //! labelled by the replay's clock (bytes allocated) and one band per mapping; a plain placement
 //! CSV still draws on "ticks"; a damaged placed file is a usage error that leaves nothing behind.

@@ -76,10 +76,10 @@ fn frag_of_figure_3_1_from_csv() {
     assert_eq!(f["external_area"], 5.0);
 }
 
-/// Issue 23: a realloc that succeeded in the trace but fails in the replay (as under
-/// `ulimit -v`; here deterministically, with 2^62 bytes that no address space holds) used to be
-/// written with the new size at the old address, a placed file `heaplab frag` refused ("job 2
-/// overlaps job 1"). Now the replay warns, counts it, and writes a file frag accepts, in which
+/// A realloc that succeeded in the trace but fails in the replay (as under `ulimit -v`; here
+/// deterministically, with 2^62 bytes that no address space holds) must not be written with the
+/// new size at the old address, a placed file `heaplab frag` refuses ("job 2 overlaps job 1"):
+/// the replay warns, counts it, and writes a file frag accepts, in which
 /// the realloc's input block stays live until the trace frees the realloc's block.
 #[test]
 fn realloc_failing_in_the_replay_leaves_a_valid_placed_file() {
@@ -119,8 +119,8 @@ fn realloc_failing_in_the_replay_leaves_a_valid_placed_file() {
     }
 }
 
-/// A trace header's page size must be a power of two from 512 B to 1 GiB (issue 23: 0 dropped
-/// valloc's alignment in the replay, 3 became 4): otherwise every reader refuses the file,
+/// A trace header's page size must be a power of two from 512 B to 1 GiB (0 would drop valloc's
+/// alignment in the replay, and 3 would become 4): otherwise every reader refuses the file,
 /// naming it and the byte.
 #[test]
 fn traces_with_impossible_page_sizes_are_refused() {
@@ -146,7 +146,7 @@ fn traces_with_impossible_page_sizes_are_refused() {
     }
 }
 
-/// The placed CSV's header is as strict as the instance CSV's (issue 23): a misspelt or
+/// The placed CSV's header is as strict as the instance CSV's: a misspelt or
 /// repeated column is a usage error naming the file, line and column.
 #[test]
 fn frag_csv_rejects_unknown_and_repeated_columns() {

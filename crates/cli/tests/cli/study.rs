@@ -102,7 +102,7 @@ fn correlation_is_over_allocators_with_the_exact_p() {
 #[test]
 fn a_failing_workload_shows_the_end_of_its_standard_error() {
     let dir = scratch!("fail");
-    // Fails while traced: the issue's example.
+    // Fails while traced: the program's own error must be shown.
     let Run { code, stdout: out, stderr: err } = heaplab_in(&dir, &["study", "--allocators", "glibc", "--runs", "2", "-o", "r", "--", "sh", "-c", "ls /nonexistent"]);
     assert_eq!(code, 1, "{out}{err}");
     for text in [&out, &err] {
