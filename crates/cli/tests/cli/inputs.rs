@@ -43,6 +43,7 @@ fn fifos_and_process_substitution_are_read_once() {
     assert!(r.stdout.contains("4 buffers"), "{}", r.stdout);
     // A placement and a placed file's CSV export, for plot.
     assert_eq!(heaplab_within(&d, 30, &["plan", "a.csv", "--time-limit", "0", "-o", "placed.csv"], false).code, 0);
+    assert_eq!(heaplab_within(&d, 30, &["check", "a.csv", "placed.csv"], false).code, 0, "the placement is valid");
     assert_eq!(heaplab_within(&d, 30, &["convert", "t.hlplaced", "-o", "jobs.csv"], false).code, 0);
     // FIFOs: every reader command, each format; none may hang.
     let read = |name: &str| std::fs::read(d.join(name)).unwrap();
