@@ -1,0 +1,194 @@
+"""Benchmark: activation memory of the nine model graphs the `onnx` wheel ships, planned by the
+runtimes' greedy planners and by heaplab, against the lower bound.
+
+For each graph at batch 1 and 32 (`heaplab.onnx.tensors`, 64-byte alignment, activations only):
+the naive total (every tensor its own aligned slot, no reuse), greedy by size (TFLite Micro),
+TFLite's arena planner, ONNX Runtime's memory pattern (`heaplab.baselines`), `heaplab.plan`
+with a stated time limit, and heaplab's lower bound. Every placement is checked with
+`heaplab.check`. Writes bench/onnx-results.md and bench/onnx-results.json.
+
+Run: ``make bench-onnx`` (or ``.venv/bin/python python/bench/onnx_models.py [--time-limit S]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+import heaplab
+import heaplab.onnx as hx
+from heaplab import baselines
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BATCHES = (1, 32)
+ALIGNMENT = 64
+GREEDY = (("greedy_by_size", baselines.greedy_by_size), ("tflite_arena", baselines.tflite_arena),
+          ("ort_mem_pattern", baselines.ort_mem_pattern))
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            kib = int(next(line.split()[1] for line in f if line.startswith("MemTotal")))
+        mem = f", {kib / 2**20:.0f} GiB"
+    except (OSError, StopIteration, ValueError):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores{mem}"
+
+
+def commit() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def naive(sizes: np.ndarray) -> int:
+    """No reuse: every tensor in its own slot, slots aligned."""
+    return int((-(-sizes.astype(np.int64) // ALIGNMENT) * ALIGNMENT).sum())
+
+
+def run(path: str, batch: int, time_limit: float) -> dict:
+    t0 = time.perf_counter()
+    t = hx.tensors(path, batch=batch, alignment=ALIGNMENT)
+    read_s = time.perf_counter() - t0
+    inst = t.instance()
+    row = {"model": os.path.basename(path)[len("light_"):-len(".onnx")], "batch": batch,
+           "nodes": t.steps, "buffers": len(t), "read_s": round(read_s, 3),
+           "naive": naive(t.sizes), "max_load": inst.max_load()}
+    for name, planner in GREEDY:
+        t0 = time.perf_counter()
+        g = planner(inst)
+        row[name + "_s"] = round(time.perf_counter() - t0, 3)
+        heaplab.check(inst, offsets=g.offsets)
+        row[name] = g.makespan
+    t0 = time.perf_counter()
+    p = heaplab.plan(inst, time_limit=time_limit, seed=1)
+    row["heaplab_s"] = round(time.perf_counter() - t0, 3)
+    heaplab.check(inst, offsets=p.offsets)
+    row.update(heaplab=int(p.makespan), lower_bound=int(p.lower_bound), optimal=bool(p.optimal),
+               algorithm=str(p.algorithm))
+    return row
+
+
+def mib(b: int) -> str:
+    return f"{b / 2**20:,.2f}"
+
+
+def over(a: int, lb: int) -> str:
+    return f"+{100 * (a - lb) / lb:.1f}%" if lb else "-"
+
+
+def table(rows) -> str:
+    head = ("| model | batch | buffers | naive MiB | greedy by size | TFLite arena | ORT pattern "
+            "| heaplab | lower bound | heaplab time s |")
+    out = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lb = r["lower_bound"]
+        cell = lambda k: f"{mib(r[k])} ({over(r[k], lb)})"  # noqa: E731
+        star = " ✓" if r["optimal"] else ""
+        out.append(f"| {r['model']} | {r['batch']} | {r['buffers']} | {mib(r['naive'])} | {cell('greedy_by_size')} "
+                   f"| {cell('tflite_arena')} | {cell('ort_mem_pattern')} | {cell('heaplab')}{star} "
+                   f"| {mib(lb)} | {r['heaplab_s']:.2f} |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--time-limit", type=float, default=3.0, help="heaplab.plan's time limit per instance (s)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "onnx-results"),
+                    help="output path without extension (.md and .json are written)")
+    args = ap.parse_args()
+    import onnx
+
+    models = hx.bundled_models()
+    if len(models) != 9:
+        print(f"expected the nine graphs under onnx/backend/test/data/light, found {len(models)}", file=sys.stderr)
+        return 2
+    rows = []
+    for path in models:
+        for b in BATCHES:
+            r = run(path, b, args.time_limit)
+            rows.append(r)
+            print(f"{r['model']:>14} batch {b:>2}: {r['buffers']:>4} buffers, naive {mib(r['naive']):>10} MiB, "
+                  f"greedy {mib(r['greedy_by_size']):>9}, tflite {mib(r['tflite_arena']):>9}, "
+                  f"ort {mib(r['ort_mem_pattern']):>9}, heaplab {mib(r['heaplab']):>9} "
+                  f"({r['heaplab_s']:.2f} s), bound {mib(r['lower_bound']):>9} MiB", flush=True)
+    meta = {
+        "machine": machine(), "commit": commit(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "python": platform.python_version(), "onnx": onnx.__version__, "numpy": np.__version__,
+        "heaplab": getattr(heaplab, "__version__", "?"), "time_limit_s": args.time_limit,
+        "alignment": ALIGNMENT,
+    }
+    with open(args.out + ".json.tmp", "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    os.replace(args.out + ".json.tmp", args.out + ".json")
+
+    def total(k: str, b: int) -> int:
+        return sum(r[k] for r in rows if r["batch"] == b)
+
+    md = [
+        "# ONNX model graphs: activation memory",
+        "",
+        f"Machine: {meta['machine']}. Commit {meta['commit']}, {meta['date']}; Python {meta['python']}, "
+        f"onnx {meta['onnx']}, numpy {meta['numpy']}. Made by `make bench-onnx` "
+        "(python/bench/onnx_models.py).",
+        "",
+        "The graphs are the nine that the `onnx` wheel ships under `onnx/backend/test/data/light/`: "
+        "the ONNX model zoo's Caffe2-exported models (opset 9) with every weight replaced by a "
+        "`ConstantOfShape` node that fills it at run time, so operators, node order and tensor shapes "
+        "are the real models' while the file stays small. Each is read by `heaplab.onnx.tensors` at "
+        "batch 1 and 32 (the hard-coded batch of their `Reshape` targets follows the batch): the "
+        "activations only, weights (the `ConstantOfShape` outputs, folded as constants) and the graph "
+        "input and output left out, 64-byte offset alignment, lifetimes from node order "
+        "(`[producer, last reader + 1)`).",
+        "",
+        "Columns are the arena size in MiB (2^20 bytes) and, in brackets, the excess over heaplab's "
+        "lower bound. *naive*: no reuse, every tensor its own aligned slot. *greedy by size*: largest "
+        "first, lowest gap (TFLite Micro's `GreedyMemoryPlanner`, the GPU delegate's greedy by size). "
+        "*TFLite arena*: TFLite's `ArenaPlanner` order (whole-run tensors, then largest first) with "
+        "best fit. *ORT pattern*: ONNX Runtime's memory pattern, execution order with best fit. "
+        f"*heaplab*: `heaplab.plan(time_limit={args.time_limit:g}, seed=1)`, ✓ where it proved the "
+        "plan optimal. *lower bound*: `Plan.lower_bound`. The three greedy planners are "
+        "`heaplab.baselines` (see its docstring for where they differ from the runtimes). Every "
+        "placement was checked by `heaplab.check`.",
+        "",
+        table(rows),
+        "",
+        "Totals over the nine graphs (MiB):",
+        "",
+        "| batch | naive | greedy by size | TFLite arena | ORT pattern | heaplab | lower bound |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for b in BATCHES:
+        md.append(f"| {b} | " + " | ".join(mib(total(k, b)) for k in (
+            "naive", "greedy_by_size", "tflite_arena", "ort_mem_pattern", "heaplab", "lower_bound")) + " |")
+    md.append("")
+    with open(args.out + ".md.tmp", "w") as f:
+        f.write("\n".join(md))
+    os.replace(args.out + ".md.tmp", args.out + ".md")
+    print(f"wrote {args.out}.md and {args.out}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
