@@ -6,7 +6,7 @@ HEAPLAB := target/release/heaplab
 OUT     := out
 
 .PHONY: all build demo test fuzz bench bench-quick bench-trace bench-study deps trace-deps study-deps clean \
-        python python-test wheel bench-python
+        python python-test wheel bench-python bench-onnx
 
 all: build
 
@@ -118,6 +118,12 @@ python-test: python
 # An abi3 wheel (CPython >= 3.9) in target/wheels.
 wheel: deps $(VENV)/.requirements
 	cd python && $(VENV_ABS)/bin/maturin build --release --out ../target/wheels
+
+# Activation memory of the nine model graphs the onnx wheel ships, at batch 1 and 32: the naive
+# total, the greedy planners of TFLite and ONNX Runtime, heaplab and the lower bound; writes
+# bench/onnx-results.md/json.
+bench-onnx: python
+	$(VPY) python/bench/onnx_models.py
 
 clean:
 	$(CARGO) clean

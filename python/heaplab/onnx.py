@@ -458,18 +458,17 @@ def _static_tensors(g, order: Sequence[int], init_names: set, data_inputs: set) 
     return const - init_names
 
 
-def _constant_value(onnx, g, name: str):
-    """The int64 array a constant tensor holds (an initializer or a Constant node), else None."""
-    from onnx import numpy_helper
-
+def _constant_source(g, name: str):
+    """The TensorProto holding a constant tensor's value (an initializer's, or a Constant
+    node's ``value``), else None."""
     for t in g.initializer:
         if t.name == name:
-            return numpy_helper.to_array(t)
+            return t
     for node in g.node:
         if node.op_type == "Constant" and node.output and node.output[0] == name:
             for a in node.attribute:
                 if a.name == "value":
-                    return numpy_helper.to_array(a.t)
+                    return a.t
     return None
 
 
@@ -478,8 +477,8 @@ def _rebatch_reshapes(onnx, m, order, static: set, init_names: set, old: int, ne
 
     Worked out on the model at its old batch: a Reshape qualifies when its data input depends
     on a graph input, that data's leading dimension is the old batch, and the constant target's
-    first entry is the old batch. The target is copied to a new initializer for that node, so
-    other readers of the original constant are unaffected.
+    first entry is the old batch. A target only that Reshape reads is changed where it is; one
+    that others read too is copied to a new initializer ``<name>__batch<new>`` for that node.
     """
     from onnx import numpy_helper
 
@@ -499,6 +498,12 @@ def _rebatch_reshapes(onnx, m, order, static: set, init_names: set, old: int, ne
     except Exception:
         return  # the real inference below reports the problem
     types = _value_types(onnx, probe)
+    readers: Dict[str, int] = {}
+    for node in g.node:
+        for name in _reads(node):
+            readers[name] = readers.get(name, 0) + 1
+    for vi in g.output:
+        readers[vi.name] = readers.get(vi.name, 0) + 1
     taken = set(init_names) | {o for n in g.node for o in n.output}
     for k in reshapes:
         node = g.node[k]
@@ -508,17 +513,24 @@ def _rebatch_reshapes(onnx, m, order, static: set, init_names: set, old: int, ne
         shape = types.get(data, (0, None))[1]
         if not shape or shape[0] != old:
             continue
-        value = _constant_value(onnx, g, target)
-        if value is None or value.ndim != 1 or len(value) == 0 or int(value[0]) != old:
+        source = _constant_source(g, target)
+        if source is None:
+            continue
+        value = numpy_helper.to_array(source)
+        if value.ndim != 1 or len(value) == 0 or int(value[0]) != old:
             continue
         value = value.astype(np.int64).copy()
         value[0] = new
+        if readers.get(target, 0) == 1:
+            source.CopyFrom(numpy_helper.from_array(value, source.name))
+            continue
         name = f"{target}__batch{new}"
         i = 1
         while name in taken:
             name, i = f"{target}__batch{new}_{i}", i + 1
         taken.add(name)
         g.initializer.append(numpy_helper.from_array(value, name))
+        readers[target] -= 1
         node.input[1] = name
 
 

@@ -210,6 +210,28 @@ def test_reshape_with_hard_coded_batch_follows_the_batch():
                       hx.tensors(reshape_model([0, -1]), batch=4).shapes]))["B"] == (4, 6)
 
 
+def test_reshape_target_from_a_constant_node_follows_the_batch():
+    m = model([h.make_node("Relu", ["X"], ["A"]),
+               h.make_node("Constant", [], ["shape"], value=h.make_tensor("v", T.INT64, [2], [1, 6])),
+               h.make_node("Reshape", ["A", "shape"], ["B"]), h.make_node("Relu", ["B"], ["Y"])],
+              [vi("X", T.FLOAT, [1, 2, 3])], [vi("Y", T.FLOAT, None)])
+    t = hx.tensors(m, batch=3, initializers=True)
+    assert dict(zip(t.names, t.shapes)) == {"shape": (2,), "A": (3, 2, 3), "B": (3, 6)}
+    assert dict(zip(t.names, t.kinds))["shape"] == "constant"
+
+
+def test_shared_reshape_target_is_copied_for_the_batched_reshape():
+    # The same constant [1, 6] reshapes the data (batched) and a weight (not batched).
+    shape = h.make_tensor("shape", T.INT64, [2], [1, 6])
+    w = h.make_tensor("W", T.FLOAT, [2, 3], np.ones(6, dtype=np.float32))
+    m = model([h.make_node("Relu", ["X"], ["A"]), h.make_node("Reshape", ["A", "shape"], ["B"]),
+               h.make_node("Reshape", ["W", "shape"], ["Wr"]), h.make_node("Add", ["B", "Wr"], ["Y"])],
+              [vi("X", T.FLOAT, [1, 2, 3])], [vi("Y", T.FLOAT, None)], initializers=[shape, w])
+    t = hx.tensors(m, batch=5, initializers=True)
+    shapes = dict(zip(t.names, t.shapes))
+    assert shapes["B"] == (5, 6) and shapes["Wr"] == (1, 6) and shapes["shape__batch5"] == (2,)
+
+
 def test_reshape_that_cannot_follow_the_batch_is_an_error():
     with pytest.raises(heaplab.InputError, match=r"reshapes 'A' of shape \[4, 2, 3\] \(24 elements\) to \[2, 3\]"):
         hx.tensors(reshape_model([2, 3]), batch=4)
@@ -257,6 +279,14 @@ def test_zero_sized_tensors_are_skipped():
               initializers=[h.make_tensor("st", T.INT64, [1], [2]), h.make_tensor("en", T.INT64, [1], [2])])
     t = hx.tensors(m, batch=None)
     assert t.names == [] and t.skipped == ["A"]
+
+
+def test_to_pandas():
+    pytest.importorskip("pandas")
+    df = hx.tensors(chain("N"), batch=2).to_pandas()
+    assert list(df.columns) == ["id", "name", "kind", "dtype", "shape", "size", "lower", "upper"]
+    assert list(df["name"]) == ["A", "B", "C"] and list(df["size"]) == [24, 24, 24]
+    assert list(df["upper"]) == [3, 3, 4]
 
 
 def test_model_proto_is_not_modified():
