@@ -1,7 +1,8 @@
 """Benchmark: activation memory of the nine model graphs the `onnx` wheel ships, planned by the
 runtimes' greedy planners and by heaplab, against the lower bound.
 
-For each graph at batch 1 and 32 (`heaplab.onnx.tensors`, 64-byte alignment, activations only):
+For each graph at batch 1 and 32 (`heaplab.onnx.tensors`, 64-byte alignment; the activations,
+and again with the weights unfolded):
 the naive total (every tensor its own aligned slot, no reuse), greedy by size (TFLite Micro),
 TFLite's arena planner, ONNX Runtime's memory pattern (`heaplab.baselines`), `heaplab.plan`
 with a stated time limit, and heaplab's lower bound. Every placement is checked with
@@ -67,12 +68,18 @@ def naive(sizes: np.ndarray) -> int:
     return int((-(-sizes.astype(np.int64) // ALIGNMENT) * ALIGNMENT).sum())
 
 
-def run(path: str, batch: int, time_limit: float) -> dict:
+# The two sets of buffers per graph: the activations, and the activations with the weights
+# unfolded (each ConstantOfShape output alive from its node to its last reader, as a runtime
+# without constant folding holds them).
+SETS = (("activations", {}), ("unfolded weights", {"fold_constants": False}))
+
+
+def run(path: str, batch: int, time_limit: float, which: str, options: dict) -> dict:
     t0 = time.perf_counter()
-    t = hx.tensors(path, batch=batch, alignment=ALIGNMENT)
+    t = hx.tensors(path, batch=batch, alignment=ALIGNMENT, **options)
     read_s = time.perf_counter() - t0
     inst = t.instance()
-    row = {"model": os.path.basename(path)[len("light_"):-len(".onnx")], "batch": batch,
+    row = {"set": which, "model": os.path.basename(path)[len("light_"):-len(".onnx")], "batch": batch,
            "nodes": t.steps, "buffers": len(t), "read_s": round(read_s, 3),
            "naive": naive(t.sizes), "max_load": inst.max_load()}
     for name, planner in GREEDY:
@@ -125,14 +132,16 @@ def main() -> int:
         print(f"expected the nine graphs under onnx/backend/test/data/light, found {len(models)}", file=sys.stderr)
         return 2
     rows = []
-    for path in models:
-        for b in BATCHES:
-            r = run(path, b, args.time_limit)
-            rows.append(r)
-            print(f"{r['model']:>14} batch {b:>2}: {r['buffers']:>4} buffers, naive {mib(r['naive']):>10} MiB, "
-                  f"greedy {mib(r['greedy_by_size']):>9}, tflite {mib(r['tflite_arena']):>9}, "
-                  f"ort {mib(r['ort_mem_pattern']):>9}, heaplab {mib(r['heaplab']):>9} "
-                  f"({r['heaplab_s']:.2f} s), bound {mib(r['lower_bound']):>9} MiB", flush=True)
+    for which, options in SETS:
+        for path in models:
+            for b in BATCHES:
+                r = run(path, b, args.time_limit, which, options)
+                rows.append(r)
+                print(f"{which:>16} {r['model']:>14} batch {b:>2}: {r['buffers']:>4} buffers, "
+                      f"naive {mib(r['naive']):>10} MiB, greedy {mib(r['greedy_by_size']):>9}, "
+                      f"tflite {mib(r['tflite_arena']):>9}, ort {mib(r['ort_mem_pattern']):>9}, "
+                      f"heaplab {mib(r['heaplab']):>9} ({r['heaplab_s']:.2f} s), "
+                      f"bound {mib(r['lower_bound']):>9} MiB", flush=True)
     meta = {
         "machine": machine(), "commit": commit(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "python": platform.python_version(), "onnx": onnx.__version__, "numpy": np.__version__,
@@ -143,8 +152,8 @@ def main() -> int:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     os.replace(args.out + ".json.tmp", args.out + ".json")
 
-    def total(k: str, b: int) -> int:
-        return sum(r[k] for r in rows if r["batch"] == b)
+    def total(which: str, k: str, b: int) -> int:
+        return sum(r[k] for r in rows if r["batch"] == b and r["set"] == which)
 
     md = [
         "# ONNX model graphs: activation memory",
@@ -156,11 +165,13 @@ def main() -> int:
         "The graphs are the nine that the `onnx` wheel ships under `onnx/backend/test/data/light/`: "
         "the ONNX model zoo's Caffe2-exported models (opset 9) with every weight replaced by a "
         "`ConstantOfShape` node that fills it at run time, so operators, node order and tensor shapes "
-        "are the real models' while the file stays small. Each is read by `heaplab.onnx.tensors` at "
-        "batch 1 and 32 (the hard-coded batch of their `Reshape` targets follows the batch): the "
-        "activations only, weights (the `ConstantOfShape` outputs, folded as constants) and the graph "
-        "input and output left out, 64-byte offset alignment, lifetimes from node order "
-        "(`[producer, last reader + 1)`).",
+        "are the real models' while the files stay small. Each is read by `heaplab.onnx.tensors` at "
+        "batch 1 and 32 (the batch hard-coded in their `Reshape` targets follows), 64-byte offset "
+        "alignment, lifetimes from node order (`[producer, last reader + 1)`), graph input and "
+        "output left out. Two sets of buffers: *activations* (the weights are constants, folded "
+        "away as a runtime does) and *unfolded weights* (`fold_constants=False`: each "
+        "`ConstantOfShape` weight is a buffer from its node, all at the start of the graph, to "
+        "its last reader, as a runtime without constant folding holds them).",
         "",
         "Columns are the arena size in MiB (2^20 bytes) and, in brackets, the excess over heaplab's "
         "lower bound. *naive*: no reuse, every tensor its own aligned slot. *greedy by size*: largest "
@@ -168,20 +179,18 @@ def main() -> int:
         "*TFLite arena*: TFLite's `ArenaPlanner` order (whole-run tensors, then largest first) with "
         "best fit. *ORT pattern*: ONNX Runtime's memory pattern, execution order with best fit. "
         f"*heaplab*: `heaplab.plan(time_limit={args.time_limit:g}, seed=1)`, ✓ where it proved the "
-        "plan optimal. *lower bound*: `Plan.lower_bound`. The three greedy planners are "
-        "`heaplab.baselines` (see its docstring for where they differ from the runtimes). Every "
-        "placement was checked by `heaplab.check`.",
-        "",
-        table(rows),
-        "",
-        "Totals over the nine graphs (MiB):",
-        "",
-        "| batch | naive | greedy by size | TFLite arena | ORT pattern | heaplab | lower bound |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "plan optimal; its wall time in the last column. *lower bound*: `Plan.lower_bound`. The "
+        "three greedy planners are `heaplab.baselines` (its docstring says where they differ from "
+        "the runtimes). Every placement was checked by `heaplab.check`.",
     ]
-    for b in BATCHES:
-        md.append(f"| {b} | " + " | ".join(mib(total(k, b)) for k in (
-            "naive", "greedy_by_size", "tflite_arena", "ort_mem_pattern", "heaplab", "lower_bound")) + " |")
+    for which, _ in SETS:
+        md += ["", f"## {which[0].upper() + which[1:]}", "", table([r for r in rows if r["set"] == which]), "",
+               "Totals over the nine graphs (MiB):", "",
+               "| batch | naive | greedy by size | TFLite arena | ORT pattern | heaplab | lower bound |",
+               "|---:|---:|---:|---:|---:|---:|---:|"]
+        for b in BATCHES:
+            md.append(f"| {b} | " + " | ".join(mib(total(which, k, b)) for k in (
+                "naive", "greedy_by_size", "tflite_arena", "ort_mem_pattern", "heaplab", "lower_bound")) + " |")
     md.append("")
     with open(args.out + ".md.tmp", "w") as f:
         f.write("\n".join(md))
