@@ -47,7 +47,7 @@ _STANDARD_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"}
 Dim = Union[int, str, None]
 
 
-def _onnx():
+def _import_onnx():
     try:
         import onnx
         import onnx.shape_inference  # noqa: F401
@@ -118,7 +118,7 @@ def bundled_models() -> List[str]:
     ``ConstantOfShape`` node that fills it at run time: node order, operators and tensor shapes
     are the real models', weights are not stored.
     """
-    onnx = _onnx()
+    onnx = _import_onnx()
     d = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
     if not os.path.isdir(d):
         return []
@@ -187,7 +187,7 @@ def tensors(
             or a bad argument; the message names the model and the tensor or node.
         ImportError: the `onnx` package is missing.
     """
-    onnx = _onnx()
+    onnx = _import_onnx()
     m, where = _load(onnx, model)
     batch = _check_count("batch", batch, allow_none=True)
     if isinstance(alignment, bool) or not isinstance(alignment, (int, np.integer)) or alignment < 1 \
@@ -201,7 +201,7 @@ def tensors(
     init_names = {t.name for t in g.initializer}
     data_inputs = [vi for vi in g.input if vi.name not in init_names]
     old_batch = _set_batch(m, data_inputs, batch, params, where)
-    _apply_params(list(g.input) + list(g.output), params)
+    _apply_params(list(g.input) + list(g.output) + list(g.value_info), params)
 
     order = _topological_order(g, init_names, where)
     if order != sorted(order):  # shape inference reads the nodes in file order

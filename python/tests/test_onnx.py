@@ -1,13 +1,15 @@
-"""heaplab.onnx (ONNX graphs as instances) and heaplab.baselines (the runtimes' greedy planners).
+"""heaplab.onnx: ONNX graphs as instances.
 
 Hand-built graphs have sizes and lifetimes worked out by hand in the tests; the nine graphs
-the onnx wheel ships are read at batch 1 and 32 and planned. Every placement is checked by
-`heaplab.check` and by an independent pairwise overlap test.
+the onnx wheel ships are read at batch 1 and 32 and planned by heaplab and the greedy
+baselines. Every placement is checked by `heaplab.check` and by the numpy oracle of
+conftest.py.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -22,34 +24,7 @@ from onnx import helper as h  # noqa: E402
 import heaplab.onnx as hx  # noqa: E402
 
 
-# ---------------------------------------------------------------- oracles
-
-
-def assert_no_overlap(sizes, lower, upper, offsets, alignment=1):
-    """Independent of heaplab: no two buffers live at one tick share a byte; offsets aligned."""
-    s, lo, up, off = (np.asarray(a, dtype=np.int64) for a in (sizes, lower, upper, offsets))
-    assert (off % np.asarray(alignment, dtype=np.int64) == 0).all()
-    time = (lo[:, None] < up[None, :]) & (lo[None, :] < up[:, None])
-    space = (off[:, None] < off[None, :] + s[None, :]) & (off[None, :] < off[:, None] + s[:, None])
-    both = time & space
-    np.fill_diagonal(both, False)
-    i, j = np.nonzero(both)
-    assert len(i) == 0, f"buffers {i[0]} and {j[0]} overlap"
-
-
-def max_load(sizes, lower, upper):
-    s, lo, up = (np.asarray(a, dtype=np.int64) for a in (sizes, lower, upper))
-    if len(s) == 0:
-        return 0
-    ev = np.zeros(int(up.max()) + 1, dtype=np.int64)
-    np.add.at(ev, lo, s)
-    np.add.at(ev, up, -s)
-    return int(np.cumsum(ev).max())
-
-
-def checked(inst, offsets):
-    heaplab.check(inst, offsets=offsets)
-    assert_no_overlap(inst.sizes, inst.lower, inst.upper, offsets, inst.alignment)
+from test_baselines import checked, max_load  # noqa: E402
 
 
 def model(nodes, inputs, outputs, initializers=(), opset=17, value_info=()):
@@ -90,6 +65,14 @@ def test_chain_lifetimes_and_batch(batch_dim):
     assert list(inst.ids) == [0, 1, 2] and list(inst.alignment) == [64] * 3
     p = heaplab.plan(inst, time_limit=0.5)
     checked(inst, p.offsets)
+
+
+def test_stored_intermediate_shapes_follow_the_batch():
+    # Exporters store intermediate shapes (value_info) with the batch symbol or number in them.
+    for d in ("N", 1):
+        m = chain(d)
+        m.graph.value_info.extend([vi("A", T.FLOAT, [d, 3]), vi("B", T.FLOAT, [d, 3])])
+        assert by_name(hx.tensors(m, batch=6)) == {"A": (72, 0, 3), "B": (72, 1, 3), "C": (72, 2, 4)}
 
 
 def test_chain_io():
@@ -316,6 +299,12 @@ def test_bad_files(tmp_path):
         hx.instance(42)
 
 
+def test_missing_onnx_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(ImportError, match=r"pip install onnx \(or pip install heaplab\[onnx\]\)"):
+        hx.tensors("model.onnx")
+
+
 def test_bad_arguments():
     for kw, msg in [({"batch": 0}, "batch must be a positive integer"), ({"batch": 2.5}, "batch must"),
                     ({"batch": True}, "batch must"), ({"alignment": 48}, "alignment must be a power of two"),
@@ -379,73 +368,3 @@ def test_bundled_graph_with_weights_and_io():
     assert 90e6 < weights < 110e6  # ResNet-50: 25.6 M float parameters
     inst = t.instance()
     checked(inst, heaplab.plan(inst, time_limit=0.5).offsets)
-
-
-# ---------------------------------------------------------------- baselines
-
-
-def test_greedy_by_size_by_hand():
-    # By size: b1 (8) at 0; b0 (4) overlaps b1: above it at 8; b2 (2) overlaps only b1: at 8.
-    g = baselines.greedy_by_size([4, 8, 2], [0, 1, 2], [2, 3, 4])
-    assert list(g.offsets) == [8, 0, 8] and g.makespan == 12 and g.algorithm == "greedy-by-size"
-
-
-def test_first_fit_and_best_fit_by_hand():
-    # In execution order: gaps at tick 2 are [0, 8) and [12, 16); a 4-byte buffer goes to the
-    # lowest under first fit and the tightest under best fit.
-    sizes, lower, upper = [8, 4, 4, 4, 4], [0, 0, 0, 0, 2], [2, 10, 2, 10, 5]
-    first = baselines.greedy(sizes, lower, upper, order="first-use", fit="first")
-    best = baselines.ort_mem_pattern(sizes, lower, upper)
-    assert list(first.offsets) == [0, 8, 12, 16, 0]
-    assert list(best.offsets) == [0, 8, 12, 16, 12]
-    assert first.makespan == best.makespan == 20
-
-
-def test_alignment_by_hand():
-    g = baselines.greedy_by_size([3, 3, 5], [0, 0, 0], [1, 1, 1], alignment=4)
-    assert list(g.offsets) == [8, 12, 0] and g.makespan == 15
-
-
-def test_tflite_order_puts_whole_run_buffers_first():
-    # The small buffer alive for the whole run goes first, at 0, before the larger ones.
-    g = baselines.tflite_arena([2, 8, 8], [0, 0, 1], [3, 1, 3])
-    assert list(g.offsets) == [0, 2, 2]
-
-
-def test_baselines_reject_bad_arrays():
-    with pytest.raises(heaplab.InputError):
-        baselines.greedy_by_size([1, 2], [0], [1, 2])
-    with pytest.raises(heaplab.InputError):
-        baselines.greedy_by_size([1], [3], [2])
-    with pytest.raises(heaplab.InputError, match="order must"):
-        baselines.greedy([1], [0], [1], order="random")
-    assert baselines.greedy_by_size([], [], []).makespan == 0
-
-
-@pytest.mark.parametrize("seed", range(12))
-def test_baselines_on_random_and_adversarial_instances(seed):
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 300))
-    kind = seed % 4
-    if kind == 0:  # random
-        sizes = rng.integers(1, 1 << 20, n)
-        lower = rng.integers(0, 100, n)
-        upper = lower + rng.integers(1, 30, n)
-    elif kind == 1:  # all live at once, equal sizes
-        sizes, lower, upper = np.full(n, 64), np.zeros(n, int), np.ones(n, int)
-    elif kind == 2:  # staircase: each overlaps the next only, sizes growing
-        sizes, lower = np.arange(1, n + 1) * 7, np.arange(n)
-        upper = lower + 2
-    else:  # odd sizes with mixed alignments
-        sizes = rng.integers(1, 100, n) * 2 + 1
-        lower = rng.integers(0, 20, n)
-        upper = lower + rng.integers(1, 20, n)
-    align = rng.choice([1, 2, 8, 64, 4096], n) if kind == 3 else 16
-    inst = heaplab.Instance(sizes, lower, upper, alignment=align)
-    load = max_load(sizes, lower, upper)
-    for planner in (baselines.greedy_by_size, baselines.tflite_arena, baselines.ort_mem_pattern):
-        g = planner(inst)
-        checked(inst, g.offsets)
-        assert g.makespan == int((g.offsets + inst.sizes).max()) >= load
-    if kind == 1:
-        assert baselines.greedy_by_size(inst).makespan == 64 * n
