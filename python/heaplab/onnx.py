@@ -94,6 +94,10 @@ class Tensors:
     def __len__(self) -> int:
         return len(self.names)
 
+    def __repr__(self) -> str:
+        return (f"heaplab.onnx.Tensors({len(self)} tensors, {self.steps} nodes, batch {self.batch}, "
+                f"{int(self.sizes.sum()):,} bytes in all)")
+
     def instance(self) -> Instance:
         """A `heaplab.Instance` of these buffers; ids ``0 … len-1`` index `names`."""
         return Instance(self.sizes, self.lower, self.upper, alignment=self.alignment,

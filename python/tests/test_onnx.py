@@ -215,6 +215,19 @@ def test_shared_reshape_target_is_copied_for_the_batched_reshape():
     assert shapes["B"] == (5, 6) and shapes["Wr"] == (1, 6) and shapes["shape__batch5"] == (2,)
 
 
+def test_reshape_target_computed_from_the_input_shape():
+    # The exporters' dynamic pattern: Reshape(X, Concat(Shape(X)[0:1], [-1])).
+    m = model([h.make_node("Relu", ["X"], ["A"]), h.make_node("Shape", ["A"], ["s"], end=1),
+               h.make_node("Concat", ["s", "minus1"], ["target"], axis=0),
+               h.make_node("Reshape", ["A", "target"], ["B"]), h.make_node("Relu", ["B"], ["Y"])],
+              [vi("X", T.FLOAT, ["batch_size", 2, 3])], [vi("Y", T.FLOAT, ["batch_size", 6])],
+              initializers=[h.make_tensor("minus1", T.INT64, [1], [-1])], opset=17)
+    t = hx.tensors(m, batch=4)
+    assert dict(zip(t.names, t.shapes)) == {"A": (4, 2, 3), "s": (1,), "target": (2,), "B": (4, 6)}
+    assert by_name(t)["target"] == (16, 2, 4)
+    assert repr(t) == "heaplab.onnx.Tensors(4 tensors, 5 nodes, batch 4, 216 bytes in all)"
+
+
 def test_reshape_that_cannot_follow_the_batch_is_an_error():
     with pytest.raises(heaplab.InputError, match=r"reshapes 'A' of shape \[4, 2, 3\] \(24 elements\) to \[2, 3\]"):
         hx.tensors(reshape_model([2, 3]), batch=4)
