@@ -96,6 +96,10 @@ def greedy(
 
     Returns:
         A `GreedyPlan`; offsets in the input order.
+
+    Raises:
+        heaplab.InputError: bad arrays (as `heaplab.Instance` reports them), or an unknown
+            ``order`` or ``fit``.
     """
     s, lo, up, al = _columns(sizes, lower, upper, alignment)
     n = len(s)
