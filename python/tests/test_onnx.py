@@ -381,3 +381,55 @@ def test_bundled_graph_with_weights_and_io():
     assert 90e6 < weights < 110e6  # ResNet-50: 25.6 M float parameters
     inst = t.instance()
     checked(inst, heaplab.plan(inst, time_limit=0.5).offsets)
+
+
+# ---------------------------------------------------------------- random graphs against an oracle
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_graphs_against_a_direct_count(seed):
+    """Random DAGs of unary, binary, Concat and Cast nodes; the oracle reads sizes and
+    lifetimes straight off the node list it built."""
+    rng = np.random.default_rng(seed)
+    batch = int(rng.integers(1, 9))
+    elem = {T.FLOAT: 4, T.FLOAT16: 2}
+    tensors = {"X": (T.FLOAT, 8)}  # name -> (element type, width); shapes are [N, width]
+    nodes, made = [], []
+    for k in range(int(rng.integers(2, 60))):
+        names = list(tensors)
+        a = names[int(rng.integers(len(names)))]
+        ea, wa = tensors[a]
+        out = f"t{k}"
+        choice = int(rng.integers(4))
+        same = [n for n in names if tensors[n] == (ea, wa)]
+        if choice == 0:
+            nodes.append(h.make_node(["Relu", "Neg", "Abs"][k % 3], [a], [out]))
+            tensors[out] = (ea, wa)
+        elif choice == 1:
+            b = same[int(rng.integers(len(same)))]
+            nodes.append(h.make_node("Add", [a, b], [out]))
+            tensors[out] = (ea, wa)
+        elif choice == 2 and wa <= 32:
+            b = same[int(rng.integers(len(same)))]
+            nodes.append(h.make_node("Concat", [a, b], [out], axis=1))
+            tensors[out] = (ea, 2 * wa)
+        else:
+            to = T.FLOAT16 if ea == T.FLOAT else T.FLOAT
+            nodes.append(h.make_node("Cast", [a], [out], to=to))
+            tensors[out] = (to, wa)
+        made.append(out)
+    last = made[-1]
+    m = model(nodes, [vi("X", T.FLOAT, ["N", 8])], [vi(last, tensors[last][0], None)])
+    want = {}
+    for k, out in enumerate(made):
+        if out == last:
+            continue
+        readers = [j for j, n in enumerate(nodes) if out in n.input]
+        e, w = tensors[out]
+        want[out] = (batch * w * elem[e], k, (max(readers) if readers else k) + 1)
+    t = hx.tensors(m, batch=batch)
+    assert by_name(t) == want
+    inst = t.instance()
+    if len(inst):
+        checked(inst, heaplab.plan(inst, time_limit=0.2).offsets)
+        checked(inst, baselines.greedy_by_size(inst).offsets)
