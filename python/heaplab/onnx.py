@@ -193,13 +193,13 @@ def tensors(
     """
     onnx = _import_onnx()
     m, where = _load(onnx, model)
-    batch = _check_count("batch", batch, allow_none=True)
+    batch = None if batch is None else _positive("batch", batch)
     if isinstance(alignment, bool) or not isinstance(alignment, (int, np.integer)) or alignment < 1 \
             or alignment & (alignment - 1):
         raise InputError(f"{where}: alignment must be a power of two (got {alignment!r})")
     params: Dict[str, int] = {}
-    for k, v in (dim_params or {}).items():
-        params[str(k)] = _check_count(f"dim_params[{k!r}]", v, allow_none=False)
+    for key, value in (dim_params or {}).items():
+        params[str(key)] = _positive(f"dim_params[{key!r}]", value)
 
     g = m.graph
     init_names = {t.name for t in g.initializer}
@@ -289,9 +289,7 @@ def tensors(
                    batch=batch, skipped=skipped)
 
 
-def _check_count(what: str, v: object, allow_none: bool) -> Optional[int]:
-    if v is None and allow_none:
-        return None
+def _positive(what: str, v: object) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
         raise InputError(f"{what} must be a positive integer (got {v!r})")
     return int(v)
