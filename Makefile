@@ -119,6 +119,11 @@ python-test: python
 wheel: deps $(VENV)/.requirements
 	cd python && $(VENV_ABS)/bin/maturin build --release --out ../target/wheels
 
+# The package's overhead on 10^6 buffers against the CLI's planning time: writes
+# bench/python-results.md/json.
+bench-python: build python
+	$(VPY) python/tools/bench_python.py --heaplab $(HEAPLAB)
+
 clean:
 	$(CARGO) clean
 	rm -rf $(OUT) $(VENV)
