@@ -119,6 +119,11 @@ python-test: python
 wheel: deps $(VENV)/.requirements
 	cd python && $(VENV_ABS)/bin/maturin build --release --out ../target/wheels
 
+# The package's overhead on 10^6 buffers against the CLI's planning time: writes
+# bench/python-results.md/json.
+bench-python: build python
+	$(VPY) python/tools/bench_python.py --heaplab $(HEAPLAB)
+
 # Activation memory of the nine model graphs the onnx wheel ships, at batch 1 and 32: the naive
 # total, the greedy planners of TFLite and ONNX Runtime, heaplab and the lower bound; writes
 # bench/onnx-results.md/json.
