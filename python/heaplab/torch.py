@@ -280,12 +280,7 @@ def peaks(snapshot: Snapshot, device: Optional[int] = None) -> Peaks:
     where = os.fspath(snapshot) if isinstance(snapshot, (str, os.PathLike)) else "the snapshot"
     data = load(snapshot)
     device, trace = _trace(data, device, where)
-    b = blocks(data, device=device, lifetime="free_requested")
-    # Allocated: a sweep over block starts and ends.
-    ends = np.concatenate([b.lower, b.upper])
-    deltas = np.concatenate([b.sizes.astype(np.int64), -b.sizes.astype(np.int64)])
-    order = np.lexsort((deltas, ends))  # at a tick, ends (negative) before starts
-    allocated = int(np.max(np.cumsum(deltas[order]), initial=0))
+    allocated = _allocated_peak(data, trace, device)
 
     # Reserved: the segments present before recording began (still there at the snapshot, or
     # released in the trace before any creation of theirs), then mapped and unmapped in order.
@@ -310,3 +305,71 @@ def peaks(snapshot: Snapshot, device: Optional[int] = None) -> Peaks:
         elif e.get("action") in shrinks:
             reserved -= int(e["size"])
     return Peaks(allocated=allocated, reserved=peak, events=len(trace))
+
+
+#: Requests up to this size come from the small pool (PyTorch's ``kSmallSize``).
+SMALL_SIZE = 1 << 20
+
+
+def _allocated_peak(data: Dict[str, Any], trace: List[dict], device: int) -> int:
+    """The allocator's peak of allocated bytes, replaying how it splits its free blocks.
+
+    PyTorch counts a block's whole size, and when splitting a free block would leave too small
+    a remainder (under 512 bytes in the small pool, at most 1 MiB in the large one) it hands
+    out the whole free block. So the free blocks of every segment created in the trace are
+    tracked (allocation takes the start of the free block at its address; a completed free
+    merges with free neighbours in the same segment); blocks in segments from before recording
+    count at their rounded size. Allocated bytes drop when the program frees (free_requested),
+    as PyTorch's statistic does.
+    """
+    pre = blocks(data, device=device, lifetime="free_requested")
+    allocated = int(pre.sizes[pre.preexisting].sum())
+    peak = allocated
+    free: Dict[int, int] = {}  # start -> length of each free block
+    free_end: Dict[int, int] = {}  # end -> start of each free block
+    segment_starts: set = set()
+    used: Dict[int, int] = {}  # address -> size of each handed-out block
+
+    def take_free(start: int) -> Optional[int]:
+        length = free.pop(start, None)
+        if length is not None:
+            free_end.pop(start + length, None)
+        return length
+
+    def add_free(start: int, length: int) -> None:
+        nxt = start + length
+        if nxt in free and nxt not in segment_starts:
+            length += take_free(nxt)
+        if start in free_end and start not in segment_starts:
+            prev = free_end.pop(start)
+            start, length = prev, length + free.pop(prev)
+        free[start] = length
+        free_end[start + length] = start
+
+    for e in trace:
+        action = e.get("action")
+        addr, size = int(e.get("addr", 0)), int(e.get("size", 0))
+        if action == "segment_alloc":
+            segment_starts.add(addr)
+            add_free(addr, size)
+        elif action == "segment_free":
+            take_free(addr)
+            segment_starts.discard(addr)
+        elif action == "alloc" and size > 0:
+            want = block_size(size)
+            have = take_free(addr)
+            if have is not None and have > want:
+                rest = have - want
+                small = want <= SMALL_SIZE
+                if (small and rest >= CUDA_BLOCK_ALIGNMENT) or (not small and rest > SMALL_SIZE):
+                    add_free(addr + want, rest)
+                else:
+                    want = have
+            used[addr] = want
+            allocated += want
+            peak = max(peak, allocated)
+        elif action == "free_requested" and size > 0:
+            allocated -= used.get(addr, block_size(size))
+        elif action == "free_completed" and size > 0:
+            add_free(addr, used.pop(addr, block_size(size)))
+    return peak
