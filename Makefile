@@ -6,7 +6,7 @@ HEAPLAB := target/release/heaplab
 OUT     := out
 
 .PHONY: all build demo test fuzz bench bench-quick bench-trace bench-study deps trace-deps study-deps clean \
-        python python-test wheel bench-python bench-onnx
+        python python-test wheel bench-python bench-onnx bench-torch
 
 all: build
 
@@ -122,13 +122,18 @@ wheel: deps $(VENV)/.requirements
 # The package's overhead on 10^6 buffers against the CLI's planning time: writes
 # bench/python-results.md/json.
 bench-python: build python
-	$(VPY) python/tools/bench_python.py --heaplab $(HEAPLAB)
+	$(VPY) python/bench/plan_overhead.py --heaplab $(HEAPLAB)
 
 # Activation memory of the nine model graphs the onnx wheel ships, at batch 1 and 32: the naive
 # total, the greedy planners of TFLite and ONNX Runtime, heaplab and the lower bound; writes
 # bench/onnx-results.md/json.
 bench-onnx: python
 	$(VPY) python/bench/onnx_models.py
+
+# GPU memory: PyTorch's caching allocator (peak allocated and reserved, from recorded training
+# steps under python/tests/data/torch/) beside heaplab's plan; writes bench/torch-results.md/json.
+bench-torch: python
+	$(VPY) python/bench/torch_snapshots.py
 
 clean:
 	$(CARGO) clean

@@ -2,7 +2,10 @@
 
 Give buffers with sizes and lifetimes as numpy arrays and get offsets back (:func:`plan`),
 validated by the same code as the ``heaplab`` CLI (:func:`check`); read instance files and heap
-traces (:func:`read`, :class:`Trace`) and measure fragmentation (:func:`frag`). Everything runs
+traces (:func:`read`, :class:`Trace`) and measure fragmentation (:func:`frag`). Submodules
+turn other sources into instances: :mod:`heaplab.onnx` (a model's activations),
+:mod:`heaplab.torch` (PyTorch CUDA memory snapshots); :mod:`heaplab.baselines` holds the greedy
+planners of TFLite and ONNX Runtime, and :mod:`heaplab.minimalloc` an adapter for its users. Everything runs
 in the Rust libraries behind the CLI, so results and error messages are the CLI's.
 
 >>> import heaplab, numpy as np
@@ -18,6 +21,7 @@ from ._errors import HeaplabError, InputError, InvalidPlacement
 from ._files import Frag, MappingFrag, Trace, frag, read, read_placement
 from ._instance import Instance
 from ._plan import Plan, check, plan
+from . import baselines, onnx, torch  # noqa: F401  (their optional dependencies load on use)
 
 __version__: str = _native.__version__
 

@@ -26,6 +26,8 @@ from typing import Any, BinaryIO, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from ._errors import InputError
+
 __all__ = ["instance", "peaks", "load", "Blocks", "Peaks", "SnapshotError"]
 
 #: The CUDA caching allocator rounds every block to a multiple of 512 bytes and aligns it so.
@@ -44,16 +46,7 @@ def block_size(requested: int) -> int:
 Snapshot = Union[str, "os.PathLike[str]", bytes, BinaryIO, Dict[str, Any]]
 
 
-def _error_base() -> type:
-    try:
-        from heaplab import InputError  # the package's input error, when the core is importable
-
-        return InputError
-    except ImportError:  # pragma: no cover - only when used outside the package
-        return ValueError
-
-
-class SnapshotError(_error_base()):  # type: ignore[misc]
+class SnapshotError(InputError):
     """A file or object that is not a readable PyTorch CUDA memory snapshot."""
 
 
@@ -140,10 +133,10 @@ class Blocks:
 
     def instance(self, alignment: int = CUDA_BLOCK_ALIGNMENT):
         """The blocks as a :class:`heaplab.Instance` (ids are allocation order)."""
-        import heaplab
+        from ._instance import Instance
 
         n = len(self.sizes)
-        return heaplab.Instance(
+        return Instance(
             self.sizes,
             self.lower,
             self.upper,
