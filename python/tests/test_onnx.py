@@ -457,13 +457,3 @@ def test_every_model_the_onnx_wheel_ships_reads_or_raises_input_error():
                 inst = t.instance()
                 checked(inst, baselines.greedy_by_size(inst).offsets)
     assert read > len(paths)
-
-
-def test_the_docs_section_runs_as_written():
-    import doctest
-
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "python-onnx-section.md")
-    if not os.path.exists(path):
-        pytest.skip("skipped: the ONNX section is part of docs/python.md now (test_docs.py runs it)")
-    r = doctest.testfile(os.path.abspath(path), module_relative=False, optionflags=doctest.ELLIPSIS)
-    assert r.attempted > 5 and r.failed == 0, r
