@@ -1,6 +1,6 @@
-//! A small dense linear-program solver: two-phase tableau simplex with Bland's rule (which
-//! cannot cycle). Sized for the best-worst models: tens of variables and constraints. Minimises
-//! c·x subject to rows `a·x (≤ | = | ≥) b` and x ≥ 0.
+//! A small dense linear-program solver: two-phase tableau simplex (Dantzig's rule, Bland's
+//! after degenerate runs so that it cannot cycle). Sized for the best-worst models: tens of
+//! variables and constraints. Minimises c·x subject to rows `a·x (≤ | = | ≥) b` and x ≥ 0.
 
 /// A constraint's relation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +39,8 @@ pub enum LpResult {
 }
 
 const EPS: f64 = 1e-10;
+/// Smallest pivot element accepted: smaller ones amplify rounding errors.
+const PIVOT_MIN: f64 = 1e-9;
 
 impl Lp {
     /// An LP of `n` variables minimising `c`.
@@ -166,35 +168,48 @@ fn pivot(t: &mut [Vec<f64>], basis: &mut [usize], r: usize, col: usize) {
     basis[r] = col;
 }
 
-/// Primal simplex on the tableau from a feasible basis; Err on unboundedness.
+/// Primal simplex on the tableau from a feasible basis; Err on unboundedness. Dantzig's rule
+/// (most negative reduced cost) for speed and stability, switching to Bland's rule (which
+/// cannot cycle) after a run of degenerate pivots; the ratio test breaks ties by the largest
+/// pivot element.
 fn simplex(t: &mut [Vec<f64>], basis: &mut [usize], cost: &[f64], allowed: &[bool]) -> Result<(), ()> {
     let width = cost.len();
     let rhs = width;
+    let mut degenerate = 0;
     for _ in 0..50_000 {
-        // Bland: the lowest-index column with a negative reduced cost enters.
-        let entering = (0..width).find(|&j| {
+        let bland = degenerate > 50;
+        let mut entering: Option<(usize, f64)> = None;
+        for j in 0..width {
             if !allowed[j] || basis.contains(&j) {
-                return false;
+                continue;
             }
             let z: f64 = cost[j] - basis.iter().enumerate().map(|(i, &b)| cost[b] * t[i][j]).sum::<f64>();
-            z < -EPS
-        });
-        let Some(j) = entering else { return Ok(()) };
+            if z < -EPS && entering.is_none_or(|(_, best)| z < best) {
+                entering = Some((j, z));
+                if bland {
+                    break;
+                }
+            }
+        }
+        let Some((j, _)) = entering else { return Ok(()) };
         let mut leave: Option<(usize, f64)> = None;
         for i in 0..t.len() {
-            if t[i][j] > EPS {
+            if t[i][j] > PIVOT_MIN {
                 let ratio = t[i][rhs] / t[i][j];
                 match leave {
                     None => leave = Some((i, ratio)),
                     Some((k, best)) => {
-                        if ratio < best - EPS || (ratio <= best + EPS && basis[i] < basis[k]) {
+                        let tie = ratio <= best + EPS;
+                        let prefer = if bland { basis[i] < basis[k] } else { t[i][j] > t[k][j] };
+                        if ratio < best - EPS || (tie && prefer) {
                             leave = Some((i, ratio));
                         }
                     }
                 }
             }
         }
-        let Some((i, _)) = leave else { return Err(()) };
+        let Some((i, ratio)) = leave else { return Err(()) };
+        degenerate = if ratio.abs() <= EPS { degenerate + 1 } else { 0 };
         pivot(t, basis, i, j);
     }
     Ok(())
