@@ -342,8 +342,8 @@ mod tests {
         let w = bwm(&c);
         let inv: Vec<f64> = c.best_to_others.iter().map(|a| 1.0 / a).collect();
         let s: f64 = inv.iter().sum();
-        for j in 0..4 {
-            assert!((w.weights[j] - inv[j] / s).abs() < 1e-9, "{:?}", w.weights);
+        for (wj, ij) in w.weights.iter().zip(&inv) {
+            assert!((wj - ij / s).abs() < 1e-9, "{:?}", w.weights);
         }
         assert!(w.xi_linear.abs() < 1e-9 && w.xi.abs() < 1e-9);
         assert!(w.consistency_ratio.abs() < 1e-9 && w.input_consistency_ratio == 0.0);

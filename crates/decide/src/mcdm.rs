@@ -132,8 +132,8 @@ pub fn topsis(m: &Matrix, w: &[f64]) -> Vec<f64> {
     let mut v = vec![vec![0.0; cols]; rows];
     for j in 0..cols {
         let norm = m.values.iter().map(|r| r[j] * r[j]).sum::<f64>().sqrt();
-        for i in 0..rows {
-            v[i][j] = if norm > 0.0 { w[j] * m.values[i][j] / norm } else { 0.0 };
+        for (row, vals) in v.iter_mut().zip(&m.values) {
+            row[j] = if norm > 0.0 { w[j] * vals[j] / norm } else { 0.0 };
         }
     }
     let ideal: Vec<(f64, f64)> = (0..cols)

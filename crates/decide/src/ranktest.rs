@@ -120,13 +120,15 @@ fn ranksum_counts(m: usize, n: usize) -> Vec<i128> {
     c
 }
 
+/// Cumulative rank-sum distributions by sample sizes.
+type CdfCache = std::collections::HashMap<(usize, usize), std::rc::Rc<Vec<f64>>>;
+
 /// P(U ≤ k) for k = 0..=mn, computed once per pair of sample sizes and kept (the speedup search
 /// asks for the same sizes hundreds of times).
 fn ranksum_cdf(m: usize, n: usize) -> std::rc::Rc<Vec<f64>> {
-    use std::collections::HashMap;
     use std::rc::Rc;
     thread_local! {
-        static CACHE: std::cell::RefCell<HashMap<(usize, usize), Rc<Vec<f64>>>> = Default::default();
+        static CACHE: std::cell::RefCell<CdfCache> = Default::default();
     }
     CACHE.with(|cache| {
         cache
