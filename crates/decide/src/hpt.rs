@@ -29,11 +29,30 @@ pub struct Options {
     /// Keep workloads whose in-app comparison is not significant (HPT's own rule, which counts
     /// them as zero differences) instead of dropping them (the thesis' common subset).
     pub keep_insignificant: bool,
+    /// Analyse workloads pyperf's checks call unstable (the thesis discards them).
+    pub keep_unstable: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { confidence: 0.95, step: 0.005, max_speedup: 100.0, keep_insignificant: false }
+        Options { confidence: 0.95, step: 0.005, max_speedup: 100.0, keep_insignificant: false, keep_unstable: false }
+    }
+}
+
+impl Options {
+    /// The options recorded in a results file's `analysis` (the defaults for what is missing),
+    /// so that re-analysing a file (`heaplab rank`) sees what `compare` saw.
+    pub fn from_json(analysis: &Value) -> Options {
+        let d = Options::default();
+        let f = |k: &str, dv: f64| analysis.get(k).and_then(Value::as_f64).unwrap_or(dv);
+        let b = |k: &str| analysis.get(k).and_then(Value::as_bool).unwrap_or(false);
+        Options {
+            confidence: f("confidence", d.confidence),
+            step: f("step", d.step),
+            max_speedup: d.max_speedup,
+            keep_insignificant: b("keep_insignificant"),
+            keep_unstable: b("keep_unstable"),
+        }
     }
 }
 
@@ -230,7 +249,7 @@ pub fn analyse(results: &Results, opts: &Options) -> Analysis {
                         dropped.push((w.clone(), format!("fewer than 2 values under {}", c.name)));
                         continue 'workload;
                     }
-                    Some(s) if !s.unstable.is_empty() => {
+                    Some(s) if !s.unstable.is_empty() && !opts.keep_unstable => {
                         dropped.push((w.clone(), format!("unstable under {}: {}", c.name, s.unstable.join("; "))));
                         continue 'workload;
                     }
@@ -361,6 +380,7 @@ impl Analysis {
             "confidence": self.options.confidence,
             "step": self.options.step,
             "keep_insignificant": self.options.keep_insignificant,
+            "keep_unstable": self.options.keep_unstable,
             "cross_app": self.cells.iter().map(|c| {
                 let mut v = c.verdict.to_json();
                 v["configuration"] = json!(c.configuration);

@@ -330,3 +330,66 @@ fn topsis_agrees_with_pymcdm() {
         }
     }
 }
+
+const PYPERF_SCRIPT: &str = r#"
+import json, sys
+try:
+    import pyperf
+    from pyperf import _cli
+except ImportError:
+    print(json.dumps(None)); sys.exit(0)
+import random
+path = json.load(sys.stdin)
+random.seed(7)
+suite, verdicts = None, []
+for k in range(40):
+    spread = random.choice([0.01, 0.05, 0.12, 0.3])
+    mean = random.choice([2e-4, 5e-3, 0.2])
+    loops = random.choice([1, 4, 16])
+    runs = []
+    for r in range(4):
+        values = [mean * (1 + spread * (random.random() - 0.5) * 2) for _ in range(3)]
+        if k % 7 == 0 and r == 3:
+            values[0] = mean * 2.5
+        runs.append(pyperf.Run(values, warmups=[(loops, mean)], metadata={"name": "b%d" % k, "loops": loops, "unit": "second"}, collect_metadata=False))
+    bench = pyperf.Benchmark(runs)
+    lines = [l for l in _cli.format_checks(bench) if l.startswith("* the ")]
+    verdicts.append(["b%d" % k, sorted(l.split(" ")[2] for l in lines)])
+    if suite is None:
+        suite = pyperf.BenchmarkSuite([bench])
+    else:
+        suite.add_benchmark(bench)
+suite.dump(path, replace=True)
+print(json.dumps(verdicts))
+"#;
+
+/// pyperf's own `check` on benchmarks it wrote: the same series are unstable for the same
+/// reasons (standard deviation, minimum, maximum, shortest raw value), read from pyperf's file.
+#[test]
+fn stability_and_format_agree_with_pyperf() {
+    let py = match python() {
+        Ok(p) => p,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let path = std::env::temp_dir().join(format!("heaplab-decide-pyperf-{}.json", std::process::id()));
+    let theirs = run_python(&py, PYPERF_SCRIPT, &json!(path.to_string_lossy()));
+    if theirs.is_null() {
+        return eprintln!("skipped: pyperf is not installed in {py}");
+    }
+    let input = heaplab_decide::pyperf::Input { configuration: "ref".into(), path: path.to_string_lossy().into_owned() };
+    let other = heaplab_decide::pyperf::Input { configuration: "other".into(), path: input.path.clone() };
+    let r = heaplab_decide::pyperf::read(&[input, other]).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let mut unstable = 0;
+    for v in theirs.as_array().unwrap() {
+        let name = v[0].as_str().unwrap();
+        let want: Vec<&str> = v[1].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+        let s = r.series("ref", name, "time").unwrap_or_else(|| panic!("{name} read"));
+        assert_eq!(s.values.len(), 12, "{name}: 4 runs of 3 values");
+        let mut got: Vec<&str> = s.unstable.iter().map(|x| x.split(' ').nth(1).unwrap()).collect();
+        got.sort();
+        assert_eq!(got, want, "{name}: ours {:?}", s.unstable);
+        unstable += usize::from(!want.is_empty());
+    }
+    assert!(unstable > 5 && unstable < 35, "both stable and unstable series exercised ({unstable} unstable)");
+}

@@ -38,7 +38,8 @@ The statistics:
   speedup (median)    the reference's median over the configuration's (inverted where higher is
                       better): above 1 means the configuration is better on that workload.
   stable              pyperf's checks: standard deviation under 10% of the mean, minimum and
-                      maximum within 50% of the mean; unstable workloads are left out.
+                      maximum within 50% of the mean; unstable workloads are left out
+                      (unless --keep-unstable).
   common subset       the workloads stable and measured under every configuration and (unless
                       --keep-insignificant) significantly different for every configuration.
   cross-app speedup   the largest r (in steps of --step) for which the signed-rank test over the
@@ -77,6 +78,9 @@ pub struct CompareArgs {
     /// differences) instead of dropping them as the thesis does.
     #[arg(long)]
     keep_insignificant: bool,
+    /// Analyse workloads that pyperf's stability checks reject (the thesis leaves them out).
+    #[arg(long)]
+    keep_unstable: bool,
 }
 
 /// `heaplab compare`.
@@ -89,7 +93,7 @@ pub fn compare(a: CompareArgs) -> Result<(), Failure> {
     }
     let inputs: Vec<Input> = a.pyperf.iter().map(|s| Input::parse(s)).collect();
     let results = pyperf::read(&inputs)?;
-    let opts = Options { confidence: a.confidence, step: a.step, keep_insignificant: a.keep_insignificant, ..Options::default() };
+    let opts = Options { confidence: a.confidence, step: a.step, keep_insignificant: a.keep_insignificant, keep_unstable: a.keep_unstable, ..Options::default() };
     let analysis = analyse(&results, &opts);
     let staging = crate::outputs::report_dir(&a.output)?;
     let dir = staging.dir().to_path_buf();

@@ -78,9 +78,10 @@ pub struct RankArgs {
     /// Others-to-worst comparisons: 'criterion=value,...'.
     #[arg(long, value_name = "C=V,...")]
     prefs_worst: Option<String>,
-    /// Confidence of the analysis when the input is a results.json.
-    #[arg(long, default_value_t = 0.95)]
-    confidence: f64,
+    /// Confidence of the analysis when the input is a results.json (default: the one
+    /// `compare` used, recorded in the file).
+    #[arg(long)]
+    confidence: Option<f64>,
     /// Print as JSON.
     #[arg(long)]
     json: bool,
@@ -94,11 +95,15 @@ fn read_matrix(a: &RankArgs) -> Result<Matrix, Failure> {
         if v.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
             return Err(Failure::Input(format!("{}: JSON but not a heaplab compare results file (no \"format\": \"{FORMAT}\"); give a results.json or a CSV", a.input)));
         }
-        if !(a.confidence > 0.5 && a.confidence < 1.0) {
-            return Err(Failure::Input(format!("--confidence {}: must lie strictly between 0.5 and 1", a.confidence)));
+        let mut opts = Options::from_json(&v["analysis"]);
+        if let Some(c) = a.confidence {
+            if !(c > 0.5 && c < 1.0) {
+                return Err(Failure::Input(format!("--confidence {c}: must lie strictly between 0.5 and 1")));
+            }
+            opts.confidence = c;
         }
         let r = Results::from_json(&a.input, &v)?;
-        let an = analyse(&r, &Options { confidence: a.confidence, ..Options::default() });
+        let an = analyse(&r, &opts);
         return Ok(Matrix::from_compare(&r, &an)?);
     }
     let text = String::from_utf8(bytes).map_err(|_| Failure::Input(format!("{}: not text; expected a CSV or a results.json", a.input)))?;

@@ -128,3 +128,21 @@ fn bad_input_is_a_usage_error() {
     usage_error(&dir, &["rank", "other.json", "--best", "rss", "--worst", "time"], "not a heaplab compare results file");
     usage_error(&dir, &["rank", "nope.csv", "--best", "rss", "--worst", "time"], "nope.csv: cannot read");
 }
+
+/// An unstable benchmark (pyperf's rules) is left out and named with the reason; with
+/// --keep-unstable it is analysed; the report directory of a previous run is replaced.
+#[test]
+fn unstable_benchmarks_are_left_out_unless_kept() {
+    let dir = scratch!("unstable");
+    let mut noisy = values(0.02, 1.0, 1);
+    noisy[5] *= 3.0;
+    write(&dir, "a.json", &pyperf(&[("steady", values(0.01, 1.0, 1)), ("noisy", noisy.clone())], "second"));
+    write(&dir, "b.json", &pyperf(&[("steady", values(0.01, 0.8, 2)), ("noisy", values(0.02, 0.8, 3))], "second"));
+    let out = ok(&dir, &["compare", "--pyperf", "a.json", "b.json", "-o", "cmp"]);
+    assert!(out.contains("1 workload(s) analysed, 1 left out") && out.contains("noisy: unstable under a: the standard deviation is") && out.contains("the maximum is"), "{out}");
+    let out = ok(&dir, &["compare", "--pyperf", "a.json", "b.json", "--keep-unstable", "-o", "cmp"]);
+    assert!(out.contains("2 workload(s) analysed"), "{out}");
+    let v = json(&std::fs::read_to_string(dir.join("cmp/results.json")).unwrap(), "results.json");
+    assert_eq!(v["analysis"]["keep_unstable"], true);
+    assert_eq!(v["configurations"][0]["name"], "a", "named after the file");
+}
