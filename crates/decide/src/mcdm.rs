@@ -189,9 +189,11 @@ pub fn order(scores: &[f64]) -> Vec<usize> {
 mod tests {
     use super::*;
 
-    /// Hwang & Yoon's fighter-aircraft matrix (4 alternatives; maximum speed, ferry range,
-    /// maximum payload, purchasing cost, reliability, manoeuvrability; cost is the one
-    /// lower-better criterion).
+    /// The fighter-aircraft matrix of Hwang & Yoon's TOPSIS illustration as it is commonly
+    /// reproduced (4 alternatives; maximum speed, ferry range, maximum payload, purchasing
+    /// cost, reliability, manoeuvrability; cost is the one lower-better criterion; weights
+    /// 0.2, 0.1, 0.1, 0.1, 0.2, 0.3). Its published closeness values were not at hand; the
+    /// values themselves are checked against pymcdm in tests/oracle.rs.
     fn aircraft() -> Matrix {
         Matrix::from_csv(
             "aircraft.csv",

@@ -393,3 +393,117 @@ fn stability_and_format_agree_with_pyperf() {
     }
     assert!(unstable > 5 && unstable < 35, "both stable and unstable series exercised ({unstable} unstable)");
 }
+
+const HPT_SCRIPT: &str = r#"
+import json, sys
+import numpy as np
+from scipy.stats import mannwhitneyu, wilcoxon
+cases = json.load(sys.stdin)
+out = []
+def method(x, y):
+    ties = len(set(list(x) + list(y))) < len(x) + len(y)
+    return "exact" if (not ties and len(x) <= 50 and len(y) <= 50) else "asymptotic"
+def signrank_p(d, alt):
+    d = np.asarray(d)
+    if np.all(d == 0):
+        return 0.5
+    zeros = np.any(d == 0); ties = len(set(np.abs(d))) < len(d)
+    m = "exact" if (not zeros and not ties and len(d) <= 50) else "asymptotic"
+    return float(wilcoxon(d, alternative=alt, zero_method="zsplit", method=m, correction=False).pvalue)
+for c in cases:
+    alpha = 1 - c["confidence"]
+    pairs = []
+    for ref, cfg in c["workloads"]:
+        m = np.median(ref)
+        re = m / np.asarray(ref); cf = m / np.asarray(cfg)
+        pb = mannwhitneyu(cf, re, alternative="greater", method=method(cf, re)).pvalue
+        pw = mannwhitneyu(cf, re, alternative="less", method=method(cf, re)).pvalue
+        if pb < alpha or pw < alpha:
+            pairs.append((re, cf))
+    def cross(r):
+        d = []
+        for re, cf in pairs:
+            s = cf / r
+            pb = mannwhitneyu(s, re, alternative="greater", method=method(s, re)).pvalue
+            pw = mannwhitneyu(s, re, alternative="less", method=method(s, re)).pvalue
+            d.append(np.median(s) - np.median(re) if (pb < alpha or pw < alpha) else 0.0)
+        return signrank_p(d, "greater"), signrank_p(d, "less")
+    if not pairs:
+        out.append(["none", 0]); continue
+    pb, pw = cross(1.0)
+    if pb < alpha:
+        best, conf, k = 1.0, 1 - pb, 1
+        while True:
+            r = 1 + k * c["step"]
+            p, _ = cross(r)
+            if p >= alpha:
+                break
+            best, conf, k = r, 1 - p, k + 1
+        out.append(["speedup", best, conf])
+    elif pw < alpha:
+        out.append(["PD", 1 - pw])
+    else:
+        out.append(["MI", 1 - pb])
+print(json.dumps(out))
+"#;
+
+/// The whole HPT flow (normalisation, significance filter, zero-split signed-rank test, the
+/// stepped speedup search) re-implemented in Python over SciPy's tests, on random
+/// configurations: the same verdicts, speedups and confidences.
+#[test]
+fn hpt_verdicts_agree_with_a_scipy_reimplementation() {
+    use heaplab_decide::hpt::{analyse, CrossApp, Options};
+    use heaplab_decide::results::{Configuration, Metric, Results, Series};
+    let py = match python() {
+        Ok(p) => p,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let mut rng = Rng(4242);
+    let mut cases = Vec::new();
+    let mut ours = Vec::new();
+    for k in 0..16 {
+        let workloads = rng.int(5, 14) as usize;
+        let n = rng.int(5, 25) as usize;
+        let effect = [0.85, 0.95, 1.0, 1.03, 1.1, 1.25][k % 6];
+        let noise = [0.005, 0.02, 0.05][k % 3];
+        let mut series = Vec::new();
+        let mut pairs = Vec::new();
+        for w in 0..workloads {
+            let base = 0.01 * (1.0 + w as f64);
+            // Each workload reacts differently: a spread of ±5% around the configuration's effect.
+            let f = effect * (1.0 + 0.1 * (rng.next() - 0.5));
+            let r: Vec<f64> = (0..n).map(|_| base * (1.0 + noise * rng.next())).collect();
+            let c: Vec<f64> = (0..n).map(|_| base / f * (1.0 + noise * rng.next())).collect();
+            for (cfg, v) in [("ref", &r), ("cfg", &c)] {
+                series.push(Series { configuration: cfg.into(), workload: format!("w{w}"), metric: "time".into(), values: v.clone(), warmups: vec![], unstable: vec![] });
+            }
+            pairs.push(json!([r, c]));
+        }
+        let res = Results {
+            reference: "ref".into(),
+            configurations: ["ref", "cfg"].iter().map(|c| Configuration { name: c.to_string(), description: String::new() }).collect(),
+            metrics: vec![Metric { name: "time".into(), unit: "second".into(), better: Better::Lower }],
+            series,
+            provenance: Value::Null,
+        };
+        let opts = Options { step: 0.01, ..Options::default() };
+        ours.push(analyse(&res, &opts).cells[0].verdict);
+        cases.push(json!({"workloads": pairs, "confidence": opts.confidence, "step": opts.step}));
+    }
+    let theirs = run_python(&py, HPT_SCRIPT, &Value::Array(cases));
+    let mut kinds = std::collections::HashSet::new();
+    for (k, (o, t)) in ours.iter().zip(theirs.as_array().unwrap()).enumerate() {
+        let kind = t[0].as_str().unwrap();
+        kinds.insert(kind.to_string());
+        let close = |a: f64, b: &Value| (a - b.as_f64().unwrap()).abs() < 1e-5;
+        let same = match (*o, kind) {
+            (CrossApp::Speedup { speedup, confidence }, "speedup") => (speedup - t[1].as_f64().unwrap()).abs() < 1e-9 && close(confidence, &t[2]),
+            (CrossApp::Degradation { confidence }, "PD") => close(confidence, &t[1]),
+            (CrossApp::MarginalImprovement { confidence }, "MI") => close(confidence, &t[1]),
+            (CrossApp::NoData, "none") => true,
+            _ => false,
+        };
+        assert!(same, "case {k}: ours {o:?}, the re-implementation {t}");
+    }
+    assert!(kinds.contains("speedup") && kinds.contains("PD"), "verdicts exercised: {kinds:?}");
+}
