@@ -221,7 +221,7 @@ fn ecdf_chart(r: &Results, a: &Analysis, metric: &str) -> Chart {
     }
     Chart {
         title: format!("ECDF of per-workload speedup over {}: {metric}", r.reference),
-        subtitle: "geometric mean of each configuration's samples over the reference's median; right of 1 is better".into(),
+        subtitle: "per workload: geometric-mean speedup; right of 1 is better".into(),
         x_label: "speedup (x)".into(),
         y_label: "P(S <= x)".into(),
         x_format: AxisFormat::Number,
