@@ -188,6 +188,9 @@ pub struct Analysis {
     pub subsets: Vec<Subset>,
     /// Per configuration (reference excluded) and metric, the cross-app verdict.
     pub cells: Vec<Cell>,
+    /// (metric, workload, geometric mean of the reference's own normalised samples): the
+    /// reference's line in the ECDF pictures, spread around 1 by its noise.
+    pub reference_geomeans: Vec<(String, String, f64)>,
 }
 
 /// Samples of one workload as "performance" (higher is better), normalised by the reference's
@@ -234,6 +237,7 @@ pub fn analyse(results: &Results, opts: &Options) -> Analysis {
     let mut in_app = Vec::new();
     let mut subsets = Vec::new();
     let mut cells = Vec::new();
+    let mut reference_geomeans = Vec::new();
     for metric in &results.metrics {
         let mut kept = Vec::new();
         let mut dropped = Vec::new();
@@ -268,6 +272,7 @@ pub fn analyse(results: &Results, opts: &Options) -> Analysis {
             let re = &results.series(&results.reference, w, &metric.name).expect("kept").values;
             let m = median(re);
             let re_perf = performance(re, m, metric.better);
+            reference_geomeans.push((metric.name.clone(), w.clone(), geomean(&re_perf)));
             let mut cfgs = Vec::new();
             for c in &others {
                 let cf = performance(&results.series(c, w, &metric.name).expect("kept").values, m, metric.better);
@@ -279,7 +284,7 @@ pub fn analyse(results: &Results, opts: &Options) -> Analysis {
                 } else {
                     InAppVerdict::Unclear
                 };
-                let geo = (cf.iter().map(|v| v.ln()).sum::<f64>() / cf.len() as f64).exp();
+                let geo = geomean(&cf);
                 in_app.push(InApp {
                     configuration: c.to_string(),
                     workload: w.clone(),
@@ -320,7 +325,11 @@ pub fn analyse(results: &Results, opts: &Options) -> Analysis {
         }
         subsets.push(Subset { metric: metric.name.clone(), kept, dropped });
     }
-    Analysis { options: *opts, in_app, subsets, cells }
+    Analysis { options: *opts, in_app, subsets, cells, reference_geomeans }
+}
+
+fn geomean(v: &[f64]) -> f64 {
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
 }
 
 /// The cross-app verdict over `pairs`: a speedup found by stepping r up from 1 while "better

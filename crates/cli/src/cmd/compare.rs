@@ -1,8 +1,9 @@
 //! `heaplab compare --pyperf`: the HPT analysis of results users already have. Reads pyperf
 //! files (the reference first), prints the chapter-2 table (configurations × metrics:
 //! cross-application speedup with confidence, or MI/PD) and the per-workload comparisons, and
-//! writes DIR/results.json (every raw sample, provenance, the analysis), DIR/report.md and one
-//! ECDF picture of per-workload speedups per metric (DIR/ecdf-METRIC.png).
+//! writes DIR/results.json (every raw sample, provenance, the analysis), DIR/report.md,
+//! DIR/index.html and one ECDF picture of per-workload speedups per metric
+//! (DIR/ecdf-METRIC.png).
 
 use crate::Failure;
 use clap::Args;
@@ -64,8 +65,8 @@ pub struct CompareArgs {
     /// add metrics to that configuration).
     #[arg(long, num_args = 1.., required = true, value_name = "[NAME=]FILE")]
     pyperf: Vec<String>,
-    /// Directory for results.json, report.md and the ECDF pictures (replaced if it holds a
-    /// previous report).
+    /// Directory for results.json, report.md, index.html and the ECDF pictures (replaced if it
+    /// holds a previous report).
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     output: String,
     /// Confidence a conclusion needs (0.5 < c < 1).
@@ -109,9 +110,10 @@ pub fn compare(a: CompareArgs) -> Result<(), Failure> {
         write(&name, &heaplab_plot::chart::render_chart_png(&ecdf_chart(&results, &analysis, &m.name)))?;
         pictures.push(name);
     }
-    write("report.md", report(&results, &analysis, &pictures).as_bytes())?;
+    write("report.md", markdown(&results, &analysis, &pictures).as_bytes())?;
+    write("index.html", html(&results, &analysis, &pictures).as_bytes())?;
     staging.install().map_err(|e| Failure::Work(format!("{}: cannot install the report: {e}", a.output)))?;
-    print!("{}", tables(&results, &analysis, false));
+    print!("{}", render(&sections(&results, &analysis), Form::Text));
     println!("\nreport: {}/report.md, data: {}/results.json", a.output.trim_end_matches('/'), a.output.trim_end_matches('/'));
     Ok(())
 }
@@ -120,19 +122,19 @@ fn file_safe(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
-/// The chapter-2 table, the subsets and the per-workload comparisons, as plain text or Markdown.
-fn tables(r: &Results, a: &Analysis, md: bool) -> String {
+/// One titled table of the output, with notes under it.
+struct Section {
+    title: String,
+    /// Header row first; empty when the section is only notes.
+    rows: Vec<Vec<String>>,
+    notes: Vec<String>,
+}
+
+/// The chapter-2 table (with the subsets as notes) and the per-workload comparisons.
+fn sections(r: &Results, a: &Analysis) -> Vec<Section> {
     let others: Vec<&str> = r.configurations.iter().map(|c| c.name.as_str()).filter(|n| *n != r.reference).collect();
     let metrics: Vec<&str> = r.metrics.iter().map(|m| m.name.as_str()).collect();
-    let mut out = String::new();
-    let head = |out: &mut String, t: &str| {
-        if md {
-            out.push_str(&format!("\n## {t}\n\n"));
-        } else {
-            out.push_str(&format!("\n{t}\n"));
-        }
-    };
-    head(&mut out, &format!("Cross-application speedup over {} (confidence {})", r.reference, pct(a.options.confidence)));
+    let mut out = Vec::new();
     let mut rows = vec![std::iter::once("configuration".to_string()).chain(metrics.iter().map(|m| m.to_string())).collect::<Vec<_>>()];
     for c in &others {
         let mut row = vec![c.to_string()];
@@ -141,37 +143,32 @@ fn tables(r: &Results, a: &Analysis, md: bool) -> String {
         }
         rows.push(row);
     }
-    out.push_str(&grid(&rows, md));
+    let mut notes = Vec::new();
     for s in &a.subsets {
-        out.push_str(&format!("{}{}: {} workload(s) analysed", if md { "\n- " } else { "  " }, s.metric, s.kept.len()));
-        if !s.dropped.is_empty() {
-            out.push_str(&format!(", {} left out", s.dropped.len()));
-        }
-        out.push('\n');
+        let left = if s.dropped.is_empty() { String::new() } else { format!(", {} left out", s.dropped.len()) };
+        notes.push(format!("{}: {} workload(s) analysed{left}", s.metric, s.kept.len()));
         for (w, why) in &s.dropped {
-            out.push_str(&format!("{}{w}: {why}\n", if md { "  - " } else { "    - " }));
+            notes.push(format!("  - {w}: {why}"));
         }
     }
+    out.push(Section { title: format!("Cross-application speedup over {} (confidence {})", r.reference, pct(a.options.confidence)), rows, notes });
     for m in &metrics {
-        head(&mut out, &format!("In-app comparisons: {m} (median speedup over {}, verdict, confidence)", r.reference));
-        let workloads: Vec<String> = {
-            let mut v: Vec<String> = Vec::new();
-            for x in a.in_app.iter().filter(|x| x.metric == *m) {
-                if !v.contains(&x.workload) {
-                    v.push(x.workload.clone());
-                }
+        let title = format!("In-app comparisons: {m} (median speedup over {}, verdict, confidence)", r.reference);
+        let mut workloads: Vec<&str> = Vec::new();
+        for x in a.in_app.iter().filter(|x| x.metric == *m) {
+            if !workloads.contains(&x.workload.as_str()) {
+                workloads.push(&x.workload);
             }
-            v
-        };
+        }
         if workloads.is_empty() {
-            out.push_str("  (no stable workload common to all configurations)\n");
+            out.push(Section { title, rows: Vec::new(), notes: vec!["(no stable workload common to all configurations)".into()] });
             continue;
         }
         let mut rows = vec![std::iter::once("workload".to_string()).chain(others.iter().map(|c| c.to_string())).collect::<Vec<_>>()];
         for w in &workloads {
-            let mut row = vec![w.clone()];
+            let mut row = vec![w.to_string()];
             for c in &others {
-                let cell = a.in_app.iter().find(|x| x.metric == *m && &x.workload == w && x.configuration == *c).map(|x| match x.verdict {
+                let cell = a.in_app.iter().find(|x| x.metric == *m && x.workload == *w && x.configuration == *c).map(|x| match x.verdict {
                     InAppVerdict::Better => format!("{:.3} better ({})", x.speedup, pct(x.confidence_better)),
                     InAppVerdict::Worse => format!("{:.3} worse ({})", x.speedup, pct(x.confidence_worse)),
                     InAppVerdict::Unclear => format!("{:.3} unclear ({} better)", x.speedup, pct(x.confidence_better)),
@@ -180,36 +177,89 @@ fn tables(r: &Results, a: &Analysis, md: bool) -> String {
             }
             rows.push(row);
         }
-        out.push_str(&grid(&rows, md));
+        out.push(Section { title, rows, notes: Vec::new() });
     }
     out
 }
 
-/// Rows as an aligned text table or a Markdown table; the first row is the header.
-fn grid(rows: &[Vec<String>], md: bool) -> String {
-    let cols = rows[0].len();
-    let width: Vec<usize> = (0..cols).map(|j| rows.iter().map(|r| r[j].chars().count()).max().unwrap_or(0)).collect();
+/// How sections are written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Text,
+    Markdown,
+    Html,
+}
+
+/// The sections as aligned text, Markdown or HTML.
+fn render(sections: &[Section], form: Form) -> String {
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     let mut out = String::new();
-    for (k, r) in rows.iter().enumerate() {
-        let cells: Vec<String> = r.iter().enumerate().map(|(j, c)| format!("{c:<w$}", w = width[j])).collect();
-        if md {
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
-            if k == 0 {
-                out.push_str(&format!("|{}|\n", width.iter().map(|w| "-".repeat(w + 2)).collect::<Vec<_>>().join("|")));
+    for s in sections {
+        match form {
+            Form::Text => out.push_str(&format!("\n{}\n", s.title)),
+            Form::Markdown => out.push_str(&format!("\n## {}\n\n", s.title)),
+            Form::Html => out.push_str(&format!("<h2>{}</h2>\n", esc(&s.title))),
+        }
+        if !s.rows.is_empty() {
+            let cols = s.rows[0].len();
+            let width: Vec<usize> = (0..cols).map(|j| s.rows.iter().map(|r| r[j].chars().count()).max().unwrap_or(0)).collect();
+            if form == Form::Html {
+                out.push_str("<table>\n");
             }
-        } else {
-            out.push_str(&format!("  {}\n", cells.join("  ").trim_end()));
+            for (k, r) in s.rows.iter().enumerate() {
+                let cells: Vec<String> = r.iter().enumerate().map(|(j, c)| format!("{c:<w$}", w = width[j])).collect();
+                match form {
+                    Form::Text => out.push_str(&format!("  {}\n", cells.join("  ").trim_end())),
+                    Form::Markdown => {
+                        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+                        if k == 0 {
+                            out.push_str(&format!("|{}|\n", width.iter().map(|w| "-".repeat(w + 2)).collect::<Vec<_>>().join("|")));
+                        }
+                    }
+                    Form::Html => {
+                        let tag = if k == 0 { "th" } else { "td" };
+                        out.push_str("<tr>");
+                        for c in r {
+                            out.push_str(&format!("<{tag}>{}</{tag}>", esc(c)));
+                        }
+                        out.push_str("</tr>\n");
+                    }
+                }
+            }
+            if form == Form::Html {
+                out.push_str("</table>\n");
+            }
+        }
+        match form {
+            Form::Text => s.notes.iter().for_each(|n| out.push_str(&format!("  {n}\n"))),
+            Form::Markdown => {
+                if !s.notes.is_empty() {
+                    out.push('\n');
+                }
+                s.notes.iter().for_each(|n| out.push_str(&format!("{}\n", if n.starts_with("  - ") { n.clone() } else { format!("- {n}") })));
+            }
+            Form::Html => {
+                if !s.notes.is_empty() {
+                    out.push_str("<ul>\n");
+                    s.notes.iter().for_each(|n| out.push_str(&format!("<li>{}</li>\n", esc(n.trim_start_matches("  - ")))));
+                    out.push_str("</ul>\n");
+                }
+            }
         }
     }
     out
 }
 
-/// The ECDF over the analysed workloads of each configuration's geometric-mean speedup.
+/// The ECDF over the stable common workloads of each configuration's geometric-mean speedup,
+/// the reference's own included (as the thesis' figures show it).
 fn ecdf_chart(r: &Results, a: &Analysis, metric: &str) -> Chart {
     let mut series = Vec::new();
-    let others: Vec<&str> = r.configurations.iter().map(|c| c.name.as_str()).filter(|n| *n != r.reference).collect();
-    for (k, c) in others.iter().enumerate() {
-        let mut xs: Vec<f64> = a.in_app.iter().filter(|x| x.metric == metric && x.configuration == *c).map(|x| x.geomean_speedup).collect();
+    for (k, c) in r.configurations.iter().map(|c| c.name.as_str()).enumerate() {
+        let mut xs: Vec<f64> = if c == r.reference {
+            a.reference_geomeans.iter().filter(|(m, _, _)| m == metric).map(|(_, _, g)| *g).collect()
+        } else {
+            a.in_app.iter().filter(|x| x.metric == metric && x.configuration == c).map(|x| x.geomean_speedup).collect()
+        };
         xs.sort_by(|p, q| p.partial_cmp(q).unwrap_or(std::cmp::Ordering::Equal));
         let n = xs.len() as f64;
         let mut points = Vec::new();
@@ -232,23 +282,49 @@ fn ecdf_chart(r: &Results, a: &Analysis, metric: &str) -> Chart {
     }
 }
 
-fn report(r: &Results, a: &Analysis, pictures: &[String]) -> String {
+/// One sentence on reading the table, shared by report.md and index.html.
+fn how_to_read(a: &Analysis) -> String {
+    format!(
+        "A cell `r (c%)` says: across applications the configuration is at least r times better than the reference, with \
+         confidence c (HPT: rank-sum test per workload, signed-rank test across workloads, r stepped by {}). `MI (c%)`: a \
+         marginal improvement at best; c is the confidence that it is better at all. `PD (c%)`: worse than the reference, \
+         with confidence c. See docs/decide.md.",
+        a.options.step
+    )
+}
+
+fn markdown(r: &Results, a: &Analysis, pictures: &[String]) -> String {
     let mut out = String::from("# heaplab compare\n\n");
     out.push_str(&format!("Reference: **{}**. Configurations:\n\n", r.reference));
     for c in &r.configurations {
         out.push_str(&format!("- {}: {}\n", c.name, c.description));
     }
-    out.push_str(&tables(r, a, true));
+    out.push_str(&render(&sections(r, a), Form::Markdown));
     out.push_str("\n## ECDF of per-workload speedups\n\n");
     for p in pictures {
         out.push_str(&format!("![{p}]({p})\n\n"));
     }
-    out.push_str(&format!(
-        "## How to read this\n\nA cell `r (c%)` says: across applications the configuration is at least r times better than \
-         the reference, with confidence c (HPT: rank-sum test per workload, signed-rank test across workloads, r stepped by \
-         {}). `MI (c%)`: a marginal improvement at best, c is the confidence that it is better at all. `PD (c%)`: worse than \
-         the reference, with confidence c. See docs/decide.md.\n",
-        a.options.step
-    ));
+    out.push_str(&format!("## How to read this\n\n{}\n", how_to_read(a)));
+    out
+}
+
+fn html(r: &Results, a: &Analysis, pictures: &[String]) -> String {
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let mut out = String::from(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>heaplab compare</title><style>\
+         body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}table{border-collapse:collapse}\
+         td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}img{max-width:100%}</style></head><body>\n<h1>heaplab compare</h1>\n",
+    );
+    out.push_str(&format!("<p>Reference: <b>{}</b>.</p>\n<ul>\n", esc(&r.reference)));
+    for c in &r.configurations {
+        out.push_str(&format!("<li>{}: {}</li>\n", esc(&c.name), esc(&c.description)));
+    }
+    out.push_str("</ul>\n");
+    out.push_str(&render(&sections(r, a), Form::Html));
+    out.push_str("<h2>ECDF of per-workload speedups</h2>\n");
+    for p in pictures {
+        out.push_str(&format!("<p><img src=\"{p}\" alt=\"{p}\"></p>\n"));
+    }
+    out.push_str(&format!("<h2>How to read this</h2>\n<p>{}</p>\n</body></html>\n", esc(&how_to_read(a))));
     out
 }

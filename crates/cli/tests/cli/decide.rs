@@ -76,6 +76,8 @@ fn compare_pyperf_prints_the_table_and_writes_the_report() {
     assert!(results["provenance"]["files"].as_array().unwrap().len() == 6);
     let report = std::fs::read_to_string(dir.join("cmp/report.md")).unwrap();
     assert!(report.contains("| configuration") && report.contains("ecdf-time.png"), "{report}");
+    let html = std::fs::read_to_string(dir.join("cmp/index.html")).unwrap();
+    assert!(html.contains("<th>configuration</th>") && html.contains("<img src=\"ecdf-memory.png\"") && html.ends_with("</html>\n"), "{html}");
     for m in ["time", "memory"] {
         let png = std::fs::read(dir.join(format!("cmp/ecdf-{m}.png"))).unwrap();
         assert!(png.starts_with(b"\x89PNG"), "ecdf-{m}.png");
