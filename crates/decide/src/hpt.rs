@@ -257,8 +257,8 @@ pub fn analyse(results: &Results, opts: &Options) -> Analysis {
                         dropped.push((w.clone(), format!("unstable under {}: {}", c.name, s.unstable.join("; "))));
                         continue 'workload;
                     }
-                    Some(s) if s.values.iter().any(|v| *v <= 0.0) && metric.better == Better::Lower => {
-                        dropped.push((w.clone(), format!("a value ≤ 0 under {} (speedups need positive values)", c.name)));
+                    Some(s) if s.values.iter().any(|v| *v <= 0.0) => {
+                        dropped.push((w.clone(), format!("a value ≤ 0 under {} (speedups are ratios of positive values)", c.name)));
                         continue 'workload;
                     }
                     Some(_) => {}

@@ -87,7 +87,8 @@ pub struct RankArgs {
     json: bool,
 }
 
-fn read_matrix(a: &RankArgs) -> Result<Matrix, Failure> {
+/// The matrix, and what its values are when they are not the input's own numbers.
+fn read_matrix(a: &RankArgs) -> Result<(Matrix, Option<String>), Failure> {
     let bytes = std::fs::read(&a.input).map_err(|e| Failure::Input(format!("{}: cannot read: {e}", a.input)))?;
     let looks_json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') || bytes.starts_with(&[0x1f, 0x8b]);
     if looks_json {
@@ -104,10 +105,11 @@ fn read_matrix(a: &RankArgs) -> Result<Matrix, Failure> {
         }
         let r = Results::from_json(&a.input, &v)?;
         let an = analyse(&r, &opts);
-        return Ok(Matrix::from_compare(&r, &an)?);
+        let what = format!("each value is the configuration's geometric-mean speedup over {} (higher is better)", r.reference);
+        return Ok((Matrix::from_compare(&r, &an)?, Some(what)));
     }
     let text = String::from_utf8(bytes).map_err(|_| Failure::Input(format!("{}: not text; expected a CSV or a results.json", a.input)))?;
-    Ok(Matrix::from_csv(&a.input, &text)?)
+    Ok((Matrix::from_csv(&a.input, &text)?, None))
 }
 
 /// Parses 'c=v,...' into values per criterion (names checked); fuzzy levels may be EI..AI.
@@ -169,7 +171,7 @@ fn comparisons(a: &RankArgs, m: &Matrix) -> Result<Comparisons, Failure> {
 
 /// `heaplab rank`.
 pub fn rank(a: RankArgs) -> Result<(), Failure> {
-    let m = read_matrix(&a)?;
+    let (m, values_are) = read_matrix(&a)?;
     let c = comparisons(&a, &m)?;
     let n = m.criteria.len();
     let (weights, fuzzy, xi, cr, extra) = match a.method {
@@ -194,6 +196,7 @@ pub fn rank(a: RankArgs) -> Result<(), Failure> {
     if a.json {
         let v = json!({
             "input": a.input,
+            "values": values_are.as_deref().unwrap_or("the input's values"),
             "method": method,
             "best": m.criteria[c.best],
             "worst": m.criteria[c.worst],
@@ -218,6 +221,9 @@ pub fn rank(a: RankArgs) -> Result<(), Failure> {
         return Ok(());
     }
     println!("method {method}; best {}, worst {}", m.criteria[c.best], m.criteria[c.worst]);
+    if let Some(w) = &values_are {
+        println!("{w}");
+    }
     println!("\ncriterion        better  best-to  to-worst  weight");
     for j in 0..n {
         let fz = fuzzy.as_ref().map(|f| format!("  ({:.4}, {:.4}, {:.4})", f[j].l, f[j].m, f[j].u)).unwrap_or_default();
