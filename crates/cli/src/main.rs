@@ -12,7 +12,7 @@ mod picture;
 mod progress;
 mod trace_input;
 
-use cmd::{check, convert, frag, gen, plan, plot, replay, stats, study, trace, trace_info};
+use cmd::{check, compare, convert, frag, gen, plan, plot, rank, replay, stats, study, trace, trace_info};
 pub use failure::Failure;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -60,6 +60,14 @@ enum Command {
     /// Correlate replayed fragmentation with real peak RSS across allocators; write a report.
     #[command(long_about = study::STUDY_HELP)]
     Study(study::StudyArgs),
+    /// Compare configurations against a reference with stated confidence (HPT): per workload
+    /// and across applications.
+    #[command(long_about = compare::COMPARE_HELP)]
+    Compare(compare::CompareArgs),
+    /// Rank alternatives by your preferences between criteria (best-worst method, fuzzy BWM,
+    /// TOPSIS) and show the Pareto front.
+    #[command(long_about = rank::RANK_HELP)]
+    Rank(rank::RankArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +90,8 @@ fn main() -> ExitCode {
         Command::Replay(a) => replay::replay(a),
         Command::Frag(a) => frag::frag(a),
         Command::Study(a) => study::study(a),
+        Command::Compare(a) => compare::compare(a),
+        Command::Rank(a) => rank::rank(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

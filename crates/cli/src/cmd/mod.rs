@@ -5,11 +5,13 @@
 //! printing its run table with `trace_info`'s.
 
 pub mod check;
+pub mod compare;
 pub mod convert;
 pub mod frag;
 pub mod gen;
 pub mod plan;
 pub mod plot;
+pub mod rank;
 pub mod replay;
 pub mod stats;
 pub mod study;

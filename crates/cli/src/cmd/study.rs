@@ -11,7 +11,7 @@ use crate::Failure;
 use clap::Args;
 use heaplab_model::units::grouped;
 use heaplab_study::measure::RssMethod;
-use heaplab_study::outdir::{CreateDirError, OutDirError, Scratch, Staging};
+use heaplab_study::outdir::{CreateDirError, Scratch};
 use heaplab_study::pipeline::{study_workloads, Progress, Step, StudyOptions};
 use heaplab_study::suite::Workload;
 use heaplab_study::{Machine, Study};
@@ -104,16 +104,7 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
     if !a.command.is_empty() && heaplab_trace::launch::find_program(&a.command[0]).is_none() {
         return Err(Failure::Input(format!("{}: program not found (not an executable file, nor in PATH)", a.command[0])));
     }
-    let staging = Staging::create(&a.output).map_err(|e| {
-        Failure::Input(match e {
-            OutDirError::EmptyName => "-o: empty directory name".into(),
-            OutDirError::NotAReport(t) => format!("{}: exists and is not a previous heaplab report; choose another directory", t.display()),
-            OutDirError::BadParent { parent, exists } => {
-                format!("-o {}: {} {}", a.output, parent.display(), if exists { "is not a directory" } else { "does not exist" })
-            }
-            OutDirError::CannotWrite { parent, source } => format!("-o {}: cannot write the report in {}: {source}", a.output, parent.display()),
-        })
-    })?;
+    let staging = crate::outputs::report_dir(&a.output)?;
     let work = |e: CreateDirError| Failure::Work(e.to_string());
     let scratch = Scratch::create().map_err(work)?;
     let placed_dir = if a.keep_placed { Some(staging.subdir("placed").map_err(work)?) } else { None };

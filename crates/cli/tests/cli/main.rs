@@ -10,6 +10,7 @@
 #[macro_use]
 mod common;
 
+mod decide;
 mod fuzz;
 mod inputs;
 mod plan;
