@@ -4,6 +4,10 @@
 CARGO   ?= cargo
 HEAPLAB := target/release/heaplab
 OUT     := out
+# The Python venv (see the Python package section below).
+VENV     := .venv
+VPY      := $(VENV)/bin/python
+VENV_ABS := $(abspath $(VENV))
 
 .PHONY: all build demo test fuzz bench bench-quick bench-trace bench-study deps trace-deps study-deps clean \
         python python-test wheel bench-python bench-onnx bench-torch
@@ -60,7 +64,9 @@ demo: build
 	$(HEAPLAB) check $(OUT)/demo.csv $(OUT)/demo.placed.csv
 	@echo "picture: $(OUT)/demo.png"
 
-test: deps trace-deps study-deps
+# The venv comes first: some Rust tests compare with independent Python implementations in it
+# (scipy, pymcdm, pyperf).
+test: deps trace-deps study-deps $(VENV)/.requirements
 	$(CARGO) test --workspace
 	$(MAKE) python-test
 
@@ -97,9 +103,6 @@ bench-study: build
 # requirements (python/requirements-test.txt, one package a line) installed into it, and the
 # extension built once, in release, straight into it (`maturin develop`). The pytest suite runs
 # the CLI built by `cargo test` (target/debug/heaplab) or a release one when there is one.
-VENV     := .venv
-VPY      := $(VENV)/bin/python
-VENV_ABS := $(abspath $(VENV))
 
 $(VENV)/.requirements: python/requirements-test.txt
 	@command -v python3 >/dev/null || { echo "python3 not found: install Python >= 3.9 first" >&2; exit 2; }
