@@ -36,11 +36,12 @@ pub const STUDY_RUNS: Whole = Whole::new(1, 1_000);
 pub const SUITE_SCALE: Whole = Whole::new(1, 1_000_000);
 /// `study --timeout`: seconds before a run is killed (one week at most).
 pub const STUDY_TIMEOUT: Whole = Whole::new(1, WEEK as u64);
-/// `plan --time-limit`: seconds, fractions allowed (one week at most).
-pub const TIME_LIMIT: Seconds = Seconds { max: WEEK };
+/// `plan --time-limit`: seconds, fractions allowed (one week at most: the planner's
+/// [`heaplab_plan::MAX_TIME_LIMIT_SECS`]).
+pub const TIME_LIMIT: Seconds = Seconds { max: heaplab_plan::MAX_TIME_LIMIT_SECS };
 
-/// One week in seconds: the longest any time flag may ask for.
-const WEEK: f64 = 604_800.0;
+/// One week in seconds, the longest any time flag may ask for: the planner's limit.
+const WEEK: f64 = heaplab_plan::MAX_TIME_LIMIT_SECS;
 
 impl Whole {
     /// The range `lo..=hi`.
