@@ -169,3 +169,19 @@ fn an_interrupted_measurement_resumes() {
         }
     }
 }
+
+#[test]
+fn l1d_misses_from_cachegrind() {
+    crate::common::need("valgrind");
+    let d = scratch!("l1d");
+    input(&d);
+    let r = heaplab_in(&d, &["compare", "--runs", "2", "--warmup", "0", "--metrics", "time,l1d", "--config", "ref=glibc", "--config", "je=jemalloc", "--workload", GZ, "-o", "cmp"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(d.join("cmp/ecdf-l1d.png").is_file());
+    let doc = results(&d);
+    assert_eq!(doc["metrics"][1], serde_json::json!({"name": "l1d", "unit": "miss", "better": "lower"}));
+    for c in ["ref", "je"] {
+        let v = series(&doc, c, "gz", "l1d")["values"].as_array().unwrap().clone();
+        assert!(v.len() == 2 && v.iter().all(|x| x.as_f64().unwrap() > 100.0), "{v:?}");
+    }
+}
