@@ -123,7 +123,7 @@ fn bad_configurations_are_refused_before_anything_runs() {
 fn an_interrupted_measurement_resumes() {
     let d = scratch!("resume");
     let args = ["compare", "--runs", "4", "--warmup", "1", "--metrics", "time,cpu,rss", "--config", "ref=glibc", "--config", "je=jemalloc", "--workload", "nap=sleep 0.05", "-o", "cmp"];
-    let mut child = std::process::Command::new(BIN).args(args).current_dir(&d).env_remove("LD_PRELOAD").stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let child = std::process::Command::new(BIN).args(args).current_dir(&d).env_remove("LD_PRELOAD").stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     // Wait for 3 runs in the checkpoint, then stop heaplab as Ctrl-C or kill would.
     let file = d.join("cmp/results.json");
     let taken = |doc: &Value| -> usize { doc["series"].as_array().unwrap().iter().filter(|s| s["metric"] == "time").map(|s| s["values"].as_array().unwrap().len() + s["warmups"].as_array().unwrap().len()).sum() };
