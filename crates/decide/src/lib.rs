@@ -1,6 +1,7 @@
 //! Deciding between configurations with stated confidence, and ranking them by a decision
 //! maker's preferences. The compare results ([`results`], filled by [`pyperf`], or by the
-//! [`runner`] that measures commands itself, energy from [`rapl`]) go through the HPT analysis ([`hpt`], built on the rank tests of [`ranktest`]); decision
+//! [`runner`] that measures commands itself, energy from [`rapl`]) go through the HPT analysis
+//! ([`hpt`], built on the rank tests of [`ranktest`]); decision
 //! matrices ([`mcdm`]) are ranked with criteria weights from the best-worst methods ([`bwm`],
 //! solved with the small simplex of [`lp`]), TOPSIS, and the Pareto front. The methods, their
 //! sources and where heaplab deviates from them are in docs/decide.md.
