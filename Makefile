@@ -35,9 +35,10 @@ trace-deps:
 	fi
 
 # Replay and the peak-RSS study: the allocators selectable by name (glibc is always there) and
-# the programs of `heaplab study --suite default`. Installed the same way as the trace deps.
-STUDY_TOOLS := perl xz xmllint espeak-ng tjbench sqlite3 jq php ruby lua5.4
-STUDY_PKGS  := libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 perl xz-utils libxml2-utils espeak-ng libjpeg-turbo-progs sqlite3 python3 jq php-cli ruby lua5.4
+# the programs of `heaplab study --suite default`, and valgrind (the l1d metric of `heaplab
+# compare`). Installed the same way as the trace deps.
+STUDY_TOOLS := perl xz xmllint espeak-ng tjbench sqlite3 jq php ruby lua5.4 valgrind
+STUDY_PKGS  := libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 perl xz-utils libxml2-utils espeak-ng libjpeg-turbo-progs sqlite3 python3 jq php-cli ruby lua5.4 valgrind
 STUDY_LIBS  := /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
 study-deps:
 	@missing=""; for t in $(STUDY_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \

@@ -32,6 +32,10 @@ pub const PAGE_SIZE: Whole = Whole { lo: 1, hi: heaplab_frag::MAX_PAGE_SIZE, pow
 pub const STACK_DEPTH: Whole = Whole::new(0, 64);
 /// `study --runs`: runs of the real program per allocator.
 pub const STUDY_RUNS: Whole = Whole::new(1, 1_000);
+/// `compare --runs`: measured runs per configuration and workload (a rank test needs 2).
+pub const COMPARE_RUNS: Whole = Whole::new(2, 100_000);
+/// `compare --warmup`: warm-up runs per configuration and workload.
+pub const COMPARE_WARMUP: Whole = Whole::new(0, 1_000);
 /// `study --suite-scale`: the suite's input sizes are divided by this.
 pub const SUITE_SCALE: Whole = Whole::new(1, 1_000_000);
 /// `study --timeout`: seconds before a run is killed (one week at most).

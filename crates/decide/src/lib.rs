@@ -1,6 +1,7 @@
 //! Deciding between configurations with stated confidence, and ranking them by a decision
-//! maker's preferences. The compare results ([`results`], filled by [`pyperf`] or a runner)
-//! go through the HPT analysis ([`hpt`], built on the rank tests of [`ranktest`]); decision
+//! maker's preferences. The compare results ([`results`], filled by [`pyperf`], or by the
+//! [`runner`] that measures commands itself, energy from [`rapl`]) go through the HPT analysis
+//! ([`hpt`], built on the rank tests of [`ranktest`]); decision
 //! matrices ([`mcdm`]) are ranked with criteria weights from the best-worst methods ([`bwm`],
 //! solved with the small simplex of [`lp`]), TOPSIS, and the Pareto front. The methods, their
 //! sources and where heaplab deviates from them are in docs/decide.md.
@@ -10,8 +11,10 @@ pub mod hpt;
 pub mod lp;
 pub mod mcdm;
 pub mod pyperf;
+pub mod rapl;
 pub mod ranktest;
 pub mod results;
+pub mod runner;
 
 /// A decision error: bad input (a file, an option, comparisons that break the method's rules).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,6 +11,7 @@
 mod common;
 
 mod decide;
+mod measure;
 mod fuzz;
 mod inputs;
 mod plan;
