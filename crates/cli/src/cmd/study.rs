@@ -11,11 +11,10 @@ use crate::Failure;
 use clap::Args;
 use heaplab_model::units::grouped;
 use heaplab_study::measure::RssMethod;
-use heaplab_study::outdir::{CreateDirError, OutDirError, Scratch, Staging};
+use heaplab_study::outdir::{CreateDirError, Scratch, Staging};
 use heaplab_study::pipeline::{study_workloads, Progress, Step, StudyOptions};
 use heaplab_study::suite::Workload;
-use heaplab_study::{Machine, Study};
-use std::path::Path;
+use heaplab_study::Study;
 use std::time::Duration;
 
 pub const STUDY_HELP: &str = "\
@@ -104,16 +103,7 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
     if !a.command.is_empty() && heaplab_trace::launch::find_program(&a.command[0]).is_none() {
         return Err(Failure::Input(format!("{}: program not found (not an executable file, nor in PATH)", a.command[0])));
     }
-    let staging = Staging::create(&a.output).map_err(|e| {
-        Failure::Input(match e {
-            OutDirError::EmptyName => "-o: empty directory name".into(),
-            OutDirError::NotAReport(t) => format!("{}: exists and is not a previous heaplab report; choose another directory", t.display()),
-            OutDirError::BadParent { parent, exists } => {
-                format!("-o {}: {} {}", a.output, parent.display(), if exists { "is not a directory" } else { "does not exist" })
-            }
-            OutDirError::CannotWrite { parent, source } => format!("-o {}: cannot write the report in {}: {source}", a.output, parent.display()),
-        })
-    })?;
+    let staging = Staging::create(&a.output).map_err(|e| Failure::Input(e.message("-o", &a.output)))?;
     let work = |e: CreateDirError| Failure::Work(e.to_string());
     let scratch = Scratch::create().map_err(work)?;
     let placed_dir = if a.keep_placed { Some(staging.subdir("placed").map_err(work)?) } else { None };
@@ -146,24 +136,11 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
         study_workloads(&suite, &inputs, &opts, &mut show)
     } else {
         let cwd = std::env::current_dir().map_err(|e| Failure::Work(format!("cannot read the current directory: {e}")))?;
-        let name = Path::new(&a.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| a.command[0].clone());
-        // No description: the report shows the command itself.
-        let w = Workload { name, description: String::new(), command: a.command.clone(), env: vec![], stdin: None };
-        study_workloads(&[w], &cwd, &opts, &mut show)
+        study_workloads(&[Workload::command(a.command.clone())], &cwd, &opts, &mut show)
     };
-    let study = Study {
-        workloads: results,
-        runs: a.runs,
-        rss_method: opts.rss,
-        machine: Machine::detect(),
-        date: heaplab_study::utc_now(),
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        invocation: std::env::args().map(|a| shell_word(&a)).collect::<Vec<_>>().join(" "),
-    };
-    let target = staging.target().to_path_buf();
-    heaplab_study::report::write(staging.dir(), &study)
-        .and_then(|()| staging.install())
-        .map_err(|e| Failure::Work(format!("{}: cannot write the report: {e}", target.display())))?;
+    let invocation = std::env::args().map(|a| shell_word(&a)).collect::<Vec<_>>().join(" ");
+    let study = Study::new(results, a.runs, opts.rss, invocation);
+    let target = heaplab_study::report::install(staging, &study).map_err(Failure::Work)?;
     let (strong, with) = study.strong();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&heaplab_study::report::study_json(&study)).expect("JSON of plain values"));
