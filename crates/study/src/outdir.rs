@@ -39,6 +39,21 @@ pub enum OutDirError {
     },
 }
 
+impl OutDirError {
+    /// The message for a front end that took the directory `output` from its option `flag`
+    /// (the CLI's `-o`, the Python binding's `output`).
+    pub fn message(&self, flag: &str, output: &str) -> String {
+        match self {
+            OutDirError::EmptyName => format!("{flag}: empty directory name"),
+            OutDirError::NotAReport(t) => format!("{}: exists and is not a previous heaplab report; choose another directory", t.display()),
+            OutDirError::BadParent { parent, exists } => {
+                format!("{flag} {output}: {} {}", parent.display(), if *exists { "is not a directory" } else { "does not exist" })
+            }
+            OutDirError::CannotWrite { parent, source } => format!("{flag} {output}: cannot write the report in {}: {source}", parent.display()),
+        }
+    }
+}
+
 /// A report directory being built: files go into [`Staging::dir`], and [`Staging::install`]
 /// puts it at the target. Dropped without being installed, the temporary directory is removed.
 #[derive(Debug)]
