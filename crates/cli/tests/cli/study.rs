@@ -59,6 +59,9 @@ fn correlation_is_over_allocators_with_the_exact_p() {
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
     let w = &v["workloads"][0];
+    // Each workload names the machine it ran on: here the study's own.
+    assert!(v["machine"]["host"].is_string() && v["machine"]["cores"].as_u64().unwrap() >= 1, "{}", v["machine"]);
+    assert_eq!(w["machine"], v["machine"]);
     let allocs = w["allocators"].as_array().unwrap();
     assert_eq!(allocs.len(), 4);
     // One point per allocator: its fragmentation and the median of its 3 runs' peak RSS.
