@@ -5,7 +5,8 @@ CARGO   ?= cargo
 HEAPLAB := target/release/heaplab
 OUT     := out
 
-.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-study deps trace-deps study-deps clean
+.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-study deps trace-deps study-deps clean \
+        python python-test wheel bench-python
 
 all: build
 
@@ -61,6 +62,7 @@ demo: build
 
 test: deps trace-deps study-deps
 	$(CARGO) test --workspace
+	$(MAKE) python-test
 
 # A longer run of the mutation fuzz test that `make test` runs briefly (crates/cli/tests/cli/fuzz.rs):
 # FUZZ_CASES mutated files from FUZZ_SEED (a new seed each run unless given; it is printed, and
@@ -91,6 +93,32 @@ bench-study: build
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench-study --heaplab $(HEAPLAB)
 
+# ---- Python package (python/, crates/py): a venv at .venv made with `python3 -m venv`, the test
+# requirements (python/requirements-test.txt, one package a line) installed into it, and the
+# extension built once, in release, straight into it (`maturin develop`). The pytest suite runs
+# the CLI built by `cargo test` (target/debug/heaplab) or a release one when there is one.
+VENV     := .venv
+VPY      := $(VENV)/bin/python
+VENV_ABS := $(abspath $(VENV))
+
+$(VENV)/.requirements: python/requirements-test.txt
+	@command -v python3 >/dev/null || { echo "python3 not found: install Python >= 3.9 first" >&2; exit 2; }
+	@[ -x $(VPY) ] || python3 -m venv $(VENV) || { echo "python3 -m venv failed: on Debian, apt-get install python3-venv" >&2; exit 2; }
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -r python/requirements-test.txt
+	@touch $@
+
+# The extension into the venv (rebuilt by cargo only where sources changed).
+python: deps $(VENV)/.requirements
+	cd python && VIRTUAL_ENV=$(VENV_ABS) $(VENV_ABS)/bin/maturin develop --release --quiet
+
+python-test: python
+	$(VPY) -m pytest -q python/tests
+
+# An abi3 wheel (CPython >= 3.9) in target/wheels.
+wheel: deps $(VENV)/.requirements
+	cd python && $(VENV_ABS)/bin/maturin build --release --out ../target/wheels
+
 clean:
 	$(CARGO) clean
-	rm -rf $(OUT)
+	rm -rf $(OUT) $(VENV)

@@ -60,7 +60,7 @@ use crate::policy::{Policy, Stage};
 use heaplab_model::Buffer;
 use rayon::prelude::*;
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -159,6 +159,10 @@ pub struct PlanOptions {
     /// Which stages run, their shares of the time and the sizes that choose between them
     /// ([`Policy::default`]: the tuned portfolio). Nested plans (windows, blocks) inherit it.
     pub policy: Policy,
+    /// Set from another thread to stop planning early (a front end's Ctrl-C): every stage
+    /// treats it as its deadline having passed, so `plan` returns the best placement found so
+    /// far, validated, as soon as the running stage notices.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for PlanOptions {
@@ -170,6 +174,7 @@ impl Default for PlanOptions {
             algorithm: Algorithm::Auto,
             capacity: None,
             policy: Policy::default(),
+            cancel: None,
         }
     }
 }
@@ -722,6 +727,7 @@ fn plan_nested(sub: &[Buffer], until: Instant, caller: &PlanOptions) -> Vec<u64>
         time_limit: until.saturating_duration_since(Instant::now()),
         seed: caller.seed,
         policy: caller.policy.clone(),
+        cancel: caller.cancel.clone(),
         ..PlanOptions::default()
     };
     plan_at(sub, &opts, None, true).offsets

@@ -171,6 +171,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         algorithm,
         capacity,
         policy,
+        cancel: None,
     };
     let progress = Arc::new(Progress::default());
     let outcome = {
