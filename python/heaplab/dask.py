@@ -12,6 +12,7 @@ whose workers must have the same ``heaplab`` installed.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import shlex
@@ -208,6 +209,11 @@ def plan_many(
         return []
     read_kwargs = dict(read_kwargs or {})
     plan_kwargs = dict(plan_kwargs, time_limit=time_limit, seed=seed)
+    # A misspelt option is the caller's error, not every task's.
+    try:
+        inspect.signature(heaplab.plan).bind(None, **plan_kwargs)
+    except TypeError as e:
+        raise TypeError(f"plan_many: {e} (the options are those of heaplab.plan)") from None
     labels = [f"item {k} ({_describe(x)})" for k, x in enumerate(items)]
     prepared: list[Any] = []
     for k, x in enumerate(items):
@@ -217,7 +223,7 @@ def plan_many(
         try:
             prepared.append(_columns(x))
         except Exception as e:
-            raise _labelled(e, labels[k]) from None
+            raise _labelled(e, labels[k])  # noqa: B904 - _labelled sets the cause
     show = _Progress("planned", len(items), len(items) >= PROGRESS_FROM if progress is None else progress)
     batch = uuid.uuid4().hex[:8]
     with _connect(client, n_workers) as c:

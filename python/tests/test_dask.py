@@ -221,9 +221,10 @@ def test_study_gathers_one_report_shaped_like_the_cli(client, tmp_path):
     mine = json.loads(r.stdout)
     assert json.loads((local / "results.json").read_text()) == mine
     assert shape(mine) == shape({**res, "workloads": res["workloads"][:1]})
-    # Same workload, same allocators: the same replay (deterministic), so the same jobs.
-    jobs = lambda r: [a["jobs"] for a in r["workloads"][0]["allocators"]]  # noqa: E731
-    assert jobs(mine) == jobs(res)
+    # The same program's heap: about the same jobs (Perl seeds its hashes anew each run, so
+    # the count moves by a few).
+    for a, b in zip(mine["workloads"][0]["allocators"], res["workloads"][0]["allocators"]):
+        assert abs(a["jobs"] - b["jobs"]) <= 0.02 * b["jobs"], (a["jobs"], b["jobs"])
 
 
 @needs_perl
