@@ -242,17 +242,15 @@ def plan_many(
 
 
 def _workload_specs(workloads: Any, only: Sequence[str] | None, suite_scale: int) -> list[dict[str, Any]]:
-    """The workloads as keyword arguments of ``_native.study_workload``, named uniquely (the
-    report's files are named after them)."""
+    """The workloads as keyword arguments of ``_native.study_workload``."""
     if isinstance(workloads, str) and workloads == "default":
         names = _native.study_suite_names(list(only) if only is not None else None)
-        return [{"suite": n, "suite_scale": suite_scale, "name": n} for n in names]
+        return [{"suite": n, "suite_scale": suite_scale} for n in names]
     if only is not None:
         raise heaplab.InputError("only selects workloads of the default suite (workloads='default')")
     if isinstance(workloads, (str, bytes)) or not isinstance(workloads, Sequence):
         raise heaplab.InputError("workloads: expected 'default' or a list of commands (each a list of arguments, a command line, or a dict)")
     specs: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
     for k, w in enumerate(workloads):
         spec: dict[str, Any] = dict(w) if isinstance(w, Mapping) else {"command": w}
         unknown = set(spec) - {"command", "name", "description", "env", "stdin"}
@@ -266,15 +264,18 @@ def _workload_specs(workloads: Any, only: Sequence[str] | None, suite_scale: int
         spec["command"] = list(cmd)
         if isinstance(spec.get("env"), Mapping):
             spec["env"] = list(spec["env"].items())
-        if "stdin" in spec and spec["stdin"] is not None:
+        if spec.get("stdin") is not None:
             spec["stdin"] = os.fspath(spec["stdin"])
-        name = spec.get("name") or os.path.basename(cmd[0]) or cmd[0]
-        seen[name] = seen.get(name, 0) + 1
-        spec["name"] = name if seen[name] == 1 else f"{name}-{seen[name]}"
         specs.append(spec)
     if not specs:
         raise heaplab.InputError("nothing to study: give commands or workloads='default'")
     return specs
+
+
+def _label(k: int, spec: Mapping[str, Any]) -> str:
+    """How a workload is named in progress lines and errors."""
+    what = spec.get("name") or spec.get("suite") or shlex.join(spec["command"])
+    return f"workload {k} ({what if len(what) <= 60 else what[:57] + '...'})"
 
 
 def _study_one(spec: Mapping[str, Any], opts: Mapping[str, Any]) -> str:
@@ -288,7 +289,9 @@ def _study_one(spec: Mapping[str, Any], opts: Mapping[str, Any]) -> str:
 
 def _failed(spec: Mapping[str, Any], error: str, rss: str) -> str:
     """The entry of a workload that failed before it could be studied."""
-    return _native.study_failed(spec.get("command") or [], name=spec["name"], description=spec.get("description", ""), error=error, rss=rss)
+    return _native.study_failed(
+        spec.get("command"), suite=spec.get("suite"), name=spec.get("name"), description=spec.get("description", ""), error=error, rss=rss
+    )
 
 
 def study(
@@ -345,7 +348,7 @@ def study(
     batch = uuid.uuid4().hex[:8]
     with _connect(client, n_workers) as c:
         futures = [c.submit(_study_one, s, opts, key=f"heaplab-study-{batch}-{k}", pure=False, retries=0) for k, s in enumerate(specs)]
-        labels = [f"workload {s['name']}" for s in specs]
+        labels = [_label(k, s) for k, s in enumerate(specs)]
         done = _gather(c, futures, labels, "return", show)
     # A task that died (its worker lost) is that workload's failure, as in the CLI.
     entries = [d if isinstance(d, str) else _failed(s, str(d), rss) for d, s in zip(done, specs)]

@@ -113,12 +113,15 @@ fn study_workload(
 }
 
 /// The `results.json` entry of a workload that failed before it could be studied (its task
-/// was lost, or could not start where it ran), with `error` as the reason.
+/// was lost, or could not start where it ran), with `error` as the reason: `command`, named
+/// `name` (default: after its program), or the default suite's workload `suite`.
 #[pyfunction]
-#[pyo3(signature = (command, *, name, description=String::new(), error, rss="rusage"))]
-fn study_failed(py: Python<'_>, command: Vec<String>, name: String, description: String, error: String, rss: &str) -> PyResult<String> {
+#[pyo3(signature = (command=None, *, suite=None, name=None, description=String::new(), error, rss="rusage"))]
+fn study_failed(py: Python<'_>, command: Option<Vec<String>>, suite: Option<String>, name: Option<String>, description: String, error: String, rss: &str) -> PyResult<String> {
     let rss = rss_method(py, rss)?;
-    let w = heaplab_study::WorkloadResult { name, description, command, error: Some(error), ..Default::default() };
+    let w = Workload::command(command.unwrap_or_default());
+    let name = name.or(suite).unwrap_or(w.name);
+    let w = heaplab_study::WorkloadResult { name, description, command: w.command, error: Some(error), ..Default::default() };
     Ok(report::workload_json(&w, rss).to_string())
 }
 

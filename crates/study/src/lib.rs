@@ -188,8 +188,19 @@ pub const STRONG_RHO: f64 = 0.65;
 impl Study {
     /// The study of `workloads` made with `runs` runs per allocator and `rss_method`, dated
     /// now, on the machine every workload was studied on (when they all were on one; otherwise
-    /// this machine, and the report names each workload's own).
-    pub fn new(workloads: Vec<WorkloadResult>, runs: usize, rss_method: RssMethod, invocation: String) -> Study {
+    /// this machine, and the report names each workload's own). Workloads of the same name
+    /// (gathered from several places) are told apart by a suffix (`perl`, `perl-2`): the
+    /// report's files are named after them.
+    pub fn new(mut workloads: Vec<WorkloadResult>, runs: usize, rss_method: RssMethod, invocation: String) -> Study {
+        let mut seen = std::collections::HashSet::new();
+        for w in &mut workloads {
+            let base = w.name.clone();
+            let mut k = 1;
+            while !seen.insert(report::slug(&w.name)) {
+                k += 1;
+                w.name = format!("{base}-{k}");
+            }
+        }
         let first = workloads.first().and_then(|w| w.machine.clone());
         let machine = match first {
             Some(m) if workloads.iter().all(|w| w.machine.as_ref() == Some(&m)) => m,
@@ -236,6 +247,21 @@ mod tests {
     fn allocator(name: &str, external: f64, peaks: &[u64]) -> AllocatorResult {
         let runs = peaks.iter().map(|&p| Run { rusage_rss: p, ..Default::default() }).collect();
         AllocatorResult { name: name.into(), external, internal: external / 2.0, runs, ..Default::default() }
+    }
+
+    /// Gathered workloads of one name get distinct names (the report's files are named after
+    /// them), and the study's machine is theirs when they share one.
+    #[test]
+    fn a_gathered_study_names_workloads_apart() {
+        let m = Machine { host: "w1".into(), ..Default::default() };
+        let w = |name: &str| WorkloadResult { name: name.into(), machine: Some(m.clone()), ..Default::default() };
+        let s = Study::new(vec![w("perl"), w("perl"), w("perl-2"), w("a b"), w("a_b")], 2, RssMethod::Rusage, String::new());
+        let names: Vec<&str> = s.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["perl", "perl-2", "perl-2-2", "a b", "a_b-2"]);
+        assert_eq!(s.machine, m);
+        let mut other = w("x");
+        other.machine = Some(Machine { host: "w2".into(), ..Default::default() });
+        assert_eq!(Study::new(vec![w("perl"), other], 2, RssMethod::Rusage, String::new()).machine, Machine::detect());
     }
 
     /// 4 allocators × 3 runs in a perfect order: 4 points, exact p = 2/4! = 1/12, not the

@@ -269,7 +269,7 @@ pub fn study_json(s: &Study) -> Value {
         "invocation": s.invocation,
         "machine": machine_json(&s.machine),
         "runs_per_allocator": s.runs,
-        "rss_method": match s.rss_method { RssMethod::Rusage => "rusage", RssMethod::Proc => "proc" },
+        "rss_method": s.rss_method.name(),
         "correlation": "Spearman over allocators, one point each: fragmentation of the replay against the median peak RSS of the runs",
         "strong_rho_threshold": STRONG_RHO,
         "workloads_with_rho": with,

@@ -1,11 +1,12 @@
 //! A workload's entry of `results.json` read back into a [`WorkloadResult`]: the inverse of
 //! [`report::workload_json`](crate::report::workload_json). A study split into one task per
 //! workload (each on whichever machine runs it) returns each workload's result in that form, and
-//! the results gathered in one place make the same report as a study run there. The round trip
+//! the results gathered in one place make the same report as a study run there; whole
+//! `results.json` files of studies made alike are gathered the same way ([`study_parts`]). The round trip
 //! keeps every number the report shows; a run's standard-error tail, which only explains a
 //! failed run (and a failed run ends its workload), is not in the JSON and comes back empty.
 
-use crate::measure::Run;
+use crate::measure::{Run, RssMethod};
 use crate::stats::{PTest, Spearman};
 use crate::{AllocatorResult, Machine, WorkloadResult};
 use serde_json::Value;
@@ -33,6 +34,55 @@ pub fn workload(v: &Value) -> Result<WorkloadResult, String> {
             Some(m) => Some(machine(m)?),
         },
     })
+}
+
+/// What a gathered study takes from one whole `results.json`.
+#[derive(Clone, Debug)]
+pub struct StudyParts {
+    /// Its workloads.
+    pub workloads: Vec<WorkloadResult>,
+    /// Runs per allocator.
+    pub runs: usize,
+    /// The RSS figure its correlations used.
+    pub rss: RssMethod,
+}
+
+/// Reads a whole `results.json` (as [`crate::report::study_json`] writes it) for gathering.
+pub fn study_parts(v: &Value) -> Result<StudyParts, String> {
+    let o = Obj::new(v, "results")?;
+    let rss = o.string("rss_method")?;
+    let rss = RssMethod::parse(&rss).ok_or_else(|| format!("results.rss_method: unknown method {rss:?}"))?;
+    let workloads = o.array("workloads")?.iter().enumerate().map(|(k, w)| workload(w).map_err(|e| format!("workloads[{k}]: {e}"))).collect::<Result<_, _>>()?;
+    Ok(StudyParts { workloads, runs: o.usize("runs_per_allocator")?, rss })
+}
+
+/// Gathers the studies at `inputs` (each a `results.json` or a report directory holding one)
+/// into one: their workloads in order. They must have been made alike (the same runs per
+/// allocator and RSS method), since the report states those once; the error names the input.
+pub fn gather(inputs: &[std::path::PathBuf]) -> Result<StudyParts, String> {
+    let mut all: Option<StudyParts> = None;
+    for input in inputs {
+        let file = if input.is_dir() { input.join("results.json") } else { input.clone() };
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
+        let parts = study_parts(&v).map_err(|e| format!("{}: {e}", file.display()))?;
+        match &mut all {
+            None => all = Some(parts),
+            Some(a) if (a.runs, a.rss) != (parts.runs, parts.rss) => {
+                return Err(format!(
+                    "{}: made with {} runs per allocator and {} peak RSS, but {} with {} and {}: only studies made alike can be gathered",
+                    file.display(),
+                    parts.runs,
+                    parts.rss.name(),
+                    inputs[0].display(),
+                    a.runs,
+                    a.rss.name()
+                ))
+            }
+            Some(a) => a.workloads.extend(parts.workloads),
+        }
+    }
+    all.ok_or_else(|| "nothing to gather".to_string())
 }
 
 fn allocator(v: &Value, at: &str) -> Result<AllocatorResult, String> {
@@ -212,6 +262,37 @@ mod tests {
         assert_eq!(workload_json(&workload(&v).unwrap(), RssMethod::Proc), v);
         v.as_object_mut().unwrap().remove("machine");
         assert_eq!(workload(&v).unwrap().machine, None);
+    }
+
+    #[test]
+    fn a_whole_results_file_reads_back() {
+        let study = Study { workloads: vec![sample()], runs: 3, rss_method: RssMethod::Proc, machine: Machine::default(), date: "d".into(), version: "v".into(), invocation: "i".into() };
+        let v = crate::report::study_json(&study);
+        let parts = study_parts(&v).unwrap();
+        assert_eq!((parts.runs, parts.rss), (3, RssMethod::Proc));
+        assert_eq!(workload_json(&parts.workloads[0], RssMethod::Proc), v["workloads"][0]);
+        let mut bad = v.clone();
+        bad["workloads"][0]["allocators"][0]["jobs"] = Value::from("many");
+        assert_eq!(study_parts(&bad).unwrap_err(), "workloads[0]: allocators[0].jobs: not a whole number");
+    }
+
+    #[test]
+    fn studies_made_alike_are_gathered() {
+        let dir = std::env::temp_dir().join(format!("heaplab-gather-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("rep")).unwrap();
+        let study = |runs| Study { workloads: vec![sample()], runs, rss_method: RssMethod::Rusage, machine: Machine::default(), date: "d".into(), version: "v".into(), invocation: "i".into() };
+        let write = |p: &std::path::Path, s: &Study| std::fs::write(p, crate::report::study_json(s).to_string()).unwrap();
+        write(&dir.join("rep/results.json"), &study(3));
+        write(&dir.join("b.json"), &study(3));
+        write(&dir.join("c.json"), &study(5));
+        let g = gather(&[dir.join("rep"), dir.join("b.json")]).unwrap();
+        assert_eq!((g.workloads.len(), g.runs), (2, 3));
+        let e = gather(&[dir.join("rep"), dir.join("c.json")]).unwrap_err();
+        assert!(e.contains("c.json: made with 5 runs per allocator") && e.contains("only studies made alike"), "{e}");
+        assert!(gather(&[dir.join("missing.json")]).unwrap_err().contains("missing.json: "));
+        std::fs::write(dir.join("d.json"), "{").unwrap();
+        assert!(gather(&[dir.join("d.json")]).unwrap_err().contains("d.json: not JSON"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
