@@ -124,6 +124,11 @@ wheel: deps $(VENV)/.requirements
 bench-dask: build python
 	$(VPY) python/bench/dask_plan_many.py --heaplab $(HEAPLAB)
 
+# The package's overhead on 10^6 buffers against the CLI's planning time: writes
+# bench/python-results.md/json.
+bench-python: build python
+	$(VPY) python/tools/bench_python.py --heaplab $(HEAPLAB)
+
 clean:
 	$(CARGO) clean
 	rm -rf $(OUT) $(VENV)

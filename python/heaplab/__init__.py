@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from . import _native
 from ._errors import HeaplabError, InputError, InvalidPlacement
+from ._files import Frag, MappingFrag, Trace, frag, read, read_placement
 from ._instance import Instance
 from ._plan import Plan, check, plan
 
@@ -26,6 +27,12 @@ __all__ = [
     "InvalidPlacement",
     "Instance",
     "Plan",
+    "Trace",
+    "Frag",
+    "MappingFrag",
     "check",
+    "frag",
     "plan",
+    "read",
+    "read_placement",
 ]

@@ -65,6 +65,21 @@ def _instance(what: str, sizes_or_instance: Any, lower: Any, upper: Any, alignme
     return Instance(sizes_or_instance, lower, upper, alignment=alignment)
 
 
+def _columns(what: str, sizes_or_instance: Any, lower: Any, upper: Any, alignment: Any) -> Tuple[Any, ...]:
+    """``(ids, lower, upper, sizes, alignment or None)`` for the native module. Arrays are only
+    converted: the native call checks them by the instance rules, once (an Instance would check
+    them a second time)."""
+    if isinstance(sizes_or_instance, Instance) or alignment is not None and np.isscalar(alignment):
+        inst = _instance(what, sizes_or_instance, lower, upper, alignment)
+        return (inst.ids, inst.lower, inst.upper, inst.sizes, inst.alignment if inst.has_alignment else None)
+    if lower is None or upper is None:
+        raise InputError(f"{what}: lower and upper are needed with a sizes array (or pass an Instance)")
+    sizes = as_u64("sizes", sizes_or_instance)
+    ids = np.arange(len(sizes), dtype=np.uint64)
+    align = None if alignment is None else as_u64("alignment", alignment)
+    return (ids, as_u64("lower", lower), as_u64("upper", upper), sizes, align)
+
+
 def _capacity(capacity: Union[int, str, None]) -> Optional[int]:
     if capacity is None:
         return None
@@ -107,7 +122,7 @@ def plan(
     Raises:
         InputError: bad arrays or options (see :class:`Instance`).
     """
-    inst = _instance("plan", sizes_or_instance, lower, upper, alignment)
+    cols = _columns("plan", sizes_or_instance, lower, upper, alignment)
     cap = _capacity(capacity)
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**64:
         raise InputError(f"seed {seed!r}: expected an integer from 0 to 2**64-1")
@@ -115,7 +130,7 @@ def plan(
         limit = float(time_limit)
     except (TypeError, ValueError):
         raise InputError(f"time_limit {time_limit!r}: expected seconds") from None
-    d = _native.plan(inst.ids, inst.lower, inst.upper, inst.sizes, inst.alignment if inst.has_alignment else None, cap, limit, int(seed), str(algorithm))
+    d = _native.plan(*cols, cap, limit, int(seed), str(algorithm))
     offsets = d["offsets"]
     offsets.flags.writeable = False
     return Plan(
@@ -151,8 +166,8 @@ def check(
     """
     if isinstance(sizes_or_instance, Instance) and offsets is None and lower is not None and upper is None:
         lower, offsets = None, lower
-    inst = _instance("check", sizes_or_instance, lower, upper, alignment)
+    cols = _columns("check", sizes_or_instance, lower, upper, alignment)
     if offsets is None:
         raise InputError("check: offsets are needed (one per buffer)")
     offs = as_u64("offsets", getattr(offsets, "offsets", offsets))
-    _native.check(inst.ids, inst.lower, inst.upper, inst.sizes, inst.alignment if inst.has_alignment else None, offs)
+    _native.check(*cols, offs)

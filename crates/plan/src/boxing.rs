@@ -67,6 +67,8 @@ use crate::heuristics::{colour_intervals, place_in_order_bounded, solve_conflict
 use crate::rng::{mix, Rng};
 use heaplab_model::Buffer;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// `(√5 − 1)/2`: the universal upper bound on μ (thesis inequality 4.10).
@@ -117,11 +119,14 @@ pub struct BoxingParams {
     pub upper_bound: Option<u64>,
     /// Fit rule of the squeeze.
     pub squeeze: Squeeze,
+    /// Stop starting passes once this is set (the caller gave up, [`crate::PlanOptions::cancel`]);
+    /// like the deadline, it leaves the first pass to complete when there is no upper bound.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for BoxingParams {
     fn default() -> Self {
-        BoxingParams { seed: 1, iterations: 1, deadline: None, target: 0, upper_bound: None, squeeze: Squeeze::default() }
+        BoxingParams { seed: 1, iterations: 1, deadline: None, target: 0, upper_bound: None, squeeze: Squeeze::default(), cancel: None }
     }
 }
 
@@ -230,7 +235,8 @@ pub fn plan(buffers: &[Buffer], params: &BoxingParams) -> BoxingOutcome {
             break;
         }
         // The first batch always starts, so that there is a placement to return.
-        if (pass > 0 || params.upper_bound.is_some()) && params.deadline.is_some_and(|d| Instant::now() >= d) {
+        let cancelled = params.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+        if (pass > 0 || params.upper_bound.is_some()) && (cancelled || params.deadline.is_some_and(|d| Instant::now() >= d)) {
             break;
         }
         let batch = threads.min(params.iterations - pass);

@@ -356,11 +356,17 @@ impl<'a> Run<'a> {
         Run { opts, progress, nested, start, deadline: start + opts.time_limit, lower_bound, target }
     }
 
-    /// Whether `stage` runs: the algorithm includes it, the policy has it on, and (for the
-    /// stages that plan sub-instances by this driver) this is not already such a plan.
+    /// Whether `stage` runs: the algorithm includes it, the policy has it on, (for the
+    /// stages that plan sub-instances by this driver) this is not already such a plan, and the
+    /// plan was not cancelled.
     fn runs(&self, stage: Stage) -> bool {
         let recursive = matches!(stage, Stage::EarlyWindows | Stage::Flat | Stage::Windows);
-        self.opts.algorithm.includes(stage) && self.opts.policy.runs(stage) && !(self.nested && recursive)
+        self.opts.algorithm.includes(stage) && self.opts.policy.runs(stage) && !(self.nested && recursive) && !self.cancelled()
+    }
+
+    /// Whether the caller cancelled the plan ([`PlanOptions::cancel`]).
+    fn cancelled(&self) -> bool {
+        self.opts.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
     }
 
     /// The instant `share` of the time left from now.
@@ -548,7 +554,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             rest.par_iter()
                 .filter_map(|h| {
                     let predicted = unit.mul_f64(h.relative_cost());
-                    if Instant::now() + predicted > heuristics_deadline {
+                    if Instant::now() + predicted > heuristics_deadline || run.cancelled() {
                         return None;
                     }
                     if let Some((off, secs)) = stand_in.as_ref().filter(|_| *h == sweep) {
@@ -575,6 +581,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             let mut params =
                 crate::windows::WindowParams::new(run.start + opts.time_limit.mul_f64(policy.windows_share), target, u64::MAX);
             params.rival = Some(Arc::clone(&rival));
+            params.cancel = opts.cancel.clone();
             let began = Instant::now();
             let ((), out) = rayon::join(
                 || run_heuristics(parts),
@@ -652,6 +659,7 @@ fn boxing_stage(run: &Run, parts: &mut [Part], deadline: Instant) -> usize {
             // `Boxing` runs without heuristic bootstrapping: nothing to beat but itself.
             upper_bound: (!part.offsets.is_empty()).then_some(part.makespan),
             squeeze: Squeeze::default(),
+            cancel: opts.cancel.clone(),
         };
         let out = boxing::plan(&part.buffers, &params);
         used[i] += out.iterations;
@@ -694,7 +702,7 @@ fn boxing_stage(run: &Run, parts: &mut [Part], deadline: Instant) -> usize {
         let Some(&i) = queue.iter().max_by_key(|&&i| (parts[i].makespan, std::cmp::Reverse(i))) else { break };
         let others = queue.iter().filter(|&&j| j != i).map(|&j| parts[j].makespan).max().unwrap_or(0);
         let others = others.max(settled_outside(parts, &queued, target));
-        if parts[i].makespan <= others || used[i] >= cap || Instant::now() >= deadline || hopeless(&parts[i]) {
+        if parts[i].makespan <= others || used[i] >= cap || Instant::now() >= deadline || run.cancelled() || hopeless(&parts[i]) {
             break;
         }
         let passes = pass(parts, &mut used, i, round, 1.0, others);
@@ -752,7 +760,10 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
         {
             continue;
         }
-        let params = crate::windows::WindowParams::new(now + left.mul_f64(policy.windows_share), target.max(part.lower), part.makespan);
+        let params = crate::windows::WindowParams {
+            cancel: run.opts.cancel.clone(),
+            ..crate::windows::WindowParams::new(now + left.mul_f64(policy.windows_share), target.max(part.lower), part.makespan)
+        };
         let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, run.opts);
         let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
         if let Some(off) = out.offsets {
@@ -786,7 +797,7 @@ fn flat_stage(run: &Run, parts: &mut [Part]) {
         let aim = target.max(part.lower);
         for round in 0u64.. {
             let now = Instant::now();
-            if now >= part_end || part.makespan <= aim {
+            if now >= part_end || part.makespan <= aim || run.cancelled() {
                 break;
             }
             let blocks = crate::flat::reduce(&part.buffers, (round > 0).then(|| seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
@@ -849,7 +860,7 @@ fn exact_stage(run: &Run, parts: &mut [Part], share: f64) {
         } else {
             now + left.mul_f64(policy.exact_tie_share)
         };
-        let m = exact::minimize(&problem, part.makespan, part.lower.max(lower_bound), capacity, &strategies, threads, until);
+        let m = exact::minimize(&problem, part.makespan, part.lower.max(lower_bound), capacity, &strategies, threads, until, run.opts.cancel.as_deref());
         part.lower = part.lower.max(m.lower_bound);
         if let Some(off) = m.offsets {
             part.offer("exact search".into(), off, now.elapsed().as_secs_f64());
@@ -868,7 +879,7 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
     for &i in &queue {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
-        if part.makespan < settled || Instant::now() >= until {
+        if part.makespan < settled || Instant::now() >= until || run.cancelled() {
             continue;
         }
         // From the best placement and the runners-up, on all threads (the search itself is
@@ -890,7 +901,11 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
                 }
                 let t = Instant::now();
                 let seed = crate::rng::mix(crate::rng::mix(seed, i as u64), k as u64);
-                let params = improve::ImproveParams { stop: Some(stop.clone()), ..improve::ImproveParams::new(until, seed, aim) };
+                let params = improve::ImproveParams {
+                    stop: Some(stop.clone()),
+                    cancel: run.opts.cancel.clone(),
+                    ..improve::ImproveParams::new(until, seed, aim)
+                };
                 let stats = improve::improve(buffers, &mut offsets, &params);
                 Some((name, offsets, stats, t.elapsed().as_secs_f64()))
             })

@@ -529,8 +529,8 @@ pub struct Minimized {
 /// lower bound; tries the lower bound first (usually the max load, often optimal), then halves
 /// the gap: a found placement lowers the upper end, a refuted capacity raises the lower end, and
 /// a search cut off by its time share moves the next capacity halfway up. Each capacity gets
-/// half of the time left. Stops when the gap closes (the result is proven optimal) or the
-/// deadline passes.
+/// half of the time left. Stops when the gap closes (the result is proven optimal), the
+/// deadline passes or `cancel` is set.
 ///
 /// With a `capacity` (a user's memory size, as minimalloc takes it) any makespan up to it is
 /// enough: only that capacity is decided, with all the time, and a refutation proves that
@@ -543,11 +543,12 @@ pub fn minimize(
     strategies: &[Strategy],
     threads: usize,
     deadline: Instant,
+    cancel: Option<&AtomicBool>,
 ) -> Minimized {
     let mut out = Minimized { offsets: None, makespan: incumbent, lower_bound: lower_bound.max(problem.max_load()), nodes: 0 };
     if let Some(c) = capacity {
         if out.makespan > c && out.lower_bound <= c {
-            let (d, st) = decide_portfolio(problem, c, strategies, threads, Limits { deadline: Some(deadline), ..Limits::default() });
+            let (d, st) = decide_portfolio(problem, c, strategies, threads, Limits { deadline: Some(deadline), cancel, ..Limits::default() });
             out.nodes = st.nodes;
             match d {
                 Decision::Found(off) => {
@@ -563,7 +564,7 @@ pub fn minimize(
     let mut cap = out.lower_bound;
     while out.lower_bound < out.makespan {
         let now = Instant::now();
-        if now >= deadline {
+        if now >= deadline || cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             break;
         }
         // The first capacity (the lower bound) is the likeliest optimum and the hardest to settle:
@@ -571,7 +572,7 @@ pub fn minimize(
         // a 2-core Xeon; what the halving steps would have found is left to the improvement
         // search).
         let share = if cap + 1 >= out.makespan { 1.0 } else if out.nodes == 0 { 0.8 } else { 0.5 };
-        let limits = Limits { deadline: Some(now + deadline.duration_since(now).mul_f64(share)), ..Limits::default() };
+        let limits = Limits { deadline: Some(now + deadline.duration_since(now).mul_f64(share)), cancel, ..Limits::default() };
         let (d, st) = decide_portfolio(problem, cap, strategies, threads, limits);
         out.nodes += st.nodes;
         match d {
@@ -1608,7 +1609,7 @@ mod tests {
             let first = crate::heuristics::Heuristic::STANDARD[0].run(&bs);
             let inc = bs.iter().zip(&first).map(|(b, o)| b.size + o).max().unwrap_or(0);
             let far = Instant::now() + std::time::Duration::from_secs(60);
-            let m = minimize(&p, inc, 0, None, &Strategy::portfolio(), 2, far);
+            let m = minimize(&p, inc, 0, None, &Strategy::portfolio(), 2, far, None);
             assert_eq!(m.makespan, opt, "round {round}: {bs:?}");
             assert_eq!(m.lower_bound, opt, "round {round}: optimality proven");
             if let Some(off) = &m.offsets {
@@ -1631,7 +1632,7 @@ mod tests {
             let p = Problem::new(&bs, u64::MAX).unwrap();
             let far = Instant::now() + std::time::Duration::from_secs(60);
             let lb = opt + 1 + round;
-            let m = minimize(&p, u64::MAX / 2, lb, None, &Strategy::portfolio(), 2, far);
+            let m = minimize(&p, u64::MAX / 2, lb, None, &Strategy::portfolio(), 2, far, None);
             let off = m.offsets.expect("a placement within the lower bound");
             let v = validate(&bs, &off);
             assert!(v.is_valid() && v.makespan == m.makespan && m.makespan <= lb, "round {round}");
@@ -1653,7 +1654,7 @@ mod tests {
             // At or above the optimum a placement fits (not necessarily the optimum); below, the
             // search proves that none does.
             for cap in [opt, opt + opt / 3] {
-                let m = minimize(&p, inc, 0, Some(cap), &Strategy::portfolio(), 2, far);
+                let m = minimize(&p, inc, 0, Some(cap), &Strategy::portfolio(), 2, far, None);
                 assert!(m.makespan <= cap, "round {round}: cap {cap}, got {}", m.makespan);
                 assert!(m.lower_bound <= opt);
                 if let Some(off) = &m.offsets {
@@ -1664,7 +1665,7 @@ mod tests {
                 }
             }
             if opt > p.max_load() {
-                let m = minimize(&p, inc, 0, Some(opt - 1), &Strategy::portfolio(), 2, far);
+                let m = minimize(&p, inc, 0, Some(opt - 1), &Strategy::portfolio(), 2, far, None);
                 assert!(m.offsets.is_none() && m.lower_bound == opt, "round {round}: capacity {} refuted", opt - 1);
                 refuted += 1;
             }

@@ -53,13 +53,16 @@ pub struct ImproveParams {
     pub max_window: usize,
     /// Raised by any search sharing it that reaches the target: the others stop too.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Set by the caller to stop at once, as if the deadline had passed
+    /// ([`crate::PlanOptions::cancel`]).
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl ImproveParams {
     /// Defaults for a deadline: free sets of up to 2,000 buffers, 50,000 nodes a move, windows
     /// of up to 5,000 buffers.
     pub fn new(deadline: Instant, seed: u64, target: u64) -> Self {
-        ImproveParams { deadline, seed, target, max_free: 2000, nodes: 50_000, max_window: 5000, stop: None }
+        ImproveParams { deadline, seed, target, max_free: 2000, nodes: 50_000, max_window: 5000, stop: None, cancel: None }
     }
 }
 
@@ -151,7 +154,7 @@ impl<'a> Improver<'a> {
         let mut current = self.makespan();
         let started = Instant::now();
         let (mut last_drop, mut moves_at_drop) = (started, 0);
-        while Instant::now() < self.params.deadline {
+        while Instant::now() < self.params.deadline && !self.params.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
             let m = self.makespan();
             if m <= self.params.target || m == 0 {
                 if let Some(stop) = &self.params.stop {
@@ -263,7 +266,7 @@ impl<'a> Improver<'a> {
         let problem = problem.with_floors(floors);
         let strategies = Strategy::portfolio();
         let strategy = strategies[self.rng.below(strategies.len() as u64) as usize];
-        let limits = Limits { deadline: Some(self.params.deadline), nodes: self.params.nodes, ..Limits::default() };
+        let limits = Limits { deadline: Some(self.params.deadline), nodes: self.params.nodes, cancel: self.params.cancel.as_deref(), ..Limits::default() };
         match problem.decide(m - 1, strategy, limits).0 {
             Decision::Found(new) => (Some(self.free.iter().copied().zip(new).collect()), size),
             Decision::Infeasible | Decision::Unknown => (None, size),

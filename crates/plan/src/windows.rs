@@ -32,7 +32,7 @@ use crate::heuristics::{self, Order};
 use crate::occupancy::Occupancy;
 use crate::timeline::TimeIndex;
 use heaplab_model::Buffer;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -51,12 +51,15 @@ pub struct WindowParams {
     /// windows run beside them): fills abandon above it too, and the search stops once it
     /// reaches `target`, so a heuristic that solves the instance does not wait for the windows.
     pub rival: Option<Arc<AtomicU64>>,
+    /// Set by the caller to stop before the next round, as if the deadline had passed
+    /// ([`crate::PlanOptions::cancel`]).
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl WindowParams {
     /// Defaults: windows of up to 4,000 buffers.
     pub fn new(deadline: Instant, target: u64, bound: u64) -> Self {
-        WindowParams { deadline, target, bound, max_window: 4000, rival: None }
+        WindowParams { deadline, target, bound, max_window: 4000, rival: None, cancel: None }
     }
 }
 
@@ -98,7 +101,8 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
     let mut focus = peak_in(&profile, index.start(), index.end());
     let mut stale = 0;
     let rival = || params.rival.as_ref().map_or(u64::MAX, |r| r.load(Ordering::Relaxed));
-    while Instant::now() < params.deadline && out.makespan > params.target && rival() > params.target {
+    let cancelled = || params.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+    while Instant::now() < params.deadline && out.makespan > params.target && rival() > params.target && !cancelled() {
         add_window(&mut windows, open_window(&index, focus, params.max_window), &index, buffers);
         // Plan the new windows, sharing a quarter of the time left between them.
         let unplanned = windows.iter().filter(|w| w.plan.is_none()).count();

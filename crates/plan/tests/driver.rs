@@ -190,3 +190,39 @@ fn an_expired_deadline_still_gives_a_valid_plan_from_the_sweep_alone() {
     assert!(validate(&bs, &out.offsets).is_valid());
     assert_eq!(out.algorithm, "first-fit/start (boxing ran out of time)");
 }
+
+#[test]
+fn a_cancelled_plan_returns_its_best_placement_long_before_its_time_limit() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+    // Instances where every stage has work: no component reaches its lower bound quickly.
+    for (kind, n) in [(Kind::Random, 20_000), (Kind::Tight, 3_000)] {
+        let inst = generate(kind, n, 11);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let o = PlanOptions { time_limit: Duration::from_secs(3600), cancel: Some(cancel.clone()), ..PlanOptions::default() };
+        let start = Instant::now();
+        let out = std::thread::scope(|s| {
+            let h = s.spawn(|| plan(&inst.buffers, &o, None));
+            std::thread::sleep(Duration::from_millis(300));
+            cancel.store(true, Ordering::Relaxed);
+            h.join().expect("the planner does not panic")
+        });
+        // Not a speed target: an hour-long budget cut to well under a minute shows that every
+        // stage heard the flag.
+        assert!(start.elapsed() < Duration::from_secs(60), "{}: {:?}", kind.name(), start.elapsed());
+        let v = validate(&inst.buffers, &out.offsets);
+        assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
+        assert_eq!(v.makespan, out.makespan);
+    }
+}
+
+#[test]
+fn a_flag_set_before_planning_still_gives_a_valid_placement() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let inst = generate(Kind::Malloc, 5_000, 2);
+    let o = PlanOptions { cancel: Some(Arc::new(AtomicBool::new(true))), ..PlanOptions::default() };
+    let out = plan(&inst.buffers, &o, None);
+    assert!(validate(&inst.buffers, &out.offsets).is_valid());
+}

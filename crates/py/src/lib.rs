@@ -8,11 +8,11 @@
 
 mod arrays;
 mod errors;
-// mod frag;
+mod frag;
 mod planning;
 mod read;
 mod study;
-// mod traces;
+mod traces;
 
 use pyo3::prelude::*;
 
@@ -26,9 +26,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::validate_instance, m)?)?;
     m.add_function(wrap_pyfunction!(read::read, m)?)?;
     m.add_function(wrap_pyfunction!(read::write, m)?)?;
-    // m.add_function(wrap_pyfunction!(traces::trace_events, m)?)?;
-    // m.add_function(wrap_pyfunction!(traces::trace_info, m)?)?;
-    // m.add_function(wrap_pyfunction!(frag::frag, m)?)?;
+    m.add_function(wrap_pyfunction!(traces::trace_events, m)?)?;
+    m.add_function(wrap_pyfunction!(traces::trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(frag::frag, m)?)?;
     study::register(m)?;
     m.add("ALGORITHMS", heaplab_plan::Algorithm::NAMES)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
