@@ -59,7 +59,7 @@ def local_cluster(n_workers: int | None = None, plan_threads: int | None = None)
         raise heaplab.InputError(f"plan_threads: expected at least 1, not {threads}")
     # The planner's pool (rayon) reads RAYON_NUM_THREADS when a worker first plans.
     return distributed.LocalCluster(
-        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, env={"RAYON_NUM_THREADS": str(threads)}
+        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", env={"RAYON_NUM_THREADS": str(threads)}
     )
 
 

@@ -30,7 +30,7 @@ PERL_LIST = "my @a; for my $i (1..2000) { push @a, 'x' x ($i % 50 + 1); } print 
 def client():
     # Threads, not processes: two workers start in a second on a 2-core machine. The
     # planner releases the GIL, so the two still plan at once.
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         with distributed.Client(cluster) as c:
             yield c
 
