@@ -3,9 +3,11 @@ embedded LocalCluster of 1 and of 2 worker processes (wall time, speedup), besid
 plans made one after another in this process. Writes bench/dask-results.md and .json.
 
 Two batches, because a plan either ends on its own or runs to its time limit:
-- "ends on its own": kinds ratio, aligned, nested and equal (50 seeds each), which the planner
-  proves optimal in well under its limit: the wall time measures planning work, and the plans
-  must equal the sequential ones exactly;
+- "mostly ends on its own": kinds ratio, aligned, nested and equal (50 seeds each, limit 10 s),
+  which the planner mostly proves optimal in well under a second: the wall time measures
+  planning work. An optimal plan must have the sequential plan's makespan; the table counts the
+  plans whose offsets are identical too (a search that races its threads or runs into a time
+  budget may return another placement of the same makespan);
 - "time-limited": kinds random and nn (100 seeds each) with a 1 s limit, which every plan
   uses up: the wall time is set by the limit, so what 2 workers change is how much search each
   plan gets (one core instead of two); the table gives the mean gap to the lower bound.
@@ -62,13 +64,13 @@ def generate(heaplab_bin: str, kinds: list[str], per_kind: int, buffers: int, in
     return paths
 
 
-def run_batch(name: str, paths: list[str], time_limit: float, workers: list[int], sequential: bool, exact: bool) -> dict:
+def run_batch(name: str, paths: list[str], time_limit: float, workers: list[int], sequential: bool, compare: bool) -> dict:
     row: dict = {"batch": name, "instances": len(paths), "time_limit_s": time_limit, "configs": []}
     reference = None
     if sequential:
         t0 = time.perf_counter()
         reference = [heaplab.plan(heaplab.read(p), time_limit=time_limit) for p in paths]
-        row["configs"].append(summary("sequential, in process", time.perf_counter() - t0, 0.0, reference, paths))
+        row["configs"].append(summary("sequential, in process", time.perf_counter() - t0, 0.0, reference, paths, reference))
     for n in workers:
         t0 = time.perf_counter()
         with hd.local_cluster(n_workers=n) as cluster, distributed.Client(cluster) as c:
@@ -79,10 +81,7 @@ def run_batch(name: str, paths: list[str], time_limit: float, workers: list[int]
             t1 = time.perf_counter()
             plans = hd.plan_many(paths, client=c, time_limit=time_limit, progress=False)
             wall = time.perf_counter() - t1
-        if exact and reference is not None:
-            for p, q in zip(plans, reference):
-                assert np.array_equal(p.offsets, q.offsets) and p.makespan == q.makespan, "a plan differs from the sequential one"
-        row["configs"].append(summary(f"{n} worker{'s' if n > 1 else ''}", wall, start, plans, paths))
+        row["configs"].append(summary(f"{n} worker{'s' if n > 1 else ''}", wall, start, plans, paths, reference if compare else None))
         print(f"  {name}: {n} worker(s): {wall:.1f} s", file=sys.stderr, flush=True)
     base = next((c["wall_s"] for c in row["configs"] if c["config"] == "1 worker"), None)
     for c in row["configs"]:
@@ -90,9 +89,15 @@ def run_batch(name: str, paths: list[str], time_limit: float, workers: list[int]
     return row
 
 
-def summary(config: str, wall: float, start: float, plans: list, paths: list[str]) -> dict:
+def summary(config: str, wall: float, start: float, plans: list, paths: list[str], reference: list | None) -> dict:
     for path, p in zip(paths, plans):
         heaplab.check(heaplab.read(path), offsets=p.offsets)
+    same = None
+    if reference is not None:
+        for p, q in zip(plans, reference):
+            if p.optimal and q.optimal:
+                assert p.makespan == q.makespan, "two optimal plans of one instance differ in makespan"
+        same = sum(bool(np.array_equal(p.offsets, q.offsets)) for p, q in zip(plans, reference))
     gaps = [(p.makespan - p.lower_bound) / p.lower_bound for p in plans if p.lower_bound]
     return {
         "config": config,
@@ -102,6 +107,7 @@ def summary(config: str, wall: float, start: float, plans: list, paths: list[str
         "optimal": sum(bool(p.optimal) for p in plans),
         "mean_gap_to_lower_bound_pct": round(100 * float(np.mean(gaps)), 4) if gaps else 0.0,
         "validated": len(plans),
+        "offsets_identical_to_sequential": same,
     }
 
 
@@ -117,15 +123,17 @@ def markdown(res: dict) -> str:
         "processes, one task at a time each, each worker's planner given the cores divided among the workers (`RAYON_NUM_THREADS`). "
         "Wall time of `plan_many` once the workers are up (their start is the next column); every placement validated.",
         "",
-        "| batch | config | wall (s) | cluster start (s) | plans/s | speedup vs 1 worker | optimal | mean gap to lower bound |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| batch | config | wall (s) | cluster start (s) | plans/s | speedup vs 1 worker | optimal | mean gap to lower bound | offsets as sequential |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for b in res["batches"]:
         for c in b["configs"]:
             sp = f"{c['speedup_vs_1_worker']:.2f}x" if c["speedup_vs_1_worker"] else ""
             o.append(
                 f"| {b['batch']} ({b['instances']}, limit {b['time_limit_s']} s) | {c['config']} | {c['wall_s']:.1f} | {c['cluster_start_s']:.1f} | "
-                f"{c['plans_per_s']:.2f} | {sp} | {c['optimal']}/{b['instances']} | {c['mean_gap_to_lower_bound_pct']:.3f}% |"
+                f"{c['plans_per_s']:.2f} | {sp} | {c['optimal']}/{b['instances']} | {c['mean_gap_to_lower_bound_pct']:.3f}% | "
+                + ("" if c["offsets_identical_to_sequential"] is None else f"{c['offsets_identical_to_sequential']}/{b['instances']}")
+                + " |"
             )
     o += ["", res["note"], ""]
     return "\n".join(o)
@@ -153,8 +161,8 @@ def main() -> None:
         own = generate(a.heaplab, ["ratio", "aligned", "nested", "equal"], per, a.buffers, Path(d))
         limited = generate(a.heaplab, ["random", "nn"], 2 * per, a.buffers, Path(d))
         print(f"generated {len(own) + len(limited)} instances", file=sys.stderr)
-        res["batches"].append(run_batch("ends on its own", own, 30.0, [1, 2], sequential=True, exact=True))
-        res["batches"].append(run_batch("time-limited", limited, 1.0, [1, 2], sequential=False, exact=False))
+        res["batches"].append(run_batch("mostly ends on its own", own, 10.0, [1, 2], sequential=True, compare=True))
+        res["batches"].append(run_batch("time-limited", limited, 1.0, [1, 2], sequential=False, compare=False))
     res["load_after"] = [round(x, 2) for x in os.getloadavg()]
     res["note"] = (
         "A load average well above the core count means other work shared the machine during the run: the wall times are then "

@@ -193,7 +193,8 @@ def plan_many(
     ``(sizes, lower, upper)`` or ``(sizes, lower, upper, alignment)`` tuple of arrays (sent to
     the workers once, with :meth:`distributed.Client.scatter`). Each is planned by
     :func:`heaplab.plan` with ``time_limit``, ``seed`` and ``plan_kwargs`` (``alignment``,
-    ``capacity``): the same plan as a call of :func:`heaplab.plan` would give.
+    ``capacity``): the plan a call of :func:`heaplab.plan` gives. (Where the planner's search
+    runs into its time limit, the plan depends on the CPU it got, on a worker as anywhere.)
 
     ``client``: None (an embedded local cluster of ``n_workers`` processes, default one per
     core, closed afterwards; see :func:`local_cluster`), a scheduler address, or a

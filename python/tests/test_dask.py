@@ -264,3 +264,15 @@ def test_study_checks_its_options_before_anything_runs(client, tmp_path):
         hd.study([], client=client, output=tmp_path / "o")
     assert not (tmp_path / "o").exists() and (tmp_path / "taken" / "precious.txt").is_file()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@needs_perl
+def test_the_docs_section_runs_as_written():
+    # Once merged into docs/python.md, that file's doctest runs these examples.
+    section = ROOT / "docs" / "python-dask-section.md"
+    if not section.is_file():
+        pytest.skip("skipped: the section is part of docs/python.md (tested by test_docs.py)")
+    import doctest
+
+    r = doctest.testfile(str(section), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert r.attempted > 10 and r.failed == 0, r
