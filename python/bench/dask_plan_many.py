@@ -107,6 +107,8 @@ def summary(config: str, wall: float, start: float, plans: list, paths: list[str
         "mean_gap_to_lower_bound_pct": round(100 * float(np.mean(gaps)), 4) if gaps else 0.0,
         "validated": len(plans),
         "offsets_identical_to_sequential": same,
+        # Other work on the machine shows here (a 1-minute average above the cores in use).
+        "load_1min_after": round(os.getloadavg()[0], 2),
     }
 
 
@@ -122,8 +124,8 @@ def markdown(res: dict) -> str:
         "processes, one task at a time each, each worker's planner given the cores divided among the workers (`RAYON_NUM_THREADS`). "
         "Wall time of `plan_many` once the workers are up (their start is the next column); every placement validated.",
         "",
-        "| batch | config | wall (s) | cluster start (s) | plans/s | speedup vs 1 worker | optimal | mean gap to lower bound | offsets as sequential |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| batch | config | wall (s) | cluster start (s) | plans/s | speedup vs 1 worker | optimal | mean gap to lower bound | offsets as sequential | load after |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for b in res["batches"]:
         for c in b["configs"]:
@@ -132,7 +134,7 @@ def markdown(res: dict) -> str:
                 f"| {b['batch']} ({b['instances']}, limit {b['time_limit_s']} s) | {c['config']} | {c['wall_s']:.1f} | {c['cluster_start_s']:.1f} | "
                 f"{c['plans_per_s']:.2f} | {sp} | {c['optimal']}/{b['instances']} | {c['mean_gap_to_lower_bound_pct']:.3f}% | "
                 + ("" if c["offsets_identical_to_sequential"] is None else f"{c['offsets_identical_to_sequential']}/{b['instances']}")
-                + " |"
+                + f" | {c['load_1min_after']} |"
             )
     o += ["", res["note"], ""]
     return "\n".join(o)
