@@ -107,8 +107,8 @@ def test_pandas_round_trip(tmp_path):
 
 
 def test_duplicate_ids_are_rejected():
-    with pytest.raises(heaplab.InputError, match="duplicate id 7"):
-        heaplab.Instance([1, 1], [0, 0], [1, 1], ids=[7, 7])
+    with pytest.raises(heaplab.InputError, match=r"^buffer at index 2: field 'id': duplicate id 7 \(first at index 0\)$"):
+        heaplab.Instance([1, 1, 1], [0, 0, 0], [1, 1, 1], ids=[7, 8, 7])
 
 
 def test_capacity():

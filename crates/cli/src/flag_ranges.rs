@@ -24,11 +24,10 @@ pub const ITERATIONS: Whole = Whole::new(1, 1_000_000_000);
 pub const THREAD: Whole = Whole::new(0, u32::MAX as u64);
 /// `gen --buffers`: 10^8 buffers take about 5 GB in memory (48 bytes each) and a few GB on disk.
 pub const GEN_BUFFERS: Whole = Whole::new(0, 100_000_000);
-/// `frag --buckets`: each bucket of the series is 64 bytes, and about 2 KB while the JSON is
-/// built, so 10^5 buckets stay near 200 MB.
-pub const FRAG_BUCKETS: Whole = Whole::new(0, 100_000);
-/// `frag --page-size`: a power of two up to 1 GiB.
-pub const PAGE_SIZE: Whole = Whole { lo: 1, hi: 1 << 30, power_of_two: true };
+/// `frag --buckets`: the metric's range ([`heaplab_frag::MAX_BUCKETS`]).
+pub const FRAG_BUCKETS: Whole = Whole::new(0, heaplab_frag::MAX_BUCKETS as u64);
+/// `frag --page-size`: a power of two up to the metric's largest ([`heaplab_frag::MAX_PAGE_SIZE`]).
+pub const PAGE_SIZE: Whole = Whole { lo: 1, hi: heaplab_frag::MAX_PAGE_SIZE, power_of_two: true };
 /// `trace --stack-depth`: frames recorded per call site (the tracer's limit).
 pub const STACK_DEPTH: Whole = Whole::new(0, 64);
 /// `study --runs`: runs of the real program per allocator.
@@ -37,11 +36,12 @@ pub const STUDY_RUNS: Whole = Whole::new(1, 1_000);
 pub const SUITE_SCALE: Whole = Whole::new(1, 1_000_000);
 /// `study --timeout`: seconds before a run is killed (one week at most).
 pub const STUDY_TIMEOUT: Whole = Whole::new(1, WEEK as u64);
-/// `plan --time-limit`: seconds, fractions allowed (one week at most).
-pub const TIME_LIMIT: Seconds = Seconds { max: WEEK };
+/// `plan --time-limit`: seconds, fractions allowed (one week at most: the planner's
+/// [`heaplab_plan::MAX_TIME_LIMIT_SECS`]).
+pub const TIME_LIMIT: Seconds = Seconds { max: heaplab_plan::MAX_TIME_LIMIT_SECS };
 
-/// One week in seconds: the longest any time flag may ask for.
-const WEEK: f64 = 604_800.0;
+/// One week in seconds, the longest any time flag may ask for: the planner's limit.
+const WEEK: f64 = heaplab_plan::MAX_TIME_LIMIT_SECS;
 
 impl Whole {
     /// The range `lo..=hi`.

@@ -1,15 +1,15 @@
 //! Trace input for the commands that read instances (`plan`, `stats`, `convert`) and traces
 //! (`replay`, `trace-info`): the work is `heaplab_trace::instance` (picking a run index's
-//! process, converting, the oracle gap); this module words it: the line saying which process
-//! was taken, the progress line, the conversion summary, the oracle gap table and JSON, and
-//! the messages that name this CLI's flags.
+//! process, reading whatever file was given, converting, the oracle gap); this module words
+//! it: the line saying which process was taken, the progress line, the conversion summary,
+//! the oracle gap table and JSON, and the messages that name this CLI's flags.
 
 use crate::options::TraceInputArgs;
 use crate::progress::ProgressLine;
 use crate::Failure;
 use heaplab_model::units::{bytes, grouped};
-use heaplab_model::{files, FileKind, Input, Instance, Semantics};
-use heaplab_trace::instance::{self, InstanceError, OracleGap, ReadOptions, TraceInstance};
+use heaplab_model::{Input, Instance, Semantics};
+use heaplab_trace::instance::{self, InstanceError, OracleGap, ReadOptions, ReadWatch, SelectedRun, TraceInstance};
 use heaplab_trace::run::RunIndex;
 use heaplab_trace::{analyse, Analysis, ConvertOptions, TraceReader};
 use serde_json::{json, Value};
@@ -45,9 +45,14 @@ pub fn select_trace(input: Input, selector: Option<&str>) -> Result<(Input, Opti
     let name = input.name().to_string();
     let s = instance::select(input, selector).map_err(|e| failure(e, selector))?;
     let Some(run) = s.run else { return Ok((s.input, None)) };
+    say_selected(&name, &run, selector);
+    Ok((s.input, Some(run.index)))
+}
+
+/// The line on standard error saying which process of the run index `name` is read.
+fn say_selected(name: &str, run: &SelectedRun, selector: Option<&str>) {
     let why = if selector.is_some() { "as --process asks" } else { "the most events; --process PID|NAME picks another" };
     eprintln!("heaplab: {name}: reading {} ({why}): {}", run.process, run.file.display());
-    Ok((s.input, Some(run.index)))
 }
 
 /// Runs the analysis with a progress line on a terminal (big traces take seconds).
@@ -74,29 +79,45 @@ pub type InstanceRead = (Instance, Option<Vec<u64>>, Option<TraceInstance>);
 
 /// Reads an instance (with its offsets when `allow_offsets` and the file has them) from an
 /// opened input, converting it first when it is a trace, or the trace a run index's
-/// `--process` picks: the input is read once, so pipes work.
+/// `--process` picks ([`instance::read_input`]), saying on standard error what it reads.
 pub fn read_input(input: Input, semantics: Semantics, allow_offsets: bool, t: &TraceInputArgs) -> Result<InstanceRead, Failure> {
-    let mut input = select_trace(input, t.process.as_deref())?.0;
-    if input.kind()? != FileKind::Trace {
-        let (inst, offsets) = files::read_input(input, semantics, allow_offsets)?;
-        return Ok((inst, offsets, None));
-    }
-    let path = input.name().to_string();
+    let mut watch = Watch { name: input.name().to_string(), args: t, line: None };
     let opts = ReadOptions { convert: t.convert(), allow_truncated: t.allow_truncated };
-    let mut traced = {
+    let selector = t.process.as_deref();
+    let r = instance::read_input(input, selector, semantics, allow_offsets, &opts, &mut watch).map_err(|e| failure(e, selector))?;
+    Ok((r.instance, r.offsets, r.trace))
+}
+
+/// What [`read_input`] shows while the library reads: the process taken, the progress line,
+/// the conversion summary.
+struct Watch<'a> {
+    /// The input's name as given.
+    name: String,
+    args: &'a TraceInputArgs,
+    line: Option<ProgressLine>,
+}
+
+impl ReadWatch for Watch<'_> {
+    fn selected(&mut self, run: &SelectedRun) {
+        say_selected(&self.name, run, self.args.process.as_deref());
+    }
+
+    fn converting(&mut self, name: &str) -> Option<Arc<AtomicU64>> {
         let counter = Arc::new(AtomicU64::new(0));
-        let _line = progress_line(&counter, &path);
-        instance::read(input, &opts, Some(&counter)).map_err(|e| failure(e, None))?
-    };
-    eprintln!(
-        "heaplab: {path}: {} events -> {} buffers ({} clock, {} sizes)",
-        grouped(traced.stats.events),
-        grouped(traced.instance.len() as u64),
-        t.clock_name(),
-        t.size_name()
-    );
-    let inst = std::mem::take(&mut traced.instance);
-    Ok((inst, None, Some(traced)))
+        self.line = Some(progress_line(&counter, name));
+        Some(counter)
+    }
+
+    fn converted(&mut self, name: &str, traced: &TraceInstance) {
+        self.line = None;
+        eprintln!(
+            "heaplab: {name}: {} events -> {} buffers ({} clock, {} sizes)",
+            grouped(traced.stats.events),
+            grouped(traced.instance.len() as u64),
+            self.args.clock_name(),
+            self.args.size_name()
+        );
+    }
 }
 
 /// The oracle gap as the "trace" object of `plan --json`.

@@ -31,8 +31,13 @@
 //! answers "highest live block below this page's end" in O(log n), a hash map holds each
 //! touched page's covered bytes and current gap, and each event updates at most the two pages
 //! where its block starts and ends. O(n log n) for n jobs.
+//!
+//! [`measure`] is what front ends (`heaplab frag`, the Python `heaplab.frag`) call: a placed
+//! file read and measured, with the page size it defaults to ([`DEFAULT_PAGE_SIZE`]) and the
+//! ranges its options accept ([`MAX_PAGE_SIZE`], [`MAX_BUCKETS`]).
 
-use heaplab_replay::{Job, Placed};
+use heaplab_model::InputError;
+use heaplab_replay::{placed, Job, Placed};
 use heaplab_trace::stats::AddressMap;
 use std::collections::BTreeMap;
 
@@ -45,9 +50,19 @@ pub struct FragOptions {
     pub buckets: usize,
 }
 
+/// The page size when none is asked for and the input records none (a placed CSV file; a
+/// binary one records the replaying machine's): 4 KiB.
+pub const DEFAULT_PAGE_SIZE: u64 = 4096;
+/// The largest page size accepted (a power of two from 1 up to this): 1 GiB, the largest huge
+/// page.
+pub const MAX_PAGE_SIZE: u64 = 1 << 30;
+/// The most buckets of the series over time: each is 64 bytes, and about 2 KB while a front end
+/// builds its JSON of it, so 10^5 buckets stay near 200 MB.
+pub const MAX_BUCKETS: usize = 100_000;
+
 impl Default for FragOptions {
     fn default() -> Self {
-        FragOptions { page_size: 4096, buckets: 100 }
+        FragOptions { page_size: DEFAULT_PAGE_SIZE, buckets: 100 }
     }
 }
 
@@ -210,6 +225,71 @@ struct Page {
 /// Computes the fragmentation of `placed` (see the crate documentation for the definition).
 pub fn fragmentation(placed: &Placed, opts: &FragOptions) -> Result<Frag, Overlap> {
     compute(&placed.jobs, placed.mappings.len(), opts)
+}
+
+/// A placed file's fragmentation, as [`measure`] gives it.
+pub struct Measured {
+    /// The placed file as read.
+    pub placed: Placed,
+    /// Its fragmentation.
+    pub frag: Frag,
+    /// The page size used: the one asked for, else the file's ([`DEFAULT_PAGE_SIZE`] for CSV).
+    pub page_size: u64,
+    /// Wall seconds the metric took (reading the file excluded).
+    pub seconds: f64,
+    /// CPU seconds the metric took on its thread (other jobs on a shared machine slow its wall
+    /// time, not this).
+    pub cpu_seconds: f64,
+}
+
+/// Why [`measure`] failed.
+#[derive(Debug)]
+pub enum MeasureError {
+    /// The file could not be read as a placed file.
+    Read(InputError),
+    /// Two jobs overlap while both are live: the placement is invalid.
+    Overlap {
+        /// The file's name.
+        file: String,
+        /// The jobs and when.
+        overlap: Overlap,
+    },
+}
+
+impl std::fmt::Display for MeasureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MeasureError::Read(e) => write!(f, "{e}"),
+            MeasureError::Overlap { file, overlap } => write!(f, "{file}: {overlap}"),
+        }
+    }
+}
+
+impl std::error::Error for MeasureError {}
+
+/// Reads the placed file at `path` and measures its fragmentation with `page_size` (by default
+/// the file's: [`DEFAULT_PAGE_SIZE`] for CSV) and `buckets` in the series over time. Callers
+/// check both against their ranges first (a power of two up to [`MAX_PAGE_SIZE`]; at most
+/// [`MAX_BUCKETS`]), naming their own option in the message.
+pub fn measure(path: &str, page_size: Option<u64>, buckets: usize) -> Result<Measured, MeasureError> {
+    let csv_page = page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+    let csv_page = u32::try_from(csv_page).map_err(|_| {
+        MeasureError::Read(InputError::file(path, heaplab_model::InputErrorKind::Value, format!("page size {csv_page}: at most {MAX_PAGE_SIZE}")))
+    })?;
+    let placed = placed::read(path, csv_page).map_err(MeasureError::Read)?;
+    let opts = FragOptions { page_size: page_size.unwrap_or(placed.meta.page_size as u64), buckets };
+    let (t0, c0) = (std::time::Instant::now(), thread_cpu());
+    let frag = fragmentation(&placed, &opts).map_err(|overlap| MeasureError::Overlap { file: path.to_string(), overlap })?;
+    let (seconds, cpu_seconds) = (t0.elapsed().as_secs_f64(), thread_cpu() - c0);
+    Ok(Measured { placed, frag, page_size: opts.page_size, seconds, cpu_seconds })
+}
+
+/// CPU seconds this thread has used (the metric runs on one thread).
+fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the struct we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
 /// Computes the fragmentation of `jobs`, whose `mapping` fields index `mappings` mappings.

@@ -190,3 +190,39 @@ fn incremental_equals_brute_force() {
         }
     }
 }
+
+/// `measure` on a placed CSV file: the file's page size is the default, an asked one wins, the
+/// figures are `compute`'s, and an invalid placement or a missing file is an error naming it.
+#[test]
+fn measure_reads_a_placed_file_and_defaults_its_page_size() {
+    let dir = std::env::temp_dir().join(format!("heaplab-frag-measure-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, jobs: &[(u64, u64, u64, u64, u64, u64)]| {
+        let path = dir.join(name);
+        let mut text = String::from("job,mapping,start,end,requested,usable,address\n");
+        for (id, start, end, requested, usable, address) in jobs {
+            text += &format!("{id},0,{start},{end},{requested},{usable},{address}\n");
+        }
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let figure: Vec<_> = figure_3_1().iter().map(|j| (j.id, j.start, j.end, j.requested, j.usable, j.address + 0x1000)).collect();
+    let path = write("figure.csv", &figure);
+    let shifted: Vec<Job> = figure_3_1().into_iter().map(|j| Job { address: j.address + 0x1000, ..j }).collect();
+    let m = measure(&path, None, 10).unwrap();
+    assert_eq!(m.page_size, DEFAULT_PAGE_SIZE);
+    assert_eq!(m.placed.jobs.len(), 3);
+    assert_eq!(m.frag.total, compute(&shifted, 1, &FragOptions { page_size: DEFAULT_PAGE_SIZE, buckets: 10 }).unwrap().total);
+    assert!(m.seconds >= 0.0 && m.cpu_seconds >= 0.0);
+    let m = measure(&path, Some(2), 0).unwrap();
+    assert_eq!(m.page_size, 2);
+    assert_eq!(m.frag.total, run(&shifted, 2).total);
+    assert!(m.frag.series.is_empty());
+    let bad = write("overlap.csv", &[(0, 0, 4, 8, 8, 0x1000), (1, 2, 5, 8, 8, 0x1004)]);
+    let e = measure(&bad, None, 10).err().unwrap();
+    assert!(matches!(e, MeasureError::Overlap { .. }) && e.to_string().starts_with(&format!("{bad}: ")), "{e}");
+    let missing = dir.join("missing.csv").to_string_lossy().into_owned();
+    let e = measure(&missing, None, 10).err().unwrap();
+    assert!(matches!(e, MeasureError::Read(_)) && e.to_string().contains("missing.csv"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -210,10 +210,32 @@ pub struct RawBuffer {
     pub requested: u64,
 }
 
+/// What the positions given to [`InstanceBuilder::push`] count, so that a message citing
+/// another buffer's position says it in the source's terms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Position {
+    /// 1-based lines of a text file (and record numbers of a binary one).
+    #[default]
+    Line,
+    /// 0-based indices into arrays.
+    Index,
+}
+
+impl Position {
+    /// Where position `at` is, as a message says it: "on line 4", "at index 3".
+    pub fn cite(self, at: u64) -> String {
+        match self {
+            Position::Line => format!("on line {at}"),
+            Position::Index => format!("at index {at}"),
+        }
+    }
+}
+
 /// Builds buffers from rows, enforcing the model's rules (size > 0, upper > lower after
 /// conversion, power-of-two alignment, requested ≤ size, sizes summing within 64 bits).
 pub struct InstanceBuilder {
     file: String,
+    position: Position,
     semantics: Semantics,
     buffers: Vec<Buffer>,
     /// Line numbers, only where they stop counting up by one: `(index, line)` says buffer
@@ -225,9 +247,15 @@ pub struct InstanceBuilder {
 }
 
 impl InstanceBuilder {
-    /// A builder for buffers read from `file` in the given lifetime convention.
+    /// A builder for buffers read from `file` in the given lifetime convention, their
+    /// positions counting lines ([`Position::Line`]; see [`InstanceBuilder::counting`]).
     pub fn new(file: &str, semantics: Semantics, columns: Columns) -> Self {
-        InstanceBuilder { file: file.to_string(), semantics, buffers: Vec::new(), line_jumps: Vec::new(), total: 0, columns }
+        InstanceBuilder { file: file.to_string(), position: Position::Line, semantics, buffers: Vec::new(), line_jumps: Vec::new(), total: 0, columns }
+    }
+
+    /// The same builder with positions counting `position` instead.
+    pub fn counting(self, position: Position) -> Self {
+        InstanceBuilder { position, ..self }
     }
 
     /// Makes room for `n` more buffers up front (a binary file's header says how many), so the
@@ -245,7 +273,8 @@ impl InstanceBuilder {
         line + (k - i) as u64
     }
 
-    /// Adds one buffer from raw values at `line` (a record number for binary files).
+    /// Adds one buffer from raw values at position `line` (a line, a binary file's record
+    /// number, or an array index, as [`InstanceBuilder::counting`] says).
     pub fn push(&mut self, line: u64, raw: RawBuffer) -> Result<(), InputError> {
         let RawBuffer { id, lower, upper, size, alignment, requested } = raw;
         let f = &self.file;
@@ -298,7 +327,7 @@ impl InstanceBuilder {
         Ok(())
     }
 
-    /// Finishes: rejects duplicate ids (naming both lines) and returns the instance.
+    /// Finishes: rejects duplicate ids (naming both positions) and returns the instance.
     pub fn finish(mut self) -> Result<Instance, InputError> {
         // Sorting indices instead of a hash set keeps the check at 8 bytes a buffer.
         let mut order: Vec<u32> = (0..self.buffers.len() as u32).collect();
@@ -311,7 +340,7 @@ impl InstanceBuilder {
                     self.line(b),
                     Some("id"),
                     K::Consistency,
-                    format!("duplicate id {} (first on line {})", self.buffers[a].id, self.line(a)),
+                    format!("duplicate id {} (first {})", self.buffers[a].id, self.position.cite(self.line(a))),
                 ));
             }
         }
@@ -377,5 +406,16 @@ mod tests {
         assert!(msg.contains("duplicate id 2 (first on line 4)"), "{msg}");
         let ok = "id,lower,upper,size\n1,0,1,4\n\n2,0,1,4\n";
         assert_eq!(read_instance_from(ok.as_bytes(), "t.csv", Semantics::Inex, false).unwrap().0.len(), 2);
+    }
+
+    #[test]
+    fn duplicate_ids_from_arrays_are_named_by_their_indices() {
+        let mut b = InstanceBuilder::new("arrays", Semantics::Inex, Columns::default()).counting(Position::Index);
+        for (k, id) in [4u64, 9, 4].into_iter().enumerate() {
+            b.push(k as u64, RawBuffer { id, lower: 0, upper: 1, size: 8, ..Default::default() }).unwrap();
+        }
+        let e = b.finish().unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("id")));
+        assert_eq!(e.message, "duplicate id 4 (first at index 0)");
     }
 }

@@ -140,6 +140,10 @@ impl Progress {
     }
 }
 
+/// The longest time limit front ends accept for [`PlanOptions::time_limit`], in seconds: one
+/// week. Longer is a typo rather than a plan, and deadlines stay far from `Instant` overflow.
+pub const MAX_TIME_LIMIT_SECS: f64 = 604_800.0;
+
 /// Options for [`plan`].
 #[derive(Clone, Debug)]
 pub struct PlanOptions {

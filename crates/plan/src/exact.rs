@@ -535,6 +535,7 @@ pub struct Minimized {
 /// With a `capacity` (a user's memory size, as minimalloc takes it) any makespan up to it is
 /// enough: only that capacity is decided, with all the time, and a refutation proves that
 /// nothing fits (the returned lower bound is then above it).
+#[allow(clippy::too_many_arguments)]
 pub fn minimize(
     problem: &Problem,
     incumbent: u64,

@@ -2,7 +2,7 @@
 //! builder the file readers use, so arrays obey exactly the rules and messages of a CSV file.
 
 use crate::errors::input_error;
-use heaplab_model::csv::{InstanceBuilder, RawBuffer};
+use heaplab_model::csv::{InstanceBuilder, Position, RawBuffer};
 use heaplab_model::{Columns, Instance, InputError, Semantics};
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
@@ -46,7 +46,7 @@ impl Columns1<'_> {
     pub fn instance(&self) -> Result<Instance, String> {
         self.check_lengths()?;
         let columns = Columns { alignment: self.alignment.is_some(), requested: self.requested.is_some() };
-        let mut b = InstanceBuilder::new(ARRAYS, Semantics::Inex, columns);
+        let mut b = InstanceBuilder::new(ARRAYS, Semantics::Inex, columns).counting(Position::Index);
         b.reserve(self.sizes.len() as u64);
         for k in 0..self.sizes.len() {
             let raw = RawBuffer {
@@ -63,7 +63,7 @@ impl Columns1<'_> {
     }
 }
 
-/// The builder's message for buffers from arrays: its "line" is the index in the arrays.
+/// The builder's message for buffers from arrays: its position is the index in the arrays.
 fn message(e: &InputError) -> String {
     let at = e.line.map(|k| format!("buffer at index {k}")).unwrap_or_else(|| ARRAYS.to_string());
     match &e.field {

@@ -1,34 +1,30 @@
-//! `frag`: the 2-D fragmentation of placed jobs (`heaplab replay`'s output), by the same
-//! reader and metric as `heaplab frag`, with its messages.
+//! `frag`: the 2-D fragmentation of placed jobs (`heaplab replay`'s output), by the library
+//! call `heaplab frag` makes, with its messages and its options' ranges.
 
 use crate::errors::input_error;
-use heaplab_frag::FragOptions;
-use heaplab_replay::placed;
+use heaplab_frag::{Measured, MAX_BUCKETS, MAX_PAGE_SIZE};
+use heaplab_model::units::grouped;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-/// Measures the placed file at `path`: `page_size` defaults to the file's (4096 for CSV, as in
-/// `heaplab frag`); `buckets` is the length of the series over time.
+/// Measures the placed file at `path` with `heaplab_frag::measure`, as `heaplab frag` does:
+/// `page_size` defaults to the file's (`heaplab_frag::DEFAULT_PAGE_SIZE` for CSV); `buckets`
+/// is the length of the series over time.
 #[pyfunction]
 #[pyo3(signature = (path, page_size=None, buckets=100))]
 pub fn frag<'py>(py: Python<'py>, path: &str, page_size: Option<u64>, buckets: usize) -> PyResult<Bound<'py, PyDict>> {
     if let Some(p) = page_size {
-        if !p.is_power_of_two() || p > 1 << 30 {
-            return Err(input_error(py, format!("page_size {p}: expected a power of two from 1 to 1,073,741,824")));
+        if !p.is_power_of_two() || p > MAX_PAGE_SIZE {
+            return Err(input_error(py, format!("page_size {p}: expected a power of two from 1 to {}", grouped(MAX_PAGE_SIZE))));
         }
     }
-    if buckets > 100_000 {
-        return Err(input_error(py, format!("buckets {buckets}: expected 0 to 100,000")));
+    if buckets > MAX_BUCKETS {
+        return Err(input_error(py, format!("buckets {buckets}: expected 0 to {}", grouped(MAX_BUCKETS as u64))));
     }
-    let path_s = path.to_string();
-    let got = py.detach(move || {
-        let p = placed::read(&path_s, page_size.unwrap_or(4096) as u32).map_err(|e| e.to_string())?;
-        let opts = FragOptions { page_size: page_size.unwrap_or(p.meta.page_size as u64), buckets };
-        let f = heaplab_frag::fragmentation(&p, &opts).map_err(|e| format!("{path_s}: {e}"))?;
-        Ok::<_, String>((p, f, opts.page_size))
-    });
-    let (p, f, page) = got.map_err(|m| input_error(py, m))?;
+    let path = path.to_string();
+    let m = py.detach(move || heaplab_frag::measure(&path, page_size, buckets)).map_err(|e| input_error(py, e.to_string()))?;
+    let Measured { placed: p, frag: f, page_size: page, .. } = m;
     let d = PyDict::new(py);
     d.set_item("allocator", &p.meta.allocator)?;
     d.set_item("trace", &p.meta.trace)?;

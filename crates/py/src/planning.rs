@@ -4,7 +4,7 @@
 
 use crate::arrays::{slice, Columns1};
 use crate::errors::{input_error, invalid_placement, work_error};
-use heaplab_plan::{Algorithm, PlanOptions, PlanOutcome};
+use heaplab_plan::{Algorithm, PlanOptions, PlanOutcome, MAX_TIME_LIMIT_SECS};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -12,9 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The longest time limit accepted, as for `heaplab plan --time-limit`: one week.
-const MAX_TIME_LIMIT: f64 = 604_800.0;
 
 /// How often the waiting thread looks for a signal (Ctrl-C) while the planner runs.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
@@ -56,8 +53,8 @@ pub fn plan<'py>(
     seed: u64,
     algorithm: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    if !(time_limit > 0.0 && time_limit <= MAX_TIME_LIMIT) {
-        return Err(input_error(py, format!("time_limit {time_limit}: expected seconds, more than 0 and at most {MAX_TIME_LIMIT} (one week)")));
+    if !(time_limit > 0.0 && time_limit <= MAX_TIME_LIMIT_SECS) {
+        return Err(input_error(py, format!("time_limit {time_limit}: expected seconds, more than 0 and at most {MAX_TIME_LIMIT_SECS} (one week)")));
     }
     let alg = Algorithm::parse(algorithm, seed)
         .ok_or_else(|| input_error(py, format!("algorithm {algorithm}: unknown; expected one of {}", Algorithm::NAMES)))?;

@@ -1,10 +1,11 @@
 //! Instance files in and out: `read` takes what `heaplab plan` reads (CSV, .hlbin, a trace
-//! converted on the way, or a run index's process) and `write` writes what it writes, through
-//! the same library calls, so files and messages are the CLI's.
+//! converted on the way, or a run index's process) through the library call the CLI makes
+//! (`heaplab_trace::instance::read_input`), and `write` writes what `heaplab convert` writes,
+//! so files and messages are the CLI's.
 
 use crate::arrays::{slice, Columns1};
 use crate::errors::{input_error, of_class};
-use heaplab_model::{files, FileKind, Input, Semantics};
+use heaplab_model::{files, Input, Semantics};
 use heaplab_trace::instance::{self, InstanceError, ReadOptions};
 use heaplab_trace::{Clock, ConvertOptions, SizeModel};
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -53,17 +54,8 @@ pub fn read<'py>(
     let sem = choose(py, "semantics", semantics, &[("inex", Semantics::Inex), ("in", Semantics::In), ("ex", Semantics::Ex)])?;
     let opts = ReadOptions { convert: convert_options(py, clock, size, thread)?, allow_truncated };
     let (path, process) = (path.to_string(), process.map(str::to_string));
-    let got = py.detach(move || -> Result<_, InstanceError> {
-        let mut input = instance::select(Input::open(&path)?, process.as_deref())?.input;
-        if input.kind()? != FileKind::Trace {
-            let (inst, offsets) = files::read_input(input, sem, true)?;
-            return Ok((inst, offsets, None));
-        }
-        let mut t = instance::read(input, &opts, None)?;
-        let inst = std::mem::take(&mut t.instance);
-        Ok((inst, None, Some(t)))
-    });
-    let (inst, offsets, traced) = got.map_err(|e| instance_error(py, e))?;
+    let got = py.detach(move || instance::read_input(Input::open(&path)?, process.as_deref(), sem, true, &opts, &mut ()));
+    let instance::InputRead { instance: inst, offsets, trace: traced } = got.map_err(|e| instance_error(py, e))?;
     let d = PyDict::new(py);
     let col = |f: fn(&heaplab_model::Buffer) -> u64| PyArray1::from_iter(py, inst.buffers.iter().map(f));
     d.set_item("ids", col(|b| b.id))?;

@@ -1,18 +1,21 @@
 //! A trace read where an instance is expected: picking the process a run index names
-//! ([`select`]), converting its trace with the statistics gathered on the way ([`read`]), and
-//! the oracle gap those statistics give against a plan ([`TraceInstance::oracle_gap`]).
+//! ([`select`]), converting its trace with the statistics gathered on the way ([`read`]), the
+//! whole sequence from an opened input to an instance, whatever file it is ([`read_input`]),
+//! and the oracle gap those statistics give against a plan ([`TraceInstance::oracle_gap`]).
 //!
-//! Front ends (the CLI's `plan`, `stats`, `convert`, `replay`, `trace-info`; the coming Python
+//! Front ends (the CLI's `plan`, `stats`, `convert`, `replay`, `trace-info`; the Python
 //! bindings) call these and only word the results; the errors are typed ([`InstanceError`]) so
-//! each front end can name its own flags in the message.
+//! each front end can name its own flags in the message, and [`ReadWatch`] tells a front end
+//! what to say while the work runs.
 
 use crate::convert::{analyse, ConvertOptions};
 use crate::reader::{Ending, TraceReader};
 use crate::run::RunIndex;
 use crate::stats::TraceStats;
-use heaplab_model::{ErrorClass, FileKind, Input, InputError, Instance};
+use heaplab_model::{files, ErrorClass, FileKind, Input, InputError, Instance, Semantics};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 /// Why a trace could not be read as an instance.
 #[derive(Debug)]
@@ -185,6 +188,62 @@ pub fn read(input: Input, opts: &ReadOptions, progress: Option<&AtomicU64>) -> R
         }
     }
     Ok(TraceInstance { instance: analysis.instance.unwrap_or_default(), stats: analysis.stats, ending })
+}
+
+/// What [`read_input`] tells its caller while it works, for the lines a front end shows; every
+/// method does nothing by default (`()` watches nothing).
+pub trait ReadWatch {
+    /// A run index's process was taken (before its trace is read).
+    fn selected(&mut self, _run: &SelectedRun) {}
+    /// The trace `name` is about to be converted: the counter returned, if any, counts the
+    /// events read (for a progress line).
+    fn converting(&mut self, _name: &str) -> Option<Arc<AtomicU64>> {
+        None
+    }
+    /// The trace `name` was converted.
+    fn converted(&mut self, _name: &str, _trace: &TraceInstance) {}
+}
+
+impl ReadWatch for () {}
+
+/// What [`read_input`] read.
+pub struct InputRead {
+    /// The instance.
+    pub instance: Instance,
+    /// Its offsets, when the file is a placement and offsets were allowed.
+    pub offsets: Option<Vec<u64>>,
+    /// When the input was a trace: what the trace said besides the instance (its `instance`
+    /// field is left empty, the instance being [`InputRead::instance`]).
+    pub trace: Option<TraceInstance>,
+}
+
+/// Reads an instance from an opened input, whatever it is: an instance file (CSV, .hlbin; with
+/// its offsets when `allow_offsets` and the file has them), a trace (converted with `opts`), or
+/// a run index (the trace of the process `selector` picks, see [`select`]). A selector on
+/// anything but a run index is an error. The input is read once, so pipes work.
+pub fn read_input(
+    input: Input,
+    selector: Option<&str>,
+    semantics: Semantics,
+    allow_offsets: bool,
+    opts: &ReadOptions,
+    watch: &mut dyn ReadWatch,
+) -> Result<InputRead, InstanceError> {
+    let s = select(input, selector)?;
+    if let Some(run) = &s.run {
+        watch.selected(run);
+    }
+    let mut input = s.input;
+    if input.kind()? != FileKind::Trace {
+        let (instance, offsets) = files::read_input(input, semantics, allow_offsets)?;
+        return Ok(InputRead { instance, offsets, trace: None });
+    }
+    let name = input.name().to_string();
+    let counter = watch.converting(&name);
+    let mut trace = read(input, opts, counter.as_deref())?;
+    watch.converted(&name, &trace);
+    let instance = std::mem::take(&mut trace.instance);
+    Ok(InputRead { instance, offsets: None, trace: Some(trace) })
 }
 
 /// The oracle gap: a static plan's makespan against the peak the trace's real allocator

@@ -531,3 +531,54 @@ const PINNED: [u64; 12] = [
     2616660557904332344,
     9949905219285492683,
 ];
+
+/// Records what [`crate::instance::read_input`] tells its watcher.
+#[derive(Default)]
+struct Told {
+    converting: Vec<String>,
+    converted: Vec<(String, usize)>,
+    counter: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+}
+
+impl crate::instance::ReadWatch for Told {
+    fn converting(&mut self, name: &str) -> Option<std::sync::Arc<std::sync::atomic::AtomicU64>> {
+        self.converting.push(name.to_string());
+        self.counter = Some(Default::default());
+        self.counter.clone()
+    }
+
+    fn converted(&mut self, name: &str, t: &crate::instance::TraceInstance) {
+        self.converted.push((name.to_string(), t.instance.len()));
+    }
+}
+
+#[test]
+fn read_input_takes_instance_files_and_traces_alike() {
+    use crate::instance::{read_input, InstanceError, ReadOptions};
+    use heaplab_model::{Input, Semantics};
+    let opts = ReadOptions::default();
+    // A placement: offsets come back only when allowed; nothing is said about a plain file.
+    let csv = b"id,lower,upper,size,offset\n1,0,2,8,0\n2,1,3,4,8\n".to_vec();
+    let mut told = Told::default();
+    let r = read_input(Input::from_bytes("p.csv", csv.clone()), None, Semantics::Inex, true, &opts, &mut told).expect("placement");
+    assert_eq!(r.instance.len(), 2);
+    assert_eq!(r.offsets, Some(vec![0, 8]));
+    assert!(r.trace.is_none() && told.converting.is_empty() && told.converted.is_empty());
+    let e = read_input(Input::from_bytes("p.csv", csv.clone()), None, Semantics::Inex, false, &opts, &mut ()).err().expect("offsets refused");
+    assert!(e.to_string().contains("field 'offset'"), "{e}");
+    let e = read_input(Input::from_bytes("p.csv", csv), Some("1"), Semantics::Inex, true, &opts, &mut ()).err().expect("not an index");
+    assert!(matches!(e, InstanceError::NotRunIndex { .. }), "{e}");
+    // A trace: converted as `analyse` converts it, the watcher told before and after.
+    let (bytes, _) = history(7, 3, 400);
+    let mut direct = TraceReader::new(&bytes[..], "t.hltrace").expect("header");
+    let expected = analyse(&mut direct, Some(&opts.convert), None);
+    let mut told = Told::default();
+    let r = read_input(Input::from_bytes("t.hltrace", bytes), None, Semantics::Inex, false, &opts, &mut told).expect("trace");
+    let trace = r.trace.expect("trace statistics");
+    assert_eq!(r.instance.buffers, expected.instance.expect("converted").buffers);
+    assert!(r.offsets.is_none() && trace.instance.is_empty());
+    assert_eq!(trace.stats.events, expected.stats.events);
+    assert_eq!(told.converting, ["t.hltrace"]);
+    assert_eq!(told.converted, [("t.hltrace".to_string(), r.instance.len())]);
+    assert!(told.counter.is_some());
+}

@@ -1,15 +1,15 @@
-//! `heaplab frag`: the 2-D fragmentation of placed jobs (`heaplab_frag`): the summary, the
-//! per-mapping table, the series over time, JSON and the over-time plot.
+//! `heaplab frag`: the 2-D fragmentation of placed jobs, measured by `heaplab_frag::measure`;
+//! this module prints it: the summary, the per-mapping table, the series over time, JSON and
+//! the over-time plot.
 
 use crate::progress::ProgressLine;
 use crate::Failure;
 use clap::Args;
-use heaplab_frag::{Frag, FragOptions};
+use heaplab_frag::{Frag, Measured};
 use heaplab_model::files;
 use heaplab_model::units::{bytes, grouped};
-use heaplab_replay::{placed, Placed};
+use heaplab_replay::Placed;
 use serde_json::{json, Value};
-use std::time::Instant;
 
 pub const FRAG_HELP: &str = "\
 Measure the fragmentation of placed jobs in the time x address plane (equation 3.1 of the thesis
@@ -60,7 +60,7 @@ pub struct FragArgs {
     #[arg(long)]
     json: bool,
     #[arg(long, value_name = "BYTES", value_parser = crate::flag_ranges::PAGE_SIZE.parser::<u64>(),
-        help = crate::flag_ranges::PAGE_SIZE.help("Page size in bytes; default: the placed file's, 4096 for CSV."))]
+        help = crate::flag_ranges::PAGE_SIZE.help(&format!("Page size in bytes; default: the placed file's, {} for CSV.", heaplab_frag::DEFAULT_PAGE_SIZE)))]
     page_size: Option<u64>,
     #[arg(long, default_value_t = 100, value_name = "N", value_parser = crate::flag_ranges::FRAG_BUCKETS.parser::<usize>(),
         help = crate::flag_ranges::FRAG_BUCKETS.help("Buckets of the fragmentation-over-time series (0: none)."))]
@@ -68,26 +68,6 @@ pub struct FragArgs {
     /// Draw fragmentation over time to this PNG.
     #[arg(long, value_name = "FILE")]
     plot: Option<String>,
-}
-
-/// CPU seconds this thread has used (the metric runs on one thread; other jobs on a shared
-/// machine slow its wall time, not this).
-fn thread_cpu() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the struct we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-}
-
-/// Reads a placed file and computes its fragmentation; returns both and the wall and CPU
-/// seconds the metric took. `page_size` and `buckets` were checked by their flags' ranges
-/// ([`crate::flag_ranges`]).
-pub fn measure(path: &str, page_size: Option<u64>, buckets: usize) -> Result<(Placed, Frag, f64, f64), Failure> {
-    let p = placed::read(path, page_size.unwrap_or(4096) as u32)?;
-    let opts = FragOptions { page_size: page_size.unwrap_or(p.meta.page_size as u64), buckets };
-    let (t0, c0) = (Instant::now(), thread_cpu());
-    let f = heaplab_frag::fragmentation(&p, &opts).map_err(|e| Failure::Input(format!("{path}: {e}")))?;
-    Ok((p, f, t0.elapsed().as_secs_f64(), thread_cpu() - c0))
 }
 
 fn pct(x: f64) -> String {
@@ -138,12 +118,12 @@ pub fn frag(a: FragArgs) -> Result<(), Failure> {
             return Err(Failure::Input(format!("--plot {p}: expected a .png file name")));
         }
     }
-    let (p, f, secs, cpu) = {
+    let m = {
         let name = a.input.clone();
         let _line = ProgressLine::start(move |el| format!("measuring {name}: {:.1} s", el.as_secs_f64()));
-        measure(&a.input, a.page_size, a.buckets)?
+        heaplab_frag::measure(&a.input, a.page_size, a.buckets).map_err(|e| Failure::Input(e.to_string()))?
     };
-    let page = a.page_size.unwrap_or(p.meta.page_size as u64);
+    let Measured { placed: p, frag: f, page_size: page, seconds: secs, cpu_seconds: cpu } = m;
     if let Some(out) = &a.plot {
         let title = format!("{} under {}", p.meta.trace, if p.meta.allocator.is_empty() { "an unnamed allocator" } else { &p.meta.allocator });
         let ch = heaplab_study::report::over_time(title, &[(p.meta.allocator.clone(), f.external_series())]);
