@@ -276,3 +276,11 @@ def test_the_docs_section_runs_as_written():
 
     r = doctest.testfile(str(section), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert r.attempted > 10 and r.failed == 0, r
+
+
+def test_without_distributed_the_import_says_what_to_install():
+    import sys
+
+    code = "import sys; sys.modules['distributed'] = None\ntry:\n    import heaplab.dask\nexcept ImportError as e:\n    print(e)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "heaplab.dask needs the optional dependency 'distributed': pip install distributed" in r.stdout, r.stdout + r.stderr
