@@ -18,8 +18,7 @@ distributed = pytest.importorskip("distributed")
 
 import heaplab  # noqa: E402
 import heaplab.dask as hd  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT  # noqa: E402
 
 # A Perl script that allocates a few thousand blocks (the CLI's study tests use the same kind).
 PERL_HASH = "my %h; for my $i (1..3000) { $h{\"k$i\"} = [$i, 'v' x ($i % 30)]; } print scalar(keys %h), \"\\n\";"
@@ -161,15 +160,6 @@ def test_the_embedded_cluster_uses_worker_processes(tmp_path, monkeypatch):
 # The study -------------------------------------------------------------------------------
 
 
-def heaplab_cli() -> str | None:
-    """The heaplab binary of this checkout (release or debug, the newer), or one on PATH."""
-    built = [ROOT / "target" / d / "heaplab" for d in ("release", "debug")]
-    built = [b for b in built if b.is_file()]
-    if built:
-        return str(max(built, key=lambda b: b.stat().st_mtime))
-    return shutil.which("heaplab")
-
-
 def shape(v):
     """The form of a JSON value: keys and the forms under them, the form of list elements."""
     if isinstance(v, dict):
@@ -188,7 +178,7 @@ needs_perl = pytest.mark.skipif(shutil.which("perl") is None, reason="perl not i
 
 
 @needs_perl
-def test_study_gathers_one_report_shaped_like_the_cli(client, tmp_path):
+def test_study_gathers_one_report_shaped_like_the_cli(client, cli, tmp_path):
     out = tmp_path / "rep"
     res = hd.study(
         [["perl", "-e", PERL_HASH], {"command": ["perl", "-e", PERL_LIST], "name": "perl-list", "description": "a list of strings"}],
@@ -209,9 +199,6 @@ def test_study_gathers_one_report_shaped_like_the_cli(client, tmp_path):
         assert w["machine"]["host"] == os.uname().nodename
     assert "a list of strings" in (out / "report.md").read_text()
 
-    cli = heaplab_cli()
-    if cli is None:
-        pytest.skip("skipped: no heaplab binary (cargo build -p heaplab-cli) to compare the shape with")
     local = tmp_path / "local"
     r = subprocess.run(
         [cli, "study", "--allocators", "glibc,jemalloc", "--runs", "2", "-o", str(local), "--json", "--", "perl", "-e", PERL_HASH],
