@@ -10,7 +10,7 @@ VPY      := $(VENV)/bin/python
 VENV_ABS := $(abspath $(VENV))
 
 .PHONY: all build demo test fuzz bench bench-quick bench-trace bench-study deps trace-deps study-deps clean \
-        python python-test wheel bench-python bench-onnx bench-torch
+        python python-test wheel bench-python bench-onnx bench-torch bench-dask
 
 all: build
 
@@ -122,6 +122,11 @@ python-test: python
 # An abi3 wheel (CPython >= 3.9) in target/wheels.
 wheel: deps $(VENV)/.requirements
 	cd python && $(VENV_ABS)/bin/maturin build --release --out ../target/wheels
+
+# heaplab.dask.plan_many on an embedded LocalCluster: 200 instances of 10^4 buffers made by
+# `heaplab gen`, 1 vs 2 worker processes: writes bench/dask-results.md/json.
+bench-dask: build python
+	$(VPY) python/bench/dask_plan_many.py --heaplab $(HEAPLAB)
 
 # The package's overhead on 10^6 buffers against the CLI's planning time: writes
 # bench/python-results.md/json.

@@ -93,6 +93,13 @@ class Instance:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Instance is immutable: make a new one")
 
+    def __reduce__(self) -> Any:
+        # Pickled as its columns (for multiprocessing and Dask): rebuilt, and so checked, on load.
+        return (
+            _rebuild,
+            (self.sizes, self.lower, self.upper, self.alignment, self.ids, self.requested),
+        )
+
     def __len__(self) -> int:
         return int(self.sizes.shape[0])
 
@@ -156,3 +163,8 @@ class Instance:
             self.requested,
             offs,
         )
+
+
+def _rebuild(sizes: Any, lower: Any, upper: Any, alignment: Any, ids: Any, requested: Any) -> "Instance":
+    """Unpickles an :class:`Instance` from its columns."""
+    return Instance(sizes, lower, upper, alignment=alignment, ids=ids, requested=requested)

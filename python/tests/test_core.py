@@ -123,3 +123,11 @@ def test_capacity():
 def test_empty_instance():
     p = heaplab.plan([], [], [])
     assert p.makespan == 0 and p.offsets.shape == (0,)
+
+
+def test_an_instance_pickles_as_its_columns():
+    import pickle
+
+    inst = heaplab.Instance([4, 8], [0, 1], [2, 3], alignment=[1, 8], ids=[7, 9])
+    back = pickle.loads(pickle.dumps(inst))
+    assert back == inst and back.ids.tolist() == [7, 9] and not back.sizes.flags.writeable

@@ -82,15 +82,5 @@ pub fn cannot_write(path: &str, e: std::io::Error) -> Failure {
 /// report is written into a temporary sibling and installed whole, replacing only a previous
 /// report or an empty directory.
 pub fn report_dir(output: &str) -> Result<heaplab_study::outdir::Staging, Failure> {
-    use heaplab_study::outdir::{OutDirError, Staging};
-    Staging::create(output).map_err(|e| {
-        Failure::Input(match e {
-            OutDirError::EmptyName => "-o: empty directory name".into(),
-            OutDirError::NotAReport(t) => format!("{}: exists and is not a previous heaplab report; choose another directory", t.display()),
-            OutDirError::BadParent { parent, exists } => {
-                format!("-o {output}: {} {}", parent.display(), if exists { "is not a directory" } else { "does not exist" })
-            }
-            OutDirError::CannotWrite { parent, source } => format!("-o {output}: cannot write the report in {}: {source}", parent.display()),
-        })
-    })
+    heaplab_study::outdir::Staging::create(output).map_err(|e| Failure::Input(e.message("-o", output)))
 }

@@ -11,6 +11,7 @@ mod errors;
 mod frag;
 mod planning;
 mod read;
+mod study;
 mod traces;
 
 use pyo3::prelude::*;
@@ -28,6 +29,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(traces::trace_events, m)?)?;
     m.add_function(wrap_pyfunction!(traces::trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(frag::frag, m)?)?;
+    study::register(m)?;
     m.add("ALGORITHMS", heaplab_plan::Algorithm::NAMES)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

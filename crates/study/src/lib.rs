@@ -9,12 +9,15 @@
 //! ready-made workload list with generated inputs, [`report`] writes the HTML and Markdown
 //! report, its PNG plots and `results.json`. [`pipeline`] is the study loop itself (tracing,
 //! replaying, running, correlating), reporting its progress to the caller; [`outdir`] the
-//! report's directory (checked first, installed whole) and the scratch directory.
+//! report's directory (checked first, installed whole) and the scratch directory. [`results`]
+//! reads a workload's entry of `results.json` back, so that workloads studied one per task
+//! (elsewhere, on other machines) are gathered into one report.
 
 pub mod measure;
 pub mod outdir;
 pub mod pipeline;
 pub mod report;
+pub mod results;
 pub mod stats;
 pub mod suite;
 
@@ -91,6 +94,9 @@ pub struct WorkloadResult {
     pub chance_strong: Option<f64>,
     /// Why the workload could not be studied, if it could not.
     pub error: Option<String>,
+    /// Where it was studied (`None`: not recorded). Its runs are compared only with each
+    /// other, so a study may spread its workloads over several machines.
+    pub machine: Option<Machine>,
 }
 
 impl WorkloadResult {
@@ -124,8 +130,10 @@ impl WorkloadResult {
 }
 
 /// The machine the study ran on.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Machine {
+    /// Host name.
+    pub host: String,
     /// CPU model name.
     pub cpu: String,
     /// Logical CPUs.
@@ -145,7 +153,8 @@ impl Machine {
         let cpu = read("/proc/cpuinfo").lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).unwrap_or("unknown").trim().to_string();
         let memory = read("/proc/meminfo").lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()).unwrap_or(0) * 1024;
         let os = read("/etc/os-release").lines().find_map(|l| l.strip_prefix("PRETTY_NAME=")).unwrap_or("Linux").trim_matches('"').to_string();
-        Machine { cpu, cores: std::thread::available_parallelism().map_or(1, |n| n.get()), memory, kernel: read("/proc/sys/kernel/osrelease").trim().to_string(), os }
+        let host = read("/proc/sys/kernel/hostname").trim().to_string();
+        Machine { host, cpu, cores: std::thread::available_parallelism().map_or(1, |n| n.get()), memory, kernel: read("/proc/sys/kernel/osrelease").trim().to_string(), os }
     }
 
     /// One line for reports.
@@ -177,6 +186,29 @@ pub struct Study {
 pub const STRONG_RHO: f64 = 0.65;
 
 impl Study {
+    /// The study of `workloads` made with `runs` runs per allocator and `rss_method`, dated
+    /// now, on the machine every workload was studied on (when they all were on one; otherwise
+    /// this machine, and the report names each workload's own). Workloads of the same name
+    /// (gathered from several places) are told apart by a suffix (`perl`, `perl-2`): the
+    /// report's files are named after them.
+    pub fn new(mut workloads: Vec<WorkloadResult>, runs: usize, rss_method: RssMethod, invocation: String) -> Study {
+        let mut seen = std::collections::HashSet::new();
+        for w in &mut workloads {
+            let base = w.name.clone();
+            let mut k = 1;
+            while !seen.insert(report::slug(&w.name)) {
+                k += 1;
+                w.name = format!("{base}-{k}");
+            }
+        }
+        let first = workloads.first().and_then(|w| w.machine.clone());
+        let machine = match first {
+            Some(m) if workloads.iter().all(|w| w.machine.as_ref() == Some(&m)) => m,
+            _ => Machine::detect(),
+        };
+        Study { workloads, runs, rss_method, machine, date: utc_now(), version: env!("CARGO_PKG_VERSION").to_string(), invocation }
+    }
+
     /// Workloads with ρ (external) above [`STRONG_RHO`], and workloads with a ρ at all.
     pub fn strong(&self) -> (usize, usize) {
         let with: Vec<f64> = self.workloads.iter().filter_map(|w| w.rho_external.map(|s| s.rho)).collect();
@@ -215,6 +247,21 @@ mod tests {
     fn allocator(name: &str, external: f64, peaks: &[u64]) -> AllocatorResult {
         let runs = peaks.iter().map(|&p| Run { rusage_rss: p, ..Default::default() }).collect();
         AllocatorResult { name: name.into(), external, internal: external / 2.0, runs, ..Default::default() }
+    }
+
+    /// Gathered workloads of one name get distinct names (the report's files are named after
+    /// them), and the study's machine is theirs when they share one.
+    #[test]
+    fn a_gathered_study_names_workloads_apart() {
+        let m = Machine { host: "w1".into(), ..Default::default() };
+        let w = |name: &str| WorkloadResult { name: name.into(), machine: Some(m.clone()), ..Default::default() };
+        let s = Study::new(vec![w("perl"), w("perl"), w("perl-2"), w("a b"), w("a_b")], 2, RssMethod::Rusage, String::new());
+        let names: Vec<&str> = s.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["perl", "perl-2", "perl-2-2", "a b", "a_b-2"]);
+        assert_eq!(s.machine, m);
+        let mut other = w("x");
+        other.machine = Some(Machine { host: "w2".into(), ..Default::default() });
+        assert_eq!(Study::new(vec![w("perl"), other], 2, RssMethod::Rusage, String::new()).machine, Machine::detect());
     }
 
     /// 4 allocators × 3 runs in a perfect order: 4 points, exact p = 2/4! = 1/12, not the

@@ -52,6 +52,14 @@ pub enum RssMethod {
 }
 
 impl RssMethod {
+    /// `rusage` or `proc`, as [`RssMethod::parse`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RssMethod::Rusage => "rusage",
+            RssMethod::Proc => "proc",
+        }
+    }
+
     /// Parses `rusage` or `proc`.
     pub fn parse(s: &str) -> Option<RssMethod> {
         match s {

@@ -2,9 +2,19 @@
 //! nothing), built as a temporary sibling, and renamed into place only when complete. An
 //! existing directory is replaced only if it holds a previous report (or nothing). The study's
 //! scratch directory (traces, standard error, the suite's inputs) lives here too: both are
-//! removed when dropped unless the report was installed.
+//! removed when dropped unless the report was installed. Several studies may run at once in
+//! one process (one workload per task on a threaded worker): each gets its own directories.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Numbers the directories one process creates, so that concurrent studies never share one.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// "PID-K", unique within this process and, with the process id, on this machine.
+fn unique() -> String {
+    format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
 
 /// Why the report cannot go where it was asked to.
 #[derive(Debug)]
@@ -27,6 +37,21 @@ pub enum OutDirError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+impl OutDirError {
+    /// The message for a front end that took the directory `output` from its option `flag`
+    /// (the CLI's `-o`, the Python binding's `output`).
+    pub fn message(&self, flag: &str, output: &str) -> String {
+        match self {
+            OutDirError::EmptyName => format!("{flag}: empty directory name"),
+            OutDirError::NotAReport(t) => format!("{}: exists and is not a previous heaplab report; choose another directory", t.display()),
+            OutDirError::BadParent { parent, exists } => {
+                format!("{flag} {output}: {} {}", parent.display(), if *exists { "is not a directory" } else { "does not exist" })
+            }
+            OutDirError::CannotWrite { parent, source } => format!("{flag} {output}: cannot write the report in {}: {source}", parent.display()),
+        }
+    }
 }
 
 /// A report directory being built: files go into [`Staging::dir`], and [`Staging::install`]
@@ -53,7 +78,7 @@ impl Staging {
         if !parent.is_dir() {
             return Err(OutDirError::BadParent { exists: parent.exists(), parent });
         }
-        let dir = parent.join(format!(".{}.tmp{}", file_name(&target), std::process::id()));
+        let dir = parent.join(format!(".{}.tmp{}", file_name(&target), unique()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir(&dir).map_err(|source| OutDirError::CannotWrite { parent, source })?;
         Ok(Staging { dir, target, installed: false })
@@ -126,7 +151,7 @@ fn create_dir_all(dir: PathBuf) -> Result<PathBuf, CreateDirError> {
     }
 }
 
-/// The study's scratch directory (`heaplab-study-PID` in the temporary directory), removed
+/// The study's scratch directory (`heaplab-study-PID-K` in the temporary directory), removed
 /// when dropped: the traces are large and only the report is kept.
 #[derive(Debug)]
 pub struct Scratch {
@@ -136,7 +161,7 @@ pub struct Scratch {
 impl Scratch {
     /// Creates it, emptied of anything a previous process with the same id left.
     pub fn create() -> Result<Scratch, CreateDirError> {
-        let dir = std::env::temp_dir().join(format!("heaplab-study-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("heaplab-study-{}", unique()));
         let _ = std::fs::remove_dir_all(&dir);
         Ok(Scratch { dir: create_dir_all(dir)? })
     }

@@ -8,7 +8,7 @@
 use crate::measure::{read_tail, run_once, stderr_tail, RssMethod, RunSpec};
 use crate::report::slug;
 use crate::suite::Workload;
-use crate::{AllocatorResult, WorkloadResult};
+use crate::{AllocatorResult, Machine, WorkloadResult};
 use heaplab_frag::FragOptions;
 use heaplab_replay::{placed, Allocator, ReplayOptions};
 use std::collections::BTreeSet;
@@ -85,9 +85,15 @@ pub fn study_workloads(workloads: &[Workload], cwd: &Path, opts: &StudyOptions, 
 }
 
 /// Studies one workload run in `cwd`: its result, with [`WorkloadResult::error`] set if it
-/// could not be studied.
+/// could not be studied, and the machine it ran on.
 pub fn study_workload(w: &Workload, cwd: &Path, opts: &StudyOptions, progress: &mut dyn FnMut(Step)) -> WorkloadResult {
-    let mut res = WorkloadResult { name: w.name.clone(), description: w.description.clone(), command: w.command.clone(), ..Default::default() };
+    let mut res = WorkloadResult {
+        name: w.name.clone(),
+        description: w.description.clone(),
+        command: w.command.clone(),
+        machine: Some(Machine::detect()),
+        ..Default::default()
+    };
     if let Err(e) = run_workload(w, cwd, opts, progress, &mut res) {
         progress(Step::Failed(&e));
         res.error = Some(e);

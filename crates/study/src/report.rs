@@ -5,8 +5,9 @@
 //! what the correlation can and cannot show, shared by every output and the CLI.
 
 use crate::measure::RssMethod;
+use crate::outdir::Staging;
 use crate::stats::{Spearman, EXACT_MAX_N};
-use crate::{Study, WorkloadResult, STRONG_RHO};
+use crate::{Machine, Study, WorkloadResult, STRONG_RHO};
 use heaplab_plot::chart::{render_chart_png, AxisFormat, Chart, Point, Series, Style};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -202,7 +203,14 @@ pub fn over_time(title: String, runs: &[(String, Vec<(f64, f64)>)]) -> Chart {
     }
 }
 
-fn workload_json(w: &WorkloadResult, m: RssMethod) -> Value {
+/// A machine as JSON (the study's, and each workload's).
+pub fn machine_json(m: &Machine) -> Value {
+    json!({"host": m.host, "cpu": m.cpu, "cores": m.cores, "memory_bytes": m.memory, "kernel": m.kernel, "os": m.os})
+}
+
+/// One workload's entry of `results.json`, its peak-RSS summaries by `m`: also the form in
+/// which one workload studied on its own travels ([`crate::results::workload`] reads it back).
+pub fn workload_json(w: &WorkloadResult, m: RssMethod) -> Value {
     let sp = |s: &Option<Spearman>| s.map(|s| json!({"rho": s.rho, "p": s.p, "p_min": s.p_min, "n": s.n, "points": "allocators", "test": s.test.name()}));
     let (over, pairs) = w.rss_overlaps(m);
     json!({
@@ -213,6 +221,7 @@ fn workload_json(w: &WorkloadResult, m: RssMethod) -> Value {
         "events": w.events,
         "threads": w.threads,
         "error": w.error,
+        "machine": w.machine.as_ref().map(machine_json),
         "spearman_external": sp(&w.rho_external),
         "spearman_internal": sp(&w.rho_internal),
         "chance_rho_external_above_threshold": w.chance_strong,
@@ -258,9 +267,9 @@ pub fn study_json(s: &Study) -> Value {
         "date": s.date,
         "heaplab_version": s.version,
         "invocation": s.invocation,
-        "machine": {"cpu": s.machine.cpu, "cores": s.machine.cores, "memory_bytes": s.machine.memory, "kernel": s.machine.kernel, "os": s.machine.os},
+        "machine": machine_json(&s.machine),
         "runs_per_allocator": s.runs,
-        "rss_method": match s.rss_method { RssMethod::Rusage => "rusage", RssMethod::Proc => "proc" },
+        "rss_method": s.rss_method.name(),
         "correlation": "Spearman over allocators, one point each: fragmentation of the replay against the median peak RSS of the runs",
         "strong_rho_threshold": STRONG_RHO,
         "workloads_with_rho": with,
@@ -330,6 +339,14 @@ fn workload_sentence(w: &WorkloadResult, m: RssMethod) -> String {
     )
 }
 
+/// " Studied on HOST (machine)." when a workload ran elsewhere than the study's machine.
+fn ran_on(s: &Study, w: &WorkloadResult) -> String {
+    match &w.machine {
+        Some(m) if *m != s.machine => format!(" Studied on {}: {}.", if m.host.is_empty() { "another machine" } else { &m.host }, m.describe()),
+        _ => String::new(),
+    }
+}
+
 /// "Description. " or nothing when a workload has none (a command given on the command line).
 fn description_text(w: &WorkloadResult) -> String {
     if w.description.is_empty() {
@@ -383,7 +400,18 @@ pub fn markdown(s: &Study) -> String {
         let _ = writeln!(o, "- {line}");
     }
     for w in s.workloads.iter().filter(|w| w.error.is_none()) {
-        let _ = writeln!(o, "\n## {}\n\n{}Command: `{}`. Replayed: `{}` ({} events, {} thread{}).\n", w.name, description_text(w), command_text(&w.command), w.traced_exe, w.events, w.threads, if w.threads == 1 { "" } else { "s" });
+        let _ = writeln!(
+            o,
+            "\n## {}\n\n{}Command: `{}`. Replayed: `{}` ({} events, {} thread{}).{}\n",
+            w.name,
+            description_text(w),
+            command_text(&w.command),
+            w.traced_exe,
+            w.events,
+            w.threads,
+            if w.threads == 1 { "" } else { "s" },
+            ran_on(s, w)
+        );
         let _ = writeln!(o, "| {} |", ALLOCATOR_HEADS.join(" | "));
         let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for a in &w.allocators {
@@ -459,7 +487,7 @@ pub fn html(s: &Study) -> String {
     }
     for w in s.workloads.iter().filter(|w| w.error.is_none()) {
         let n = slug(&w.name);
-        let _ = write!(o, "<h2 id=\"{n}\">{}</h2><p>{}Replayed <code>{}</code>: {} events, {} thread{}.</p><p class=\"meta\">Command: <code>{}</code></p>", esc(&w.name), esc(&description_text(w)), esc(&w.traced_exe), w.events, w.threads, if w.threads == 1 { "" } else { "s" }, esc(&command_text(&w.command)));
+        let _ = write!(o, "<h2 id=\"{n}\">{}</h2><p>{}Replayed <code>{}</code>: {} events, {} thread{}.{}</p><p class=\"meta\">Command: <code>{}</code></p>", esc(&w.name), esc(&description_text(w)), esc(&w.traced_exe), w.events, w.threads, if w.threads == 1 { "" } else { "s" }, esc(&ran_on(s, w)), esc(&command_text(&w.command)));
         let _ = write!(o, "<table><tr>{}</tr>", th(&ALLOCATOR_HEADS));
         for a in &w.allocators {
             let cells: Vec<String> = allocator_cells(a, s.rss_method).iter().map(|c| format!("<td>{}</td>", esc(c))).collect();
@@ -470,6 +498,15 @@ pub fn html(s: &Study) -> String {
     }
     let _ = write!(o, "<p class=\"meta\">Every number is in <a href=\"results.json\">results.json</a>.</p></body></html>");
     o
+}
+
+/// Writes the report into `staging` and puts it in place: how every front end (the CLI, the
+/// Python binding gathering workloads studied as separate tasks) writes a study's report. The
+/// error names the report's directory.
+pub fn install(staging: Staging, s: &Study) -> Result<std::path::PathBuf, String> {
+    let target = staging.target().to_path_buf();
+    write(staging.dir(), s).and_then(|()| staging.install()).map_err(|e| format!("{}: cannot write the report: {e}", target.display()))?;
+    Ok(target)
 }
 
 /// Writes the report files into `dir` (which exists).

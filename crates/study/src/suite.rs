@@ -22,6 +22,16 @@ pub struct Workload {
     pub stdin: Option<PathBuf>,
 }
 
+impl Workload {
+    /// A command given by a user: named after its program, run with nothing else set (no
+    /// description: a report shows the command itself).
+    pub fn command(command: Vec<String>) -> Workload {
+        let first = command.first().cloned().unwrap_or_default();
+        let name = Path::new(&first).file_name().map_or(first.clone(), |n| n.to_string_lossy().into_owned());
+        Workload { name, description: String::new(), command, env: vec![], stdin: None }
+    }
+}
+
 /// The Debian packages the default suite runs (the Makefile installs them).
 pub const PACKAGES: [&str; 11] = ["perl", "xz-utils", "libxml2-utils", "espeak-ng", "libjpeg-turbo-progs", "sqlite3", "python3", "jq", "php-cli", "ruby", "lua5.4"];
 

@@ -14,8 +14,7 @@ use heaplab_study::measure::RssMethod;
 use heaplab_study::outdir::{CreateDirError, Scratch};
 use heaplab_study::pipeline::{study_workloads, Progress, Step, StudyOptions};
 use heaplab_study::suite::Workload;
-use heaplab_study::{Machine, Study};
-use std::path::Path;
+use heaplab_study::Study;
 use std::time::Duration;
 
 pub const STUDY_HELP: &str = "\
@@ -45,9 +44,14 @@ directory renamed into place. An existing OUTDIR is replaced only if it holds a 
 Prints the summary table (or --json). Exit 2 for bad arguments or an OUTDIR that cannot be
 written (checked before anything runs); exit 1 if a workload failed (the report says which).
 
+--gather gathers studies made elsewhere (their OUTDIRs or results.json files, made with the same
+--runs and --rss) into one report, as heaplab.dask.study gathers the workloads it studied on a
+cluster's workers: nothing runs, and each workload keeps the machine it ran on.
+
 Examples:
   heaplab study --allocators glibc,jemalloc,mimalloc,tcmalloc --runs 10 -o report/ -- gzip -9 -k big.tar
-  heaplab study --suite default --runs 10 -o report/";
+  heaplab study --suite default --runs 10 -o report/
+  heaplab study --gather host1/report host2/report -o all/";
 
 /// Arguments of `heaplab study`.
 #[derive(Args)]
@@ -82,6 +86,9 @@ pub struct StudyArgs {
     /// Also keep each replay's placed file in OUTDIR/placed/.
     #[arg(long)]
     keep_placed: bool,
+    /// Gather these studies (report directories or results.json files) into one report instead.
+    #[arg(long, num_args = 1.., value_name = "RESULTS")]
+    gather: Vec<String>,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -92,10 +99,21 @@ pub struct StudyArgs {
 
 /// `heaplab study`.
 pub fn study(a: StudyArgs) -> Result<(), Failure> {
+    if !a.gather.is_empty() {
+        if a.suite.is_some() || !a.command.is_empty() {
+            return Err(Failure::Input("--gather writes a report from studies already made: give no --suite and no command".into()));
+        }
+        let staging = crate::outputs::report_dir(&a.output)?;
+        let inputs: Vec<std::path::PathBuf> = a.gather.iter().map(std::path::PathBuf::from).collect();
+        let parts = heaplab_study::results::gather(&inputs).map_err(Failure::Input)?;
+        let study = Study::new(parts.workloads, parts.runs, parts.rss, invocation());
+        let target = heaplab_study::report::install(staging, &study).map_err(Failure::Work)?;
+        return finish(&study, &target, a.json);
+    }
     let allocs = heaplab_replay::resolve_list(&a.allocators)?;
     match (&a.suite, a.command.is_empty()) {
         (Some(_), false) => return Err(Failure::Input("give either --suite or a command after --, not both".into())),
-        (None, true) => return Err(Failure::Input("nothing to study: give a command after -- or --suite default".into())),
+        (None, true) => return Err(Failure::Input("nothing to study: give a command after --, --suite default or --gather".into())),
         _ => {}
     }
     if a.only.is_some() && a.suite.is_none() {
@@ -137,32 +155,29 @@ pub fn study(a: StudyArgs) -> Result<(), Failure> {
         study_workloads(&suite, &inputs, &opts, &mut show)
     } else {
         let cwd = std::env::current_dir().map_err(|e| Failure::Work(format!("cannot read the current directory: {e}")))?;
-        let name = Path::new(&a.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| a.command[0].clone());
-        // No description: the report shows the command itself.
-        let w = Workload { name, description: String::new(), command: a.command.clone(), env: vec![], stdin: None };
-        study_workloads(&[w], &cwd, &opts, &mut show)
+        study_workloads(&[Workload::command(a.command.clone())], &cwd, &opts, &mut show)
     };
-    let study = Study {
-        workloads: results,
-        runs: a.runs,
-        rss_method: opts.rss,
-        machine: Machine::detect(),
-        date: heaplab_study::utc_now(),
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        invocation: std::env::args().map(|a| shell_word(&a)).collect::<Vec<_>>().join(" "),
-    };
-    let target = staging.target().to_path_buf();
-    heaplab_study::report::write(staging.dir(), &study)
-        .and_then(|()| staging.install())
-        .map_err(|e| Failure::Work(format!("{}: cannot write the report: {e}", target.display())))?;
+    let study = Study::new(results, a.runs, opts.rss, invocation());
+    let target = heaplab_study::report::install(staging, &study).map_err(Failure::Work)?;
+    finish(&study, &target, a.json)
+}
+
+/// The command line as a shell would need it written (for the report).
+fn invocation() -> String {
+    std::env::args().map(|a| shell_word(&a)).collect::<Vec<_>>().join(" ")
+}
+
+/// Prints the study (the summary table and what it can show, or `json`) and says whether a
+/// workload failed.
+fn finish(study: &Study, target: &std::path::Path, json: bool) -> Result<(), Failure> {
     let (strong, with) = study.strong();
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&heaplab_study::report::study_json(&study)).expect("JSON of plain values"));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&heaplab_study::report::study_json(study)).expect("JSON of plain values"));
     } else {
-        print!("{}", summary_table(&study));
+        print!("{}", summary_table(study));
         println!("\nrho > {} in {strong} of {with} workloads", heaplab_study::STRONG_RHO);
         println!("report         {}", target.join("index.html").display());
-        let limits = heaplab_study::report::interpretation(&study);
+        let limits = heaplab_study::report::interpretation(study);
         if !limits.is_empty() {
             println!("\nWhat the correlation can and cannot show (also in the report):");
         }

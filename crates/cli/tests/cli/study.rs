@@ -59,6 +59,9 @@ fn correlation_is_over_allocators_with_the_exact_p() {
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
     let w = &v["workloads"][0];
+    // Each workload names the machine it ran on: here the study's own.
+    assert!(v["machine"]["host"].is_string() && v["machine"]["cores"].as_u64().unwrap() >= 1, "{}", v["machine"]);
+    assert_eq!(w["machine"], v["machine"]);
     let allocs = w["allocators"].as_array().unwrap();
     assert_eq!(allocs.len(), 4);
     // One point per allocator: its fragmentation and the median of its 3 runs' peak RSS.
@@ -156,5 +159,41 @@ fn an_unusable_output_directory_is_a_usage_error_before_anything_runs() {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755));
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn studies_made_apart_are_gathered_into_one_report() {
+    let dir = scratch!("gather");
+    let script = "my @a; for my $i (1..2000) { push @a, 'x' x ($i % 50 + 1); } print scalar(@a), \"\\n\";";
+    for (out, runs) in [("a", "2"), ("b", "2"), ("c", "1")] {
+        let Run { code, stderr: err, .. } = heaplab_in(&dir, &["study", "--allocators", "glibc,jemalloc", "--runs", runs, "-o", out, "--", "perl", "-e", script]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let Run { code, stdout: out, stderr: err } = heaplab_in(&dir, &["study", "--gather", "a", "b/results.json", "-o", "all", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let read = |p: &str| serde_json::from_str::<Value>(&std::fs::read_to_string(dir.join(p)).unwrap()).unwrap();
+    assert_eq!(read("all/results.json"), v);
+    // Two workloads of one name are told apart; every number is the original study's.
+    let names: Vec<&str> = v["workloads"].as_array().unwrap().iter().map(|w| w["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["perl", "perl-2"]);
+    assert_eq!(v["runs_per_allocator"], 2);
+    for (k, src) in ["a/results.json", "b/results.json"].iter().enumerate() {
+        let mut w = read(src)["workloads"][0].clone();
+        w["name"] = v["workloads"][k]["name"].clone();
+        assert_eq!(v["workloads"][k], w, "{src}");
+    }
+    assert!(dir.join("all/perl-2-scatter.png").is_file() && dir.join("all/index.html").is_file());
+    // Studies made differently are refused, naming the odd one; so is a command beside --gather.
+    let Run { code, stderr: err, .. } = heaplab_in(&dir, &["study", "--gather", "a", "c", "-o", "all2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("c/results.json: made with 1 runs per allocator") && err.contains("only studies made alike"), "{err}");
+    let Run { code, stderr: err, .. } = heaplab_in(&dir, &["study", "--gather", "a", "-o", "all2", "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    let Run { code, stderr: err, .. } = heaplab_in(&dir, &["study", "--gather", "nowhere", "-o", "all2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nowhere: "), "{err}");
+    assert!(!dir.join("all2").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
