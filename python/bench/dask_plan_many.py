@@ -37,23 +37,9 @@ import numpy as np
 
 import heaplab
 import heaplab.dask as hd
+from provenance import commit, cpu, memory_gib
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def machine() -> dict:
-    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name")), platform.processor())
-    mem = next((int(l.split()[1]) * 1024 for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal:")), 0)
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem / 2**30, 1), "python": platform.python_version(), "distributed": distributed.__version__}
-
-
-def commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        return head + ("+uncommitted" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def generate(heaplab_bin: str, kinds: list[str], per_kind: int, buffers: int, into: Path) -> list[str]:
@@ -161,7 +147,8 @@ def main() -> None:
     stem = Path(a.out) if a.out else (ROOT / "out" / "dask-results" if a.quick else ROOT / "bench" / "dask-results")
     stem.parent.mkdir(parents=True, exist_ok=True)
     res = {
-        "machine": machine(),
+        "machine": {"cpu": cpu(), "cores": os.cpu_count(), "memory_gib": round(memory_gib(), 1),
+                    "python": platform.python_version(), "distributed": distributed.__version__},
         "commit": commit(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "buffers": a.buffers,

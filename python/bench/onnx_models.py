@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -27,40 +26,13 @@ import numpy as np
 import heaplab
 import heaplab.onnx as hx
 from heaplab import baselines
+from provenance import commit, machine
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BATCHES = (1, 32)
 ALIGNMENT = 64
 GREEDY = (("greedy_by_size", baselines.greedy_by_size), ("tflite_arena", baselines.tflite_arena),
           ("ort_mem_pattern", baselines.ort_mem_pattern))
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    mem = ""
-    try:
-        with open("/proc/meminfo") as f:
-            kib = int(next(line.split()[1] for line in f if line.startswith("MemTotal")))
-        mem = f", {kib / 2**20:.0f} GiB"
-    except (OSError, StopIteration, ValueError):
-        pass
-    return f"{cpu}, {os.cpu_count()} cores{mem}"
-
-
-def commit() -> str:
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return rev + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def naive(sizes: np.ndarray) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import statistics
 import subprocess
@@ -23,36 +22,9 @@ from pathlib import Path
 import numpy as np
 
 import heaplab
+from provenance import commit, machine
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1])
-        mem = f", {kb / 2**20:.0f} GiB"
-    except (OSError, StopIteration):
-        pass
-    return f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}, numpy {np.__version__}"
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-E2E = "import sys, time, heaplab; i = heaplab.read(sys.argv[1]); heaplab.plan(i, time_limit=float(sys.argv[2]), seed=1, algorithm=sys.argv[3])"
 
 
 def main() -> int:
@@ -111,7 +83,7 @@ def main() -> int:
             print(f"{kind:8} {algorithm:15} {row['buffers']:>9,}  CLI plan {row['cli_plan_s']:.3f} s  Python plan() {row['python_plan_call_s']:.3f} s "
                   f"({row['overhead_pct_vs_cli_plan']:+.2f}%, binding {row['binding_overhead_s'] * 1000:.1f} ms)  "
                   f"end to end {row['cli_end_to_end_s']:.2f} s vs {row['python_end_to_end_s']:.2f} s ({row['end_to_end_overhead_pct']:+.1f}%)", flush=True)
-    result = {"machine": machine(), "commit": commit(), "time_limit": a.time_limit, "rows": rows}
+    result = {"machine": f"{machine()}, Python {platform.python_version()}, numpy {np.__version__}", "commit": commit(), "time_limit": a.time_limit, "rows": rows}
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")

@@ -10,14 +10,12 @@ usage: python3 python/bench/torch_snapshots.py [--time-limit S] [--out-dir bench
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import time
 from pathlib import Path
 
 import heaplab
 import heaplab.torch as ht
+from provenance import commit, machine
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "python" / "tests" / "data" / "torch"
@@ -25,26 +23,6 @@ DATA = ROOT / "python" / "tests" / "data" / "torch"
 
 def mib(b: int) -> str:
     return f"{b / 2**20:,.1f}"
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main() -> None:

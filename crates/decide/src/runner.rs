@@ -269,29 +269,6 @@ pub struct Runner {
     cursor: usize,
 }
 
-/// `sig` as a name, for messages.
-fn signal_name(sig: i32) -> String {
-    let n = match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        15 => "SIGTERM",
-        _ => return format!("signal {sig}"),
-    };
-    format!("signal {sig} ({n})")
-}
-
-fn find_in_path(prog: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(prog)).find(|f| f.is_file()))
-}
-
 /// L1 data-cache misses (D1mr + D1mw) summed over the cachegrind output files in `dir`.
 pub fn cachegrind_l1d(dir: &Path) -> Result<u64, String> {
     let mut total = 0u64;
@@ -328,7 +305,7 @@ impl Runner {
             }
         }
         let valgrind = if plan.metrics.contains(&MetricKind::L1d) {
-            Some(find_in_path("valgrind").ok_or_else(|| RunnerError::Input("--metrics l1d: valgrind is not installed (apt-get install -y valgrind)".into()))?)
+            Some(heaplab_trace::launch::find_program("valgrind").ok_or_else(|| RunnerError::Input("--metrics l1d: valgrind is not installed (apt-get install -y valgrind)".into()))?)
         } else {
             None
         };
@@ -483,7 +460,7 @@ impl Runner {
                 if -run.status == 9 && run.wall >= self.plan.timeout.as_secs_f64() {
                     format!("was killed after the {} s timeout", self.plan.timeout.as_secs())
                 } else {
-                    format!("was killed by {}", signal_name(-run.status))
+                    format!("was killed by {}", heaplab_trace::launch::signal_name(-run.status))
                 }
             } else {
                 format!("failed with exit status {}", run.status)

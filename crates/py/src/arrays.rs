@@ -25,6 +25,27 @@ pub fn slice<'a>(py: Python<'_>, name: &str, a: &'a PyReadonlyArray1<'_, u64>) -
     a.as_slice().map_err(|_| input_error(py, format!("{name}: expected a contiguous 1-D array")))
 }
 
+/// Borrows the columns of an instance from numpy (each must be contiguous).
+#[allow(clippy::too_many_arguments)]
+pub fn columns<'a>(
+    py: Python<'_>,
+    ids: &'a PyReadonlyArray1<'_, u64>,
+    lower: &'a PyReadonlyArray1<'_, u64>,
+    upper: &'a PyReadonlyArray1<'_, u64>,
+    sizes: &'a PyReadonlyArray1<'_, u64>,
+    alignment: &'a Option<PyReadonlyArray1<'_, u64>>,
+    requested: &'a Option<PyReadonlyArray1<'_, u64>>,
+) -> PyResult<Columns1<'a>> {
+    Ok(Columns1 {
+        ids: slice(py, "ids", ids)?,
+        lower: slice(py, "lower", lower)?,
+        upper: slice(py, "upper", upper)?,
+        sizes: slice(py, "sizes", sizes)?,
+        alignment: alignment.as_ref().map(|a| slice(py, "alignment", a)).transpose()?,
+        requested: requested.as_ref().map(|a| slice(py, "requested", a)).transpose()?,
+    })
+}
+
 impl Columns1<'_> {
     /// Checks that every column has one value per buffer.
     fn check_lengths(&self) -> Result<(), String> {
@@ -85,13 +106,6 @@ pub fn validate_instance(
     alignment: Option<PyReadonlyArray1<'_, u64>>,
     requested: Option<PyReadonlyArray1<'_, u64>>,
 ) -> PyResult<()> {
-    let cols = Columns1 {
-        ids: slice(py, "ids", &ids)?,
-        lower: slice(py, "lower", &lower)?,
-        upper: slice(py, "upper", &upper)?,
-        sizes: slice(py, "sizes", &sizes)?,
-        alignment: alignment.as_ref().map(|a| slice(py, "alignment", a)).transpose()?,
-        requested: requested.as_ref().map(|a| slice(py, "requested", a)).transpose()?,
-    };
+    let cols = columns(py, &ids, &lower, &upper, &sizes, &alignment, &requested)?;
     cols.instance().map(drop).map_err(|m| input_error(py, m))
 }

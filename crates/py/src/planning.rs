@@ -2,7 +2,7 @@
 //! while the calling thread waits and checks for signals, so Ctrl-C cancels the planner
 //! (through [`PlanOptions::cancel`]) and raises `KeyboardInterrupt` at once.
 
-use crate::arrays::{slice, Columns1};
+use crate::arrays::{columns, slice};
 use crate::errors::{input_error, invalid_placement, work_error};
 use heaplab_plan::{Algorithm, PlanOptions, PlanOutcome, MAX_TIME_LIMIT_SECS};
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -15,26 +15,6 @@ use std::time::Duration;
 
 /// How often the waiting thread looks for a signal (Ctrl-C) while the planner runs.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
-
-/// Borrows the columns of an instance from numpy.
-#[allow(clippy::too_many_arguments)]
-fn columns<'a>(
-    py: Python<'_>,
-    ids: &'a PyReadonlyArray1<'_, u64>,
-    lower: &'a PyReadonlyArray1<'_, u64>,
-    upper: &'a PyReadonlyArray1<'_, u64>,
-    sizes: &'a PyReadonlyArray1<'_, u64>,
-    alignment: &'a Option<PyReadonlyArray1<'_, u64>>,
-) -> PyResult<Columns1<'a>> {
-    Ok(Columns1 {
-        ids: slice(py, "ids", ids)?,
-        lower: slice(py, "lower", lower)?,
-        upper: slice(py, "upper", upper)?,
-        sizes: slice(py, "sizes", sizes)?,
-        alignment: alignment.as_ref().map(|a| slice(py, "alignment", a)).transpose()?,
-        requested: None,
-    })
-}
 
 /// Plans the instance; returns a dict of the outcome (`offsets` a `uint64` array in input
 /// order). `capacity`: stop at the first plan within it (`fits` says whether one was found).
@@ -58,7 +38,7 @@ pub fn plan<'py>(
     }
     let alg = Algorithm::parse(algorithm, seed)
         .ok_or_else(|| input_error(py, format!("algorithm {algorithm}: unknown; expected one of {}", Algorithm::NAMES)))?;
-    let inst = columns(py, &ids, &lower, &upper, &sizes, &alignment)?.instance().map_err(|m| input_error(py, m))?;
+    let inst = columns(py, &ids, &lower, &upper, &sizes, &alignment, &None)?.instance().map_err(|m| input_error(py, m))?;
     let cancel = Arc::new(AtomicBool::new(false));
     let opts = PlanOptions {
         time_limit: Duration::from_secs_f64(time_limit),
@@ -152,7 +132,7 @@ pub fn check(
     alignment: Option<PyReadonlyArray1<'_, u64>>,
     offsets: PyReadonlyArray1<'_, u64>,
 ) -> PyResult<u64> {
-    let inst = columns(py, &ids, &lower, &upper, &sizes, &alignment)?.instance().map_err(|m| input_error(py, m))?;
+    let inst = columns(py, &ids, &lower, &upper, &sizes, &alignment, &None)?.instance().map_err(|m| input_error(py, m))?;
     let offsets = slice(py, "offsets", &offsets)?.to_vec();
     if offsets.len() != inst.len() {
         return Err(input_error(py, format!("offsets has {} values but sizes has {}: one per buffer expected", offsets.len(), inst.len())));
@@ -177,7 +157,7 @@ pub fn max_load(
     upper: PyReadonlyArray1<'_, u64>,
     sizes: PyReadonlyArray1<'_, u64>,
 ) -> PyResult<u64> {
-    let inst = columns(py, &ids, &lower, &upper, &sizes, &None)?.instance().map_err(|m| input_error(py, m))?;
+    let inst = columns(py, &ids, &lower, &upper, &sizes, &None, &None)?.instance().map_err(|m| input_error(py, m))?;
     Ok(heaplab_sweep::max_load(&inst.buffers))
 }
 

@@ -94,14 +94,7 @@ pub fn write(
     requested: Option<PyReadonlyArray1<'_, u64>>,
     offsets: Option<PyReadonlyArray1<'_, u64>>,
 ) -> PyResult<()> {
-    let cols = Columns1 {
-        ids: slice(py, "ids", &ids)?,
-        lower: slice(py, "lower", &lower)?,
-        upper: slice(py, "upper", &upper)?,
-        sizes: slice(py, "sizes", &sizes)?,
-        alignment: alignment.as_ref().map(|a| slice(py, "alignment", a)).transpose()?,
-        requested: requested.as_ref().map(|a| slice(py, "requested", a)).transpose()?,
-    };
+    let cols = crate::arrays::columns(py, &ids, &lower, &upper, &sizes, &alignment, &requested)?;
     let inst = cols.instance().map_err(|m| input_error(py, m))?;
     let offsets = offsets.as_ref().map(|o| slice(py, "offsets", o)).transpose()?.map(<[u64]>::to_vec);
     if let Some(o) = &offsets {
