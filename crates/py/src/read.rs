@@ -3,7 +3,7 @@
 //! (`heaplab_trace::instance::read_input`), and `write` writes what `heaplab convert` writes,
 //! so files and messages are the CLI's.
 
-use crate::arrays::{slice, Columns1};
+use crate::arrays::slice;
 use crate::errors::{input_error, of_class};
 use heaplab_model::{files, Input, Semantics};
 use heaplab_trace::instance::{self, InstanceError, ReadOptions};
