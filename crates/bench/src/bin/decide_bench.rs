@@ -37,9 +37,12 @@ Usage: heaplab-bench-decide [--heaplab PATH] [--out DIR] [--python NAME=PATH]...
   --only-summary      only rewrite decide-results.md/json from the reports in DIR/decide/
   --skip-pyperformance, --skip-suite   leave one part out (its last report is summarised)";
 
+/// Machine, build, and per configuration (name, time cell, memory cell).
+type ThesisTable = (&'static str, &'static str, [(&'static str, &'static str, &'static str); 5]);
+
 /// The thesis' cross-application tables (execution time, memory footprint): machine, build,
 /// configuration, time cell, memory cell.
-const THESIS: [(&str, &str, [(&str, &str, &str); 5]); 6] = [
+const THESIS: [ThesisTable; 6] = [
     ("server (Table 2.3)", "standard", [
         ("pymalloc_mimalloc", "MI (58%)", "PD (100%)"),
         ("pymalloc_jemalloc", "MI (48%)", "PD (100%)"),

@@ -248,7 +248,10 @@ fn configurations(a: &CompareArgs, default_set: &str) -> Result<Vec<ConfigSpec>,
 
 /// `--suite pyperformance`: pyperformance for each configuration and pass, the pyperf files
 /// kept under the work directory until the report (which gets them under `pyperf/`) is written.
-fn pyperformance_suite(a: &CompareArgs) -> Result<(Results, Vec<(String, Vec<u8>)>), Failure> {
+/// Files added to a report: a name inside DIR and the bytes.
+type Extra = Vec<(String, Vec<u8>)>;
+
+fn pyperformance_suite(a: &CompareArgs) -> Result<(Results, Extra), Failure> {
     use heaplab_decide::pyperformance::{self as pp, Mode, Pass, Step, Study};
     let python = a.python.as_deref().ok_or_else(|| Failure::Input("--suite pyperformance needs --python PATH (the Python to benchmark)".into()))?;
     let cwd = std::env::current_dir().map_err(|e| Failure::Work(format!("cannot read the current directory: {e}")))?;
