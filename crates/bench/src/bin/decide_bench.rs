@@ -109,6 +109,8 @@ struct Report {
     dir: String,
     results: Results,
     analysis: heaplab_decide::hpt::Analysis,
+    /// The same with HPT's own rule: insignificant workloads kept as zero differences.
+    hpt: heaplab_decide::hpt::Analysis,
 }
 
 fn load(dir: &Path) -> Option<Report> {
@@ -117,11 +119,18 @@ fn load(dir: &Path) -> Option<Report> {
     let v: Value = serde_json::from_str(&text).ok()?;
     let results = Results::from_json(&file.display().to_string(), &v).ok()?;
     let analysis = analyse(&results, &Options::default());
-    Some(Report { dir: dir.display().to_string(), results, analysis })
+    let hpt = analyse(&results, &Options { keep_insignificant: true, ..Options::default() });
+    Some(Report { dir: dir.display().to_string(), results, analysis, hpt })
 }
 
 fn cell(r: &Report, c: &str, m: &str) -> String {
     r.analysis.cell(c, m).map(|x| x.verdict.cell()).unwrap_or_else(|| "n/a".into())
+}
+
+/// The cell under HPT's own rule, with the number of workloads it used.
+fn hpt_cell(r: &Report, c: &str, m: &str) -> String {
+    let n = r.hpt.subsets.iter().find(|s| s.metric == m).map(|s| s.kept.len()).unwrap_or(0);
+    format!("{} over {n}", r.hpt.cell(c, m).map(|x| x.verdict.cell()).unwrap_or_else(|| "n/a".into()))
 }
 
 fn verdict(r: &Report, c: &str, m: &str) -> Option<CrossApp> {
@@ -245,13 +254,15 @@ fn findings_raw(build: &str, r: &Report) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     let need = |cs: &[&str], m: &str| cs.iter().map(|c| (c.to_string(), m.to_string())).collect::<Vec<_>>();
     let others: Vec<&str> = r.results.configurations.iter().map(|c| c.name.as_str()).filter(|c| *c != r.results.reference).collect();
-    let list = |m: &str, cs: &[&str]| cs.iter().map(|c| format!("{c} {} (geomean {})", cell(r, c, m), geo(r, c, m))).collect::<Vec<_>>().join("; ");
+    let list = |m: &str, cs: &[&str]| cs.iter().map(|c| format!("{c} {} (geomean {}; HPT rule {})", cell(r, c, m), geo(r, c, m), hpt_cell(r, c, m))).collect::<Vec<_>>().join("; ");
     if build == "release" {
         let all_pd = others.iter().all(|c| matches!(verdict(r, c, "memory"), Some(CrossApp::Degradation { .. })));
         let any_data = others.iter().any(|c| verdict(r, c, "memory").is_some_and(|v| v != CrossApp::NoData));
         out.push(("release build: the default (pymalloc_glibc) is footprint-optimal (every alternative PD on memory)".into(), any_data.then_some(all_pd), list("memory", &others), need(&others, "memory")));
         let no_pm_pd = NO_PYMALLOC.iter().all(|c| matches!(verdict(r, c, "time"), Some(CrossApp::Degradation { .. })));
-        out.push(("release build: dropping pymalloc degrades execution time (PD for mimalloc, jemalloc, malloc)".into(), Some(no_pm_pd), list("time", &NO_PYMALLOC), need(&NO_PYMALLOC, "time")));
+        let hpt_pd = NO_PYMALLOC.iter().all(|c| matches!(r.hpt.cell(c, "time").map(|x| x.verdict), Some(CrossApp::Degradation { .. })));
+        out.push(("release build: dropping pymalloc degrades execution time (PD for mimalloc, jemalloc, malloc; the thesis' distillation)".into(), Some(no_pm_pd), list("time", &NO_PYMALLOC), need(&NO_PYMALLOC, "time")));
+        out.push(("release build: dropping pymalloc degrades execution time (PD for mimalloc, jemalloc, malloc; HPT's own rule)".into(), Some(hpt_pd), list("time", &NO_PYMALLOC), need(&NO_PYMALLOC, "time")));
         let none_gains = others.iter().all(|c| !matches!(verdict(r, c, "time"), Some(CrossApp::Speedup { speedup, .. }) if speedup > 1.02));
         out.push(("release build: execution time is very hard to improve (no configuration gains more than 1.02x)".into(), Some(none_gains), list("time", &others), need(&others, "time")));
     } else {
@@ -336,6 +347,13 @@ fn summary(builds: &[(String, String, Report)], suite: Option<&Report>, commands
             md.push('\n');
         }
         if let Some(o) = ours {
+            let others: Vec<&str> = thesis[0].2.iter().map(|x| x.0).collect();
+            md.push_str(&format!(
+                "\nWith HPT's own rule instead of the thesis' second distillation (`--keep-insignificant`: benchmarks without a significant in-app difference \
+                 count as zero differences instead of being dropped), time: {}; memory: {}.\n",
+                others.iter().map(|c| format!("{c} {}", hpt_cell(&o.2, c, "time"))).collect::<Vec<_>>().join(", "),
+                others.iter().map(|c| format!("{c} {}", hpt_cell(&o.2, c, "memory"))).collect::<Vec<_>>().join(", ")
+            ));
             md.push_str(&format!("\nHere: {} benchmark(s) analysed for time, {} for memory (the rest left out: unstable, or no significant in-app difference for some configuration; see `bench/decide/pyperformance-{build}/report.md`).\n\n", analysed(&o.2, "time"), analysed(&o.2, "memory")));
         } else {
             md.push_str("\nNot run here (no such build given).\n\n");
