@@ -9,7 +9,7 @@ VENV     := .venv
 VPY      := $(VENV)/bin/python
 VENV_ABS := $(abspath $(VENV))
 
-.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-study deps trace-deps study-deps clean \
+.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-study bench-decide bench-deps deps trace-deps study-deps clean \
         python python-test wheel bench-python bench-onnx bench-torch bench-dask
 
 all: build
@@ -99,6 +99,24 @@ bench-trace: build
 bench-study: build
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench-study --heaplab $(HEAPLAB)
+
+# The thesis' CPython allocator study (pyperformance x pymalloc on/off x glibc/jemalloc/mimalloc,
+# for /usr/bin/python3, a PGO+LTO release build, and a standard build: HEAPLAB_STANDARD_PYTHON or
+# pyenv's 3.11.7) and the default suite x four allocators, analysed with HPT: writes
+# bench/decide-results.md/json and the reports in bench/decide/. pyperformance creates its
+# per-Python venvs (benchmark dependencies from PyPI) under target/pyperformance. About 40 min.
+BENCH_VENV := .venv-bench
+DECIDE_ARGS ?=
+bench-deps: $(BENCH_VENV)/.installed
+$(BENCH_VENV)/.installed:
+	@command -v python3 >/dev/null || { echo "python3 not found: install Python >= 3.9 first" >&2; exit 2; }
+	@[ -x $(BENCH_VENV)/bin/python ] || python3 -m venv $(BENCH_VENV) || { echo "python3 -m venv failed: on Debian, apt-get install python3-venv" >&2; exit 2; }
+	$(BENCH_VENV)/bin/python -m pip install -q pyperformance pyperf
+	@touch $@
+
+bench-decide: build bench-deps
+	$(CARGO) build --release -p heaplab-bench
+	target/release/heaplab-bench-decide --heaplab $(HEAPLAB) $(DECIDE_ARGS)
 
 # ---- Python package (python/, crates/py): a venv at .venv made with `python3 -m venv`, the test
 # requirements (python/requirements-test.txt, one package a line) installed into it, and the

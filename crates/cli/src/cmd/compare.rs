@@ -5,7 +5,9 @@
 //! (configurations × metrics: cross-application speedup with confidence, or MI/PD) and the
 //! per-workload comparisons, and writes DIR/results.json (every raw sample, provenance, the
 //! analysis), DIR/report.md, DIR/index.html and one ECDF picture of per-workload speedups per
-//! metric (DIR/ecdf-METRIC.png).
+//! metric (DIR/ecdf-METRIC.png). `--suite default` measures the study suite's programs with the
+//! runner; `--suite pyperformance` has `heaplab_decide::pyperformance` run pyperformance per
+//! configuration and analyses its files as `--pyperf` does.
 
 use crate::Failure;
 use clap::Args;
@@ -13,6 +15,7 @@ use heaplab_decide::hpt::{analyse, pct, Analysis, InAppVerdict, Options};
 use heaplab_decide::pyperf::{self, Input};
 use heaplab_decide::results::Results;
 use heaplab_decide::runner::{self, ConfigSpec, MetricKind, Plan, Runner, RunnerError, WorkloadSpec};
+use heaplab_decide::suites;
 use heaplab_decide::DecideError;
 use heaplab_model::files;
 use heaplab_plot::chart::{AxisFormat, Chart, Point, Series, Style};
@@ -50,6 +53,17 @@ every finished run; the same command with --resume continues it. A workload that
 crashes stops the measurement with exit status 2, naming it, its exit status or signal and the
 end of its standard error; the runs taken so far stay in DIR/results.json.
 
+Suites: --suite default measures the programs of `heaplab study --suite default` (their inputs
+written to a scratch directory; --benchmarks keeps some) under --configs allocators (glibc,
+jemalloc, mimalloc, tcmalloc) unless --configs/--config say otherwise. --suite pyperformance
+--python PATH runs pyperformance for that Python once per configuration and pass (time, then
+memory with --track-memory), the allocator preloaded and the settings passed to pyperf's
+workers with --inherit-environ, under --configs cpython-dsa (pymalloc_glibc = the default and
+reference, pymalloc_mimalloc, pymalloc_jemalloc, and without pymalloc, PYTHONMALLOC=malloc:
+mimalloc, jemalloc, malloc), on the thesis' Table 2.2 benchmarks unless --benchmarks; --fast,
+--rigorous and --min-time are pyperf's; the pyperf files are analysed as --pyperf analyses
+them and copied into DIR/pyperf/. The report says whether the Python is a PGO/LTO release build.
+
 Analysing: --pyperf pyperf / pyperformance JSON files (optionally .json.gz), the reference first.
 Each file is one configuration (named after the file, or NAME=FILE); files with the same NAME add
 metrics (a timing file and a --track-memory file: time and memory).
@@ -82,6 +96,8 @@ Examples:
       --config mi=mimalloc,MIMALLOC_ARENA_EAGER_COMMIT=1 \\
       --workload 'sqlite=sqlite3 :memory: < script.sql' --workload 'jq=jq -f filter.jq in.json' \\
       --metrics time,cpu,rss,energy -o cmp/
+  heaplab compare --suite pyperformance --python /usr/bin/python3 --configs cpython-dsa --fast -o cpy/
+  heaplab compare --suite default --runs 10 --metrics time,cpu,rss -o suite/
   heaplab compare --pyperf ref=base.json je=jemalloc.json mi=mimalloc.json -o cmp/
   heaplab rank cmp/results.json --best memory --worst time";
 
@@ -110,9 +126,43 @@ pub struct CompareArgs {
         help = crate::flag_ranges::COMPARE_WARMUP.help("Warm-up runs before them (kept apart, never analysed)."))]
     warmup: usize,
     /// What to measure, comma-separated: time, cpu, rss, energy (where RAPL is readable), l1d
-    /// (cachegrind, slow).
-    #[arg(long, default_value = "time,cpu,rss,energy", value_name = "LIST")]
-    metrics: String,
+    /// (cachegrind, slow) [default: time,cpu,rss,energy]; with --suite pyperformance: time,
+    /// memory [default: both].
+    #[arg(long, value_name = "LIST")]
+    metrics: Option<String>,
+    /// A ready-made workload suite: `default` (the programs of `heaplab study --suite default`,
+    /// measured by the runner) or `pyperformance` (run by pyperformance for --python).
+    #[arg(long, value_name = "NAME", value_parser = ["default", "pyperformance"], conflicts_with_all = ["pyperf", "workload"])]
+    suite: Option<String>,
+    /// A named configuration set: cpython-dsa (pymalloc on/off x glibc/jemalloc/mimalloc,
+    /// reference pymalloc_glibc) or allocators (glibc, jemalloc, mimalloc, tcmalloc); --config
+    /// entries are added after it. Default with --suite: cpython-dsa for pyperformance,
+    /// allocators for default.
+    #[arg(long, value_name = "SET", conflicts_with = "pyperf")]
+    configs: Option<String>,
+    /// Only these benchmarks (--suite pyperformance; default: the thesis' Table 2.2 set) or
+    /// workloads (--suite default), comma-separated.
+    #[arg(long, value_name = "LIST", requires = "suite")]
+    benchmarks: Option<String>,
+    /// The Python whose benchmarks pyperformance runs (--suite pyperformance).
+    #[arg(long, value_name = "PATH")]
+    python: Option<String>,
+    /// The pyperformance executable (default: .venv-bench/bin/pyperformance, .venv/bin/pyperformance, or on PATH).
+    #[arg(long, value_name = "PATH")]
+    pyperformance: Option<String>,
+    /// pyperf's --fast preset (10 worker processes x 2 values per benchmark instead of 20 x 3).
+    #[arg(long, conflicts_with = "rigorous")]
+    fast: bool,
+    /// pyperf's --rigorous preset (40 worker processes x 3 values).
+    #[arg(long)]
+    rigorous: bool,
+    /// pyperf's --min-time: the shortest duration of one value, seconds (pyperf's default 0.1).
+    #[arg(long, value_name = "SECONDS")]
+    min_time: Option<f64>,
+    /// Where pyperformance runs and keeps its per-Python venvs and the raw pyperf files until
+    /// the report is written (default: $XDG_CACHE_HOME or ~/.cache, heaplab/pyperformance).
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<String>,
     #[arg(long, default_value_t = 600, value_name = "SECONDS", value_parser = crate::flag_ranges::STUDY_TIMEOUT.parser::<u64>(),
         help = crate::flag_ranges::STUDY_TIMEOUT.help("Kill a run after this many seconds (it then counts as failed)."))]
     timeout: u64,
@@ -148,15 +198,119 @@ pub fn compare(a: CompareArgs) -> Result<(), Failure> {
         return Err(Failure::Input(format!("--step {}: must be a positive number", a.step)));
     }
     let opts = Options { confidence: a.confidence, step: a.step, keep_insignificant: a.keep_insignificant, keep_unstable: a.keep_unstable, ..Options::default() };
-    let results = if !a.pyperf.is_empty() {
-        let inputs: Vec<Input> = a.pyperf.iter().map(|s| Input::parse(s)).collect();
-        pyperf::read(&inputs)?
-    } else if !a.config.is_empty() || !a.workload.is_empty() {
-        measure(&a)?
-    } else {
-        return Err(Failure::Input("nothing to compare: give --config and --workload to measure, or --pyperf FILES to analyse".into()));
+    if a.suite.as_deref() != Some("pyperformance") {
+        for (given, flag) in [(a.python.is_some(), "--python"), (a.pyperformance.is_some(), "--pyperformance"), (a.fast, "--fast"), (a.rigorous, "--rigorous"), (a.min_time.is_some(), "--min-time"), (a.work_dir.is_some(), "--work-dir")] {
+            if given {
+                return Err(Failure::Input(format!("{flag} goes with --suite pyperformance")));
+            }
+        }
+    }
+    let (results, extra) = match a.suite.as_deref() {
+        Some("pyperformance") => pyperformance_suite(&a)?,
+        Some(_) => {
+            // The default suite: its inputs are written into a scratch directory, the runner's
+            // working directory (the commands name the inputs relative to it).
+            let scratch = heaplab_study::outdir::Scratch::create().map_err(|e| Failure::Work(format!("cannot create a scratch directory: {e}")))?;
+            let only: Option<Vec<&str>> = a.benchmarks.as_deref().map(|b| b.split(',').map(str::trim).filter(|x| !x.is_empty()).collect());
+            let inputs = scratch.subdir("inputs").map_err(|e| Failure::Work(format!("cannot create a scratch directory: {e}")))?;
+            let workloads = suites::default_suite(&inputs, only.as_deref())?;
+            let configs = configurations(&a, "allocators")?;
+            (measure(&a, configs, workloads, inputs)?, Vec::new())
+        }
+        None if !a.pyperf.is_empty() => {
+            let inputs: Vec<Input> = a.pyperf.iter().map(|s| Input::parse(s)).collect();
+            (pyperf::read(&inputs)?, Vec::new())
+        }
+        None if !a.config.is_empty() || !a.workload.is_empty() || a.configs.is_some() => {
+            let cwd = std::env::current_dir().map_err(|e| Failure::Work(format!("cannot read the current directory: {e}")))?;
+            let workloads = a.workload.iter().map(|w| WorkloadSpec::parse(w)).collect::<Result<_, _>>()?;
+            (measure(&a, configurations(&a, "")?, workloads, cwd)?, Vec::new())
+        }
+        None => return Err(Failure::Input("nothing to compare: give --config and --workload to measure, --suite default|pyperformance, or --pyperf FILES to analyse".into())),
     };
-    report(&a.output, &results, &opts)
+    report(&a.output, &results, &opts, &extra)
+}
+
+/// The configurations to measure: the named set (`--configs`, else `default_set` when not
+/// empty), then the `--config` entries.
+fn configurations(a: &CompareArgs, default_set: &str) -> Result<Vec<ConfigSpec>, Failure> {
+    let mut out = Vec::new();
+    match a.configs.as_deref() {
+        Some(set) => out.extend(suites::config_set(set)?),
+        None if !default_set.is_empty() && a.config.is_empty() => out.extend(suites::config_set(default_set)?),
+        None => {}
+    }
+    for c in &a.config {
+        out.push(ConfigSpec::parse(c)?);
+    }
+    Ok(out)
+}
+
+/// `--suite pyperformance`: pyperformance for each configuration and pass, the pyperf files
+/// kept under the work directory until the report (which gets them under `pyperf/`) is written.
+/// Files added to a report: a name inside DIR and the bytes.
+type Extra = Vec<(String, Vec<u8>)>;
+
+fn pyperformance_suite(a: &CompareArgs) -> Result<(Results, Extra), Failure> {
+    use heaplab_decide::pyperformance::{self as pp, Mode, Pass, Step, Study};
+    let python = a.python.as_deref().ok_or_else(|| Failure::Input("--suite pyperformance needs --python PATH (the Python to benchmark)".into()))?;
+    let cwd = std::env::current_dir().map_err(|e| Failure::Work(format!("cannot read the current directory: {e}")))?;
+    let python = if python.contains('/') {
+        cwd.join(python)
+    } else {
+        let found = std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).map(|d| d.join(python)).find(|p| p.is_file());
+        found.ok_or_else(|| Failure::Input(format!("--python {python}: not found on PATH")))?
+    };
+    let build = pp::inspect_python(&python)?;
+    let candidates = [cwd.join(".venv-bench/bin/pyperformance"), cwd.join(".venv/bin/pyperformance")];
+    let pyperformance = pp::find(a.pyperformance.as_deref().map(std::path::Path::new), &candidates)?;
+    let benchmarks: Vec<String> = match &a.benchmarks {
+        Some(b) => b.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
+        None => pp::TABLE_2_2.iter().map(|b| b.to_string()).collect(),
+    };
+    if benchmarks.is_empty() {
+        return Err(Failure::Input("--benchmarks: no benchmark given".into()));
+    }
+    if let Some(t) = a.min_time {
+        if !(t > 0.0 && t.is_finite()) {
+            return Err(Failure::Input(format!("--min-time {t}: must be a positive number of seconds")));
+        }
+    }
+    let configs = configurations(a, "cpython-dsa")?;
+    let mut plan_check = Plan { configs, workloads: vec![WorkloadSpec { name: "pyperformance".into(), command: String::new() }], metrics: Vec::new(), runs: 2, warmup: 0, timeout: std::time::Duration::ZERO, cwd: cwd.clone(), powercap_root: std::path::PathBuf::new() };
+    plan_check.check(a.reference.as_deref())?;
+    let work = match &a.work_dir {
+        Some(d) => cwd.join(d),
+        None => std::env::var_os("XDG_CACHE_HOME").map(std::path::PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache"))).unwrap_or_else(|| cwd.clone()).join("heaplab/pyperformance"),
+    };
+    // The output directory is checked now, before the long runs.
+    drop(crate::outputs::report_dir(&a.output)?);
+    let study = Study {
+        pyperformance,
+        python,
+        benchmarks,
+        configs: plan_check.configs,
+        passes: Pass::parse_list(a.metrics.as_deref().unwrap_or("time,memory"))?,
+        mode: if a.fast { Mode::Fast } else if a.rigorous { Mode::Rigorous } else { Mode::Default },
+        min_time: a.min_time,
+        rundir: work.join("runs").join(file_safe(a.output.trim_end_matches('/'))),
+        workdir: work,
+    };
+    eprintln!("heaplab: Python {}", build.describe());
+    eprintln!("heaplab: pyperformance {} on {} benchmark(s) x {} configuration(s) x {} pass(es); raw files in {}", study.pyperformance.display(), study.benchmarks.len(), study.configs.len(), study.passes.len(), study.rundir.display());
+    let t0 = std::time::Instant::now();
+    let mut progress = |k: usize, n: usize, c: &ConfigSpec, p: Pass, s: Step| {
+        let what = if s == Step::Reused { "reused (--resume)" } else { "running" };
+        eprintln!("heaplab: [{}/{n}] {} {}: {what} (elapsed {})", k + 1, c.name, p.metric(), clock(t0.elapsed().as_secs_f64()));
+    };
+    let results = pp::measure(&study, &build, a.resume, &mut progress).map_err(|e| Failure::Input(format!("{e}\n(finished runs are kept in {}: the same command with --resume reuses them)", study.rundir.display())))?;
+    let mut extra = Vec::new();
+    for (_, _, inv) in study.invocations() {
+        let name = inv.output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let bytes = std::fs::read(&inv.output).map_err(|e| Failure::Work(format!("{}: cannot read: {e}", inv.output.display())))?;
+        extra.push((format!("pyperf/{name}"), bytes));
+    }
+    Ok((results, extra))
 }
 
 /// Set by SIGINT and SIGTERM while the runner measures.
@@ -167,12 +321,11 @@ extern "C" fn on_stop(_: libc::c_int) {
 }
 
 /// Measures the configurations × workloads of `a` into DIR/results.json, one checkpoint per run.
-fn measure(a: &CompareArgs) -> Result<Results, Failure> {
-    let cwd = std::env::current_dir().map_err(|e| Failure::Work(format!("cannot read the current directory: {e}")))?;
+fn measure(a: &CompareArgs, configs: Vec<ConfigSpec>, workloads: Vec<WorkloadSpec>, cwd: std::path::PathBuf) -> Result<Results, Failure> {
     let mut plan = Plan {
-        configs: a.config.iter().map(|c| ConfigSpec::parse(c)).collect::<Result<_, _>>()?,
-        workloads: a.workload.iter().map(|w| WorkloadSpec::parse(w)).collect::<Result<_, _>>()?,
-        metrics: MetricKind::parse_list(&a.metrics)?,
+        configs,
+        workloads,
+        metrics: MetricKind::parse_list(a.metrics.as_deref().unwrap_or("time,cpu,rss,energy"))?,
         runs: a.runs,
         warmup: a.warmup,
         timeout: std::time::Duration::from_secs(a.timeout),
@@ -288,7 +441,7 @@ fn clock(s: f64) -> String {
 }
 
 /// The analysis, the report directory (written whole, then installed) and the printed tables.
-fn report(a_output: &str, results: &Results, opts: &Options) -> Result<(), Failure> {
+fn report(a_output: &str, results: &Results, opts: &Options, extra: &[(String, Vec<u8>)]) -> Result<(), Failure> {
     let analysis = analyse(results, opts);
     let staging = crate::outputs::report_dir(a_output)?;
     let dir = staging.dir().to_path_buf();
@@ -298,6 +451,12 @@ fn report(a_output: &str, results: &Results, opts: &Options) -> Result<(), Failu
     };
     let doc = results.to_json(analysis.to_json());
     write("results.json", serde_json::to_string_pretty(&doc).expect("JSON of plain values").as_bytes())?;
+    for (name, bytes) in extra {
+        if let Some(d) = dir.join(name).parent() {
+            std::fs::create_dir_all(d).map_err(|e| Failure::Work(format!("{}: cannot create: {e}", d.display())))?;
+        }
+        write(name, bytes)?;
+    }
     let mut pictures = Vec::new();
     for m in &results.metrics {
         let name = format!("ecdf-{}.png", file_safe(&m.name));
@@ -383,6 +542,22 @@ fn sections(r: &Results, a: &Analysis) -> Vec<Section> {
 /// machine and what could not be measured here (energy without RAPL).
 fn measured(r: &Results) -> Option<Section> {
     let p = &r.provenance;
+    let suite = &p["suite"];
+    if suite["name"].as_str() == Some("pyperformance") {
+        let mut notes = vec![format!("Python: {}", suite["python"]["build"].as_str().unwrap_or("?"))];
+        notes.push(format!("configure: {}", suite["python"]["config_args"].as_str().unwrap_or("?")));
+        notes.push(format!("{}; pyperf preset: {}{}", suite["pyperformance"].as_str().unwrap_or("pyperformance"), suite["mode"].as_str().unwrap_or("?"),
+            suite["min_time"].as_f64().map(|t| format!(", --min-time {t}")).unwrap_or_default()));
+        let names: Vec<&str> = suite["benchmarks"].as_array().into_iter().flatten().filter_map(|b| b.as_str()).collect();
+        notes.push(format!("benchmarks asked for: {}", names.join(", ")));
+        for c in suite["commands"].as_array().into_iter().flatten().filter_map(|c| c.as_str()) {
+            notes.push(format!("`{c}`"));
+        }
+        for n in suite["notes"].as_array().into_iter().flatten().filter_map(|n| n.as_str()) {
+            notes.push(n.to_string());
+        }
+        return Some(Section { title: "Measured (pyperformance)".into(), rows: Vec::new(), notes });
+    }
     if p.get("source").and_then(|s| s.as_str()) != Some(runner::SOURCE) {
         return None;
     }

@@ -148,3 +148,52 @@ fn unstable_benchmarks_are_left_out_unless_kept() {
     assert_eq!(v["analysis"]["keep_unstable"], true);
     assert_eq!(v["configurations"][0]["name"], "a", "named after the file");
 }
+
+/// `--suite pyperformance` with what makes it fail before anything runs; nothing is written.
+fn pyperformance_refused(name: &str, extra: &[&str], env_path: Option<&str>) -> Run {
+    let d = crate::common::scratch_dir(module_path!(), name);
+    let mut args = vec!["compare", "--suite", "pyperformance"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-o", "cpy"]);
+    let mut cmd = crate::common::Heaplab::new(&args).dir(&d).env("XDG_CACHE_HOME", d.join("cache"));
+    if let Some(p) = env_path {
+        cmd = cmd.env("PATH", p);
+    }
+    let r = cmd.run();
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(!d.join("cpy").exists(), "a report was written");
+    assert!(!d.join("cache").exists(), "pyperformance's work directory was created");
+    r
+}
+
+#[test]
+fn pyperformance_missing_says_how_to_install() {
+    if !std::path::Path::new("/usr/bin/python3").is_file() {
+        return eprintln!("skipped: /usr/bin/python3 not found");
+    }
+    // No venv in the scratch directory, and a PATH without pyperformance.
+    let r = pyperformance_refused("pp-missing", &["--python", "/usr/bin/python3"], Some("/usr/bin:/bin"));
+    assert!(r.stderr.contains("pyperformance not found") && r.stderr.contains("pip install pyperformance pyperf") && r.stderr.contains("make bench-deps"), "{}", r.stderr);
+    let r = pyperformance_refused("pp-given", &["--python", "/usr/bin/python3", "--pyperformance", "/nonexistent/pyperformance"], None);
+    assert!(r.stderr.contains("--pyperformance /nonexistent/pyperformance: no such file") && r.stderr.contains("pip install"), "{}", r.stderr);
+}
+
+#[test]
+fn pyperformance_bad_python() {
+    let r = pyperformance_refused("pp-python", &["--python", "/nonexistent/python3"], None);
+    assert!(r.stderr.contains("--python /nonexistent/python3: cannot run it"), "{}", r.stderr);
+    let r = pyperformance_refused("pp-false", &["--python", "/bin/false"], None);
+    assert!(r.stderr.contains("--python /bin/false: not a working Python"), "{}", r.stderr);
+    let r = pyperformance_refused("pp-none", &[], None);
+    assert!(r.stderr.contains("--suite pyperformance needs --python"), "{}", r.stderr);
+    let r = pyperformance_refused("pp-metric", &["--python", "/usr/bin/python3", "--pyperformance", "/bin/true", "--metrics", "rss"], None);
+    assert!(r.stderr.contains("'rss' is not measured by pyperformance"), "{}", r.stderr);
+}
+
+#[test]
+fn pyperformance_options_need_the_suite() {
+    let d = crate::common::scratch_dir(module_path!(), "pp-flags");
+    let r = heaplab_in(&d, &["compare", "--fast", "--config", "glibc", "--config", "jemalloc", "--workload", "t=true", "-o", "cmp"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--fast goes with --suite pyperformance"), "{}", r.stderr);
+}

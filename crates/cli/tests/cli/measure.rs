@@ -185,3 +185,35 @@ fn l1d_misses_from_cachegrind() {
         assert!(v.len() == 2 && v.iter().all(|x| x.as_f64().unwrap() > 100.0), "{v:?}");
     }
 }
+
+#[test]
+fn default_suite_workloads_are_the_study_suite() {
+    crate::common::need("jq");
+    crate::common::need("lua5.4");
+    let d = scratch!("suite");
+    let r = heaplab_in(&d, &["compare", "--suite", "default", "--benchmarks", "jq,lua5.4", "--config", "glibc", "--config", "jemalloc", "--runs", "2", "--warmup", "0", "--metrics", "time,rss", "-o", "cmp"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = results(&d);
+    let plan = &doc["provenance"]["plan"];
+    let names: Vec<&str> = plan["workloads"].as_array().unwrap().iter().map(|w| w["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["jq", "lua5.4"]);
+    let jq = plan["workloads"][0]["command"].as_str().unwrap();
+    assert!(jq.starts_with("LC_ALL=C jq -c ") && jq.ends_with(" records.json"), "{jq}");
+    for w in ["jq", "lua5.4"] {
+        assert_eq!(series(&doc, "jemalloc", w, "rss")["values"].as_array().unwrap().len(), 2);
+    }
+    // The suite's inputs lived in a scratch directory, not in the current one or the report.
+    assert!(!d.join("records.json").exists() && !d.join("cmp/records.json").exists());
+}
+
+#[test]
+fn default_suite_unknown_workload_and_set() {
+    let d = scratch!("suite-bad");
+    let r = heaplab_in(&d, &["compare", "--suite", "default", "--benchmarks", "nope", "--runs", "2", "-o", "cmp"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--benchmarks nope") && r.stderr.contains("xmllint"), "{}", r.stderr);
+    let r = heaplab_in(&d, &["compare", "--suite", "default", "--configs", "nope", "--runs", "2", "-o", "cmp"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--configs nope") && r.stderr.contains("cpython-dsa"), "{}", r.stderr);
+    assert!(!d.join("cmp").exists());
+}
