@@ -4,10 +4,12 @@
 //! rules of the thesis' table 3.1 ([`blocks`], shared with the replay), trace statistics
 //! ([`stats`]) and the conversion of a trace to a heaplab instance ([`convert`]); running a
 //! program under the tracer ([`launch`]) and the index of a run's processes ([`run`]); a trace
-//! read where an instance is expected, with the oracle gap ([`instance`]).
+//! read where an instance is expected, with the oracle gap ([`instance`]); stable keys of call
+//! sites across runs ([`context`]).
 
 pub mod blocks;
 pub mod compress;
+pub mod context;
 pub mod convert;
 pub mod format;
 pub mod instance;
