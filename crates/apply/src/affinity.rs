@@ -198,7 +198,7 @@ pub fn improve(blocks: &[SourceBlock], offsets: &mut [u64], edges: &[Edge]) -> A
                     let w = hit[0];
                     let old = offsets[v];
                     let swappable = hit.len() == 1 && !fixed[w] && w != anchor && offsets[w] == o && size[w] == size[v];
-                    if !(swappable && old % (1u64 << slot_align_log2(&blocks[w])) == 0 && clashes(offsets, w, old, v, &mut work).is_empty()) {
+                    if !(swappable && old.is_multiple_of(1u64 << slot_align_log2(&blocks[w])) && clashes(offsets, w, old, v, &mut work).is_empty()) {
                         continue;
                     }
                     offsets[v] = o;

@@ -376,7 +376,7 @@ pub fn build(strategy: Strategy, source: &Source, usage: Option<&Usage>, opts: &
         Strategy::FriendsGrouped => grouped(blocks, &profile.clone()?.friends),
     };
     // The format keeps no alignment, so it is checked here, on the blocks.
-    if let Some(b) = blocks.iter().find(|b| offsets[b.id as usize].is_some_and(|o| o % (1u64 << slot_align_log2(b)) != 0)) {
+    if let Some(b) = blocks.iter().find(|b| offsets[b.id as usize].is_some_and(|o| !o.is_multiple_of(1u64 << slot_align_log2(b)))) {
         return Err(StrategyError::Invalid(format!("block {} at offset {} breaks its alignment {}", b.id, offsets[b.id as usize].unwrap_or(0), 1u64 << slot_align_log2(b))));
     }
     let layout = assemble(strategy.name(), source, &offsets, usage.map(|u| u.accesses.as_slice()));
