@@ -85,3 +85,5 @@ pub struct AccessProfile {
     /// Friends: a pointer to `to` was stored inside `from`.
     pub friends: Vec<Edge>,
 }
+
+pub mod codes;
