@@ -5,6 +5,8 @@
 //! (C, LD_PRELOAD) serves them to an unmodified program and falls back to a real allocator for
 //! everything else; the launcher runs a program that way and reads the runtime's report.
 
+pub mod format;
+
 /// Granule of the region: every planned offset is a multiple, every slot a whole number.
 pub const GRANULE: u64 = 16;
 
