@@ -72,8 +72,8 @@ static _Atomic uint64_t *ordinals; /* next ordinal per context */
 static _Atomic uint32_t *site_ctx; /* by site id: 0 unknown yet, 1 no context, else index + 2 */
 
 /* ---- counters (the report) ---- */
-enum why { W_UNPLANNED, W_SIZE, W_BEYOND, W_CONTEXT, W_BUSY, W_ALIGN, W_OTHER, W_N };
-static const char *const why_name[W_N] = {"unplanned", "size_mismatch", "beyond_layout", "unknown_context", "busy", "misaligned", "not_served"};
+enum why { W_UNPLANNED, W_SIZE, W_BEYOND, W_CONTEXT, W_BUSY, W_ALIGN, W_N };
+static const char *const why_name[W_N] = {"unplanned", "size_mismatch", "beyond_layout", "unknown_context", "busy", "misaligned"};
 static _Atomic uint64_t fb_count[W_N], fb_bytes[W_N];
 static uint64_t planned, planned_bytes, frees_region; /* under lock */
 static _Atomic uint64_t stray_frees;
@@ -403,7 +403,7 @@ void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) {
     uint64_t bytes = size;
     if (!serving || (op == HL_CALLOC && __builtin_mul_overflow(extra, size, &bytes)) || !valid_align(op, extra))
         return hl_real_alloc(op, size, extra, err);
-    int why = W_OTHER, fresh = 0;
+    int why = W_UNPLANNED, fresh = 0;
     uint64_t align = op == HL_CALLOC || op == HL_MALLOC ? 0 : op == HL_VALLOC || op == HL_PVALLOC ? (uint64_t)hl_page_size : extra;
     uint64_t off = identify(bytes, align, ret, &why);
     /* pvalloc's block is its size rounded up to pages, more than the slot: it falls back, but
@@ -494,7 +494,7 @@ void *hl_serve_realloc(void *old, size_t bytes, void *ret, int identify_it) {
         return q;
     }
     uint64_t off = NO_OFFSET;
-    int why = W_OTHER, fresh = 0;
+    int why = W_UNPLANNED, fresh = 0;
     if (identified) off = identify(bytes, 0, ret, &why);
     if (off != NO_OFFSET) {
         void *p = NULL;

@@ -6,6 +6,8 @@
 //! everything else; the launcher runs a program that way and reads the runtime's report.
 
 pub mod format;
+pub mod report;
+pub mod run;
 
 /// Granule of the region: every planned offset is a multiple, every slot a whole number.
 pub const GRANULE: u64 = 16;
