@@ -4,6 +4,10 @@
 //! blocks came to hold pointers to which (friends, as ccmalloc's hint named them). Written by
 //! the valgrind tool `heaplab access` runs, read here; layouts and grouping consume
 //! [`AccessProfile`].
+//!
+//! Modules: [`format`] (the `.hlaccess` file, its reader and writer), [`run`] (profiling a
+//! program under the tool), [`tool`] (the embedded valgrind tool), [`codes`] (the format's
+//! numbers shared with the tool's C).
 
 /// One heap block of the profiled run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -69,6 +73,10 @@ pub struct ProfileInfo {
     pub accesses: u64,
     /// Of those, the ones that touched a live heap block.
     pub heap_accesses: u64,
+    /// Co-access weight dropped by the profiler's memory bound (the lightest edges go first).
+    pub coaccess_dropped: u64,
+    /// Friend weight dropped by the same bound.
+    pub friends_dropped: u64,
 }
 
 /// One run's access profile.
@@ -84,4 +92,51 @@ pub struct AccessProfile {
     pub coaccess: Vec<Edge>,
     /// Friends: a pointer to `to` was stored inside `from`.
     pub friends: Vec<Edge>,
+}
+
+pub mod codes;
+pub mod format;
+pub mod run;
+pub mod tool;
+
+pub use format::{read, write, FormatError};
+
+/// What one allocation context's blocks add up to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContextTotals {
+    /// Index into [`AccessProfile::contexts`].
+    pub context: u32,
+    /// Blocks allocated there.
+    pub blocks: u64,
+    /// Bytes requested there.
+    pub bytes: u64,
+    /// Loads that touched those blocks.
+    pub reads: u64,
+    /// Stores that touched them.
+    pub writes: u64,
+}
+
+impl AccessProfile {
+    /// Per-context totals, most accessed first (ties: fewer blocks, then context index).
+    pub fn context_totals(&self) -> Vec<ContextTotals> {
+        let mut t: Vec<ContextTotals> = (0..self.contexts.len()).map(|c| ContextTotals { context: c as u32, ..Default::default() }).collect();
+        for b in &self.blocks {
+            let x = &mut t[b.context as usize];
+            x.blocks += 1;
+            x.bytes += b.size;
+            x.reads += b.reads;
+            x.writes += b.writes;
+        }
+        t.sort_by_key(|x| (std::cmp::Reverse(x.reads + x.writes), x.blocks, x.context));
+        t
+    }
+
+    /// The share of all loads and stores that touched the heap (0 when none ran).
+    pub fn heap_share(&self) -> f64 {
+        if self.info.accesses == 0 {
+            0.0
+        } else {
+            self.info.heap_accesses as f64 / self.info.accesses as f64
+        }
+    }
 }

@@ -5,9 +5,13 @@
 //! (C, LD_PRELOAD) serves them to an unmodified program and falls back to a real allocator for
 //! everything else; the launcher runs a program that way and reads the runtime's report.
 
+pub mod affinity;
 pub mod format;
+pub mod profile;
 pub mod report;
 pub mod run;
+pub mod source;
+pub mod strategy;
 
 /// Granule of the region: every planned offset is a multiple, every slot a whole number.
 pub const GRANULE: u64 = 16;

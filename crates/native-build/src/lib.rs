@@ -86,6 +86,13 @@ impl CBuild {
         self
     }
 
+    /// Adds a raw link input after the sources and libraries: an archive path or a linker flag
+    /// (`-Wl,--whole-archive`), in the order given.
+    pub fn link(mut self, arg: impl AsRef<str>) -> CBuild {
+        self.libs.push(arg.as_ref().to_string());
+        self
+    }
+
     /// Compiles the artefact and returns its path. Panics with what to install when no C
     /// compiler can be run or the compilation fails: a build script has no better way to fail.
     pub fn compile(self) -> PathBuf {

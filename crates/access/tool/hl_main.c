@@ -1,0 +1,756 @@
+/* hl_main.c — the `heaplab` valgrind tool behind `heaplab access`.
+ *
+ * It replaces the client's allocator (VG_(needs_malloc_replacement), as DHAT and massif do) so
+ * it sees every heap block: allocation order, requested size, allocation context, lifetime on a
+ * heap-event clock. Every load and store (plain, guarded, dirty helpers' memory, CAS, LL/SC) is
+ * instrumented and attributed to the live block holding its address (a last-block cache, then
+ * an AVL interval tree), counting reads and writes per block. Heap accesses feed HALO's
+ * affinity queue, which builds the co-access graph in memory; 8-byte stores of a pointer into
+ * another live block add friend edges. At exit it writes the .hlaccess file (format: the module
+ * doc of crates/access/src/format.rs) and nothing else: the profile is not a trace.
+ *
+ * Options (passed by `heaplab access`): --hl-out=FILE, --hl-depth=N (frames per context),
+ * --hl-affinity=A (affinity distance in bytes), --hl-max-edges=N (memory bound of each graph).
+ */
+#include "pub_tool_basics.h"
+#include "pub_tool_tooliface.h"
+#include "pub_tool_libcassert.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_libcfile.h"
+#include "pub_tool_libcprint.h"
+#include "pub_tool_libcproc.h"
+#include "pub_tool_mallocfree.h"
+#include "pub_tool_replacemalloc.h"
+#include "pub_tool_options.h"
+#include "pub_tool_oset.h"
+#include "pub_tool_stacktrace.h"
+#include "pub_tool_aspacemgr.h"
+#include "pub_tool_debuginfo.h"
+#include "pub_tool_clientstate.h"
+#include "pub_tool_xarray.h"
+#include "pub_tool_machine.h"
+
+#include "hl_format.h"
+
+#define HL_MAX_DEPTH 64
+
+/* ---- options ---------------------------------------------------------------------------- */
+
+static const HChar *clo_out = NULL;
+static Long clo_depth = 1;
+static Long clo_affinity = 128; /* HALO's evaluated affinity distance */
+static Long clo_max_edges = 1 << 22;
+
+/* ---- blocks ----------------------------------------------------------------------------- */
+
+typedef struct {
+    Addr addr;
+    SizeT size;
+    ULong alloc_at, free_at;
+    ULong reads, writes;
+    UInt ctx;
+    UInt stamp; /* last affinity traversal that saw it (no double counting) */
+} Block;
+
+static Block *blocks = NULL;
+static ULong n_blocks = 0, cap_blocks = 0;
+static ULong heap_clock = 0;
+
+/* The live-block interval tree: nodes keyed by payload address; lookups compare an address
+ * against [addr, addr + max(size, 1)). */
+typedef struct {
+    Addr addr;
+    SizeT size;
+    ULong id;
+} Live;
+
+static OSet *live = NULL;
+
+static Word live_cmp(const void *key, const void *elem) {
+    Addr a = *(const Addr *)key;
+    const Live *l = elem;
+    SizeT span = l->size ? l->size : 1;
+    if (a < l->addr) return -1;
+    if (a >= l->addr + span) return 1;
+    return 0;
+}
+
+/* Every heap block ever handed out lies in [heap_lo, heap_hi): a cheap first filter. */
+static Addr heap_lo = ~(Addr)0, heap_hi = 0;
+
+/* The last block hit (by accesses) and the last block a stored pointer pointed into. */
+static Addr c_lo = 1, c_span = 0;
+static ULong c_id = 0;
+static Addr v_lo = 1, v_span = 0;
+static ULong v_id = 0;
+
+static inline Bool find_block(Addr a, ULong *id) {
+    if (a - heap_lo >= heap_hi - heap_lo) return False;
+    Live *l = VG_(OSetGen_Lookup)(live, &a);
+    if (!l || l->size == 0) return False;
+    *id = l->id;
+    return True;
+}
+
+/* ---- contexts --------------------------------------------------------------------------- */
+
+typedef struct {
+    ULong key;
+    UInt n;
+    Addr ips[HL_MAX_DEPTH];
+    ULong offs[HL_MAX_DEPTH];
+    const HChar *files[HL_MAX_DEPTH]; /* full path of the mapped file, or NULL */
+} Context;
+
+static Context *ctxs = NULL;
+static UInt n_ctxs = 0, cap_ctxs = 0;
+static UInt *ctx_slots = NULL; /* open addressing: index + 1, 0 = empty */
+static UInt ctx_slot_cap = 0;
+
+static inline ULong mix(ULong h, ULong v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+}
+
+static ULong fnv1a(const HChar *s) {
+    ULong h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) h = (h ^ (UChar)*s) * 0x100000001b3ULL;
+    return h;
+}
+
+static const HChar *base_name(const HChar *p) {
+    const HChar *b = p;
+    for (; *p; p++)
+        if (*p == '/') b = p + 1;
+    return b;
+}
+
+/* The file mapping holding `a`: its name and `a`'s offset in the file (False when none). */
+static Bool frame_file(Addr a, const HChar **file, ULong *off) {
+    NSegment const *seg = VG_(am_find_nsegment)(a);
+    if (!seg || seg->kind != SkFileC) return False;
+    const HChar *f = VG_(am_get_filename)(seg);
+    if (!f) return False;
+    *file = f;
+    *off = (ULong)(a - seg->start) + (ULong)seg->offset;
+    return True;
+}
+
+/* The key of one frame: the rule of crates/trace/src/context.rs. */
+static ULong frame_key(Addr a, const HChar **file, ULong *off) {
+    if (!frame_file(a, file, off)) {
+        *file = NULL;
+        *off = 0;
+        return a;
+    }
+    return fnv1a(base_name(*file)) ^ (*off * 0x9E3779B97F4A7C15ULL);
+}
+
+static void ctx_table_grow(void) {
+    UInt cap = ctx_slot_cap ? ctx_slot_cap * 2 : 1024;
+    UInt *slots = VG_(calloc)("hl.ctxslots", cap, sizeof(UInt));
+    for (UInt i = 0; i < ctx_slot_cap; i++) {
+        if (!ctx_slots[i]) continue;
+        ULong k = ctxs[ctx_slots[i] - 1].key;
+        UInt j = (UInt)(k ^ (k >> 29)) & (cap - 1);
+        while (slots[j]) j = (j + 1) & (cap - 1);
+        slots[j] = ctx_slots[i];
+    }
+    if (ctx_slots) VG_(free)(ctx_slots);
+    ctx_slots = slots;
+    ctx_slot_cap = cap;
+}
+
+static Bool is_preload(Addr a) {
+    const HChar *f;
+    ULong off;
+    return frame_file(a, &f, &off) && VG_(strncmp)(base_name(f), "vgpreload_", 10) == 0;
+}
+
+/* The context of the allocation being made by `tid`: `clo_depth` frames from the return address
+ * into the program (the replacement functions' own frames are skipped). */
+static UInt context_of(ThreadId tid) {
+    Addr raw[HL_MAX_DEPTH + 4];
+    UInt got = VG_(get_StackTrace)(tid, raw, (UInt)clo_depth + 3, NULL, NULL, 0);
+    Addr ips[HL_MAX_DEPTH];
+    UInt n = 0;
+    UInt i = 0;
+    while (i < got && is_preload(i == 0 ? raw[i] : raw[i] + 1)) i++;
+    /* Valgrind reports caller frames as return address - 1 (inside the call); the stable key
+     * is made of return addresses, as the preload libraries see them. */
+    for (; i < got && n < (UInt)clo_depth; i++) ips[n++] = i == 0 ? raw[i] : raw[i] + 1;
+    const HChar *files[HL_MAX_DEPTH];
+    ULong offs[HL_MAX_DEPTH];
+    ULong h = 0x6a09e667f3bcc909ULL;
+    for (UInt k = 0; k < n; k++) h = mix(h, frame_key(ips[k], &files[k], &offs[k]));
+    h |= 1;
+    if ((n_ctxs + 1) * 2 > ctx_slot_cap) ctx_table_grow();
+    UInt j = (UInt)(h ^ (h >> 29)) & (ctx_slot_cap - 1);
+    while (ctx_slots[j]) {
+        if (ctxs[ctx_slots[j] - 1].key == h) return ctx_slots[j] - 1;
+        j = (j + 1) & (ctx_slot_cap - 1);
+    }
+    if (n_ctxs == cap_ctxs) {
+        cap_ctxs = cap_ctxs ? cap_ctxs * 2 : 256;
+        ctxs = VG_(realloc)("hl.ctxs", ctxs, cap_ctxs * sizeof(Context));
+    }
+    Context *c = &ctxs[n_ctxs];
+    c->key = h;
+    c->n = n;
+    for (UInt k = 0; k < n; k++) {
+        c->ips[k] = ips[k];
+        c->offs[k] = offs[k];
+        c->files[k] = files[k] ? VG_(strdup)("hl.file", files[k]) : NULL;
+    }
+    ctx_slots[j] = ++n_ctxs;
+    return n_ctxs - 1;
+}
+
+/* ---- weighted edge tables (co-access, friends) -------------------------------------------- */
+
+/* Open addressing on the packed pair (from << 32 | to); weight 0 = empty slot. Bounded: at most
+ * `max` edges; when full, every edge of weight <= floor is dropped (its weight counted in
+ * `dropped`) and floor doubles, so heavy edges survive and memory stays fixed. */
+typedef struct {
+    ULong *keys, *weights;
+    ULong cap, used, max, floor, dropped;
+} Edges;
+
+static Edges coacc, friends;
+
+static inline ULong pair_hash(ULong k) {
+    k ^= k >> 31;
+    k *= 0x7fb5d329728ea185ULL;
+    return k ^ (k >> 27);
+}
+
+static void edges_init(Edges *e, ULong max) {
+    e->cap = 1024;
+    e->keys = VG_(calloc)("hl.ekeys", e->cap, sizeof(ULong));
+    e->weights = VG_(calloc)("hl.ew", e->cap, sizeof(ULong));
+    e->used = 0;
+    e->max = max;
+    e->floor = 1;
+    e->dropped = 0;
+}
+
+static void edges_rehash(Edges *e, ULong cap, ULong keep_above) {
+    ULong *keys = VG_(calloc)("hl.ekeys", cap, sizeof(ULong));
+    ULong *weights = VG_(calloc)("hl.ew", cap, sizeof(ULong));
+    ULong used = 0;
+    for (ULong i = 0; i < e->cap; i++) {
+        if (!e->weights[i]) continue;
+        if (e->weights[i] <= keep_above) {
+            e->dropped += e->weights[i];
+            continue;
+        }
+        ULong j = pair_hash(e->keys[i]) & (cap - 1);
+        while (weights[j]) j = (j + 1) & (cap - 1);
+        keys[j] = e->keys[i];
+        weights[j] = e->weights[i];
+        used++;
+    }
+    VG_(free)(e->keys);
+    VG_(free)(e->weights);
+    e->keys = keys;
+    e->weights = weights;
+    e->cap = cap;
+    e->used = used;
+}
+
+static inline void edges_add(Edges *e, ULong from, ULong to) {
+    ULong k = from << 32 | to;
+    ULong j = pair_hash(k) & (e->cap - 1);
+    while (e->weights[j]) {
+        if (e->keys[j] == k) {
+            e->weights[j]++;
+            return;
+        }
+        j = (j + 1) & (e->cap - 1);
+    }
+    if (e->used >= e->max) {
+        /* Full: the new edge would have weight 1, below any floor, so it is dropped too. */
+        while (e->used >= e->max) {
+            edges_rehash(e, e->cap, e->floor);
+            e->floor *= 2;
+        }
+        e->dropped++;
+        return;
+    }
+    if ((e->used + 1) * 2 > e->cap) {
+        edges_rehash(e, e->cap * 2, 0);
+        j = pair_hash(k) & (e->cap - 1);
+        while (e->weights[j]) j = (j + 1) & (e->cap - 1);
+    }
+    e->keys[j] = k;
+    e->weights[j] = 1;
+    e->used++;
+}
+
+/* ---- the affinity queue (HALO §4.2) -------------------------------------------------------- */
+
+/* The latest macro-accesses, newest at `q_head - 1`: block id and the bytes of the access that
+ * opened the entry. Each entry is at least one byte, so `clo_affinity` entries always cover a
+ * window of A bytes. */
+static ULong *q_id = NULL;
+static UInt *q_bytes = NULL;
+static UInt q_cap = 0, q_head = 0, q_len = 0;
+static UInt q_stamp = 0;
+
+static void affinity_access(ULong v, UWord sz) {
+    if (q_len && q_id[(q_head + q_cap - 1) % q_cap] == v) return; /* same macro-access */
+    if (++q_stamp == 0) {
+        for (ULong b = 0; b < n_blocks; b++) blocks[b].stamp = 0;
+        q_stamp = 1;
+    }
+    blocks[v].stamp = q_stamp;
+    ULong sum = 0;
+    UInt idx = q_head;
+    for (UInt k = 0; k < q_len; k++) {
+        idx = idx ? idx - 1 : q_cap - 1;
+        sum += q_bytes[idx];
+        if (sum >= (ULong)clo_affinity) break;
+        ULong u = q_id[idx];
+        if (blocks[u].stamp == q_stamp) continue;
+        blocks[u].stamp = q_stamp;
+        edges_add(&coacc, u, v);
+    }
+    q_id[q_head] = v;
+    q_bytes[q_head] = sz ? (UInt)sz : 1;
+    q_head = (q_head + 1) % q_cap;
+    if (q_len < q_cap) q_len++;
+}
+
+/* ---- access helpers (called from instrumented code) --------------------------------------- */
+
+static ULong n_accesses = 0, n_heap = 0;
+
+static inline Bool hit(Addr a, ULong *id) {
+    if (a - c_lo < c_span) {
+        *id = c_id;
+        return True;
+    }
+    if (!find_block(a, id)) return False;
+    c_lo = blocks[*id].addr;
+    c_span = blocks[*id].size;
+    c_id = *id;
+    return True;
+}
+
+static VG_REGPARM(2) void hl_read(Addr a, UWord sz) {
+    ULong id;
+    if (!hit(a, &id)) return;
+    n_heap++;
+    blocks[id].reads++;
+    affinity_access(id, sz);
+}
+
+static VG_REGPARM(2) void hl_write(Addr a, UWord sz) {
+    ULong id;
+    if (!hit(a, &id)) return;
+    n_heap++;
+    blocks[id].writes++;
+    affinity_access(id, sz);
+}
+
+/* An 8-byte store of `v` at `a`: a write, and a friend edge when `v` points into another block. */
+static VG_REGPARM(2) void hl_write8(Addr a, UWord v) {
+    ULong id;
+    if (!hit(a, &id)) return;
+    n_heap++;
+    blocks[id].writes++;
+    affinity_access(id, 8);
+    if (v - heap_lo >= heap_hi - heap_lo) return;
+    ULong to;
+    if (v - v_lo < v_span) {
+        to = v_id;
+    } else {
+        if (!find_block(v, &to)) return;
+        v_lo = blocks[to].addr;
+        v_span = blocks[to].size;
+        v_id = to;
+    }
+    if (to != id) edges_add(&friends, id, to);
+}
+
+/* ---- instrumentation ---------------------------------------------------------------------- */
+
+static void add_call(IRSB *sb, const HChar *name, void *fn, IRExpr *a, IRExpr *b, IRExpr *guard) {
+    IRDirty *di = unsafeIRDirty_0_N(2, name, VG_(fnptr_to_fnentry)(fn), mkIRExprVec_2(a, b));
+    if (guard) di->guard = guard;
+    addStmtToIRSB(sb, IRStmt_Dirty(di));
+}
+
+static void add_read(IRSB *sb, IRExpr *addr, Int sz, IRExpr *guard) {
+    add_call(sb, "hl_read", hl_read, addr, mkIRExpr_HWord((HWord)sz), guard);
+}
+
+static void add_write(IRSB *sb, IRSB *in, IRExpr *addr, IRExpr *data, IRExpr *guard) {
+    IRType ty = typeOfIRExpr(in->tyenv, data);
+    if (ty == Ity_I64)
+        add_call(sb, "hl_write8", hl_write8, addr, data, guard);
+    else
+        add_call(sb, "hl_write", hl_write, addr, mkIRExpr_HWord((HWord)sizeofIRType(ty)), guard);
+}
+
+/* Adds the accesses counted since the last flush to n_accesses, inline (before each exit of
+ * the superblock and at its end, so the total is exact for the paths taken). */
+static void flush_count(IRSB *sb, ULong *pending) {
+    if (!*pending) return;
+    IRTemp t1 = newIRTemp(sb->tyenv, Ity_I64), t2 = newIRTemp(sb->tyenv, Ity_I64);
+    IRExpr *counter = mkIRExpr_HWord((HWord)&n_accesses);
+    addStmtToIRSB(sb, IRStmt_WrTmp(t1, IRExpr_Load(Iend_LE, Ity_I64, counter)));
+    addStmtToIRSB(sb, IRStmt_WrTmp(t2, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(t1), IRExpr_Const(IRConst_U64(*pending)))));
+    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, counter, IRExpr_RdTmp(t2)));
+    *pending = 0;
+}
+
+static IRSB *hl_instrument(VgCallbackClosure *closure, IRSB *in, const VexGuestLayout *layout, const VexGuestExtents *vge,
+                           const VexArchInfo *archinfo_host, IRType gWordTy, IRType hWordTy) {
+    (void)closure, (void)layout, (void)vge, (void)archinfo_host, (void)gWordTy, (void)hWordTy;
+    IRSB *sb = deepCopyIRSBExceptStmts(in);
+    ULong pending = 0;
+    for (Int i = 0; i < in->stmts_used; i++) {
+        IRStmt *st = in->stmts[i];
+        if (!st || st->tag == Ist_NoOp) continue;
+        switch (st->tag) {
+        case Ist_WrTmp: {
+            IRExpr *d = st->Ist.WrTmp.data;
+            if (d->tag == Iex_Load) {
+                add_read(sb, d->Iex.Load.addr, sizeofIRType(d->Iex.Load.ty), NULL);
+                pending++;
+            }
+            break;
+        }
+        case Ist_Store:
+            add_write(sb, in, st->Ist.Store.addr, st->Ist.Store.data, NULL);
+            pending++;
+            break;
+        case Ist_StoreG: {
+            IRStoreG *sg = st->Ist.StoreG.details;
+            add_write(sb, in, sg->addr, sg->data, sg->guard);
+            pending++;
+            break;
+        }
+        case Ist_LoadG: {
+            IRLoadG *lg = st->Ist.LoadG.details;
+            IRType wide = Ity_INVALID, loaded = Ity_INVALID;
+            typeOfIRLoadGOp(lg->cvt, &wide, &loaded);
+            add_read(sb, lg->addr, sizeofIRType(loaded), lg->guard);
+            pending++;
+            break;
+        }
+        case Ist_Dirty: {
+            IRDirty *d = st->Ist.Dirty.details;
+            if (d->mFx != Ifx_None) {
+                if (d->mFx == Ifx_Read || d->mFx == Ifx_Modify) add_read(sb, d->mAddr, d->mSize, NULL), pending++;
+                if (d->mFx == Ifx_Write || d->mFx == Ifx_Modify)
+                    add_call(sb, "hl_write", hl_write, d->mAddr, mkIRExpr_HWord((HWord)d->mSize), NULL), pending++;
+            }
+            break;
+        }
+        case Ist_CAS: {
+            IRCAS *cas = st->Ist.CAS.details;
+            Int sz = sizeofIRType(typeOfIRExpr(in->tyenv, cas->dataLo));
+            if (cas->dataHi) sz *= 2;
+            add_read(sb, cas->addr, sz, NULL);
+            add_call(sb, "hl_write", hl_write, cas->addr, mkIRExpr_HWord((HWord)sz), NULL);
+            pending += 2;
+            break;
+        }
+        case Ist_LLSC: {
+            IRType ty;
+            if (st->Ist.LLSC.storedata == NULL) {
+                ty = typeOfIRTemp(in->tyenv, st->Ist.LLSC.result);
+                add_read(sb, st->Ist.LLSC.addr, sizeofIRType(ty), NULL);
+            } else {
+                ty = typeOfIRExpr(in->tyenv, st->Ist.LLSC.storedata);
+                add_call(sb, "hl_write", hl_write, st->Ist.LLSC.addr, mkIRExpr_HWord((HWord)sizeofIRType(ty)), NULL);
+            }
+            pending++;
+            break;
+        }
+        case Ist_Exit:
+            flush_count(sb, &pending);
+            break;
+        default:
+            break;
+        }
+        addStmtToIRSB(sb, st);
+    }
+    flush_count(sb, &pending);
+    return sb;
+}
+
+/* ---- heap events ------------------------------------------------------------------------ */
+
+static void *new_block(ThreadId tid, SizeT req, SizeT align, Bool zero) {
+    if ((SSizeT)req < 0) return NULL;
+    void *p = VG_(cli_malloc)(align, req);
+    if (!p) return NULL;
+    if (zero) VG_(memset)(p, 0, req);
+    if (n_blocks == cap_blocks) {
+        cap_blocks = cap_blocks ? cap_blocks * 2 : 4096;
+        blocks = VG_(realloc)("hl.blocks", blocks, cap_blocks * sizeof(Block));
+    }
+    Block *b = &blocks[n_blocks];
+    b->addr = (Addr)p;
+    b->size = req;
+    b->alloc_at = heap_clock++;
+    b->free_at = ~0ULL;
+    b->reads = b->writes = 0;
+    b->stamp = 0;
+    b->ctx = context_of(tid);
+    Live *l = VG_(OSetGen_AllocNode)(live, sizeof(Live));
+    l->addr = (Addr)p;
+    l->size = req;
+    l->id = n_blocks;
+    VG_(OSetGen_Insert)(live, l);
+    n_blocks++;
+    if ((Addr)p < heap_lo) heap_lo = (Addr)p;
+    if ((Addr)p + req > heap_hi) heap_hi = (Addr)p + req;
+    return p;
+}
+
+/* Ends the block at `p`; False when `p` is no live block. */
+static Bool end_block(void *p, SizeT *size) {
+    Addr a = (Addr)p;
+    Live *l = VG_(OSetGen_Lookup)(live, &a);
+    if (!l || l->addr != a) return False;
+    blocks[l->id].free_at = heap_clock++;
+    if (l->id == c_id) c_span = 0;
+    if (l->id == v_id) v_span = 0;
+    if (size) *size = l->size;
+    VG_(OSetGen_FreeNode)(live, VG_(OSetGen_Remove)(live, &a));
+    return True;
+}
+
+static void *hl_malloc(ThreadId tid, SizeT n) { return new_block(tid, n, VG_(clo_alignment), False); }
+static void *hl_memalign(ThreadId tid, SizeT align, SizeT n) { return new_block(tid, n, align, False); }
+static void *hl_new_aligned(ThreadId tid, SizeT n, SizeT align) { return new_block(tid, n, align, False); }
+
+static void *hl_calloc(ThreadId tid, SizeT nmemb, SizeT size) {
+    if (size && nmemb > (SizeT)-1 / size) return NULL;
+    return new_block(tid, nmemb * size, VG_(clo_alignment), True);
+}
+
+static void hl_free(ThreadId tid, void *p) {
+    (void)tid;
+    if (p && end_block(p, NULL)) VG_(cli_free)(p);
+}
+
+static void hl_free_aligned(ThreadId tid, void *p, SizeT align) {
+    (void)align;
+    hl_free(tid, p);
+}
+
+static void *hl_realloc(ThreadId tid, void *p, SizeT n) {
+    if (!p) return hl_malloc(tid, n);
+    Addr a = (Addr)p;
+    Live *l = VG_(OSetGen_Lookup)(live, &a);
+    if (!l || l->addr != a) return NULL;
+    if (n == 0) {
+        hl_free(tid, p);
+        return NULL;
+    }
+    SizeT old = l->size;
+    void *q = new_block(tid, n, VG_(clo_alignment), False);
+    if (!q) return NULL;
+    VG_(memcpy)(q, p, old < n ? old : n);
+    hl_free(tid, p);
+    return q;
+}
+
+static SizeT hl_usable_size(ThreadId tid, void *p) {
+    (void)tid;
+    Addr a = (Addr)p;
+    Live *l = VG_(OSetGen_Lookup)(live, &a);
+    return l && l->addr == a ? l->size : 0;
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+typedef struct {
+    UChar *buf;
+    SizeT len, cap;
+} Out;
+
+static void out_bytes(Out *o, const void *p, SizeT n) {
+    if (o->len + n > o->cap) {
+        while (o->len + n > o->cap) o->cap = o->cap ? o->cap * 2 : 1 << 20;
+        o->buf = VG_(realloc)("hl.out", o->buf, o->cap);
+    }
+    VG_(memcpy)(o->buf + o->len, p, n);
+    o->len += n;
+}
+
+static void out_u32(Out *o, UInt v) { out_bytes(o, &v, 4); } /* amd64: little-endian */
+static void out_u64(Out *o, ULong v) { out_bytes(o, &v, 8); }
+
+static void out_var(Out *o, ULong v) {
+    UChar b[10];
+    Int n = 0;
+    do {
+        b[n] = v & 0x7f;
+        v >>= 7;
+        if (v) b[n] |= 0x80;
+        n++;
+    } while (v);
+    out_bytes(o, b, n);
+}
+
+static void out_str(Out *o, const HChar *s) {
+    SizeT n = s ? VG_(strlen)(s) : 0;
+    out_var(o, n);
+    out_bytes(o, s, n);
+}
+
+static Int edge_cmp(const void *a, const void *b) {
+    ULong x = *(const ULong *)a, y = *(const ULong *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The edges sorted by (from, to), as pairs (packed key, weight). */
+static void out_edges(Out *o, Edges *e) {
+    ULong *pairs = VG_(malloc)("hl.sort", (e->used ? e->used : 1) * 2 * sizeof(ULong));
+    ULong n = 0;
+    for (ULong i = 0; i < e->cap; i++)
+        if (e->weights[i]) pairs[2 * n] = e->keys[i], pairs[2 * n + 1] = e->weights[i], n++;
+    VG_(ssort)(pairs, n, 2 * sizeof(ULong), edge_cmp);
+    for (ULong i = 0; i < n; i++) {
+        out_var(o, pairs[2 * i] >> 32);
+        out_var(o, pairs[2 * i] & 0xffffffffULL);
+        out_var(o, pairs[2 * i + 1]);
+    }
+    VG_(free)(pairs);
+}
+
+static Int hl_pid = 0;
+
+static void write_profile(void) {
+    Out o = {0};
+    XArray *args = VG_(args_for_client);
+    Word nargs = args ? VG_(sizeXA)(args) : 0;
+    out_bytes(&o, HLA_MAGIC, 8);
+    out_u32(&o, HLA_VERSION);
+    out_u32(&o, (UInt)clo_depth);
+    out_u64(&o, (ULong)clo_affinity);
+    out_u64(&o, n_accesses);
+    out_u64(&o, n_heap);
+    out_u64(&o, n_blocks);
+    out_u64(&o, n_ctxs);
+    out_u64(&o, coacc.used);
+    out_u64(&o, friends.used);
+    out_u64(&o, coacc.dropped);
+    out_u64(&o, friends.dropped);
+    out_u64(&o, 1 + (ULong)nargs);
+    tl_assert(o.len == HLA_HEADER_FIXED);
+    out_str(&o, VG_(args_the_exename));
+    for (Word i = 0; i < nargs; i++) out_str(&o, *(HChar **)VG_(indexXA)(args, i));
+    DiEpoch ep = VG_(current_DiEpoch)();
+    for (UInt c = 0; c < n_ctxs; c++) {
+        Context *x = &ctxs[c];
+        out_u64(&o, x->key);
+        out_var(&o, x->n);
+        for (UInt k = 0; k < x->n; k++) {
+            const HChar *fn = NULL;
+            /* A return address may be the first byte after its function: name the call. */
+            Addr at = x->ips[k] ? x->ips[k] - 1 : 0;
+            if (!VG_(get_fnname)(ep, at, &fn)) fn = NULL;
+            out_var(&o, x->ips[k]);
+            out_str(&o, x->files[k]);
+            out_var(&o, x->offs[k]);
+            out_str(&o, fn);
+        }
+    }
+    ULong prev = 0;
+    for (ULong b = 0; b < n_blocks; b++) {
+        Block *x = &blocks[b];
+        out_var(&o, x->size);
+        out_var(&o, x->ctx);
+        out_var(&o, x->alloc_at - prev);
+        out_var(&o, x->free_at == ~0ULL ? 0 : x->free_at - x->alloc_at);
+        out_var(&o, x->reads);
+        out_var(&o, x->writes);
+        prev = x->alloc_at;
+    }
+    out_edges(&o, &coacc);
+    out_edges(&o, &friends);
+    out_bytes(&o, HLA_END, 8);
+    ULong h = 0xcbf29ce484222325ULL;
+    for (SizeT i = 0; i < o.len; i++) h = (h ^ o.buf[i]) * 0x100000001b3ULL;
+    out_u64(&o, h);
+
+    SysRes r = VG_(open)(clo_out, VKI_O_CREAT | VKI_O_WRONLY | VKI_O_TRUNC, 0644);
+    if (sr_isError(r)) {
+        VG_(umsg)("heaplab: cannot create %s (error %lu)\n", clo_out, sr_Err(r));
+        return;
+    }
+    Int fd = (Int)sr_Res(r);
+    SizeT done = 0;
+    while (done < o.len) {
+        Int w = VG_(write)(fd, o.buf + done, o.len - done);
+        if (w <= 0) {
+            VG_(umsg)("heaplab: cannot write %s\n", clo_out);
+            break;
+        }
+        done += w;
+    }
+    VG_(close)(fd);
+    VG_(free)(o.buf);
+}
+
+/* ---- tool lifecycle ----------------------------------------------------------------------- */
+
+static Bool hl_process_cmd_line_option(const HChar *arg) {
+    if VG_STR_CLO (arg, "--hl-out", clo_out) {
+    } else if VG_BINT_CLO (arg, "--hl-depth", clo_depth, 1, HL_MAX_DEPTH) {
+    } else if VG_BINT_CLO (arg, "--hl-affinity", clo_affinity, 1, 1 << 20) {
+    } else if VG_BINT_CLO (arg, "--hl-max-edges", clo_max_edges, 1024, 1LL << 32) {
+    } else
+        return VG_(replacement_malloc_process_cmd_line_option)(arg);
+    return True;
+}
+
+static void hl_print_usage(void) {
+    VG_(printf)("    --hl-out=FILE           the .hlaccess profile to write [required]\n"
+                "    --hl-depth=N            frames per allocation context [1]\n"
+                "    --hl-affinity=A         affinity distance in bytes [128]\n"
+                "    --hl-max-edges=N        edges held per graph [4194304]\n");
+}
+
+static void hl_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
+
+static void hl_post_clo_init(void) {
+    if (!clo_out) VG_(fmsg_bad_option)("--hl-out", "heaplab: --hl-out=FILE is required\n");
+    hl_pid = VG_(getpid)();
+    q_cap = (UInt)clo_affinity;
+    q_id = VG_(malloc)("hl.q", q_cap * sizeof(ULong));
+    q_bytes = VG_(malloc)("hl.q", q_cap * sizeof(UInt));
+    edges_init(&coacc, (ULong)clo_max_edges);
+    edges_init(&friends, (ULong)clo_max_edges);
+}
+
+static void hl_fini(Int exitcode) {
+    (void)exitcode;
+    /* A fork child runs this too: only the profiled process writes the file. */
+    if (VG_(getpid)() != hl_pid) return;
+    write_profile();
+}
+
+static void hl_pre_clo_init(void) {
+    VG_(details_name)("heaplab");
+    VG_(details_version)("1");
+    VG_(details_description)("heaplab's heap access profiler");
+    VG_(details_copyright_author)("heaplab authors");
+    VG_(details_bug_reports_to)("heaplab");
+    VG_(details_avg_translation_sizeB)(600);
+    VG_(basic_tool_funcs)(hl_post_clo_init, hl_instrument, hl_fini);
+    VG_(needs_command_line_options)(hl_process_cmd_line_option, hl_print_usage, hl_print_debug_usage);
+    VG_(needs_malloc_replacement)(hl_malloc, hl_malloc, hl_new_aligned, hl_malloc, hl_new_aligned, hl_memalign, hl_calloc, hl_free, hl_free,
+                                  hl_free_aligned, hl_free, hl_free_aligned, hl_realloc, hl_usable_size, 0);
+    live = VG_(OSetGen_Create)(offsetof(Live, addr), live_cmp, VG_(malloc), "hl.live", VG_(free));
+}
+
+VG_DETERMINE_INTERFACE_VERSION(hl_pre_clo_init)
