@@ -17,5 +17,6 @@ mod inputs;
 mod plan;
 mod plot;
 mod replay;
+mod run;
 mod study;
 mod trace;
