@@ -23,7 +23,7 @@ fn applied() -> String {
         let dir = scratch_dir("run", "program");
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/applied.c");
         let out = dir.join("applied");
-        let st = Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&out).arg(&src).status();
+        let st = Command::new("cc").args(["-O2", "-pthread", "-rdynamic", "-o"]).arg(&out).arg(&src).status();
         assert!(st.is_ok_and(|s| s.success()), "cannot compile applied.c: a C compiler (cc) is required");
         out
     })

@@ -11,7 +11,11 @@
  *   applied exec N       allocates, then execs itself as `mix N`
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <malloc.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -189,8 +193,27 @@ static void *thread_main(void *arg) {
     return sum;
 }
 
+/* A crash says where, for the test's failure message. */
+static void on_crash(int sig, siginfo_t *si, void *uc) {
+    char msg[160];
+    greg_t *r = ((ucontext_t *)uc)->uc_mcontext.gregs;
+    int n = snprintf(msg, sizeof msg, "applied: signal %d at address %p (pc %llx)\n", sig, si->si_addr, (unsigned long long)r[REG_RIP]);
+    write(2, msg, (size_t)n);
+    Dl_info di;
+    if (dladdr((void *)r[REG_RIP], &di) && di.dli_fname) {
+        n = snprintf(msg, sizeof msg, "  in %s +%#lx (%s)\n", di.dli_fname, (unsigned long)((char *)r[REG_RIP] - (char *)di.dli_fbase), di.dli_sname ? di.dli_sname : "?");
+        write(2, msg, (size_t)n);
+    }
+    void *frames[32];
+    backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
+    _exit(128 + sig);
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
+    struct sigaction sa = {.sa_sigaction = on_crash, .sa_flags = SA_SIGINFO};
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
     const char *mode = argc > 1 ? argv[1] : "mix";
     int n = argc > 2 ? atoi(argv[2]) : 10;
     rng_state = (uint64_t)n * 2654435761u + 7;
