@@ -33,8 +33,10 @@ fn fail(m: String) -> ! {
     std::process::exit(2)
 }
 
-/// The workload's ns per pair, from one run (plain or under a layout).
-fn once(cmd: &[String], layout: Option<&str>, fallback: &heaplab_replay::allocators::Allocator, scratch: &Path) -> f64 {
+/// The workload's ns per pair from one run (plain or under a layout), and the layout's match
+/// rate.
+fn once(cmd: &[String], layout: Option<&str>, fallback: &heaplab_replay::allocators::Allocator, scratch: &Path) -> (f64, f64) {
+    let mut rate = 0.0;
     let out = scratch.join("out.txt");
     let file = || std::fs::File::create(&out).unwrap_or_else(|e| fail(format!("{}: {e}", out.display())));
     match layout {
@@ -50,10 +52,11 @@ fn once(cmd: &[String], layout: Option<&str>, fallback: &heaplab_replay::allocat
             if !a.status.success() {
                 fail(format!("{cmd:?} under {l} failed"));
             }
+            rate = a.report.map_or(0.0, |r| r.match_rate);
         }
     }
     let text = std::fs::read_to_string(&out).unwrap_or_default();
-    text.trim().parse().unwrap_or_else(|_| fail(format!("{cmd:?}: no timing in its output ({text:?})")))
+    (text.trim().parse().unwrap_or_else(|_| fail(format!("{cmd:?}: no timing in its output ({text:?})"))), rate)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -124,17 +127,20 @@ fn main() {
         let alloc = heaplab_replay::allocators::resolve(name).unwrap_or_else(|e| fail(e.to_string()));
         // Configurations take turns run by run, so drifting load spreads over all of them.
         let mut times: Vec<Vec<f64>> = vec![Vec::new(); 1 + layouts.len()];
+        let mut rates = vec![0.0; 1 + layouts.len()];
         for _ in 0..runs {
-            times[0].push(once(&cmd, None, &alloc, &scratch));
+            times[0].push(once(&cmd, None, &alloc, &scratch).0);
             for (k, (_, l)) in layouts.iter().enumerate() {
-                times[k + 1].push(once(&cmd, Some(l), &alloc, &scratch));
+                let (t, r) = once(&cmd, Some(l), &alloc, &scratch);
+                times[k + 1].push(t);
+                rates[k + 1] = r;
             }
         }
         let base = median(times[0].clone());
-        rows.push(format!("| {name} | plain | {base:.1} | |"));
+        rows.push(format!("| {name} | plain | {base:.1} | | |"));
         for (k, (what, _)) in layouts.iter().enumerate() {
             let t = median(times[k + 1].clone());
-            rows.push(format!("| {name} | {what} | {t:.1} | {:+.1} |", t - base));
+            rows.push(format!("| {name} | {what} | {t:.1} | {:+.1} | {:.2}% |", t - base, 100.0 * rates[k + 1]));
         }
     }
     let _ = std::fs::remove_dir_all(&scratch);
@@ -143,7 +149,7 @@ fn main() {
     let date = host::output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
     let cpu = host::output("sh", &["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]);
     let cores = host::output("nproc", &[]);
-    let table = format!("| fallback | configuration | ns per malloc+free | added ns |\n|---|---|---:|---:|\n{}\n", rows.join("\n"));
+    let table = format!("| fallback | configuration | ns per malloc+free | added ns | served from the region |\n|---|---|---:|---:|---:|\n{}\n", rows.join("\n"));
     print!("{table}");
     let text = format!(
         "# The layout runtime's cost per allocation\n\n\
