@@ -149,11 +149,12 @@ fn main() {
     let date = host::output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
     let cpu = host::output("sh", &["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]);
     let cores = host::output("nproc", &[]);
+    let mem = host::output("sh", &["-c", "awk '/MemTotal/ {printf \"%.0f GiB\", $2 / 1048576}' /proc/meminfo"]);
     let table = format!("| fallback | configuration | ns per malloc+free | added ns | served from the region |\n|---|---|---:|---:|---:|\n{}\n", rows.join("\n"));
     print!("{table}");
     let text = format!(
         "# The layout runtime's cost per allocation\n\n\
-         Machine: {} ({} cores). Date: {}. Commit: {}.\n\
+         Machine: {} ({} cores, {}), shared with other jobs while measured. Date: {}. Commit: {}.\n\
          Command: `make bench-apply-runtime` (`heaplab-bench-apply-runtime --runs {runs} --pairs {pairs}`).\n\n\
          The workload (`crates/bench/programs/alloc_loop.c`) times {pairs} malloc/free pairs of 8 sizes (16 to 256\n\
          bytes) inside the program; each figure is the median of {runs} runs, configurations taking turns.\n\
@@ -164,6 +165,7 @@ fn main() {
          *By call site*: a layout keyed by call-site context (stack depth 1: the calling instruction).\n\n{table}",
         cpu.trim(),
         cores.trim(),
+        mem.trim(),
         date.trim(),
         commit.trim()
     );
