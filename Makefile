@@ -9,7 +9,7 @@ VENV     := .venv
 VPY      := $(VENV)/bin/python
 VENV_ABS := $(abspath $(VENV))
 
-.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-study bench-decide bench-deps deps trace-deps study-deps clean \
+.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-study bench-decide bench-deps deps trace-deps study-deps clean \
         python python-test wheel bench-python bench-onnx bench-torch bench-dask
 
 all: build
@@ -93,6 +93,12 @@ bench-quick: build
 bench-trace: build
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench-trace --heaplab $(HEAPLAB)
+
+# The layout runtime's cost per allocation over the fallback allocator (heaplab run):
+# writes bench/apply-runtime-results.md.
+bench-apply-runtime:
+	$(CARGO) build --release -p heaplab-bench
+	target/release/heaplab-bench-apply-runtime
 
 # Replay and fragmentation speed, placed-file size, and the default suite's study (10 runs per
 # allocator): writes bench/study-results.md/json and bench/study-suite/ (the report).

@@ -8,6 +8,8 @@
 pub mod affinity;
 pub mod format;
 pub mod profile;
+pub mod report;
+pub mod run;
 pub mod source;
 pub mod strategy;
 

@@ -23,6 +23,9 @@ atomic_int hl_init_state;
 atomic_int hl_active;
 atomic_uint_fast64_t hl_free_null;
 long hl_page_size;
+#ifdef HL_CLIENT_SERVES
+uintptr_t hl_own_base, hl_own_len;
+#endif
 
 void hl_say(const char *msg) {
     ssize_t r = write(2, msg, strlen(msg));
@@ -52,6 +55,17 @@ static size_t boot_size(const void *p) {
 
 /* ---- initialisation ---- */
 
+/* Keeps `fn` only if it comes from the same object as the real malloc. An allocator preloaded
+ * after heaplab may lack part of the aligned family (jemalloc has no pvalloc): glibc's would
+ * then hand out blocks that the other allocator's free cannot take. Without it, the call goes
+ * through posix_memalign (see hl_real_alloc). */
+#define SAME_OBJECT_AS_MALLOC(fn)                                                                 \
+    do {                                                                                          \
+        Dl_info m_, f_;                                                                           \
+        if ((fn) && dladdr((void *)hl_real.malloc, &m_) && dladdr((void *)(fn), &f_) && m_.dli_fbase != f_.dli_fbase) \
+            (fn) = NULL;                                                                          \
+    } while (0)
+
 static void resolve(void) {
     hl_real.malloc = dlsym(RTLD_NEXT, "malloc");
     hl_real.free = dlsym(RTLD_NEXT, "free");
@@ -79,6 +93,10 @@ static void resolve(void) {
         hl_say("heaplab: cannot find the real malloc functions; aborting\n");
         syscall(SYS_exit_group, 127);
     }
+    SAME_OBJECT_AS_MALLOC(hl_real.aligned_alloc);
+    SAME_OBJECT_AS_MALLOC(hl_real.memalign);
+    SAME_OBJECT_AS_MALLOC(hl_real.valloc);
+    SAME_OBJECT_AS_MALLOC(hl_real.pvalloc);
 }
 
 static void do_init(void) {
@@ -146,8 +164,12 @@ HL_EXPORT void *malloc(size_t n) {
     struct hl_thread *t = &hl_self;
     if (t->busy || !hl_active) return hl_real.malloc(n);
     t->busy = 1;
+#ifdef HL_CLIENT_SERVES
+    void *p = hl_serve_alloc(HL_MALLOC, n, 0, __builtin_return_address(0), NULL);
+#else
     void *p = hl_real.malloc(n);
     hl_on_alloc(HL_MALLOC, p, n, 0, __builtin_return_address(0));
+#endif
     t->busy = 0;
     return p;
 }
@@ -157,8 +179,12 @@ HL_EXPORT void *calloc(size_t nmemb, size_t size) {
     struct hl_thread *t = &hl_self;
     if (t->busy || !hl_active) return hl_real.calloc(nmemb, size);
     t->busy = 1;
+#ifdef HL_CLIENT_SERVES
+    void *p = hl_serve_alloc(HL_CALLOC, size, nmemb, __builtin_return_address(0), NULL);
+#else
     void *p = hl_real.calloc(nmemb, size);
     hl_on_alloc(HL_CALLOC, p, size, nmemb, __builtin_return_address(0));
+#endif
     t->busy = 0;
     return p;
 }
@@ -169,6 +195,19 @@ HL_EXPORT void free(void *p) {
         if (hl_active) atomic_fetch_add_explicit(&hl_free_null, 1, memory_order_relaxed);
         return;
     }
+#ifdef HL_CLIENT_SERVES
+    /* The client's blocks go back to it whatever the state; the others to the real free. */
+    if (hl_owns(p)) {
+        hl_serve_free(p);
+        return;
+    }
+    if (HL_UNLIKELY(!hl_real.free)) {
+        ensure_init();
+        if (!hl_real.free) return;
+    }
+    hl_real.free(p);
+}
+#else
     if (HL_UNLIKELY(!hl_real.free)) {
         ensure_init();
         if (!hl_real.free) return; /* only bootstrap pointers exist yet */
@@ -185,6 +224,7 @@ HL_EXPORT void free(void *p) {
     hl_real.free(p);
     t->busy = 0;
 }
+#endif
 
 /* realloc and reallocarray release the old block and then hand out the new one: one hook
  * before the call (the release) and one after (the allocation). */
@@ -195,6 +235,16 @@ static void *realloc_common(int op, void *old, size_t nmemb, size_t size, void *
         errno = ENOMEM;
         bytes = SIZE_MAX; /* seen by the hooks as a failed request */
     }
+#ifdef HL_CLIENT_SERVES
+    if (op == HL_REALLOCARRAY && bytes == SIZE_MAX) return NULL;
+    int identify = !t->busy && hl_active;
+    if (!identify && !hl_owns(old)) return hl_real.realloc(old, bytes);
+    int was = t->busy;
+    t->busy = 1;
+    void *q = hl_serve_realloc(old, bytes, ret, identify);
+    t->busy = was;
+    return q;
+#else
     if (t->busy || !hl_active) return bytes == SIZE_MAX && op == HL_REALLOCARRAY ? NULL : hl_real.realloc(old, bytes);
     t->busy = 1;
     struct hl_call c = {.op = op, .in = (uintptr_t)old, .size = size, .extra = nmemb, .ret = ret};
@@ -204,6 +254,7 @@ static void *realloc_common(int op, void *old, size_t nmemb, size_t size, void *
     hl_on_realloc_end(&c);
     t->busy = 0;
     return p;
+#endif
 }
 
 HL_EXPORT void *realloc(void *old, size_t size) {
@@ -233,14 +284,17 @@ HL_EXPORT void *reallocarray(void *old, size_t nmemb, size_t size) {
     return realloc_common(HL_REALLOCARRAY, old, nmemb, size, __builtin_return_address(0));
 }
 
-static void *aligned_common(int op, size_t align, size_t size, void *ret, int *err) {
-    struct hl_thread *t = &hl_self;
+void *hl_real_alloc(int op, size_t size, size_t align, int *err) {
     void *p = NULL;
     int r = 0;
-    int hooked = !t->busy && hl_active;
-    if (hooked) t->busy = 1;
     size_t page = (size_t)hl_page_size;
     switch (op) {
+    case HL_MALLOC:
+        p = hl_real.malloc(size);
+        break;
+    case HL_CALLOC:
+        p = hl_real.calloc(align, size); /* `align` is calloc's nmemb here */
+        break;
     case HL_POSIX_MEMALIGN:
         r = hl_real.posix_memalign(&p, align, size);
         if (r) p = NULL;
@@ -261,10 +315,21 @@ static void *aligned_common(int op, size_t align, size_t size, void *ret, int *e
     }
     }
     if (err) *err = r;
-    if (hooked) {
-        hl_on_alloc(op, p, size, align, ret);
-        t->busy = 0;
-    }
+    return p;
+}
+
+static void *aligned_common(int op, size_t align, size_t size, void *ret, int *err) {
+    struct hl_thread *t = &hl_self;
+    if (t->busy || !hl_active) return hl_real_alloc(op, size, align, err);
+    t->busy = 1;
+#ifdef HL_CLIENT_SERVES
+    if (err) *err = 0;
+    void *p = hl_serve_alloc(op, size, align, ret, err);
+#else
+    void *p = hl_real_alloc(op, size, align, err);
+    hl_on_alloc(op, p, size, align, ret);
+#endif
+    t->busy = 0;
     return p;
 }
 
@@ -300,6 +365,9 @@ HL_EXPORT void *pvalloc(size_t size) {
 
 HL_EXPORT size_t malloc_usable_size(void *p) {
     if (HL_UNLIKELY(is_boot(p))) return boot_size(p);
+#ifdef HL_CLIENT_SERVES
+    if (hl_owns(p)) return hl_serve_usable(p);
+#endif
     if (HL_UNLIKELY(!hl_real.usable)) {
         ensure_init();
         if (!hl_real.usable) return 0;

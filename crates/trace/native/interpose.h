@@ -4,9 +4,10 @@
  * own allocations before they are known, the thread-local re-entrancy guard, initialisation
  * order, and the exported interposers: the malloc family, the direct address-space calls
  * (mmap, munmap, mremap, mprotect, brk, sbrk), _exit, and the exec family. It records nothing
- * itself: at each call it calls the hooks below, which its client (the tracer, preload/tracer.c;
- * later a runtime layout allocator) defines. A client is linked into the same .so as
- * interpose.c, so the hooks are plain direct calls.
+ * itself: at each call it calls the hooks below, which its client (the tracer, preload/tracer.c)
+ * defines. A client is linked into the same .so as interpose.c, so the hooks are plain direct
+ * calls. Compiled with HL_CLIENT_SERVES, the layer instead hands the allocation calls to a client
+ * that serves them itself (the layout runtime, crates/apply/runtime/): see "client-served mode".
  *
  * Contract with a client:
  *   - Hooks run with the guard held (hl_self.busy == 1): any malloc or page call they make, and
@@ -148,5 +149,34 @@ void hl_on_fatal_signal(int sig);
 /* An exec call is about to replace the image; it returned, so it failed and this image goes on. */
 void hl_before_exec(void);
 void hl_after_failed_exec(void);
+
+/* ---- client-served mode (compiled with -DHL_CLIENT_SERVES) ----
+ *
+ * The client serves the malloc family itself: the hl_serve_* functions below replace the real
+ * call and the call hooks (hl_on_alloc, hl_on_free, hl_on_realloc_*), which the layer then never
+ * calls. Blocks the client hands out of its own memory lie in [hl_own_base, hl_own_base +
+ * hl_own_len) (set once, before hl_active); every other block is the real allocator's, and
+ * the client gets it from hl_real_alloc or the hl_real functions (the fallback). Bootstrap,
+ * guard, page calls, fork, exec and exit work as without the define.
+ *   - hl_serve_alloc runs with the guard held, while hl_active, outside hooks: malloc (extra 0),
+ *     calloc (extra = nmemb), the aligned family (extra = alignment); it sets *err (may be NULL)
+ *     to posix_memalign's error code where the call fails.
+ *   - hl_serve_free and hl_serve_usable get the client's own blocks, at any time (guard held
+ *     or not, active or not): a block outlives the state that handed it out.
+ *   - hl_serve_realloc gets realloc/reallocarray calls (bytes = nmemb × size, checked) while
+ *     active outside hooks (identify = 1: a new block is an allocation to identify), and any
+ *     call whose old block is the client's (identify = 0: only move it). Guard held.
+ */
+#ifdef HL_CLIENT_SERVES
+extern uintptr_t hl_own_base, hl_own_len;
+static inline int hl_owns(const void *p) { return (uintptr_t)p - hl_own_base < hl_own_len; }
+void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err);
+void hl_serve_free(void *p);
+size_t hl_serve_usable(void *p);
+void *hl_serve_realloc(void *old, size_t bytes, void *ret, int identify);
+#endif
+/* The real allocator's answer to one allocation call (op as for hl_serve_alloc); *err as
+ * there. The fallback of a client that serves, and the layer's own path otherwise. */
+void *hl_real_alloc(int op, size_t size, size_t extra, int *err);
 
 #endif

@@ -296,6 +296,62 @@ fn traces_bytes(output: &Path, claim: &Path) -> u64 {
     size(output) + size(claim) + child_traces(output).iter().map(|p| size(p)).sum::<u64>()
 }
 
+/// A program started the way heaplab runs programs: no signal blocked in it, SIGTERM to it if
+/// heaplab dies (a parent-death signal), and SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to heaplab
+/// passed on to it until [`Supervised::finish`]. Its standard streams are whatever the command
+/// says (by default heaplab's own, untouched).
+pub struct Supervised {
+    /// The running program.
+    pub child: std::process::Child,
+    /// When it was started.
+    pub started: Instant,
+    handlers: PassOn,
+}
+
+impl Supervised {
+    /// Starts `cmd` (`program` names it in errors).
+    pub fn start(cmd: &mut Command, program: &str) -> Result<Supervised, LaunchError> {
+        let parent = std::process::id() as i32;
+        // SAFETY: the closure runs in the child between fork and exec and only makes raw syscalls.
+        unsafe {
+            cmd.pre_exec(move || {
+                // The program starts with no signal blocked (heaplab blocks some while it starts it).
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+                // Not outlived unnoticed: if heaplab dies (even by SIGKILL), the program is ended.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                if libc::getppid() != parent {
+                    libc::raise(libc::SIGTERM);
+                }
+                Ok(())
+            });
+        }
+        FORWARDED.store(0, Ordering::SeqCst);
+        let handlers = PassOn::install();
+        let started = Instant::now();
+        let _blocked = Blocked::new();
+        let child = cmd.spawn().map_err(|e| LaunchError::Start(program.to_string(), e))?;
+        CHILD.store(child.id() as i32, Ordering::SeqCst);
+        Ok(Supervised { child, started, handlers })
+    }
+
+    /// Waits for the program to end: its status, the wall time and the last signal passed on.
+    pub fn wait(mut self, program: &str) -> Result<(ExitStatus, Duration, Option<i32>), LaunchError> {
+        let status = self.child.wait().map_err(|e| LaunchError::Start(program.to_string(), e))?;
+        let (wall, forwarded) = self.finish();
+        Ok((status, wall, forwarded))
+    }
+
+    /// Once the program has ended: the wall time and the last signal passed on to it; the
+    /// signal dispositions are restored.
+    pub fn finish(self) -> (Duration, Option<i32>) {
+        let wall = self.started.elapsed();
+        drop(self.handlers);
+        (wall, Some(FORWARDED.load(Ordering::SeqCst)).filter(|&s| s != 0))
+    }
+}
+
 /// Runs `command` under the tracer, writing the first traced process's trace to `output`
 /// (absolute). The file takes its name as soon as tracing starts, so a run that cannot start
 /// leaves an existing `output` alone, and one whose heaplab dies leaves the trace at `output`.
@@ -336,35 +392,12 @@ pub fn launch(command: &[String], output: &Path, opts: &LaunchOptions, setup: im
     }
     let mut cmd = Command::new(&resolved);
     cmd.arg0(program).args(&command[1..]).env("LD_PRELOAD", &preload).env("HEAPLAB_TRACE", &settings);
-    let parent = std::process::id() as i32;
-    // SAFETY: the closure runs in the child between fork and exec and only makes raw syscalls.
-    unsafe {
-        cmd.pre_exec(move || {
-            // The program starts with no signal blocked (heaplab blocks some while it starts it).
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-            // Not outlived unnoticed: if heaplab dies (even by SIGKILL), the program is ended.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            if libc::getppid() != parent {
-                libc::raise(libc::SIGTERM);
-            }
-            Ok(())
-        });
-    }
     setup(&mut cmd);
-    FORWARDED.store(0, Ordering::SeqCst);
-    let _handlers = PassOn::install();
-    let t0 = Instant::now();
-    let mut child = {
-        let _blocked = Blocked::new();
-        let child = cmd.spawn().map_err(|e| {
-            let _ = std::fs::remove_file(&claim);
-            LaunchError::Start(program.clone(), e)
-        })?;
-        CHILD.store(child.id() as i32, Ordering::SeqCst);
-        child
-    };
+    let mut run = Supervised::start(&mut cmd, program).inspect_err(|_| {
+        let _ = std::fs::remove_file(&claim);
+    })?;
+    let t0 = run.started;
+    let child = &mut run.child;
     let mut capped = None;
     let status = if opts.max_bytes.is_none() && opts.max_duration.is_none() {
         child.wait()
@@ -407,9 +440,7 @@ pub fn launch(command: &[String], output: &Path, opts: &LaunchOptions, setup: im
         }
     }
     .map_err(|e| LaunchError::Start(program.clone(), e))?;
-    let wall = t0.elapsed();
-    drop(_handlers);
-    let forwarded = Some(FORWARDED.load(Ordering::SeqCst)).filter(|&s| s != 0);
+    let (wall, forwarded) = run.finish();
 
     // The tracer renamed its file to OUTPUT, or (when that failed) wrote the claim file itself.
     let claimed = std::fs::metadata(&claim).map(|m| m.len()).unwrap_or(0);

@@ -1,0 +1,833 @@
+/* apply.c — the layout runtime behind `heaplab run` (libheaplab_apply.so): a client of the
+ * native layer in client-served mode (crates/trace/native/interpose.h, HL_CLIENT_SERVES).
+ *
+ * Owns: reading and checking the `.hllayout` file (the format is specified in
+ * crates/apply/src/format.rs; its numbers come from the generated heaplab_layout.h), the region,
+ * identifying each allocation (the identification rule of docs/apply.md: global ordinal, or
+ * stable context key + ordinal within the context, and the exact size), serving planned blocks
+ * at their offsets when their slot is free now, sending everything else to the fallback (the
+ * real allocator next in the chain) and counting why, the report at the end of the image, and
+ * what fork and exec mean for a layout.
+ *
+ * Design in one paragraph. The region is reserved once (MAP_NORESERVE, aligned to the layout's
+ * region_align); the layout file is mapped read-only and its entry pages dropped from time to
+ * time (they fault back from the page cache), so the layout costs little RSS. Identification is
+ * lock-free: an atomic ordinal (per context with contexts; a context's key is computed from the
+ * call site's frames and /proc/self/maps once per new site and cached by site id). A planned
+ * slot is handed out only if it is free now, because the program's lifetimes may differ from
+ * the profile's: two granule bitmaps under one spin lock say which granules are in live blocks
+ * and where each begins. Nothing here calls the program's malloc: memory is mmap'd or
+ * static; the report is written with raw syscalls.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heaplab_layout.h"
+#include "interpose.h"
+#include "sites.h"
+
+#define NO_OFFSET UINT64_MAX
+#define DROP_EVERY 0xffffu /* entry pages are dropped after this many allocations of a context */
+
+/* ---- the layout ---- */
+struct ctx_rec { uint64_t key, first, count; };
+struct entry_rec { uint64_t size, offset; };
+
+static struct {
+    unsigned char *map;            /* the file's mapping (up to the end of the entries) */
+    size_t map_len;
+    const struct ctx_rec *ctx;
+    uint64_t nctx;
+    const struct entry_rec *entries;
+    uint64_t nentries;
+    uint64_t region, align, max_live;
+    uint32_t depth;
+    int keyed;
+    char strategy[72];
+} L;
+
+/* ---- the region and its bookkeeping (under `lock`) ----
+ * Two bitmaps, one bit per granule: `busy` (in a live block) and `start` (a live block begins
+ * here). A block runs from its start granule up to the next start or free granule, so the
+ * bitmaps alone give every live block's slot: no table of blocks, 1/64 of the region in all. */
+static unsigned char *region;
+static uint64_t granules;
+static uint64_t *busy, *start;
+static uint64_t touched;           /* end of the region's part ever handed out (above: zero) */
+static atomic_flag lock = ATOMIC_FLAG_INIT;
+
+/* ---- identification ---- */
+static _Atomic uint64_t *ordinals; /* next ordinal per context */
+static _Atomic uint32_t *site_ctx; /* by site id: 0 unknown yet, 1 no context, else index + 2 */
+
+/* ---- counters (the report) ---- */
+enum why { W_UNPLANNED, W_SIZE, W_BEYOND, W_CONTEXT, W_BUSY, W_ALIGN, W_N };
+static const char *const why_name[W_N] = {"unplanned", "size_mismatch", "beyond_layout", "unknown_context", "busy", "misaligned"};
+static _Atomic uint64_t fb_count[W_N], fb_bytes[W_N];
+static uint64_t planned, planned_bytes, frees_region; /* under lock */
+static _Atomic uint64_t stray_frees;
+static atomic_int mismatch_taken;
+static struct { uint64_t ordinal, context, expected, size; int why, has_expected; } first_mismatch;
+
+/* ---- configuration ---- */
+static int serving;                /* this image applies the layout (root image, valid layout) */
+static int is_root;                /* this image claimed the layout (writes the report) */
+static pid_t root_pid;
+static int report_done;
+static char layout_path[4096], report_path[4096], error_text[512];
+
+static inline void lock_take(void) {
+    while (atomic_flag_test_and_set_explicit(&lock, memory_order_acquire)) sched_yield();
+}
+static inline void lock_drop(void) { atomic_flag_clear_explicit(&lock, memory_order_release); }
+
+static inline uint64_t slot_of(uint64_t size) { return size < HLL_GRANULE ? HLL_GRANULE : (size + HLL_GRANULE - 1) & ~(uint64_t)(HLL_GRANULE - 1); }
+
+static void say2(const char *a, const char *b) {
+    hl_say("heaplab run: ");
+    hl_say(a);
+    hl_say(b);
+    hl_say("\n");
+}
+
+/* ---- the bitmaps ---- */
+static inline uint64_t range_mask(uint64_t b, uint64_t k) { return (k == 64 ? ~0ull : ((1ull << k) - 1)) << b; }
+
+static int bits_any(const uint64_t *m, uint64_t g, uint64_t n) {
+    while (n) {
+        uint64_t b = g & 63, k = 64 - b < n ? 64 - b : n;
+        if (m[g >> 6] & range_mask(b, k)) return 1;
+        g += k;
+        n -= k;
+    }
+    return 0;
+}
+static void bits_set(uint64_t *m, uint64_t g, uint64_t n, int on) {
+    while (n) {
+        uint64_t b = g & 63, k = 64 - b < n ? 64 - b : n;
+        if (on) m[g >> 6] |= range_mask(b, k);
+        else m[g >> 6] &= ~range_mask(b, k);
+        g += k;
+        n -= k;
+    }
+}
+static inline int bit(const uint64_t *m, uint64_t g) { return (int)(m[g >> 6] >> (g & 63)) & 1; }
+
+/* Granules of the live block starting at granule g (0 when none starts there). */
+static uint64_t run_of(uint64_t g) {
+    if (g >= granules || !bit(start, g) || !bit(busy, g)) return 0;
+    uint64_t i = g + 1;
+    while (i < granules) {
+        uint64_t b = i & 63, stop = (~busy[i >> 6] | start[i >> 6]) >> b;
+        if (stop) {
+            i += (uint64_t)__builtin_ctzll(stop);
+            break;
+        }
+        i += 64 - b;
+    }
+    return (i < granules ? i : granules) - g;
+}
+
+/* Claims the slot of a `size`-byte block at `off` if it is free now. Returns 1 and sets
+ * *fresh when no block was ever handed out there (the memory is still zero). */
+static int claim(uint64_t off, uint64_t size, int *fresh) {
+    uint64_t g = off / HLL_GRANULE, n = slot_of(size) / HLL_GRANULE;
+    lock_take();
+    if (bits_any(busy, g, n)) {
+        lock_drop();
+        return 0;
+    }
+    bits_set(busy, g, n, 1);
+    bits_set(start, g, 1, 1);
+    *fresh = off >= touched;
+    if (off + n * HLL_GRANULE > touched) touched = off + n * HLL_GRANULE;
+    planned++;
+    planned_bytes += size;
+    lock_drop();
+    return 1;
+}
+
+/* Releases the region block at `off`; returns its slot in bytes, or 0 when no live block
+ * starts there (a stray free: counted and ignored). */
+static uint64_t release(uint64_t off) {
+    uint64_t g = off / HLL_GRANULE;
+    lock_take();
+    uint64_t n = off % HLL_GRANULE ? 0 : run_of(g);
+    if (n) {
+        bits_set(busy, g, n, 0);
+        bits_set(start, g, 1, 0);
+        frees_region++;
+    }
+    lock_drop();
+    if (!n) atomic_fetch_add_explicit(&stray_frees, 1, memory_order_relaxed);
+    return n * HLL_GRANULE;
+}
+
+/* The slot in bytes of the live region block at `off` (0: none starts there). */
+static uint64_t slot_at(uint64_t off) {
+    if (off % HLL_GRANULE) return 0;
+    lock_take();
+    uint64_t n = run_of(off / HLL_GRANULE);
+    lock_drop();
+    return n * HLL_GRANULE;
+}
+
+/* ---- stable context keys (crates/trace/src/context.rs has the rule; the tests compare) ---- */
+static uint64_t mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+static uint64_t fnv1a(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The executable file mappings, from /proc/self/maps (as the tracer's module map takes them). */
+struct module { uint64_t lo, hi, off, name_hash; };
+#define MAX_MODULES 8192
+static struct module *modules;
+static size_t nmodules;
+static atomic_flag maps_lock = ATOMIC_FLAG_INIT;
+
+static size_t read_file(const char *path, char *buf, size_t cap) {
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return 0;
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(f, buf + n, cap - n);
+        if (r <= 0) break;
+        n += (size_t)r;
+        if (n == cap) break;
+    }
+    close(f);
+    return n;
+}
+static uint64_t hex(const char **s, const char *end) {
+    uint64_t v = 0;
+    for (; *s < end; (*s)++) {
+        char c = **s;
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) break;
+        v = v * 16 + (uint64_t)d;
+    }
+    return v;
+}
+
+static void load_modules(void) {
+    size_t cap = 4u << 20;
+    char *buf = sys_mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (buf == MAP_FAILED) return;
+    if (!modules) {
+        void *m = sys_mmap(NULL, sizeof *modules * MAX_MODULES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+            sys_munmap(buf, cap);
+            return;
+        }
+        modules = m;
+    }
+    size_t n = read_file("/proc/self/maps", buf, cap);
+    size_t k = 0;
+    for (const char *line = buf, *end = buf + n; line < end && k < MAX_MODULES;) {
+        const char *eol = memchr(line, '\n', (size_t)(end - line));
+        if (!eol) eol = end;
+        const char *s = line;
+        uint64_t lo = hex(&s, eol);
+        s++;
+        uint64_t hi = hex(&s, eol);
+        s++;
+        int exec = s + 3 < eol && s[2] == 'x';
+        s += 5;
+        uint64_t off = s < eol ? hex(&s, eol) : 0;
+        const char *path = s;
+        for (int field = 0; field < 2 && path < eol; field++) { /* skip dev and inode */
+            while (path < eol && *path == ' ') path++;
+            while (path < eol && *path != ' ') path++;
+        }
+        while (path < eol && *path == ' ') path++;
+        if (exec && path < eol && hi > lo) {
+            const char *base = path;
+            for (const char *c = path; c < eol; c++)
+                if (*c == '/') base = c + 1;
+            modules[k++] = (struct module){lo, hi, off, fnv1a(base, (size_t)(eol - base))};
+        }
+        line = eol + 1;
+    }
+    nmodules = k; /* /proc lists mappings in address order */
+    sys_munmap(buf, cap);
+}
+
+static const struct module *module_of(uint64_t a) {
+    size_t lo = 0, hi = nmodules;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (modules[mid].lo <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo && a < modules[lo - 1].hi ? &modules[lo - 1] : NULL;
+}
+
+/* The stable key of a call site's frames (innermost first); never 0. */
+static uint64_t context_key(void *const *frames, int n) {
+    while (atomic_flag_test_and_set_explicit(&maps_lock, memory_order_acquire)) sched_yield();
+    int reloaded = 0;
+    uint64_t h = 0x6a09e667f3bcc909ull;
+    for (int i = 0; i < n; i++) {
+        uint64_t a = (uint64_t)(uintptr_t)frames[i];
+        const struct module *m = module_of(a);
+        if (!m && !reloaded) { /* a library loaded since: read the maps again, once */
+            load_modules();
+            reloaded = 1;
+            m = module_of(a);
+        }
+        h = mix(h, m ? m->name_hash ^ ((a - m->lo + m->off) * 0x9E3779B97F4A7C15ull) : a);
+    }
+    atomic_flag_clear_explicit(&maps_lock, memory_order_release);
+    return h | 1;
+}
+
+/* The context index of the call that returns to `ret`, or -1 when the layout has none (then
+ * *key is its key, computed once per site). */
+static int64_t context_of(void *ret, uint64_t *key_out) {
+    struct hl_site s;
+    uint32_t id = hl_site_of(ret, &s);
+    uint32_t c = id ? atomic_load_explicit(&site_ctx[id], memory_order_relaxed) : 0;
+    *key_out = 0;
+    if (c) return (int64_t)c - 2;
+    uint64_t key = context_key(s.frames, s.n);
+    *key_out = key;
+    int64_t found = -1;
+    uint64_t lo = 0, hi = L.nctx;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (L.ctx[mid].key < key) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < L.nctx && L.ctx[lo].key == key) found = (int64_t)lo;
+    if (id) atomic_store_explicit(&site_ctx[id], (uint32_t)(found + 2), memory_order_relaxed);
+    return found;
+}
+
+/* ---- identification and serving ---- */
+
+static void note_mismatch(int why, uint64_t ordinal, uint64_t context, uint64_t expected, int has_expected, uint64_t size) {
+    if (atomic_load_explicit(&mismatch_taken, memory_order_relaxed) || atomic_exchange(&mismatch_taken, 1)) return;
+    first_mismatch.why = why;
+    first_mismatch.ordinal = ordinal;
+    first_mismatch.context = context;
+    first_mismatch.expected = expected;
+    first_mismatch.has_expected = has_expected;
+    first_mismatch.size = size;
+}
+
+static void drop_entry_pages(void) {
+    uintptr_t from = (uintptr_t)L.entries & ~(uintptr_t)(hl_page_size - 1);
+    uintptr_t to = (uintptr_t)L.map + L.map_len;
+    if (to > from) madvise((void *)from, to - from, MADV_DONTNEED);
+}
+
+/* Identifies an allocation of `size` bytes (alignment `align`, 0 for none) made from `ret`:
+ * returns the offset of its planned slot (not claimed yet), or NO_OFFSET with *why saying why
+ * it falls back. Takes the allocation's ordinal either way. */
+static uint64_t identify(uint64_t size, uint64_t align, void *ret, int *why) {
+    uint64_t context = 0, k, index;
+    if (L.keyed) {
+        uint64_t key;
+        int64_t c = context_of(ret, &key);
+        if (c < 0) {
+            *why = W_CONTEXT;
+            if (key) note_mismatch(W_CONTEXT, 0, key, 0, 0, size);
+            return NO_OFFSET;
+        }
+        context = L.ctx[c].key;
+        k = atomic_fetch_add_explicit(&ordinals[c], 1, memory_order_relaxed);
+        if (k >= L.ctx[c].count) {
+            *why = W_BEYOND;
+            note_mismatch(W_BEYOND, k, context, 0, 0, size);
+            return NO_OFFSET;
+        }
+        index = L.ctx[c].first + k;
+    } else {
+        k = atomic_fetch_add_explicit(&ordinals[0], 1, memory_order_relaxed);
+        if (k >= L.nentries) {
+            *why = W_BEYOND;
+            note_mismatch(W_BEYOND, k, 0, 0, 0, size);
+            return NO_OFFSET;
+        }
+        index = k;
+    }
+    if ((k & DROP_EVERY) == DROP_EVERY) drop_entry_pages();
+    struct entry_rec e = L.entries[index];
+    if (e.size != size) {
+        *why = W_SIZE;
+        note_mismatch(W_SIZE, k, context, e.size, 1, size);
+        return NO_OFFSET;
+    }
+    if (e.offset == NO_OFFSET || !region) {
+        *why = W_UNPLANNED;
+        return NO_OFFSET;
+    }
+    if (align > 1 && ((uintptr_t)region + e.offset) % align != 0) {
+        *why = W_ALIGN;
+        return NO_OFFSET;
+    }
+    return e.offset;
+}
+
+static inline void count_fallback(int why, uint64_t size) {
+    atomic_fetch_add_explicit(&fb_count[why], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&fb_bytes[why], size, memory_order_relaxed);
+}
+
+/* Whether `align` is an alignment the call accepts (else the real function reports the error
+ * and nothing is allocated). */
+static int valid_align(int op, size_t align) {
+    if (op == HL_MALLOC || op == HL_CALLOC || op == HL_VALLOC || op == HL_PVALLOC) return 1;
+    if (align == 0 || (align & (align - 1))) return 0;
+    return op != HL_POSIX_MEMALIGN || align % sizeof(void *) == 0;
+}
+
+void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) {
+    uint64_t bytes = size;
+    if (!serving || (op == HL_CALLOC && __builtin_mul_overflow(extra, size, &bytes)) || !valid_align(op, extra))
+        return hl_real_alloc(op, size, extra, err);
+    int why = W_UNPLANNED, fresh = 0;
+    uint64_t align = op == HL_CALLOC || op == HL_MALLOC ? 0 : op == HL_VALLOC || op == HL_PVALLOC ? (uint64_t)hl_page_size : extra;
+    uint64_t off = identify(bytes, align, ret, &why);
+    /* pvalloc's block is its size rounded up to pages, more than the slot: it falls back, but
+     * it takes its ordinal all the same. */
+    if (off != NO_OFFSET && op == HL_PVALLOC) why = W_UNPLANNED, off = NO_OFFSET;
+    if (off != NO_OFFSET) {
+        if (claim(off, bytes, &fresh)) {
+            void *p = region + off;
+            if (op == HL_CALLOC && !fresh) memset(p, 0, bytes);
+            return p;
+        }
+        why = W_BUSY;
+    }
+    count_fallback(why, bytes);
+    return hl_real_alloc(op, size, extra, err);
+}
+
+void hl_serve_free(void *p) {
+    uint64_t off = (uint64_t)((unsigned char *)p - region);
+    if (off % HLL_GRANULE == 0) release(off);
+    else atomic_fetch_add_explicit(&stray_frees, 1, memory_order_relaxed);
+}
+
+/* A region block's usable size is its whole slot: nothing else is ever placed there while it
+ * lives. */
+size_t hl_serve_usable(void *p) { return slot_at((uint64_t)((unsigned char *)p - region)); }
+
+/* Moves the region block at `old_off` (slot `old_slot` bytes) to the slot at `new_off` for
+ * `size` bytes, when every granule of the new slot is free or the old block's own (a plan may
+ * put the new block where the old one was: their lifetimes only touch). The old granules stay
+ * taken until the copy is done, so no other thread can be handed them while they are read. */
+static void *move_within(uint64_t old_off, uint64_t old_slot, uint64_t new_off, uint64_t size) {
+    uint64_t og = old_off / HLL_GRANULE, on = old_slot / HLL_GRANULE;
+    uint64_t ng = new_off / HLL_GRANULE, nn = slot_of(size) / HLL_GRANULE;
+    lock_take();
+    bits_set(busy, og, on, 0);
+    int ok = !bits_any(busy, ng, nn);
+    bits_set(busy, og, on, 1);
+    if (!ok) {
+        lock_drop();
+        return NULL;
+    }
+    /* While both are held, the old block keeps its start bit and the new one gets its own
+     * only if it starts elsewhere (one start bit per live block). */
+    bits_set(busy, ng, nn, 1);
+    if (new_off != old_off) bits_set(start, ng, 1, 1);
+    if (new_off + nn * HLL_GRANULE > touched) touched = new_off + nn * HLL_GRANULE;
+    planned++;
+    planned_bytes += size;
+    lock_drop();
+    uint64_t keep = old_slot < size ? old_slot : size;
+    if (new_off != old_off) memmove(region + new_off, region + old_off, keep);
+    lock_take();
+    bits_set(busy, og, on, 0);
+    bits_set(start, og, 1, 0);
+    bits_set(busy, ng, nn, 1);
+    bits_set(start, ng, 1, 1);
+    frees_region++;
+    lock_drop();
+    return region + new_off;
+}
+
+/* realloc between the region and the fallback, in every direction. */
+void *hl_serve_realloc(void *old, size_t bytes, void *ret, int identify_it) {
+    int mine = old && hl_owns(old);
+    uint64_t old_off = 0, old_slot = 0;
+    if (mine) {
+        old_off = (uint64_t)((unsigned char *)old - region);
+        old_slot = slot_at(old_off);
+        if (!old_slot) { /* not a live block of ours: a program error, left alone */
+            atomic_fetch_add_explicit(&stray_frees, 1, memory_order_relaxed);
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    int identified = identify_it && serving;
+    if (old && bytes == 0) { /* realloc(p, 0) frees p (glibc's answer, kept for our blocks) */
+        if (mine) {
+            release(old_off);
+            return NULL;
+        }
+        void *q = hl_real.realloc(old, 0);
+        if (q && identified) { /* an allocator that answers with a block: an allocation */
+            int why = W_UNPLANNED;
+            (void)identify(0, 0, ret, &why);
+            count_fallback(why, 0);
+        }
+        return q;
+    }
+    uint64_t off = NO_OFFSET;
+    int why = W_UNPLANNED, fresh = 0;
+    if (identified) off = identify(bytes, 0, ret, &why);
+    if (off != NO_OFFSET) {
+        void *p = NULL;
+        if (mine) {
+            p = move_within(old_off, old_slot, off, bytes);
+        } else if (claim(off, bytes, &fresh)) {
+            p = region + off;
+            if (old) {
+                size_t have = hl_real.usable(old);
+                memcpy(p, old, have < bytes ? have : bytes);
+                hl_real.free(old);
+            }
+        }
+        if (p) return p;
+        why = W_BUSY;
+    }
+    if (identified) count_fallback(why, bytes);
+    if (!mine) return hl_real.realloc(old, bytes);
+    void *q = hl_real.malloc(bytes);
+    if (!q) return NULL; /* the old block stays as it was */
+    memcpy(q, old, old_slot < bytes ? old_slot : bytes);
+    release(old_off);
+    return q;
+}
+
+/* ---- loading the layout ---- */
+
+static uint64_t get64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static uint32_t get32(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static int fail(const char *why) {
+    size_t n = 0;
+    const char *parts[] = {layout_path, ": ", why};
+    for (size_t i = 0; i < 3; i++)
+        for (const char *c = parts[i]; *c && n + 1 < sizeof error_text; c++) error_text[n++] = *c;
+    error_text[n] = 0;
+    say2(error_text, "; running the program without the layout");
+    return -1;
+}
+
+/* Maps and checks the layout (header, checksum, contexts, entries inside the region), then
+ * reserves the region and the bookkeeping. */
+static int load_layout(void) {
+    int f = open(layout_path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return fail("cannot open the layout");
+    struct stat st;
+    if (fstat(f, &st) != 0 || st.st_size < HLL_HEADER_SIZE + 8) {
+        close(f);
+        return fail("not a layout (too short)");
+    }
+    /* The checksum over the whole file, read in chunks (the info records are not mapped). */
+    uint64_t h = 0xcbf29ce484222325ull, stored = 0, total = (uint64_t)st.st_size;
+    unsigned char buf[1 << 16], head[HLL_HEADER_SIZE];
+    for (uint64_t at = 0; at < total;) {
+        ssize_t r = read(f, buf, sizeof buf);
+        if (r <= 0) {
+            close(f);
+            return fail("cannot read the layout");
+        }
+        for (ssize_t i = 0; i < r; i++, at++) {
+            if (at < HLL_HEADER_SIZE) head[at] = buf[i];
+            if (at < total - 8) h = (h ^ buf[i]) * 0x100000001b3ull;
+            else stored |= (uint64_t)buf[i] << (8 * (at - (total - 8)));
+        }
+    }
+    if (memcmp(head, HLL_MAGIC, 8) != 0) return close(f), fail("not a heaplab layout (bad magic)");
+    if (get32(head + 8) != HLL_VERSION) return close(f), fail("unsupported layout version");
+    if (h != stored) return close(f), fail("checksum mismatch (damaged layout)");
+    uint32_t flags = get32(head + 12), slen = get32(head + 20);
+    L.depth = get32(head + 16);
+    L.region = get64(head + 24);
+    L.nctx = get64(head + 32);
+    L.nentries = get64(head + 40);
+    L.align = get64(head + 48);
+    L.max_live = get64(head + 56);
+    L.keyed = flags & HLL_FLAG_CONTEXTS;
+    uint64_t spad = ((uint64_t)slen + 7) & ~7ull;
+    uint64_t ctx_at = HLL_HEADER_SIZE + spad, ent_at = ctx_at + L.nctx * HLL_CONTEXT_RECORD;
+    uint64_t end = ent_at + L.nentries * HLL_ENTRY_RECORD;
+    if (slen == 0 || slen > 64 || L.nctx > total || L.nentries > total || L.align < 4096 || (L.align & (L.align - 1)) ||
+        L.depth > HL_MAX_DEPTH || (L.keyed && L.depth == 0) ||
+        end + L.nentries * HLL_INFO_RECORD + 8 != total)
+        return close(f), fail("inconsistent header");
+    L.map = mmap(NULL, end, PROT_READ, MAP_PRIVATE, f, 0);
+    close(f);
+    if (L.map == MAP_FAILED) {
+        L.map = NULL;
+        return fail("cannot map the layout");
+    }
+    L.map_len = end;
+    memcpy(L.strategy, L.map + HLL_HEADER_SIZE, slen);
+    L.ctx = (const struct ctx_rec *)(L.map + ctx_at);
+    L.entries = (const struct entry_rec *)(L.map + ent_at);
+    uint64_t next = 0;
+    for (uint64_t c = 0; c < L.nctx; c++) {
+        if (L.ctx[c].first != next || L.ctx[c].count > L.nentries - next || (c && L.ctx[c].key <= L.ctx[c - 1].key))
+            return fail("bad context records");
+        next += L.ctx[c].count;
+    }
+    if (next != L.nentries || (!L.keyed && L.nctx > 1)) return fail("bad context records");
+    for (uint64_t i = 0; i < L.nentries; i++) {
+        struct entry_rec e = L.entries[i];
+        if (e.offset != NO_OFFSET && (e.offset % HLL_GRANULE || e.offset > L.region || slot_of(e.size) > L.region - e.offset))
+            return fail("an entry lies outside the region");
+    }
+    drop_entry_pages();
+    /* The region: reserved with room to align its base, the excess given back. */
+    if (L.region) {
+        size_t len = L.region + L.align;
+        unsigned char *m = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return fail("cannot reserve the region");
+        uintptr_t base = ((uintptr_t)m + L.align - 1) & ~(uintptr_t)(L.align - 1);
+        if (base > (uintptr_t)m) sys_munmap(m, base - (uintptr_t)m);
+        uintptr_t tail = base + ((L.region + (uint64_t)hl_page_size - 1) & ~(uint64_t)(hl_page_size - 1));
+        if ((uintptr_t)m + len > tail) sys_munmap((void *)tail, (uintptr_t)m + len - tail);
+        region = (unsigned char *)base;
+        granules = (L.region + HLL_GRANULE - 1) / HLL_GRANULE;
+        size_t words = (granules + 63) / 64 * 8;
+        void *b = sys_mmap(NULL, 2 * words, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (b == MAP_FAILED) return fail("cannot map the runtime's tables");
+        busy = b;
+        start = (uint64_t *)((unsigned char *)b + words);
+    }
+    void *o = sys_mmap(NULL, (L.nctx ? L.nctx : 1) * sizeof *ordinals, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (o == MAP_FAILED) return fail("cannot map the runtime's tables");
+    ordinals = o;
+    if (L.keyed) {
+        void *s = sys_mmap(NULL, sizeof *site_ctx << 18, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (s == MAP_FAILED || hl_sites_init((int)L.depth) != 0) return fail("cannot map the call-site tables");
+        site_ctx = s;
+        load_modules();
+    }
+    return 0;
+}
+
+/* ---- the report ---- */
+
+struct out { char b[8192]; size_t n; };
+static void put(struct out *o, const char *s) {
+    while (*s && o->n + 1 < sizeof o->b) o->b[o->n++] = *s++;
+}
+static void put_u(struct out *o, uint64_t v) {
+    char t[24];
+    int n = 0;
+    do t[n++] = (char)('0' + v % 10); while (v /= 10);
+    while (n && o->n + 1 < sizeof o->b) o->b[o->n++] = t[--n];
+}
+static void put_str(struct out *o, const char *s) {
+    put(o, "\"");
+    for (; *s && o->n + 8 < sizeof o->b; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') o->b[o->n++] = '\\', o->b[o->n++] = (char)c;
+        else if (c < 0x20) o->b[o->n++] = ' ';
+        else o->b[o->n++] = (char)c;
+    }
+    put(o, "\"");
+}
+static void key_u(struct out *o, const char *k, uint64_t v) {
+    put(o, "\"");
+    put(o, k);
+    put(o, "\": ");
+    put_u(o, v);
+}
+
+static uint64_t peak_rss(void) {
+    char st[8192];
+    size_t n = read_file("/proc/self/status", st, sizeof st - 1);
+    st[n] = 0;
+    char *p = strstr(st, "\nVmHWM:");
+    uint64_t kb = 0;
+    if (p)
+        for (p += 7; *p == ' ' || *p == '\t' || (*p >= '0' && *p <= '9'); p++)
+            if (*p >= '0') kb = kb * 10 + (uint64_t)(*p - '0');
+    return kb * 1024;
+}
+
+/* Writes the report of the root image (`end`: how it ended). Async-signal-safe: counters are
+ * read without the lock. */
+static void write_report(const char *end) {
+    if (!is_root || report_done || !*report_path || (pid_t)syscall(SYS_getpid) != root_pid) return;
+    report_done = 1;
+    static struct out o;
+    o.n = 0;
+    uint64_t fb = 0, fbb = 0;
+    for (int w = 0; w < W_N; w++) fb += atomic_load(&fb_count[w]), fbb += atomic_load(&fb_bytes[w]);
+    uint64_t allocations = planned + fb;
+    put(&o, "{\n  \"strategy\": ");
+    put_str(&o, L.strategy);
+    put(&o, ",\n  \"layout\": ");
+    put_str(&o, layout_path);
+    put(&o, ",\n  \"error\": ");
+    if (*error_text) put_str(&o, error_text);
+    else put(&o, "null");
+    put(&o, ",\n  ");
+    key_u(&o, "region_bytes", L.region);
+    put(&o, ",\n  ");
+    key_u(&o, "region_align", L.align);
+    put(&o, ",\n  ");
+    key_u(&o, "stack_depth", L.depth);
+    put(&o, ",\n  ");
+    key_u(&o, "contexts", L.nctx);
+    put(&o, ",\n  ");
+    key_u(&o, "entries", L.nentries);
+    put(&o, ",\n  ");
+    key_u(&o, "allocations", allocations);
+    put(&o, ",\n  ");
+    key_u(&o, "planned", planned);
+    put(&o, ",\n  ");
+    key_u(&o, "planned_bytes", planned_bytes);
+    put(&o, ",\n  \"fallback\": {");
+    key_u(&o, "count", fb);
+    put(&o, ", ");
+    key_u(&o, "bytes", fbb);
+    for (int w = 0; w < W_N; w++) {
+        put(&o, ", ");
+        key_u(&o, why_name[w], atomic_load(&fb_count[w]));
+    }
+    put(&o, "},\n  \"fallback_bytes\": {");
+    for (int w = 0; w < W_N; w++) {
+        if (w) put(&o, ", ");
+        key_u(&o, why_name[w], atomic_load(&fb_bytes[w]));
+    }
+    put(&o, "},\n  \"first_mismatch\": ");
+    if (atomic_load(&mismatch_taken)) {
+        put(&o, "{\"reason\": ");
+        put_str(&o, why_name[first_mismatch.why]);
+        put(&o, ", ");
+        key_u(&o, "ordinal", first_mismatch.ordinal);
+        put(&o, ", ");
+        key_u(&o, "context", first_mismatch.context);
+        put(&o, ", \"expected_size\": ");
+        if (first_mismatch.has_expected) put_u(&o, first_mismatch.expected);
+        else put(&o, "null");
+        put(&o, ", ");
+        key_u(&o, "size", first_mismatch.size);
+        put(&o, "}");
+    } else {
+        put(&o, "null");
+    }
+    /* match_rate = planned / allocations, as a decimal with 6 places, without floating point
+     * formatting (no stdio here). */
+    put(&o, ",\n  \"match_rate\": ");
+    uint64_t scaled = allocations ? (uint64_t)((unsigned __int128)planned * 1000000u / allocations) : 0;
+    put_u(&o, scaled / 1000000u);
+    put(&o, ".");
+    char frac[7];
+    for (int i = 5, v = (int)(scaled % 1000000u); i >= 0; i--, v /= 10) frac[i] = (char)('0' + v % 10);
+    frac[6] = 0;
+    put(&o, frac);
+    put(&o, ",\n  ");
+    key_u(&o, "frees_region", frees_region);
+    put(&o, ",\n  ");
+    key_u(&o, "stray_frees", atomic_load(&stray_frees));
+    put(&o, ",\n  ");
+    key_u(&o, "peak_rss_bytes", peak_rss());
+    put(&o, ",\n  \"end\": ");
+    put_str(&o, end);
+    put(&o, "\n}\n");
+    int f = open(report_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f < 0) return;
+    for (size_t at = 0; at < o.n;) {
+        ssize_t r = write(f, o.b + at, o.n - at);
+        if (r <= 0) break;
+        at += (size_t)r;
+    }
+    close(f);
+}
+
+/* ---- the layer's hooks ---- */
+
+/* Reads HEAPLAB_APPLY (lines of key=value: layout, report, claim). Only the image that removes
+ * the claim file applies the layout: the one the launcher started. Images started later by exec
+ * inherit the variable, find no claim, and run with the fallback alone. */
+void hl_on_init(void) {
+    const char *conf = getenv("HEAPLAB_APPLY");
+    static char claim_path[4096];
+    if (!conf) return;
+    for (const char *l = conf; *l;) {
+        const char *e = strchr(l, '\n');
+        if (!e) e = l + strlen(l);
+        struct { const char *key; char *dst; size_t cap; } keys[] = {
+            {"layout=", layout_path, sizeof layout_path}, {"report=", report_path, sizeof report_path}, {"claim=", claim_path, sizeof claim_path}};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            size_t kl = strlen(keys[k].key), vl = (size_t)(e - l) - kl;
+            if ((size_t)(e - l) >= kl && memcmp(l, keys[k].key, kl) == 0 && vl < keys[k].cap) {
+                memcpy(keys[k].dst, l + kl, vl);
+                keys[k].dst[vl] = 0;
+            }
+        }
+        l = *e ? e + 1 : e;
+    }
+    if (!*layout_path || !*claim_path || unlink(claim_path) != 0) return;
+    is_root = 1;
+    root_pid = (pid_t)syscall(SYS_getpid);
+    hl_watch_fork();
+    if (load_layout() != 0) return;
+    hl_own_base = (uintptr_t)region;
+    hl_own_len = region ? L.region : 0;
+    serving = 1;
+    atomic_store(&hl_active, 1);
+}
+
+/* A fork child keeps its copy of the region and of every block in it (frees, reallocs and
+ * sizes of those still work), but serves nothing new: the layout describes the parent. */
+void hl_on_fork_prepare(void) { lock_take(); }
+void hl_on_fork_parent(void) { lock_drop(); }
+void hl_on_fork_child(void) {
+    lock_drop();
+    serving = 0;
+}
+
+void hl_on_exit(void) { write_report("exit"); }
+void hl_on_quick_exit(int status) {
+    (void)status;
+    write_report("_exit");
+}
+void hl_on_fatal_signal(int sig) {
+    (void)sig;
+    write_report("fatal signal");
+}
+void hl_before_exec(void) { write_report("exec"); }
+void hl_after_failed_exec(void) {
+    if (is_root && (pid_t)syscall(SYS_getpid) == root_pid) report_done = 0;
+}
+
+/* The program's own page calls: nothing to do with them. */
+void hl_before_page(struct hl_page *p) { (void)p; }
+void hl_after_page(struct hl_page *p) { (void)p; }
