@@ -38,7 +38,7 @@
 #include "sites.h"
 
 #define NO_OFFSET UINT64_MAX
-#define DROP_EVERY 0xffffu /* entry pages are dropped after this many allocations of a context */
+#define DROP_EVERY 0xffu /* entry pages are dropped after this many allocations of a context (one page of entries: peak RSS is measured) */
 
 /* ---- the layout ---- */
 struct ctx_rec { uint64_t key, first, count; };
