@@ -421,10 +421,26 @@ void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) {
     return hl_real_alloc(op, size, extra, err);
 }
 
+/* Slots at least this big give their whole pages back to the kernel when freed, as general
+ * allocators do with big blocks: the plan reuses every byte of the region, so without this a page
+ * once touched would stay resident however little of it later blocks use. */
+#define RELEASE_MIN (64u << 10)
+
 void hl_serve_free(void *p) {
     uint64_t off = (uint64_t)((unsigned char *)p - region);
-    if (off % HLL_GRANULE == 0) release(off);
-    else atomic_fetch_add_explicit(&stray_frees, 1, memory_order_relaxed);
+    if (off % HLL_GRANULE) {
+        atomic_fetch_add_explicit(&stray_frees, 1, memory_order_relaxed);
+        return;
+    }
+    /* The pages are given back while the block is still marked live, so no other thread can be
+     * handed them (and lose its data) in between. */
+    uint64_t n = slot_at(off);
+    if (n >= RELEASE_MIN) {
+        uint64_t pg = (uint64_t)hl_page_size;
+        uint64_t from = (off + pg - 1) & ~(pg - 1), to = (off + n) & ~(pg - 1);
+        if (to > from) madvise(region + from, to - from, MADV_DONTNEED);
+    }
+    release(off);
 }
 
 /* A region block's usable size is its whole slot: nothing else is ever placed there while it
@@ -603,10 +619,13 @@ static int load_layout(void) {
         next += L.ctx[c].count;
     }
     if (next != L.nentries || (!L.keyed && L.nctx > 1)) return fail("bad context records");
+    /* The scan drops what it has read as it goes: peak RSS is measured, and a whole table read at
+     * once would set the high-water mark before the program has allocated anything. */
     for (uint64_t i = 0; i < L.nentries; i++) {
         struct entry_rec e = L.entries[i];
         if (e.offset != NO_OFFSET && (e.offset % HLL_GRANULE || e.offset > L.region || slot_of(e.size) > L.region - e.offset))
             return fail("an entry lies outside the region");
+        if ((i & 4095) == 4095) drop_entry_pages();
     }
     drop_entry_pages();
     /* The region: reserved with room to align its base, the excess given back. */
