@@ -49,7 +49,7 @@ typedef struct {
     ULong alloc_at, free_at;
     ULong reads, writes;
     UInt ctx;
-    UInt stamp; /* last affinity traversal that saw it (no double counting) */
+    struct Adj *adj; /* its incoming co-access edges, or NULL */
 } Block;
 
 static Block *blocks = NULL;
@@ -209,17 +209,37 @@ static UInt context_of(ThreadId tid) {
 
 /* ---- weighted edge tables (co-access, friends) -------------------------------------------- */
 
-/* Open addressing on the packed pair (from << 32 | to); weight 0 = empty slot. Bounded: at most
- * `max` edges; when full, every edge of weight <= floor is dropped (its weight counted in
- * `dropped`) and floor doubles, so heavy edges survive and memory stays fixed. */
+/* Friends: open addressing on the packed pair (from << 32 | to); weight 0 = empty slot.
+ * Co-access: one small open-addressed table per `to` block (struct Adj): a traversal of the
+ * affinity queue updates the edges into the block just accessed, all in one table, and marks
+ * each with the traversal's stamp (no double counting) without touching the other blocks. Both are bounded: at most `max` edges each; when full, every edge of weight <= floor
+ * is dropped (its weight counted in `dropped`) and floor doubles, so heavy edges survive and
+ * memory stays fixed. */
 typedef struct {
-    ULong *keys, *weights;
+    ULong key, weight;
+} Slot;
+
+typedef struct {
+    Slot *slots;
     ULong cap, used, max, floor, dropped;
 } Edges;
 
-static Edges coacc, friends;
+static Edges coacc, friends; /* coacc: only used, max, floor and dropped */
 
-static inline ULong pair_hash(ULong k) {
+/* The edges into one block, in the order they first occurred: a program that repeats an
+ * access pattern repeats the order of a traversal's sources, so the slot after the last match
+ * (`hint`) is usually the next one wanted, and the scan is sequential memory. Weights saturate
+ * at 2^32 - 1. */
+typedef struct {
+    UInt from, weight;
+} Pair;
+
+struct Adj {
+    UInt n, cap, hint;
+    Pair p[];
+};
+
+static inline ULong mix64(ULong k) {
     k ^= k >> 31;
     k *= 0x7fb5d329728ea185ULL;
     return k ^ (k >> 27);
@@ -227,8 +247,7 @@ static inline ULong pair_hash(ULong k) {
 
 static void edges_init(Edges *e, ULong max) {
     e->cap = 1024;
-    e->keys = VG_(calloc)("hl.ekeys", e->cap, sizeof(ULong));
-    e->weights = VG_(calloc)("hl.ew", e->cap, sizeof(ULong));
+    e->slots = VG_(calloc)("hl.edges", e->cap, sizeof(Slot));
     e->used = 0;
     e->max = max;
     e->floor = 1;
@@ -236,38 +255,36 @@ static void edges_init(Edges *e, ULong max) {
 }
 
 static void edges_rehash(Edges *e, ULong cap, ULong keep_above) {
-    ULong *keys = VG_(calloc)("hl.ekeys", cap, sizeof(ULong));
-    ULong *weights = VG_(calloc)("hl.ew", cap, sizeof(ULong));
+    Slot *slots = VG_(calloc)("hl.edges", cap, sizeof(Slot));
     ULong used = 0;
     for (ULong i = 0; i < e->cap; i++) {
-        if (!e->weights[i]) continue;
-        if (e->weights[i] <= keep_above) {
-            e->dropped += e->weights[i];
+        Slot *s = &e->slots[i];
+        if (!s->weight) continue;
+        if (s->weight <= keep_above) {
+            e->dropped += s->weight;
             continue;
         }
-        ULong j = pair_hash(e->keys[i]) & (cap - 1);
-        while (weights[j]) j = (j + 1) & (cap - 1);
-        keys[j] = e->keys[i];
-        weights[j] = e->weights[i];
+        ULong j = mix64(s->key) & (cap - 1);
+        while (slots[j].weight) j = (j + 1) & (cap - 1);
+        slots[j] = *s;
         used++;
     }
-    VG_(free)(e->keys);
-    VG_(free)(e->weights);
-    e->keys = keys;
-    e->weights = weights;
+    VG_(free)(e->slots);
+    e->slots = slots;
     e->cap = cap;
     e->used = used;
 }
 
-static inline void edges_add(Edges *e, ULong from, ULong to) {
+static void edges_add(Edges *e, ULong from, ULong to) {
     ULong k = from << 32 | to;
-    ULong j = pair_hash(k) & (e->cap - 1);
-    while (e->weights[j]) {
-        if (e->keys[j] == k) {
-            e->weights[j]++;
+    ULong mask = e->cap - 1;
+    ULong j = mix64(k) & mask;
+    while (e->slots[j].weight) {
+        if (e->slots[j].key == k) {
+            e->slots[j].weight++;
             return;
         }
-        j = (j + 1) & (e->cap - 1);
+        j = (j + 1) & mask;
     }
     if (e->used >= e->max) {
         /* Full: the new edge would have weight 1, below any floor, so it is dropped too. */
@@ -280,12 +297,64 @@ static inline void edges_add(Edges *e, ULong from, ULong to) {
     }
     if ((e->used + 1) * 2 > e->cap) {
         edges_rehash(e, e->cap * 2, 0);
-        j = pair_hash(k) & (e->cap - 1);
-        while (e->weights[j]) j = (j + 1) & (e->cap - 1);
+        mask = e->cap - 1;
+        j = mix64(k) & mask;
+        while (e->slots[j].weight) j = (j + 1) & mask;
     }
-    e->keys[j] = k;
-    e->weights[j] = 1;
+    e->slots[j].key = k;
+    e->slots[j].weight = 1;
     e->used++;
+}
+
+/* A block's table with room for `cap` edges, without those of weight <= keep_above. */
+static struct Adj *adj_rebuild(struct Adj *a, UInt cap, ULong keep_above) {
+    struct Adj *n = VG_(malloc)("hl.adj", sizeof(struct Adj) + cap * sizeof(Pair));
+    n->n = 0;
+    n->cap = cap;
+    n->hint = 0;
+    for (UInt i = 0; a && i < a->n; i++) {
+        if (a->p[i].weight <= keep_above) {
+            coacc.dropped += a->p[i].weight;
+            coacc.used--;
+            continue;
+        }
+        n->p[n->n++] = a->p[i];
+    }
+    if (a) VG_(free)(a);
+    return n;
+}
+
+static void coacc_prune(void) {
+    for (ULong b = 0; b < n_blocks; b++)
+        if (blocks[b].adj) blocks[b].adj = adj_rebuild(blocks[b].adj, blocks[b].adj->cap, coacc.floor);
+    coacc.floor *= 2;
+}
+
+/* Adds 1 to the edge from -> to. */
+static inline void coacc_add(UInt from, ULong to) {
+    struct Adj *a = blocks[to].adj;
+    if (a) {
+        UInt i = a->hint;
+        if (i >= a->n || a->p[i].from != from) {
+            for (i = 0; i < a->n && a->p[i].from != from; i++) {}
+        }
+        if (i < a->n) {
+            if (a->p[i].weight != 0xffffffffU) a->p[i].weight++;
+            a->hint = i + 1;
+            return;
+        }
+    }
+    if (coacc.used >= coacc.max) {
+        while (coacc.used >= coacc.max) coacc_prune();
+        coacc.dropped++;
+        return;
+    }
+    if (!a || a->n == a->cap) a = blocks[to].adj = adj_rebuild(a, a ? a->cap * 2 : 4, 0);
+    a->p[a->n].from = from;
+    a->p[a->n].weight = 1;
+    a->n++;
+    a->hint = a->n;
+    coacc.used++;
 }
 
 /* ---- the affinity queue (HALO §4.2) -------------------------------------------------------- */
@@ -296,25 +365,31 @@ static inline void edges_add(Edges *e, ULong from, ULong to) {
 static ULong *q_id = NULL;
 static UInt *q_bytes = NULL;
 static UInt q_cap = 0, q_head = 0, q_len = 0;
-static UInt q_stamp = 0;
+/* The sources already counted in the current traversal (no double counting): an
+ * open-addressed set whose entries are valid when tagged with the traversal's stamp. */
+static UInt *seen_id = NULL, *seen_tag = NULL;
+static UInt seen_mask = 0, q_stamp = 0;
 
 static void affinity_access(ULong v, UWord sz) {
     if (q_len && q_id[(q_head + q_cap - 1) % q_cap] == v) return; /* same macro-access */
     if (++q_stamp == 0) {
-        for (ULong b = 0; b < n_blocks; b++) blocks[b].stamp = 0;
+        VG_(memset)(seen_tag, 0, (seen_mask + 1) * sizeof(UInt));
         q_stamp = 1;
     }
-    blocks[v].stamp = q_stamp;
     ULong sum = 0;
     UInt idx = q_head;
     for (UInt k = 0; k < q_len; k++) {
         idx = idx ? idx - 1 : q_cap - 1;
         sum += q_bytes[idx];
         if (sum >= (ULong)clo_affinity) break;
-        ULong u = q_id[idx];
-        if (blocks[u].stamp == q_stamp) continue;
-        blocks[u].stamp = q_stamp;
-        edges_add(&coacc, u, v);
+        UInt u = (UInt)q_id[idx];
+        if (u == v) continue;
+        UInt j = (UInt)mix64(u) & seen_mask;
+        while (seen_tag[j] == q_stamp && seen_id[j] != u) j = (j + 1) & seen_mask;
+        if (seen_tag[j] == q_stamp) continue;
+        seen_tag[j] = q_stamp;
+        seen_id[j] = u;
+        coacc_add(u, v);
     }
     q_id[q_head] = v;
     q_bytes[q_head] = sz ? (UInt)sz : 1;
@@ -500,7 +575,7 @@ static void *new_block(ThreadId tid, SizeT req, SizeT align, Bool zero) {
     b->alloc_at = heap_clock++;
     b->free_at = ~0ULL;
     b->reads = b->writes = 0;
-    b->stamp = 0;
+    b->adj = NULL;
     b->ctx = context_of(tid);
     Live *l = VG_(OSetGen_AllocNode)(live, sizeof(Live));
     l->addr = (Addr)p;
@@ -616,7 +691,25 @@ static void out_edges(Out *o, Edges *e) {
     ULong *pairs = VG_(malloc)("hl.sort", (e->used ? e->used : 1) * 2 * sizeof(ULong));
     ULong n = 0;
     for (ULong i = 0; i < e->cap; i++)
-        if (e->weights[i]) pairs[2 * n] = e->keys[i], pairs[2 * n + 1] = e->weights[i], n++;
+        if (e->slots[i].weight) pairs[2 * n] = e->slots[i].key, pairs[2 * n + 1] = e->slots[i].weight, n++;
+    VG_(ssort)(pairs, n, 2 * sizeof(ULong), edge_cmp);
+    for (ULong i = 0; i < n; i++) {
+        out_var(o, pairs[2 * i] >> 32);
+        out_var(o, pairs[2 * i] & 0xffffffffULL);
+        out_var(o, pairs[2 * i + 1]);
+    }
+    VG_(free)(pairs);
+}
+
+/* The co-access edges sorted by (from, to) (they are held by `to`). */
+static void out_adj(Out *o) {
+    ULong *pairs = VG_(malloc)("hl.sort", (coacc.used ? coacc.used : 1) * 2 * sizeof(ULong));
+    ULong n = 0;
+    for (ULong b = 0; b < n_blocks; b++) {
+        struct Adj *a = blocks[b].adj;
+        for (UInt i = 0; a && i < a->n; i++) pairs[2 * n] = (ULong)a->p[i].from << 32 | b, pairs[2 * n + 1] = a->p[i].weight, n++;
+    }
+    tl_assert(n == coacc.used);
     VG_(ssort)(pairs, n, 2 * sizeof(ULong), edge_cmp);
     for (ULong i = 0; i < n; i++) {
         out_var(o, pairs[2 * i] >> 32);
@@ -675,7 +768,7 @@ static void write_profile(void) {
         out_var(&o, x->writes);
         prev = x->alloc_at;
     }
-    out_edges(&o, &coacc);
+    out_adj(&o);
     out_edges(&o, &friends);
     out_bytes(&o, HLA_END, 8);
     ULong h = 0xcbf29ce484222325ULL;
@@ -728,7 +821,12 @@ static void hl_post_clo_init(void) {
     q_cap = (UInt)clo_affinity;
     q_id = VG_(malloc)("hl.q", q_cap * sizeof(ULong));
     q_bytes = VG_(malloc)("hl.q", q_cap * sizeof(UInt));
-    edges_init(&coacc, (ULong)clo_max_edges);
+    for (seen_mask = 1; seen_mask < 2 * q_cap; seen_mask *= 2) {}
+    seen_id = VG_(calloc)("hl.seen", seen_mask, sizeof(UInt));
+    seen_tag = VG_(calloc)("hl.seen", seen_mask, sizeof(UInt));
+    seen_mask--;
+    coacc.max = (ULong)clo_max_edges;
+    coacc.floor = 1;
     edges_init(&friends, (ULong)clo_max_edges);
 }
 
