@@ -84,12 +84,45 @@ static ULong c_id = 0;
 static Addr v_lo = 1, v_span = 0;
 static ULong v_id = 0;
 
+/* A direct-mapped cache of lookups by 32-byte granule: an entry holds the block found for an
+ * address of that granule and is checked against the address itself, so aliasing is harmless;
+ * a freed block's entries are cleared (they can only sit at the granules it covers). */
+#define AC_BITS 12
+#define AC_SHIFT 5
+typedef struct {
+    Addr lo;
+    SizeT span;
+    ULong id;
+} CacheEntry;
+static CacheEntry acache[1 << AC_BITS];
+
 static inline Bool find_block(Addr a, ULong *id) {
     if (a - heap_lo >= heap_hi - heap_lo) return False;
+    CacheEntry *e = &acache[(a >> AC_SHIFT) & ((1 << AC_BITS) - 1)];
+    if (a - e->lo < e->span) {
+        *id = e->id;
+        return True;
+    }
     Live *l = VG_(OSetGen_Lookup)(live, &a);
     if (!l || l->size == 0) return False;
+    e->lo = l->addr;
+    e->span = l->size;
+    e->id = l->id;
     *id = l->id;
     return True;
+}
+
+static void acache_forget(Addr lo, SizeT size, ULong id) {
+    ULong first = lo >> AC_SHIFT, last = (lo + (size ? size : 1) - 1) >> AC_SHIFT;
+    if (last - first >= (1 << AC_BITS)) {
+        for (UInt i = 0; i < (1 << AC_BITS); i++)
+            if (acache[i].id == id) acache[i].span = 0;
+        return;
+    }
+    for (ULong g = first; g <= last; g++) {
+        CacheEntry *e = &acache[g & ((1 << AC_BITS) - 1)];
+        if (e->id == id) e->span = 0;
+    }
 }
 
 /* ---- contexts --------------------------------------------------------------------------- */
@@ -594,6 +627,7 @@ static Bool end_block(void *p, SizeT *size) {
     Live *l = VG_(OSetGen_Lookup)(live, &a);
     if (!l || l->addr != a) return False;
     blocks[l->id].free_at = heap_clock++;
+    acache_forget(l->addr, l->size, l->id);
     if (l->id == c_id) c_span = 0;
     if (l->id == v_id) v_span = 0;
     if (size) *size = l->size;
