@@ -243,9 +243,9 @@ static UInt context_of(ThreadId tid) {
 /* ---- weighted edge tables (co-access, friends) -------------------------------------------- */
 
 /* Friends: open addressing on the packed pair (from << 32 | to); weight 0 = empty slot.
- * Co-access: one small open-addressed table per `to` block (struct Adj): a traversal of the
- * affinity queue updates the edges into the block just accessed, all in one table, and marks
- * each with the traversal's stamp (no double counting) without touching the other blocks. Both are bounded: at most `max` edges each; when full, every edge of weight <= floor
+ * Co-access: the edges into each block in a small array of its own (struct Adj, below): a
+ * traversal of the affinity queue updates only the table of the block just accessed.
+ * Both graphs are bounded: at most `max` edges each; when full, every edge of weight <= floor
  * is dropped (its weight counted in `dropped`) and floor doubles, so heavy edges survive and
  * memory stays fixed. */
 typedef struct {
@@ -367,11 +367,14 @@ static void coacc_prune(void) {
 static inline void coacc_add(UInt from, ULong to) {
     struct Adj *a = blocks[to].adj;
     if (a) {
-        UInt i = a->hint;
-        if (i >= a->n || a->p[i].from != from) {
-            for (i = 0; i < a->n && a->p[i].from != from; i++) {}
+        /* From the hint on, then from the start: a shifted pattern is found soon after. */
+        UInt i = a->hint < a->n ? a->hint : 0;
+        UInt left = a->n;
+        while (left && a->p[i].from != from) {
+            left--;
+            i = i + 1 < a->n ? i + 1 : 0;
         }
-        if (i < a->n) {
+        if (left) {
             if (a->p[i].weight != 0xffffffffU) a->p[i].weight++;
             a->hint = i + 1;
             return;
@@ -685,11 +688,15 @@ typedef struct {
     SizeT len, cap;
 } Out;
 
-static void out_bytes(Out *o, const void *p, SizeT n) {
+static void out_reserve(Out *o, SizeT n) {
     if (o->len + n > o->cap) {
         while (o->len + n > o->cap) o->cap = o->cap ? o->cap * 2 : 1 << 20;
         o->buf = VG_(realloc)("hl.out", o->buf, o->cap);
     }
+}
+
+static void out_bytes(Out *o, const void *p, SizeT n) {
+    out_reserve(o, n);
     VG_(memcpy)(o->buf + o->len, p, n);
     o->len += n;
 }
@@ -698,15 +705,14 @@ static void out_u32(Out *o, UInt v) { out_bytes(o, &v, 4); } /* amd64: little-en
 static void out_u64(Out *o, ULong v) { out_bytes(o, &v, 8); }
 
 static void out_var(Out *o, ULong v) {
-    UChar b[10];
-    Int n = 0;
-    do {
-        b[n] = v & 0x7f;
+    if (o->len + 10 > o->cap) out_reserve(o, 10);
+    UChar *b = o->buf + o->len;
+    while (v >= 0x80) {
+        *b++ = (UChar)(v | 0x80);
         v >>= 7;
-        if (v) b[n] |= 0x80;
-        n++;
-    } while (v);
-    out_bytes(o, b, n);
+    }
+    *b++ = (UChar)v;
+    o->len = b - o->buf;
 }
 
 static void out_str(Out *o, const HChar *s) {
@@ -735,22 +741,36 @@ static void out_edges(Out *o, Edges *e) {
     VG_(free)(pairs);
 }
 
-/* The co-access edges sorted by (from, to) (they are held by `to`). */
+/* The co-access edges sorted by (from, to). They are held by `to`: a counting sort by `from`
+ * that visits the targets in ascending order leaves each source's targets ascending too. */
 static void out_adj(Out *o) {
-    ULong *pairs = VG_(malloc)("hl.sort", (coacc.used ? coacc.used : 1) * 2 * sizeof(ULong));
-    ULong n = 0;
+    ULong *start = VG_(calloc)("hl.sort", n_blocks + 1, sizeof(ULong));
+    for (ULong b = 0; b < n_blocks; b++)
+        for (UInt i = 0; blocks[b].adj && i < blocks[b].adj->n; i++) start[blocks[b].adj->p[i].from + 1]++;
+    for (ULong b = 0; b < n_blocks; b++) start[b + 1] += start[b];
+    tl_assert(start[n_blocks] == coacc.used);
+    UInt *to = VG_(malloc)("hl.sort", (coacc.used ? coacc.used : 1) * sizeof(UInt));
+    UInt *weight = VG_(malloc)("hl.sort", (coacc.used ? coacc.used : 1) * sizeof(UInt));
     for (ULong b = 0; b < n_blocks; b++) {
         struct Adj *a = blocks[b].adj;
-        for (UInt i = 0; a && i < a->n; i++) pairs[2 * n] = (ULong)a->p[i].from << 32 | b, pairs[2 * n + 1] = a->p[i].weight, n++;
+        for (UInt i = 0; a && i < a->n; i++) {
+            ULong at = start[a->p[i].from]++;
+            to[at] = (UInt)b;
+            weight[at] = a->p[i].weight;
+        }
     }
-    tl_assert(n == coacc.used);
-    VG_(ssort)(pairs, n, 2 * sizeof(ULong), edge_cmp);
-    for (ULong i = 0; i < n; i++) {
-        out_var(o, pairs[2 * i] >> 32);
-        out_var(o, pairs[2 * i] & 0xffffffffULL);
-        out_var(o, pairs[2 * i + 1]);
+    /* start[f] is now the end of f's run, which is where f + 1's begins. */
+    ULong at = 0;
+    for (ULong f = 0; f < n_blocks; f++) {
+        for (; at < start[f]; at++) {
+            out_var(o, f);
+            out_var(o, to[at]);
+            out_var(o, weight[at]);
+        }
     }
-    VG_(free)(pairs);
+    VG_(free)(start);
+    VG_(free)(to);
+    VG_(free)(weight);
 }
 
 static Int hl_pid = 0;
