@@ -261,8 +261,10 @@ static Edges coacc, friends; /* coacc: only used, max, floor and dropped */
 
 /* The edges into one block, in the order they first occurred: a program that repeats an
  * access pattern repeats the order of a traversal's sources, so the slot after the last match
- * (`hint`) is usually the next one wanted, and the scan is sequential memory. Weights saturate
- * at 2^32 - 1. */
+ * (`hint`) is usually the next one wanted. Otherwise small tables are scanned; from ADJ_INDEXED
+ * slots on, an open-addressed index of positions (2 per slot, after the pairs) finds the
+ * source, so a block with many sources costs no more per update. Weights saturate at 2^32 - 1. */
+#define ADJ_INDEXED 16
 typedef struct {
     UInt from, weight;
 } Pair;
@@ -340,17 +342,30 @@ static void edges_add(Edges *e, ULong from, ULong to) {
 }
 
 /* A block's table with room for `cap` edges, without those of weight <= keep_above. */
+static inline UInt *adj_index(struct Adj *a) { return (UInt *)&a->p[a->cap]; }
+
+/* Records that the pair at `pos` has source `from` in an indexed table. */
+static inline void adj_index_put(struct Adj *a, UInt from, UInt pos) {
+    UInt *idx = adj_index(a), mask = 2 * a->cap - 1;
+    UInt j = (UInt)mix64(from) & mask;
+    while (idx[j]) j = (j + 1) & mask;
+    idx[j] = pos + 1;
+}
+
 static struct Adj *adj_rebuild(struct Adj *a, UInt cap, ULong keep_above) {
-    struct Adj *n = VG_(malloc)("hl.adj", sizeof(struct Adj) + cap * sizeof(Pair));
+    SizeT idx_bytes = cap >= ADJ_INDEXED ? 2 * cap * sizeof(UInt) : 0;
+    struct Adj *n = VG_(malloc)("hl.adj", sizeof(struct Adj) + cap * sizeof(Pair) + idx_bytes);
     n->n = 0;
     n->cap = cap;
     n->hint = 0;
+    if (idx_bytes) VG_(memset)(adj_index(n), 0, idx_bytes);
     for (UInt i = 0; a && i < a->n; i++) {
         if (a->p[i].weight <= keep_above) {
             coacc.dropped += a->p[i].weight;
             coacc.used--;
             continue;
         }
+        if (idx_bytes) adj_index_put(n, a->p[i].from, n->n);
         n->p[n->n++] = a->p[i];
     }
     if (a) VG_(free)(a);
@@ -367,14 +382,18 @@ static void coacc_prune(void) {
 static inline void coacc_add(UInt from, ULong to) {
     struct Adj *a = blocks[to].adj;
     if (a) {
-        /* From the hint on, then from the start: a shifted pattern is found soon after. */
-        UInt i = a->hint < a->n ? a->hint : 0;
-        UInt left = a->n;
-        while (left && a->p[i].from != from) {
-            left--;
-            i = i + 1 < a->n ? i + 1 : 0;
+        UInt i = a->hint;
+        if (i >= a->n || a->p[i].from != from) {
+            if (a->cap < ADJ_INDEXED) {
+                for (i = 0; i < a->n && a->p[i].from != from; i++) {}
+            } else {
+                UInt *idx = adj_index(a), mask = 2 * a->cap - 1;
+                UInt j = (UInt)mix64(from) & mask;
+                while (idx[j] && a->p[idx[j] - 1].from != from) j = (j + 1) & mask;
+                i = idx[j] ? idx[j] - 1 : a->n;
+            }
         }
-        if (left) {
+        if (i < a->n) {
             if (a->p[i].weight != 0xffffffffU) a->p[i].weight++;
             a->hint = i + 1;
             return;
@@ -386,6 +405,7 @@ static inline void coacc_add(UInt from, ULong to) {
         return;
     }
     if (!a || a->n == a->cap) a = blocks[to].adj = adj_rebuild(a, a ? a->cap * 2 : 4, 0);
+    if (a->cap >= ADJ_INDEXED) adj_index_put(a, from, a->n);
     a->p[a->n].from = from;
     a->p[a->n].weight = 1;
     a->n++;
