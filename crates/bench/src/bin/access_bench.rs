@@ -51,7 +51,7 @@ const WORKLOADS: &[Workload] = &[
     Workload {
         name: "analyzer",
         flags: &["-DVERSION=\"1.00\"", "-DCOMPDATE=\"today\"", "-DCFLAGS=\"\"", "-DHOSTNAME=\"thishost\""],
-        args: &["ref.in"],
+        args: &["test.in"],
         stdin: None,
     },
 ];
