@@ -9,7 +9,7 @@ VENV     := .venv
 VPY      := $(VENV)/bin/python
 VENV_ABS := $(abspath $(VENV))
 
-.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-study bench-decide bench-deps deps trace-deps study-deps clean \
+.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-study bench-decide bench-access bench-deps deps trace-deps study-deps clean \
         python python-test wheel bench-python bench-onnx bench-torch bench-dask
 
 all: build
@@ -105,6 +105,12 @@ bench-apply-runtime:
 bench-study: build
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench-study --heaplab $(HEAPLAB)
+
+# The access profiler's slowdown on the shared workloads (built into target/workloads) against
+# the plain program, valgrind --tool=none and --tool=dhat: writes bench/access-results.md/json.
+bench-access: build
+	$(CARGO) build --release -p heaplab-bench
+	target/release/heaplab-bench-access --heaplab $(HEAPLAB)
 
 # The thesis' CPython allocator study (pyperformance x pymalloc on/off x glibc/jemalloc/mimalloc,
 # for /usr/bin/python3, a PGO+LTO release build, and a standard build: HEAPLAB_STANDARD_PYTHON or

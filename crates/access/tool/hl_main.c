@@ -49,7 +49,7 @@ typedef struct {
     ULong alloc_at, free_at;
     ULong reads, writes;
     UInt ctx;
-    UInt stamp; /* last affinity traversal that saw it (no double counting) */
+    struct Adj *adj; /* its incoming co-access edges, or NULL */
 } Block;
 
 static Block *blocks = NULL;
@@ -84,12 +84,45 @@ static ULong c_id = 0;
 static Addr v_lo = 1, v_span = 0;
 static ULong v_id = 0;
 
+/* A direct-mapped cache of lookups by 32-byte granule: an entry holds the block found for an
+ * address of that granule and is checked against the address itself, so aliasing is harmless;
+ * a freed block's entries are cleared (they can only sit at the granules it covers). */
+#define AC_BITS 12
+#define AC_SHIFT 5
+typedef struct {
+    Addr lo;
+    SizeT span;
+    ULong id;
+} CacheEntry;
+static CacheEntry acache[1 << AC_BITS];
+
 static inline Bool find_block(Addr a, ULong *id) {
     if (a - heap_lo >= heap_hi - heap_lo) return False;
+    CacheEntry *e = &acache[(a >> AC_SHIFT) & ((1 << AC_BITS) - 1)];
+    if (a - e->lo < e->span) {
+        *id = e->id;
+        return True;
+    }
     Live *l = VG_(OSetGen_Lookup)(live, &a);
     if (!l || l->size == 0) return False;
+    e->lo = l->addr;
+    e->span = l->size;
+    e->id = l->id;
     *id = l->id;
     return True;
+}
+
+static void acache_forget(Addr lo, SizeT size, ULong id) {
+    ULong first = lo >> AC_SHIFT, last = (lo + (size ? size : 1) - 1) >> AC_SHIFT;
+    if (last - first >= (1 << AC_BITS)) {
+        for (UInt i = 0; i < (1 << AC_BITS); i++)
+            if (acache[i].id == id) acache[i].span = 0;
+        return;
+    }
+    for (ULong g = first; g <= last; g++) {
+        CacheEntry *e = &acache[g & ((1 << AC_BITS) - 1)];
+        if (e->id == id) e->span = 0;
+    }
 }
 
 /* ---- contexts --------------------------------------------------------------------------- */
@@ -209,17 +242,39 @@ static UInt context_of(ThreadId tid) {
 
 /* ---- weighted edge tables (co-access, friends) -------------------------------------------- */
 
-/* Open addressing on the packed pair (from << 32 | to); weight 0 = empty slot. Bounded: at most
- * `max` edges; when full, every edge of weight <= floor is dropped (its weight counted in
- * `dropped`) and floor doubles, so heavy edges survive and memory stays fixed. */
+/* Friends: open addressing on the packed pair (from << 32 | to); weight 0 = empty slot.
+ * Co-access: the edges into each block in a small array of its own (struct Adj, below): a
+ * traversal of the affinity queue updates only the table of the block just accessed.
+ * Both graphs are bounded: at most `max` edges each; when full, every edge of weight <= floor
+ * is dropped (its weight counted in `dropped`) and floor doubles, so heavy edges survive and
+ * memory stays fixed. */
 typedef struct {
-    ULong *keys, *weights;
+    ULong key, weight;
+} Slot;
+
+typedef struct {
+    Slot *slots;
     ULong cap, used, max, floor, dropped;
 } Edges;
 
-static Edges coacc, friends;
+static Edges coacc, friends; /* coacc: only used, max, floor and dropped */
 
-static inline ULong pair_hash(ULong k) {
+/* The edges into one block, in the order they first occurred: a program that repeats an
+ * access pattern repeats the order of a traversal's sources, so the slot after the last match
+ * (`hint`) is usually the next one wanted. Otherwise small tables are scanned; from ADJ_INDEXED
+ * slots on, an open-addressed index of positions (2 per slot, after the pairs) finds the
+ * source, so a block with many sources costs no more per update. Weights saturate at 2^32 - 1. */
+#define ADJ_INDEXED 16
+typedef struct {
+    UInt from, weight;
+} Pair;
+
+struct Adj {
+    UInt n, cap, hint;
+    Pair p[];
+};
+
+static inline ULong mix64(ULong k) {
     k ^= k >> 31;
     k *= 0x7fb5d329728ea185ULL;
     return k ^ (k >> 27);
@@ -227,8 +282,7 @@ static inline ULong pair_hash(ULong k) {
 
 static void edges_init(Edges *e, ULong max) {
     e->cap = 1024;
-    e->keys = VG_(calloc)("hl.ekeys", e->cap, sizeof(ULong));
-    e->weights = VG_(calloc)("hl.ew", e->cap, sizeof(ULong));
+    e->slots = VG_(calloc)("hl.edges", e->cap, sizeof(Slot));
     e->used = 0;
     e->max = max;
     e->floor = 1;
@@ -236,38 +290,36 @@ static void edges_init(Edges *e, ULong max) {
 }
 
 static void edges_rehash(Edges *e, ULong cap, ULong keep_above) {
-    ULong *keys = VG_(calloc)("hl.ekeys", cap, sizeof(ULong));
-    ULong *weights = VG_(calloc)("hl.ew", cap, sizeof(ULong));
+    Slot *slots = VG_(calloc)("hl.edges", cap, sizeof(Slot));
     ULong used = 0;
     for (ULong i = 0; i < e->cap; i++) {
-        if (!e->weights[i]) continue;
-        if (e->weights[i] <= keep_above) {
-            e->dropped += e->weights[i];
+        Slot *s = &e->slots[i];
+        if (!s->weight) continue;
+        if (s->weight <= keep_above) {
+            e->dropped += s->weight;
             continue;
         }
-        ULong j = pair_hash(e->keys[i]) & (cap - 1);
-        while (weights[j]) j = (j + 1) & (cap - 1);
-        keys[j] = e->keys[i];
-        weights[j] = e->weights[i];
+        ULong j = mix64(s->key) & (cap - 1);
+        while (slots[j].weight) j = (j + 1) & (cap - 1);
+        slots[j] = *s;
         used++;
     }
-    VG_(free)(e->keys);
-    VG_(free)(e->weights);
-    e->keys = keys;
-    e->weights = weights;
+    VG_(free)(e->slots);
+    e->slots = slots;
     e->cap = cap;
     e->used = used;
 }
 
-static inline void edges_add(Edges *e, ULong from, ULong to) {
+static void edges_add(Edges *e, ULong from, ULong to) {
     ULong k = from << 32 | to;
-    ULong j = pair_hash(k) & (e->cap - 1);
-    while (e->weights[j]) {
-        if (e->keys[j] == k) {
-            e->weights[j]++;
+    ULong mask = e->cap - 1;
+    ULong j = mix64(k) & mask;
+    while (e->slots[j].weight) {
+        if (e->slots[j].key == k) {
+            e->slots[j].weight++;
             return;
         }
-        j = (j + 1) & (e->cap - 1);
+        j = (j + 1) & mask;
     }
     if (e->used >= e->max) {
         /* Full: the new edge would have weight 1, below any floor, so it is dropped too. */
@@ -280,12 +332,85 @@ static inline void edges_add(Edges *e, ULong from, ULong to) {
     }
     if ((e->used + 1) * 2 > e->cap) {
         edges_rehash(e, e->cap * 2, 0);
-        j = pair_hash(k) & (e->cap - 1);
-        while (e->weights[j]) j = (j + 1) & (e->cap - 1);
+        mask = e->cap - 1;
+        j = mix64(k) & mask;
+        while (e->slots[j].weight) j = (j + 1) & mask;
     }
-    e->keys[j] = k;
-    e->weights[j] = 1;
+    e->slots[j].key = k;
+    e->slots[j].weight = 1;
     e->used++;
+}
+
+/* A block's table with room for `cap` edges, without those of weight <= keep_above. */
+static inline UInt *adj_index(struct Adj *a) { return (UInt *)&a->p[a->cap]; }
+
+/* Records that the pair at `pos` has source `from` in an indexed table. */
+static inline void adj_index_put(struct Adj *a, UInt from, UInt pos) {
+    UInt *idx = adj_index(a), mask = 2 * a->cap - 1;
+    UInt j = (UInt)mix64(from) & mask;
+    while (idx[j]) j = (j + 1) & mask;
+    idx[j] = pos + 1;
+}
+
+static struct Adj *adj_rebuild(struct Adj *a, UInt cap, ULong keep_above) {
+    SizeT idx_bytes = cap >= ADJ_INDEXED ? 2 * cap * sizeof(UInt) : 0;
+    struct Adj *n = VG_(malloc)("hl.adj", sizeof(struct Adj) + cap * sizeof(Pair) + idx_bytes);
+    n->n = 0;
+    n->cap = cap;
+    n->hint = 0;
+    if (idx_bytes) VG_(memset)(adj_index(n), 0, idx_bytes);
+    for (UInt i = 0; a && i < a->n; i++) {
+        if (a->p[i].weight <= keep_above) {
+            coacc.dropped += a->p[i].weight;
+            coacc.used--;
+            continue;
+        }
+        if (idx_bytes) adj_index_put(n, a->p[i].from, n->n);
+        n->p[n->n++] = a->p[i];
+    }
+    if (a) VG_(free)(a);
+    return n;
+}
+
+static void coacc_prune(void) {
+    for (ULong b = 0; b < n_blocks; b++)
+        if (blocks[b].adj) blocks[b].adj = adj_rebuild(blocks[b].adj, blocks[b].adj->cap, coacc.floor);
+    coacc.floor *= 2;
+}
+
+/* Adds 1 to the edge from -> to. */
+static inline void coacc_add(UInt from, ULong to) {
+    struct Adj *a = blocks[to].adj;
+    if (a) {
+        UInt i = a->hint;
+        if (i >= a->n || a->p[i].from != from) {
+            if (a->cap < ADJ_INDEXED) {
+                for (i = 0; i < a->n && a->p[i].from != from; i++) {}
+            } else {
+                UInt *idx = adj_index(a), mask = 2 * a->cap - 1;
+                UInt j = (UInt)mix64(from) & mask;
+                while (idx[j] && a->p[idx[j] - 1].from != from) j = (j + 1) & mask;
+                i = idx[j] ? idx[j] - 1 : a->n;
+            }
+        }
+        if (i < a->n) {
+            if (a->p[i].weight != 0xffffffffU) a->p[i].weight++;
+            a->hint = i + 1;
+            return;
+        }
+    }
+    if (coacc.used >= coacc.max) {
+        while (coacc.used >= coacc.max) coacc_prune();
+        coacc.dropped++;
+        return;
+    }
+    if (!a || a->n == a->cap) a = blocks[to].adj = adj_rebuild(a, a ? a->cap * 2 : 4, 0);
+    if (a->cap >= ADJ_INDEXED) adj_index_put(a, from, a->n);
+    a->p[a->n].from = from;
+    a->p[a->n].weight = 1;
+    a->n++;
+    a->hint = a->n;
+    coacc.used++;
 }
 
 /* ---- the affinity queue (HALO §4.2) -------------------------------------------------------- */
@@ -296,25 +421,31 @@ static inline void edges_add(Edges *e, ULong from, ULong to) {
 static ULong *q_id = NULL;
 static UInt *q_bytes = NULL;
 static UInt q_cap = 0, q_head = 0, q_len = 0;
-static UInt q_stamp = 0;
+/* The sources already counted in the current traversal (no double counting): an
+ * open-addressed set whose entries are valid when tagged with the traversal's stamp. */
+static UInt *seen_id = NULL, *seen_tag = NULL;
+static UInt seen_mask = 0, q_stamp = 0;
 
 static void affinity_access(ULong v, UWord sz) {
     if (q_len && q_id[(q_head + q_cap - 1) % q_cap] == v) return; /* same macro-access */
     if (++q_stamp == 0) {
-        for (ULong b = 0; b < n_blocks; b++) blocks[b].stamp = 0;
+        VG_(memset)(seen_tag, 0, (seen_mask + 1) * sizeof(UInt));
         q_stamp = 1;
     }
-    blocks[v].stamp = q_stamp;
     ULong sum = 0;
     UInt idx = q_head;
     for (UInt k = 0; k < q_len; k++) {
         idx = idx ? idx - 1 : q_cap - 1;
         sum += q_bytes[idx];
         if (sum >= (ULong)clo_affinity) break;
-        ULong u = q_id[idx];
-        if (blocks[u].stamp == q_stamp) continue;
-        blocks[u].stamp = q_stamp;
-        edges_add(&coacc, u, v);
+        UInt u = (UInt)q_id[idx];
+        if (u == v) continue;
+        UInt j = (UInt)mix64(u) & seen_mask;
+        while (seen_tag[j] == q_stamp && seen_id[j] != u) j = (j + 1) & seen_mask;
+        if (seen_tag[j] == q_stamp) continue;
+        seen_tag[j] = q_stamp;
+        seen_id[j] = u;
+        coacc_add(u, v);
     }
     q_id[q_head] = v;
     q_bytes[q_head] = sz ? (UInt)sz : 1;
@@ -500,7 +631,7 @@ static void *new_block(ThreadId tid, SizeT req, SizeT align, Bool zero) {
     b->alloc_at = heap_clock++;
     b->free_at = ~0ULL;
     b->reads = b->writes = 0;
-    b->stamp = 0;
+    b->adj = NULL;
     b->ctx = context_of(tid);
     Live *l = VG_(OSetGen_AllocNode)(live, sizeof(Live));
     l->addr = (Addr)p;
@@ -519,6 +650,7 @@ static Bool end_block(void *p, SizeT *size) {
     Live *l = VG_(OSetGen_Lookup)(live, &a);
     if (!l || l->addr != a) return False;
     blocks[l->id].free_at = heap_clock++;
+    acache_forget(l->addr, l->size, l->id);
     if (l->id == c_id) c_span = 0;
     if (l->id == v_id) v_span = 0;
     if (size) *size = l->size;
@@ -576,11 +708,15 @@ typedef struct {
     SizeT len, cap;
 } Out;
 
-static void out_bytes(Out *o, const void *p, SizeT n) {
+static void out_reserve(Out *o, SizeT n) {
     if (o->len + n > o->cap) {
         while (o->len + n > o->cap) o->cap = o->cap ? o->cap * 2 : 1 << 20;
         o->buf = VG_(realloc)("hl.out", o->buf, o->cap);
     }
+}
+
+static void out_bytes(Out *o, const void *p, SizeT n) {
+    out_reserve(o, n);
     VG_(memcpy)(o->buf + o->len, p, n);
     o->len += n;
 }
@@ -589,15 +725,14 @@ static void out_u32(Out *o, UInt v) { out_bytes(o, &v, 4); } /* amd64: little-en
 static void out_u64(Out *o, ULong v) { out_bytes(o, &v, 8); }
 
 static void out_var(Out *o, ULong v) {
-    UChar b[10];
-    Int n = 0;
-    do {
-        b[n] = v & 0x7f;
+    if (o->len + 10 > o->cap) out_reserve(o, 10);
+    UChar *b = o->buf + o->len;
+    while (v >= 0x80) {
+        *b++ = (UChar)(v | 0x80);
         v >>= 7;
-        if (v) b[n] |= 0x80;
-        n++;
-    } while (v);
-    out_bytes(o, b, n);
+    }
+    *b++ = (UChar)v;
+    o->len = b - o->buf;
 }
 
 static void out_str(Out *o, const HChar *s) {
@@ -616,7 +751,7 @@ static void out_edges(Out *o, Edges *e) {
     ULong *pairs = VG_(malloc)("hl.sort", (e->used ? e->used : 1) * 2 * sizeof(ULong));
     ULong n = 0;
     for (ULong i = 0; i < e->cap; i++)
-        if (e->weights[i]) pairs[2 * n] = e->keys[i], pairs[2 * n + 1] = e->weights[i], n++;
+        if (e->slots[i].weight) pairs[2 * n] = e->slots[i].key, pairs[2 * n + 1] = e->slots[i].weight, n++;
     VG_(ssort)(pairs, n, 2 * sizeof(ULong), edge_cmp);
     for (ULong i = 0; i < n; i++) {
         out_var(o, pairs[2 * i] >> 32);
@@ -624,6 +759,38 @@ static void out_edges(Out *o, Edges *e) {
         out_var(o, pairs[2 * i + 1]);
     }
     VG_(free)(pairs);
+}
+
+/* The co-access edges sorted by (from, to). They are held by `to`: a counting sort by `from`
+ * that visits the targets in ascending order leaves each source's targets ascending too. */
+static void out_adj(Out *o) {
+    ULong *start = VG_(calloc)("hl.sort", n_blocks + 1, sizeof(ULong));
+    for (ULong b = 0; b < n_blocks; b++)
+        for (UInt i = 0; blocks[b].adj && i < blocks[b].adj->n; i++) start[blocks[b].adj->p[i].from + 1]++;
+    for (ULong b = 0; b < n_blocks; b++) start[b + 1] += start[b];
+    tl_assert(start[n_blocks] == coacc.used);
+    UInt *to = VG_(malloc)("hl.sort", (coacc.used ? coacc.used : 1) * sizeof(UInt));
+    UInt *weight = VG_(malloc)("hl.sort", (coacc.used ? coacc.used : 1) * sizeof(UInt));
+    for (ULong b = 0; b < n_blocks; b++) {
+        struct Adj *a = blocks[b].adj;
+        for (UInt i = 0; a && i < a->n; i++) {
+            ULong at = start[a->p[i].from]++;
+            to[at] = (UInt)b;
+            weight[at] = a->p[i].weight;
+        }
+    }
+    /* start[f] is now the end of f's run, which is where f + 1's begins. */
+    ULong at = 0;
+    for (ULong f = 0; f < n_blocks; f++) {
+        for (; at < start[f]; at++) {
+            out_var(o, f);
+            out_var(o, to[at]);
+            out_var(o, weight[at]);
+        }
+    }
+    VG_(free)(start);
+    VG_(free)(to);
+    VG_(free)(weight);
 }
 
 static Int hl_pid = 0;
@@ -675,7 +842,7 @@ static void write_profile(void) {
         out_var(&o, x->writes);
         prev = x->alloc_at;
     }
-    out_edges(&o, &coacc);
+    out_adj(&o);
     out_edges(&o, &friends);
     out_bytes(&o, HLA_END, 8);
     ULong h = 0xcbf29ce484222325ULL;
@@ -728,7 +895,12 @@ static void hl_post_clo_init(void) {
     q_cap = (UInt)clo_affinity;
     q_id = VG_(malloc)("hl.q", q_cap * sizeof(ULong));
     q_bytes = VG_(malloc)("hl.q", q_cap * sizeof(UInt));
-    edges_init(&coacc, (ULong)clo_max_edges);
+    for (seen_mask = 1; seen_mask < 2 * q_cap; seen_mask *= 2) {}
+    seen_id = VG_(calloc)("hl.seen", seen_mask, sizeof(UInt));
+    seen_tag = VG_(calloc)("hl.seen", seen_mask, sizeof(UInt));
+    seen_mask--;
+    coacc.max = (ULong)clo_max_edges;
+    coacc.floor = 1;
     edges_init(&friends, (ULong)clo_max_edges);
 }
 
