@@ -5,23 +5,24 @@
 
 use heaplab_access::{AccessProfile, Edge};
 
-/// How far ahead (in blocks of either sequence, together) a resynchronisation looks.
+/// Blocks of each sequence an alignment window spans.
 pub const WINDOW: usize = 64;
-/// Equal sizes in a row that confirm a resynchronisation (fewer at the very end).
-pub const CONFIRM: usize = 8;
 
 /// Aligns two size sequences: `result[i]` is the index in `profile` of the block that trace
-/// block `i` stands for, `None` when it has none. Equal sizes pair off in order; at a difference
-/// the smallest skip of `a` trace blocks and `b` profile blocks (`a + b ≤ WINDOW`) after which
-/// [`CONFIRM`] sizes agree is taken, or one block of each is passed over when none is. Each
-/// difference costs at most O(WINDOW²) comparisons, so the whole is linear in the lengths.
+/// block `i` stands for, `None` when it has none. Equal sizes pair off in order. At a
+/// difference, the next [`WINDOW`] blocks of each sequence are aligned exactly (the longest
+/// common subsequence of their sizes, by dynamic programming), and the first half of that
+/// alignment is kept: the second half may be cut short by the window's end, and is aligned
+/// again from where the first ends. Insertions and deletions in either sequence, a few or a
+/// few dozen together, and several close to one another, are all handled; each window costs
+/// O(WINDOW²) and moves on by at least WINDOW / 2 blocks of one sequence, so the whole is
+/// linear in the lengths.
 pub fn align(trace: &[u64], profile: &[u64]) -> Vec<Option<usize>> {
     let (n, m) = (trace.len(), profile.len());
     let mut out = vec![None; n];
-    let agree = |x: usize, y: usize| {
-        let run = CONFIRM.min(n - x).min(m - y);
-        run > 0 && (0..run).all(|k| trace[x + k] == profile[y + k])
-    };
+    // lcs[x * (WINDOW + 1) + y]: common subsequence of the windows' suffixes from x and y.
+    let stride = WINDOW + 1;
+    let mut lcs = vec![0u16; stride * stride];
     let (mut i, mut j) = (0, 0);
     while i < n && j < m {
         if trace[i] == profile[j] {
@@ -30,10 +31,36 @@ pub fn align(trace: &[u64], profile: &[u64]) -> Vec<Option<usize>> {
             j += 1;
             continue;
         }
-        let skip = (1..=WINDOW).find_map(|d| (0..=d).map(|a| (a, d - a)).find(|&(a, b)| i + a < n && j + b < m && agree(i + a, j + b)));
-        let (a, b) = skip.unwrap_or((1, 1));
-        i += a;
-        j += b;
+        let (w1, w2) = (WINDOW.min(n - i), WINDOW.min(m - j));
+        for x in (0..=w1).rev() {
+            for y in (0..=w2).rev() {
+                lcs[x * stride + y] = if x == w1 || y == w2 {
+                    0
+                } else if trace[i + x] == profile[j + y] {
+                    1 + lcs[(x + 1) * stride + y + 1]
+                } else {
+                    lcs[(x + 1) * stride + y].max(lcs[x * stride + y + 1])
+                };
+            }
+        }
+        // Keep the first half, or all of it where a sequence ends inside the window.
+        let hx = if i + w1 == n { w1 } else { w1 / 2 };
+        let hy = if j + w2 == m { w2 } else { w2 / 2 };
+        let (mut x, mut y) = (0, 0);
+        while x < hx && y < hy {
+            let here = lcs[x * stride + y];
+            if trace[i + x] == profile[j + y] && here == 1 + lcs[(x + 1) * stride + y + 1] {
+                out[i + x] = Some(j + y);
+                x += 1;
+                y += 1;
+            } else if lcs[(x + 1) * stride + y] == here {
+                x += 1;
+            } else {
+                y += 1;
+            }
+        }
+        i += x;
+        j += y;
     }
     out
 }
@@ -114,16 +141,18 @@ mod tests {
     #[test]
     fn extra_and_missing_blocks_at_either_side_and_inside() {
         let base: Vec<u64> = (0..400).map(|k| 16 + (k * 7919 % 97) * 8).collect();
-        // The profile has 5 extra blocks at the start, misses 3 inside and has 2 more at the end.
+        // The profile has 5 extra blocks at the start, misses 5 inside (two of them close to the
+        // start and to each other, within a confirming run) and has 2 more at the end.
+        let gone = [3, 6, 100, 101, 250];
         let mut prof = vec![1, 2, 3, 4, 5];
-        prof.extend(base.iter().enumerate().filter(|(k, _)| ![100, 101, 250].contains(k)).map(|(_, &s)| s));
+        prof.extend(base.iter().enumerate().filter(|(k, _)| !gone.contains(k)).map(|(_, &s)| s));
         prof.extend([9999, 7777]);
         let map = align(&base, &prof);
         let found = pairs(&map);
-        assert_eq!(found.len(), 397, "every block present in both is aligned");
+        assert_eq!(found.len(), 395, "every block present in both is aligned");
         for (i, j) in found {
             assert_eq!(base[i], prof[j]);
-            let expect = 5 + i - [100, 101, 250].iter().filter(|&&d| d < i).count();
+            let expect = 5 + i - gone.iter().filter(|&&d| d < i).count();
             assert_eq!(j, expect, "block {i}");
         }
         // The trace has blocks the profile lacks at its start and inside.
@@ -135,6 +164,14 @@ mod tests {
         assert_eq!(pairs(&map).len(), 400);
         assert!(map[0].is_none() && map[1].is_none() && map[202].is_none());
         assert_eq!(map[203], Some(200));
+        // Dozens together: 20 blocks inserted in the trace, 30 missing from it further on.
+        let mut trace: Vec<u64> = base[..100].to_vec();
+        trace.extend((0..20).map(|k| 5 + k));
+        trace.extend(&base[100..250]);
+        trace.extend(&base[280..]);
+        let found = pairs(&align(&trace, &base));
+        assert_eq!(found.len(), 370);
+        assert!(found.iter().all(|&(i, j)| trace[i] == base[j] && (j < 100 && i == j || (100..250).contains(&j) && i == j + 20 || j >= 280 && i == j - 10)));
     }
 
     #[test]

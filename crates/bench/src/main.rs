@@ -11,7 +11,7 @@
 //! Going through the binary instead of linking the planner keeps the numbers honest: file I/O,
 //! parsing, validation and process start-up are all in the time, as they are in the anchors.
 //!
-//! For issue 3's target (10^4–10^5 buffers, generated and traced: fragmentation at most half of
+//! For the boxing target (10^4–10^5 buffers, generated and traced: fragmentation at most half of
 //! what the boxing algorithm alone reaches, in no more time) it also runs `heaplab plan
 //! --algorithm boxing` on those rows, and traces real programs (`traced.rs`) to plan their heaps.
 
@@ -49,7 +49,7 @@ Options:
   --kill-after SECONDS  kill a child that runs this long [default: 600]
   --no-baseline         skip the second run `heaplab plan --algorithm boxing` (the boxing
                         algorithm alone, same --time-limit and --plan-seed) made for generated
-                        instances of 10^4 to 10^5 buffers and traced programs (issue 3's target)
+                        instances of 10^4 to 10^5 buffers and traced programs (the boxing target)
   --no-traced           skip the traced group (python3, sqlite3, perl, jq traced with
                         `heaplab trace` on generated inputs, converted and planned)
   --keep                keep the generated instances and placements (their folder is printed)
@@ -172,7 +172,7 @@ struct Job {
     gen: Option<(String, usize)>,
     /// For traced programs: the run to trace; `path` is made by `heaplab trace` and `convert`.
     traced: Option<traced::Workload>,
-    /// Also run the boxing algorithm alone on it (issue 3's baseline).
+    /// Also run the boxing algorithm alone on it (the boxing baseline).
     baseline: bool,
     /// Also plan it under this capacity (`--capacity`): the minimalloc suite at the capacity its
     /// files are named after, the question minimalloc answers.
@@ -180,7 +180,7 @@ struct Job {
     path: PathBuf,
 }
 
-/// Generated sizes that get the boxing baseline: issue 3's target row is 10^4–10^5 buffers.
+/// Generated sizes that get the boxing baseline: the boxing target row is 10^4–10^5 buffers.
 fn wants_baseline(n: usize) -> bool {
     (10_000..=100_000).contains(&n)
 }

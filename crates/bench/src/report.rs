@@ -38,7 +38,7 @@ pub struct Row {
     pub error: Option<String>,
     /// The plan's JSON as printed, kept whole in results.json.
     pub plan_json: Option<Value>,
-    /// `heaplab plan --algorithm boxing` on the same input (issue 3's comparison), for the rows
+    /// `heaplab plan --algorithm boxing` on the same input (the boxing comparison), for the rows
     /// that get it: generated 10^4 ≤ n ≤ 10^5 and traced.
     pub baseline: Option<Baseline>,
     /// For traced rows: the program, its workload and the trace's figures.
@@ -224,7 +224,7 @@ impl Row {
             "boxing_baseline": self.baseline.as_ref().map(Baseline::to_json),
             "at_capacity": self.at_capacity.as_ref().map(CapacityRun::to_json),
             "target": self.baseline.as_ref().map(|_| json!({
-                "rule": "issue 3: fragmentation at most half of what the boxing algorithm alone reaches, in no more time",
+                "rule": "fragmentation at most half of what the boxing algorithm alone reaches, in no more time",
                 "frag_at_most_half": self.frag_at_most_half(),
                 "no_more_time": self.no_more_time(),
                 "time_slack": TIME_SLACK,
@@ -416,12 +416,12 @@ is below 1,048,576.";
 /// What the boxing columns mean, for results.md.
 pub const BASELINE_NOTE: &str = "*boxing alone %* and *boxing s* come from a second run, \
 `heaplab plan INPUT -o OUT --json --algorithm boxing` with the same `--time-limit` and `--seed`, on the \
-rows issue 3's target is about: generated instances of 10^4 to 10^5 buffers and traced programs \
+rows the boxing target is about: generated instances of 10^4 to 10^5 buffers and traced programs \
 (— elsewhere). *≤ half* is that target's fragmentation test, 2·(makespan − max load) ≤ (boxing \
 makespan − max load) in exact bytes (0 against 0 passes); *no more time* is its time test, \
 *time s* ≤ *boxing s* + 5% (one run each).";
 
-/// One line counting the rows that meet issue 3's target, or `None` when no row has a baseline.
+/// One line counting the rows that meet the boxing target, or `None` when no row has a baseline.
 pub fn target_summary(rows: &[Row]) -> Option<String> {
     let with: Vec<&Row> = rows.iter().filter(|r| r.baseline.is_some()).collect();
     if with.is_empty() {

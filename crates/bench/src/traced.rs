@@ -10,7 +10,7 @@
 //! otherwise visited, and freed at exit, in a different order each run). The environment is
 //! fixed as well ([`base_env`]): Python copies every variable into `os.environ`, so one more
 //! exported variable changed its heap.
-//! Each workload makes roughly 4·10^4–10^5 heap allocations, inside issue 3's 10^4–10^5 range,
+//! Each workload makes roughly 4·10^4–10^5 heap allocations, inside the 10^4–10^5 range the boxing comparison is about,
 //! and again at [`Scale::Large`] (0.3–3 million), the size of the real traces in the anchors.
 
 use std::fmt::Write as _;
@@ -161,7 +161,7 @@ pub fn xml_records(records: usize) -> String {
 /// How much work each program is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
-    /// 4·10^4–10^5 heap blocks each: issue 3's range, with the boxing baseline.
+    /// 4·10^4–10^5 heap blocks each, with the boxing baseline.
     Small,
     /// 0.3–3 million blocks each, the size of the traces in `../shared/ANCHORS.md` on which
     /// idealloc ran out of memory or failed (rows `traced/NAME-large`, not in `--quick`).

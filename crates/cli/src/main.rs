@@ -12,7 +12,7 @@ mod picture;
 mod progress;
 mod trace_input;
 
-use cmd::{check, compare, convert, frag, gen, plan, plot, rank, replay, stats, study, trace, trace_info};
+use cmd::{check, compare, convert, frag, gen, layout, layout_info, plan, plot, rank, replay, stats, study, trace, trace_info};
 pub use failure::Failure;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -68,6 +68,13 @@ enum Command {
     /// TOPSIS) and show the Pareto front.
     #[command(long_about = rank::RANK_HELP)]
     Rank(rank::RankArgs),
+    /// Compute a layout (.hllayout) from a trace and an optional access profile: where each
+    /// allocation goes in one region, by a strategy.
+    #[command(long_about = layout::LAYOUT_HELP)]
+    Layout(layout::LayoutArgs),
+    /// Describe and draw a layout (.hllayout).
+    #[command(long_about = layout_info::LAYOUT_INFO_HELP)]
+    LayoutInfo(layout_info::LayoutInfoArgs),
 }
 
 fn main() -> ExitCode {
@@ -92,6 +99,8 @@ fn main() -> ExitCode {
         Command::Study(a) => study::study(a),
         Command::Compare(a) => compare::compare(a),
         Command::Rank(a) => rank::rank(a),
+        Command::Layout(a) => layout::layout(a),
+        Command::LayoutInfo(a) => layout_info::layout_info(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
 //! Writing pictures: the format by the output's extension (PNG or SVG), drawn only once the
-//! name is known to be right, written atomically. Used by `plot` and `plan --plot`.
+//! name is known to be right, written atomically. Used by `plot`, `plan --plot` and the layout
+//! commands.
 
 use crate::Failure;
 use heaplab_model::files;
@@ -44,4 +45,14 @@ pub fn write_picture(path: &str, png: impl FnOnce() -> Vec<u8>, svg: impl FnOnce
 pub fn write_plot(path: &str, buffers: &[heaplab_model::Buffer], offsets: &[u64], title: &str, clock: heaplab_plot::Clock) -> Result<(), Failure> {
     let opts = heaplab_plot::PlotOptions { title: title.to_string(), clock, ..Default::default() };
     write_picture(path, || heaplab_plot::render_png(buffers, offsets, &opts), || heaplab_plot::render_svg(buffers, offsets, &opts))
+}
+
+/// Draws a layout's planned entries (time on the trace's events clock × offset in the region),
+/// coloured by their access counts when the layout has any.
+pub fn write_layout_plot(path: &str, layout: &heaplab_apply::Layout, title: &str) -> Result<(), Failure> {
+    let (buffers, offsets, which) = heaplab_apply::format::planned_buffers(layout);
+    let weights: Vec<u64> = which.iter().map(|&(c, i)| layout.contexts[c].entries[i].accesses).collect();
+    let weights = if weights.iter().any(|&w| w > 0) { weights } else { Vec::new() };
+    let opts = heaplab_plot::PlotOptions { title: title.to_string(), clock: heaplab_plot::Clock::Events, weights, ..Default::default() };
+    write_picture(path, || heaplab_plot::render_png(&buffers, &offsets, &opts), || heaplab_plot::render_svg(&buffers, &offsets, &opts))
 }

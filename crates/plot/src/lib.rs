@@ -70,6 +70,9 @@ pub struct PlotOptions {
     pub title: String,
     /// What the time axis counts.
     pub clock: Clock,
+    /// A weight per buffer (a layout's access counts): when given, buffers are coloured on a
+    /// light-to-dark heat scale of log(1 + weight) instead of the palette, weight 0 in grey.
+    pub weights: Vec<u64>,
 }
 
 impl Default for PlotOptions {
@@ -79,6 +82,7 @@ impl Default for PlotOptions {
             height: 700,
             title: String::new(),
             clock: Clock::Ticks,
+            weights: Vec::new(),
         }
     }
 }
@@ -189,6 +193,28 @@ fn fill_colour(i: usize) -> Rgb {
     })
 }
 
+/// Colour of an unweighted buffer (weight 0) in a weighted picture.
+const NO_WEIGHT: Rgb = [205, 205, 200];
+/// Ends of the heat scale (light yellow for the least used, dark red for the most).
+const HEAT: [Rgb; 3] = [[255, 230, 140], [240, 110, 40], [120, 0, 30]];
+
+/// Fill colours on the heat scale for `weights` (log(1 + w) over the largest).
+fn heat_colours(weights: &[u64]) -> Vec<Rgb> {
+    let top = weights.iter().copied().max().unwrap_or(0);
+    let scale = ((top as f64).ln_1p()).max(f64::MIN_POSITIVE);
+    weights
+        .iter()
+        .map(|&w| {
+            if w == 0 {
+                return NO_WEIGHT;
+            }
+            let f = ((w as f64).ln_1p() / scale).clamp(0.0, 1.0) * 2.0;
+            let (a, b, t) = if f < 1.0 { (HEAT[0], HEAT[1], f) } else { (HEAT[1], HEAT[2], f - 1.0) };
+            [0, 1, 2].map(|k| (a[k] as f64 + (b[k] as f64 - a[k] as f64) * t).round() as u8)
+        })
+        .collect()
+}
+
 /// Outline colour for a fill: the same hue, darker.
 fn outline_colour(c: Rgb) -> Rgb {
     c.map(|v| (v as u32 * 6 / 10) as u8)
@@ -244,6 +270,8 @@ struct Scene<'a> {
     strips: Vec<(f64, f64, Option<String>)>,
     /// Mapped pictures: each band's label and its extent `[y0, y1)` in data units.
     bands: Vec<(f64, f64, String)>,
+    /// Per-buffer fills on the heat scale, when the options gave weights.
+    heat: Option<Vec<Rgb>>,
 }
 
 /// Max load as `u128`: the sweep crate's when the sizes cannot overflow `u64`, otherwise a
@@ -407,6 +435,8 @@ impl<'a> Scene<'a> {
                 frag
             )
         };
+        let heat = (!opts.weights.is_empty()).then(|| heat_colours(&opts.weights));
+        let caption = if heat.is_some() { format!("{caption}; colour: accesses (log), grey = none") } else { caption };
         let caption = fit(&caption, ((w - 20) / (6 * s)).max(4) as usize);
         let (mut strips, mut bands) = (Vec::new(), Vec::new());
         if let Some((mp, lay)) = mapped {
@@ -448,6 +478,15 @@ impl<'a> Scene<'a> {
             yfrac: mapped.map(|(_, l)| l),
             strips,
             bands,
+            heat,
+        }
+    }
+
+    /// Fill colour of buffer `i`: its heat colour in a weighted picture, else the palette's.
+    fn fill(&self, i: usize) -> Rgb {
+        match &self.heat {
+            Some(h) => h.get(i).copied().unwrap_or(NO_WEIGHT),
+            None => fill_colour(i),
         }
     }
 

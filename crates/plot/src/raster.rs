@@ -161,7 +161,7 @@ pub(crate) fn plot_area(c: &mut Canvas, sc: &Scene) {
         let hi = lo + b.size as u128;
         let (fx0, fx1) = (sc.fx(b.lower), sc.fx(b.upper));
         let (fy0, fy1) = (sc.fy(hi as f64), sc.fy(lo as f64));
-        let fill = crate::fill_colour(i);
+        let fill = sc.fill(i);
         if fx1 - fx0 >= 1.0 && fy1 - fy0 >= 1.0 {
             let (bx0, by0, bx1, by1) = sc.cell(i);
             c.fill(bx0, by0, bx1, by1, fill);

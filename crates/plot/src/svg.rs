@@ -118,7 +118,7 @@ pub(crate) fn render(sc: &Scene) -> String {
             let xb = sc.fx(b.upper).max(xa + 1.0);
             let yb = sc.fy(lo as f64);
             let ya = sc.fy(hi as f64).min(yb - 1.0);
-            let fill = crate::fill_colour(i);
+            let fill = sc.fill(i);
             let (w, h) = (xb - xa, yb - ya);
             let stroke = if w >= crate::OUTLINE_MIN_PX as f64 && h >= crate::OUTLINE_MIN_PX as f64 {
                 // Inset by half the stroke so the outline stays inside like the PNG's.

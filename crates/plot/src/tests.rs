@@ -247,3 +247,16 @@ fn markup_in_titles_is_escaped() {
     let svg = render_svg(&[], &[], &o);
     assert!(svg.contains("a&lt;b&gt;&amp;c"));
 }
+
+#[test]
+fn weights_colour_buffers_on_the_heat_scale() {
+    let bufs = [Buffer::new(0, 0, 10, 100), Buffer::new(1, 0, 10, 100), Buffer::new(2, 5, 20, 50)];
+    let offs = [0, 100, 200];
+    let o = PlotOptions { weights: vec![0, 1000, 1], ..opts() };
+    let svg = render_svg(&bufs, &offs, &o);
+    // the heaviest is the dark end, the unweighted grey; the caption says what colour means
+    assert!(svg.contains("#78001e") && svg.contains("#cdcdc8"), "{svg}");
+    assert!(svg.contains("colour: accesses"));
+    assert!(!render_svg(&bufs, &offs, &opts()).contains("#78001e"));
+    assert_ne!(render_png(&bufs, &offs, &o), render_png(&bufs, &offs, &opts()));
+}

@@ -9,6 +9,8 @@ pub mod compare;
 pub mod convert;
 pub mod frag;
 pub mod gen;
+pub mod layout;
+pub mod layout_info;
 pub mod plan;
 pub mod plot;
 pub mod rank;

@@ -14,6 +14,7 @@ mod decide;
 mod measure;
 mod fuzz;
 mod inputs;
+mod layout;
 mod plan;
 mod plot;
 mod replay;
