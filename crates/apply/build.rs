@@ -42,7 +42,8 @@ fn main() {
         .include("../trace/native")
         .include("runtime")
         .include(generated)
-        .flags(["-DHL_CLIENT_SERVES"])
+        // The runtime's chain from malloc down to hl_site_of is deeper than the tracer's.
+        .flags(["-DHL_CLIENT_SERVES", "-DHL_SITE_SLACK=10"])
         .lib("dl")
         .lib("pthread")
         .embed("HEAPLAB_APPLY_SO");

@@ -12,7 +12,7 @@ mod picture;
 mod progress;
 mod trace_input;
 
-use cmd::{check, compare, convert, frag, gen, layout, layout_info, plan, plot, rank, replay, stats, study, trace, trace_info};
+use cmd::{check, compare, convert, frag, gen, layout, layout_info, plan, plot, rank, replay, run, stats, study, trace, trace_info};
 pub use failure::Failure;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -51,6 +51,10 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Describe a trace: calls per function, threads, peak live bytes, sizes, duration.
     TraceInfo(trace_info::TraceInfoArgs),
+    /// Run a program with a layout applied (LD_PRELOAD runtime): planned allocations at their
+    /// offsets in one region, the rest to a fallback allocator; report the match rate.
+    #[command(long_about = run::RUN_HELP)]
+    Run(run::RunArgs),
     /// Replay a trace under an allocator and record where it puts every block (placed jobs).
     #[command(long_about = replay::REPLAY_HELP)]
     Replay(replay::ReplayArgs),
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => convert::convert(a),
         Command::Trace(a) => trace::trace(a),
         Command::TraceInfo(a) => trace_info::trace_info(a),
+        Command::Run(a) => run::run(a),
         Command::Replay(a) => replay::replay(a),
         Command::Frag(a) => frag::frag(a),
         Command::Study(a) => study::study(a),

@@ -55,6 +55,17 @@ static size_t boot_size(const void *p) {
 
 /* ---- initialisation ---- */
 
+/* Keeps `fn` only if it comes from the same object as the real malloc. An allocator preloaded
+ * after heaplab may lack part of the aligned family (jemalloc has no pvalloc): glibc's would
+ * then hand out blocks that the other allocator's free cannot take. Without it, the call goes
+ * through posix_memalign (see hl_real_alloc). */
+#define SAME_OBJECT_AS_MALLOC(fn)                                                                 \
+    do {                                                                                          \
+        Dl_info m_, f_;                                                                           \
+        if ((fn) && dladdr((void *)hl_real.malloc, &m_) && dladdr((void *)(fn), &f_) && m_.dli_fbase != f_.dli_fbase) \
+            (fn) = NULL;                                                                          \
+    } while (0)
+
 static void resolve(void) {
     hl_real.malloc = dlsym(RTLD_NEXT, "malloc");
     hl_real.free = dlsym(RTLD_NEXT, "free");
@@ -82,6 +93,10 @@ static void resolve(void) {
         hl_say("heaplab: cannot find the real malloc functions; aborting\n");
         syscall(SYS_exit_group, 127);
     }
+    SAME_OBJECT_AS_MALLOC(hl_real.aligned_alloc);
+    SAME_OBJECT_AS_MALLOC(hl_real.memalign);
+    SAME_OBJECT_AS_MALLOC(hl_real.valloc);
+    SAME_OBJECT_AS_MALLOC(hl_real.pvalloc);
 }
 
 static void do_init(void) {

@@ -11,6 +11,14 @@
 
 #define SITE_SLOTS (1u << 18)
 
+/* Room for the library's own frames above the caller's: the interposer and the client's
+ * functions down to hl_site_of (the tracer's deepest chain, realloc or posix_memalign, is six
+ * frames). Too little would cut the caller's frames short. A client with a deeper chain
+ * defines more. */
+#ifndef HL_SITE_SLACK
+#define HL_SITE_SLACK 8
+#endif
+
 static int depth;
 static struct site_slot { _Atomic uint64_t key; _Atomic uint32_t id; uint32_t pad; } *sites;
 static atomic_uint site_ctr;
@@ -54,8 +62,8 @@ uint32_t hl_site_of(void *ret, struct hl_site *s) {
     s->id = 0;
     if (depth > 1) {
         /* Inlining decides how many of our own frames come first: start at the caller's. */
-        void *raw[HL_MAX_DEPTH + 4];
-        int got = backtrace(raw, depth + 4);
+        void *raw[HL_MAX_DEPTH + HL_SITE_SLACK];
+        int got = backtrace(raw, depth + HL_SITE_SLACK);
         int start = got;
         for (int i = 0; i < got; i++)
             if (raw[i] == ret) {

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod plot;
 pub mod rank;
 pub mod replay;
+pub mod run;
 pub mod stats;
 pub mod study;
 pub mod trace;

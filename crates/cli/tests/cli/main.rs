@@ -18,5 +18,6 @@ mod layout;
 mod plan;
 mod plot;
 mod replay;
+mod run;
 mod study;
 mod trace;

@@ -1,0 +1,251 @@
+//! End-to-end tests of `heaplab run`: a program traced, a layout built from the trace through the
+//! library (`heaplab_apply::source` + `strategy`, validated by the writer), then the program run
+//! plainly and under the layout. The oracle is the plain run: standard output must be
+//! byte-identical, and `tests/programs/applied.c` checks every byte of its live blocks before it
+//! frees them, so a runtime that placed two live blocks over each other fails loudly. Covered:
+//! threads, fork, exec, calloc zeroing on reuse, realloc in every direction, the aligned family,
+//! usable sizes, frees of both kinds, a different input (mismatches fall back), every strategy,
+//! contexts, the report's figures, bad layout files (exit 2, program not started), and real
+//! programs (sqlite3, jq, xz, python3 with PYTHONMALLOC=malloc, the shared workloads).
+
+use crate::common::{heaplab_in, need, scratch_dir, Heaplab};
+use heaplab_apply::strategy::{build, Strategy, StrategyOptions};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// `tests/programs/applied.c`, compiled once per run.
+fn applied() -> String {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = scratch_dir("run", "program");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/applied.c");
+        let out = dir.join("applied");
+        let st = Command::new("cc").args(["-O2", "-pthread", "-rdynamic", "-o"]).arg(&out).arg(&src).status();
+        assert!(st.is_ok_and(|s| s.success()), "cannot compile applied.c: a C compiler (cc) is required");
+        out
+    })
+    .to_string_lossy()
+    .into_owned()
+}
+
+/// Traces `cmd` in `dir` into `name.hltrace` (call sites of `depth` frames).
+fn trace(dir: &Path, name: &str, depth: u32, cmd: &[&str], env: &[(&str, &str)]) -> String {
+    let out = format!("{name}.hltrace");
+    let depth = depth.to_string();
+    let mut args = vec!["trace", "--no-follow-exec", "--stack-depth", &depth, "-o", &out, "--"];
+    args.extend_from_slice(cmd);
+    let r = Heaplab::new(&args).dir(dir).envs(env).within(300).run();
+    assert_eq!(r.code, 0, "trace {cmd:?}: {}", r.stderr);
+    dir.join(out).to_string_lossy().into_owned()
+}
+
+/// Builds a layout from `trace` with `strategy` and writes it (the writer validates it).
+fn layout(dir: &Path, trace: &str, strategy: Strategy, contexts: bool) -> String {
+    let source = heaplab_apply::source::read(trace, contexts).unwrap_or_else(|e| panic!("{trace}: {e}"));
+    let opts = StrategyOptions { time_limit: Duration::from_secs(1), seed: 7 };
+    let built = build(strategy, &source, None, &opts).unwrap_or_else(|e| panic!("{}: {e}", strategy.name()));
+    let path = dir.join(format!("{}{}.hllayout", strategy.name(), if contexts { "-ctx" } else { "" }));
+    let path = path.to_string_lossy().into_owned();
+    heaplab_apply::format::write(&path, &built.layout).unwrap();
+    path
+}
+
+/// Runs `cmd` plainly, then under `layout`; requires the same standard output and exit status
+/// and returns the report.
+fn same_as_plain(dir: &Path, layout: &str, cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> Value {
+    let plain = Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir).envs(env.iter().copied()).env_remove("LD_PRELOAD").output().unwrap();
+    let report = dir.join("report.json");
+    let _ = std::fs::remove_file(&report);
+    let report_s = report.to_string_lossy().into_owned();
+    let mut args = vec!["run", "--layout", layout, "--report", &report_s];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    let r = Heaplab::new(&args).dir(dir).envs(env).within(300).run();
+    assert_eq!(r.code, plain.status.code().unwrap_or(-1), "{cmd:?} under {layout}: exit status differs; stderr: {}", r.stderr);
+    assert!(r.stdout == String::from_utf8_lossy(&plain.stdout), "{cmd:?} under {layout}: output differs from a plain run\n--- plain\n{}\n--- run\n{}\nstderr: {}", String::from_utf8_lossy(&plain.stdout), r.stdout, r.stderr);
+    assert!(r.stderr.contains("heaplab run: layout"), "no summary: {}", r.stderr);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(v["error"], Value::Null, "{v}");
+    assert_eq!(v["stray_frees"], 0, "{v}");
+    let fb = &v["fallback"];
+    let reasons: u64 = ["unplanned", "size_mismatch", "beyond_layout", "unknown_context", "busy", "misaligned"].iter().map(|k| fb[k].as_u64().unwrap()).sum();
+    assert_eq!(fb["count"].as_u64().unwrap(), reasons, "{v}");
+    assert_eq!(v["allocations"].as_u64().unwrap(), v["planned"].as_u64().unwrap() + reasons, "{v}");
+    v
+}
+
+fn rate(v: &Value) -> f64 {
+    v["match_rate"].as_f64().unwrap()
+}
+
+#[test]
+fn mix_same_input_every_strategy_identical_output_and_plan_matches() {
+    let dir = scratch_dir("run", "mix");
+    let p = applied();
+    let t = trace(&dir, "mix", 0, &[&p, "mix", "6"], &[]);
+    for s in [Strategy::Plan, Strategy::Simple, Strategy::Random, Strategy::Size, Strategy::OnePerLine] {
+        let l = layout(&dir, &t, s, false);
+        let v = same_as_plain(&dir, &l, &[&p, "mix", "6"], &[], &[]);
+        // A single thread on the same input makes the same calls: everything matches, and a
+        // planned slot is free whenever its block comes (pvalloc always falls back).
+        assert!(rate(&v) >= 0.99, "{}: {v}", s.name());
+        assert_eq!(v["first_mismatch"], Value::Null, "{}: {v}", s.name());
+        assert_eq!(v["fallback"]["busy"], 0, "{}: {v}", s.name());
+        if s == Strategy::Plan {
+            assert!(v["frees_region"].as_u64().unwrap() > 0);
+        }
+    }
+}
+
+#[test]
+fn a_different_input_falls_back_and_still_runs_correctly() {
+    let dir = scratch_dir("run", "different");
+    let p = applied();
+    let t = trace(&dir, "small", 0, &[&p, "mix", "3"], &[]);
+    for s in [Strategy::Plan, Strategy::Simple] {
+        let l = layout(&dir, &t, s, false);
+        let v = same_as_plain(&dir, &l, &[&p, "mix", "9"], &[], &[]);
+        assert!(rate(&v) < 0.9, "{v}");
+        let fb = &v["fallback"];
+        assert!(fb["size_mismatch"].as_u64().unwrap() > 0 && fb["beyond_layout"].as_u64().unwrap() > 0, "{v}");
+        assert!(v["first_mismatch"]["ordinal"].is_u64(), "{v}");
+    }
+}
+
+#[test]
+fn contexts_identify_by_call_site() {
+    let dir = scratch_dir("run", "contexts");
+    let p = applied();
+    let t = trace(&dir, "ctx", 4, &[&p, "mix", "4"], &[]);
+    let l = layout(&dir, &t, Strategy::Plan, true);
+    let v = same_as_plain(&dir, &l, &[&p, "mix", "4"], &[], &[]);
+    assert!(v["stack_depth"].as_u64().unwrap() == 4 && v["contexts"].as_u64().unwrap() > 1, "{v}");
+    assert!(rate(&v) >= 0.99, "{v}");
+    // Another input: per-context ordinals keep matching where the global order would not.
+    let v = same_as_plain(&dir, &l, &[&p, "mix", "5"], &[], &[]);
+    assert!(v["fallback"]["count"].as_u64().unwrap() > 0, "{v}");
+}
+
+#[test]
+fn threads_fork_and_exec() {
+    let dir = scratch_dir("run", "procs");
+    let p = applied();
+    for (name, cmd) in [("threads", vec![&p[..], "threads", "8", "2"]), ("fork", vec![&p[..], "fork", "3"]), ("exec", vec![&p[..], "exec", "3"])] {
+        let t = trace(&dir, name, 0, &cmd, &[]);
+        for s in [Strategy::Plan, Strategy::Simple] {
+            let l = layout(&dir, &t, s, false);
+            let v = same_as_plain(&dir, &l, &cmd, &[], &[]);
+            assert!(v["planned"].as_u64().unwrap() > 0, "{name} {}: {v}", s.name());
+            if name == "exec" {
+                assert_eq!(v["end"], "exec", "{v}");
+            }
+        }
+        // Under another fallback allocator too.
+        let l = layout(&dir, &t, Strategy::Plan, false);
+        same_as_plain(&dir, &l, &cmd, &[], &["--fallback", "jemalloc"]);
+    }
+}
+
+#[test]
+fn bad_layouts_are_rejected_before_the_program_starts() {
+    let dir = scratch_dir("run", "bad");
+    let p = applied();
+    let t = trace(&dir, "mix", 0, &[&p, "mix", "1"], &[]);
+    let good = std::fs::read(layout(&dir, &t, Strategy::Plan, false)).unwrap();
+    let marker = dir.join("started");
+    let cmd = format!("touch {}", marker.display());
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", Vec::new()),
+        ("magic", [b"NOTALAYO".as_slice(), &good[8..]].concat()),
+        ("truncated", good[..good.len() / 2].to_vec()),
+    ];
+    let mut flipped = good.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x40;
+    cases.push(("checksum", flipped));
+    for (name, bytes) in cases {
+        let f = dir.join(format!("{name}.hllayout"));
+        std::fs::write(&f, bytes).unwrap();
+        let r = heaplab_in(&dir, &["run", "--layout", &f.to_string_lossy(), "--", "sh", "-c", &cmd]);
+        assert_eq!(r.code, 2, "{name}: {}", r.stderr);
+        assert!(r.stderr.contains(&*f.to_string_lossy()), "{name}: the message names the file: {}", r.stderr);
+        assert!(!marker.exists(), "{name}: the program ran");
+    }
+    let r = heaplab_in(&dir, &["run", "--layout", "no-such.hllayout", "--", "true"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let r = heaplab_in(&dir, &["run", "--layout", &layout(&dir, &t, Strategy::Simple, false), "--", "no-such-program-here"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+#[test]
+fn exit_status_and_streams_pass_through() {
+    let dir = scratch_dir("run", "status");
+    let p = applied();
+    let t = trace(&dir, "mix", 0, &[&p, "mix", "1"], &[]);
+    let l = layout(&dir, &t, Strategy::Plan, false);
+    let r = Heaplab::new(&["run", "--quiet", "--layout", &l, "--", "sh", "-c", "echo out; echo err >&2; exit 7"]).dir(&dir).run();
+    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (7, "out\n", "err\n"));
+    let r = Heaplab::new(&["run", "--quiet", "--layout", &l, "--", "sh", "-c", "kill -TERM $$"]).dir(&dir).run();
+    assert_eq!(r.code, 128 + 15);
+}
+
+/// A real program: traced once, then its output under layouts of several strategies must equal
+/// a plain run's; `plan` on the same input must serve at least 99% of its allocations.
+fn real(dir: &Path, name: &str, cmd: &[&str], env: &[(&str, &str)]) {
+    let t = trace(dir, name, 0, cmd, env);
+    for s in [Strategy::Plan, Strategy::Simple, Strategy::Size, Strategy::Random] {
+        let l = layout(dir, &t, s, false);
+        let v = same_as_plain(dir, &l, cmd, env, &[]);
+        if s == Strategy::Plan {
+            assert!(rate(&v) >= 0.99, "{name} plan: {v}");
+        }
+    }
+}
+
+#[test]
+fn real_programs_give_identical_output() {
+    for t in ["sqlite3", "jq", "xz", "python3"] {
+        need(t);
+    }
+    let dir = scratch_dir("run", "real");
+    std::fs::write(
+        dir.join("script.sql"),
+        "create table t(a, b);\nwith recursive c(x) as (select 1 union all select x + 1 from c where x < 3000)\n\
+         insert into t select x, hex(x * 7919) from c;\ncreate index i on t(b);\nselect count(*), sum(length(b)), max(b) from t;\n",
+    )
+    .unwrap();
+    let mut json = String::new();
+    for i in 0..2000 {
+        json += &format!("{{\"id\":{i},\"name\":\"user{i}\",\"tags\":[\"t{}\",\"t{}\"],\"score\":{}.5}}\n", i % 17, i % 5, i % 1000);
+    }
+    std::fs::write(dir.join("records.json"), json).unwrap();
+    std::fs::write(dir.join("text.txt"), (0..20000).map(|i| format!("{} line {i}\n", i * 7919 % 100_003)).collect::<String>()).unwrap();
+    std::fs::write(dir.join("prog.py"), "d = {}\nfor i in range(20000):\n    d[str(i)] = [i] * (i % 7)\nprint(len(d), sum(len(v) for v in d.values()))\n").unwrap();
+    real(&dir, "sqlite3", &["sqlite3", ":memory:", ".read script.sql"], &[]);
+    real(&dir, "jq", &["jq", "-c", "select(.score > 500) | {id, t: .tags[0]}", "records.json"], &[]);
+    real(&dir, "xz", &["xz", "-c", "-6", "text.txt"], &[]);
+    real(&dir, "python3", &["python3", "prog.py"], &[("PYTHONMALLOC", "malloc")]);
+}
+
+/// Two pointer-chasing workloads of `../shared/workloads`, built here, on small arguments.
+#[test]
+fn shared_workloads_give_identical_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/workloads");
+    if !root.is_dir() {
+        println!("skipped: ../shared not found");
+        return;
+    }
+    let dir = scratch_dir("run", "workloads");
+    for (name, args) in [("mst", "200"), ("bisort", "20000"), ("treeadd", "12")] {
+        let sources: Vec<PathBuf> = std::fs::read_dir(root.join(name)).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "c")).collect();
+        let bin = dir.join(name);
+        let st = Command::new("cc").args(["-O2", "-w", "-DTORONTO", "-std=gnu17", "-o"]).arg(&bin).args(&sources).arg("-lm").status().unwrap();
+        assert!(st.success(), "cannot build {name}");
+        let bin = bin.to_string_lossy().into_owned();
+        real(&dir, name, &[&bin, args], &[]);
+    }
+}
