@@ -45,3 +45,9 @@ impl From<heaplab_trace::launch::LaunchError> for Failure {
         Failure::of(e.class(), e.to_string())
     }
 }
+
+impl From<heaplab_access::run::RunError> for Failure {
+    fn from(e: heaplab_access::run::RunError) -> Self {
+        Failure::of(e.class(), e.to_string())
+    }
+}

@@ -40,6 +40,12 @@ pub const COMPARE_WARMUP: Whole = Whole::new(0, 1_000);
 pub const SUITE_SCALE: Whole = Whole::new(1, 1_000_000);
 /// `study --timeout`: seconds before a run is killed (one week at most).
 pub const STUDY_TIMEOUT: Whole = Whole::new(1, WEEK as u64);
+/// `access --stack-depth`: frames per allocation context (the valgrind tool's limit).
+pub const ACCESS_STACK_DEPTH: Whole = Whole::new(1, heaplab_access::run::MAX_STACK_DEPTH as u64);
+/// `access --affinity-distance`: bytes (the tool's queue holds one entry per byte).
+pub const AFFINITY_DISTANCE: Whole = Whole::new(1, heaplab_access::run::MAX_AFFINITY);
+/// `access --max-edges`: edges held per graph (16 bytes each at twice that many slots).
+pub const ACCESS_MAX_EDGES: Whole = Whole::new(1024, 1 << 28);
 /// `plan --time-limit`: seconds, fractions allowed (one week at most: the planner's
 /// [`heaplab_plan::MAX_TIME_LIMIT_SECS`]).
 pub const TIME_LIMIT: Seconds = Seconds { max: heaplab_plan::MAX_TIME_LIMIT_SECS };

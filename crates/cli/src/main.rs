@@ -12,7 +12,7 @@ mod picture;
 mod progress;
 mod trace_input;
 
-use cmd::{check, compare, convert, frag, gen, layout, layout_info, plan, plot, rank, replay, run, stats, study, trace, trace_info};
+use cmd::{access, check, compare, convert, frag, gen, layout, layout_info, plan, plot, rank, replay, run, stats, study, trace, trace_info};
 pub use failure::Failure;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -49,6 +49,10 @@ enum Command {
     /// Run a program and record every heap request it makes (LD_PRELOAD tracer).
     #[command(long_about = trace::TRACE_HELP)]
     Trace(trace::TraceArgs),
+    /// Profile a program's heap accesses under valgrind: per-block reads and writes, contexts,
+    /// the co-access graph and pointer relations (.hlaccess).
+    #[command(long_about = access::ACCESS_HELP)]
+    Access(access::AccessArgs),
     /// Describe a trace: calls per function, threads, peak live bytes, sizes, duration.
     TraceInfo(trace_info::TraceInfoArgs),
     /// Run a program with a layout applied (LD_PRELOAD runtime): planned allocations at their
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
         Command::Trace(a) => trace::trace(a),
         Command::TraceInfo(a) => trace_info::trace_info(a),
         Command::Run(a) => run::run(a),
+        Command::Access(a) => access::access(a),
         Command::Replay(a) => replay::replay(a),
         Command::Frag(a) => frag::frag(a),
         Command::Study(a) => study::study(a),

@@ -4,6 +4,7 @@
 //! [`crate::outputs`], [`crate::progress`]); the one use between subcommands is `trace`
 //! printing its run table with `trace_info`'s.
 
+pub mod access;
 pub mod check;
 pub mod compare;
 pub mod convert;

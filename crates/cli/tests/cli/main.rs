@@ -10,6 +10,7 @@
 #[macro_use]
 mod common;
 
+mod access;
 mod decide;
 mod measure;
 mod fuzz;
