@@ -45,7 +45,7 @@ Usage: heaplab-bench-apply [OPTIONS]      (run from the repository root; `make b
   --out DIR            where apply-results.md and apply/ go [default: bench; quick: out/bench-apply-quick]
   --work DIR           builds, inputs, profiles, layouts [default: target/bench-apply]
   --shared DIR         the shared folder (workloads/ is read there) [default: ../shared]
-  --runs N             runs per workload and configuration, the first discarded [default: 12; quick: 4]
+  --runs N             runs per workload and configuration, the first discarded [default: 11; quick: 4]
   --only W,W           these workloads only
   --no-cachegrind      skip the cachegrind runs (no D1/LL columns, no cache target)
   --fallback ALLOC     fallback allocator of the cache strategies' runs [default: jemalloc]
@@ -156,11 +156,13 @@ fn parse_args() -> Opts {
         }
     }
     if o.runs == 0 {
-        o.runs = if o.quick { 4 } else { 12 };
+        o.runs = if o.quick { 4 } else { 11 };
     }
     if o.out.as_os_str().is_empty() {
         o.out = PathBuf::from(if o.quick { "out/bench-apply-quick" } else { "bench" });
     }
+    // Children run in other folders.
+    o.heaplab = std::path::absolute(&o.heaplab).unwrap_or_else(|e| die(&format!("{}: {e}", o.heaplab.display())));
     if heaplab_replay::resolve(&o.fallback).is_err() {
         die(&format!("--fallback {}: unknown allocator", o.fallback));
     }
@@ -189,18 +191,29 @@ struct Workload {
     large: Input,
 }
 
+/// A path as the results show it: relative to the repository root (the current folder) where
+/// it lies below it, so the results do not name the machine's folders.
+fn shown(p: &Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    match p.strip_prefix(&cwd) {
+        Ok(r) => r.display().to_string(),
+        Err(_) => p.display().to_string(),
+    }
+}
+
 impl Workload {
+    /// The command line as recorded in the results (paths shown relative to the repository).
     fn command(&self, input: &Input) -> String {
         let mut s = String::new();
         for (k, v) in &self.env {
             s += &format!("{k}={v} ");
         }
-        s += &host::shell_quote(&self.exe.to_string_lossy());
+        s += &host::shell_quote(&shown(&self.exe));
         for a in &input.args {
-            s += &format!(" {}", host::shell_quote(a));
+            s += &format!(" {}", host::shell_quote(&shown(Path::new(a))));
         }
         if let Some(i) = &input.stdin {
-            s += &format!(" < {}", host::shell_quote(&i.to_string_lossy()));
+            s += &format!(" < {}", host::shell_quote(&shown(i)));
         }
         s
     }
@@ -210,7 +223,7 @@ impl Workload {
 /// so that the large run takes tens of milliseconds here (cachegrind makes it seconds).
 const SHARED: [(&str, &[&str], &str, &str); 10] = [
     ("health", &["-DTORONTO"], "6 20 1", "8 20 1"),
-    ("treeadd", &["-DTORONTO"], "14", "18"),
+    ("treeadd", &["-DTORONTO"], "14", "17"),
     ("mst", &["-DTORONTO"], "200", "600"),
     ("perimeter", &["-DTORONTO"], "6", "8"),
     ("bisort", &["-DTORONTO", "-std=gnu17"], "5000", "50000"),
@@ -1104,8 +1117,8 @@ fn summary(o: &Opts, all: &[Measured], missing: &[(String, String)], configs: &[
             w.name.clone(),
             json!({
                 "workload": w.name, "pointer_chasing": w.pointer_chasing,
-                "profiled": {"command": w.command(&w.small), "what": w.small.what, "cwd": w.small.cwd},
-                "measured": {"command": w.command(&w.large), "what": w.large.what, "cwd": w.large.cwd},
+                "profiled": {"command": w.command(&w.small), "what": w.small.what, "cwd": shown(&w.small.cwd)},
+                "measured": {"command": w.command(&w.large), "what": w.large.what, "cwd": shown(&w.large.cwd)},
                 "preparation_seconds": mm.prepared.steps.iter().map(|(n, s)| json!({"step": n, "seconds": s})).collect::<Vec<_>>(),
                 "configurations": js_cells,
             }),
