@@ -753,6 +753,10 @@ fn main() {
         std::env::set_var(k, v);
     }
     let t_start = Instant::now();
+    // The commit measured: taken now, before anything else can change the tree.
+    let commit = host::output("git", &["rev-parse", "--short", "HEAD"]);
+    let dirty = !host::output("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    let commit = if dirty { format!("{commit} (with uncommitted changes)") } else { commit };
     if !o.heaplab.is_file() {
         die(&format!("{}: no heaplab binary (cargo build --release -p heaplab-cli)", o.heaplab.display()));
     }
@@ -777,7 +781,7 @@ fn main() {
         let m = measure_workload(&o, w, prepared, &configs, &commands, valgrind.as_deref(), k, ws.len(), t_start);
         all.push(m);
     }
-    let (md, js, clean) = summary(&o, &all, &missing, &configs, &commands, t_start.elapsed().as_secs_f64());
+    let (md, js, clean) = summary(&o, &commit, &all, &missing, &configs, &commands, t_start.elapsed().as_secs_f64());
     let dir = o.out.join("apply");
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| die(&format!("{}: {e}", dir.display())));
     for (name, v) in js {
@@ -904,11 +908,8 @@ fn results(all: &[Measured], configs: &[Config], stack_depth: u32) -> Results {
 }
 
 /// Markdown, JSON files (name → document), and whether every row completed cleanly.
-fn summary(o: &Opts, all: &[Measured], missing: &[(String, String)], configs: &[Config], commands: &Commands, seconds: f64) -> (String, Vec<(String, Value)>, bool) {
+fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)], configs: &[Config], commands: &Commands, seconds: f64) -> (String, Vec<(String, Value)>, bool) {
     let m = Machine::detect();
-    let commit = host::output("git", &["rev-parse", "--short", "HEAD"]);
-    let dirty = !host::output("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
-    let commit = if dirty { format!("{commit} (with uncommitted changes)") } else { commit };
     let res = results(all, configs, o.stack_depth);
     let analysis = analyse(&res, &Options::default());
     let mut clean = missing.is_empty();
