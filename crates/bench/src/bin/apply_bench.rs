@@ -220,10 +220,11 @@ impl Workload {
 }
 
 /// The shared workloads: folder, extra gcc flags, small and large arguments. Sizes are chosen
-/// so that the large run takes tens of milliseconds here (cachegrind makes it seconds).
+/// so that the large run takes tens of milliseconds here (cachegrind makes it seconds) and
+/// makes at most about 10^5 allocations (identifying each by its context costs microseconds).
 const SHARED: [(&str, &[&str], &str, &str); 10] = [
-    ("health", &["-DTORONTO"], "6 20 1", "8 20 1"),
-    ("treeadd", &["-DTORONTO"], "14", "17"),
+    ("health", &["-DTORONTO"], "5 20 1", "7 20 1"),
+    ("treeadd", &["-DTORONTO"], "13", "16"),
     ("mst", &["-DTORONTO"], "200", "600"),
     ("perimeter", &["-DTORONTO"], "6", "8"),
     ("bisort", &["-DTORONTO", "-std=gnu17"], "5000", "50000"),
@@ -310,7 +311,7 @@ fn shared_input(name: &str, spec: &str, src: &Path, dir: &Path, which: &str) -> 
 }
 
 /// The Debian programs: (name, small count, large count) of generated records.
-const DEBIAN: [(&str, usize, usize); 4] = [("sqlite3", 200, 2000), ("jq", 300, 3000), ("xmllint", 300, 3000), ("python3", 100, 800)];
+const DEBIAN: [(&str, usize, usize); 4] = [("sqlite3", 200, 2000), ("jq", 300, 3000), ("xmllint", 300, 3000), ("python3", 100, 400)];
 
 /// A Debian program's input of `n` records, written to `dir` (its own folder: `small` or `large`,
 /// names of one length so that the programs see the same path lengths).
