@@ -587,7 +587,7 @@ struct Cell {
     report: Option<RunReport>,
     report_json: Value,
     /// (D1 misses, LL data misses, data references) under cachegrind.
-    cache: Option<(u64, u64, u64)>,
+    cache: Option<Misses>,
     cache_seconds: f64,
     /// Why the row is incomplete: failed, crashed, different output, not measured.
     error: Option<String>,
@@ -621,8 +621,17 @@ fn layout_facts(path: &Path) -> Result<LayoutFacts, String> {
     })
 }
 
+/// A run's output as it is compared: (FNV-1a 64 of its bytes, its length).
+type Fingerprint = (u64, u64);
+
+/// Simulated misses of one run: (D1 misses, LL data misses, data references).
+type Misses = (u64, u64, u64);
+
+/// One measured run: the sample, its output, and for a layout the runtime's report (read and raw).
+type Measurement = (Sample, Fingerprint, Option<(RunReport, Value)>);
+
 /// FNV-1a 64 of a file's bytes and its length: the fingerprint a run's output is compared by.
-fn fingerprint(path: &Path) -> Result<(u64, u64), String> {
+fn fingerprint(path: &Path) -> Result<Fingerprint, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in &bytes {
@@ -660,7 +669,7 @@ fn read_report(path: &Path) -> Result<(RunReport, Value), String> {
 
 /// Runs a workload's large input once under `c`: the sample, its output's fingerprint, and the
 /// report for layouts.
-fn measure_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scratch: &Path) -> Result<(Sample, (u64, u64), Option<(RunReport, Value)>), String> {
+fn measure_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scratch: &Path) -> Result<Measurement, String> {
     let out = scratch.join(format!("{}.stdout", c.name()));
     let report = scratch.join(format!("{}.report.json", c.name()));
     let _ = std::fs::remove_file(&report);
@@ -733,7 +742,7 @@ fn find_cachegrind() -> Result<CachegrindTool, String> {
 /// One run under cachegrind: (D1 misses, LL data misses, data references), seconds, and the
 /// output fingerprint. For a layout, the runtime's report of that run must show the layout
 /// applied as in the measured runs (`planned`), or the row fails.
-fn cachegrind_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scratch: &Path, cg: &CachegrindTool, planned: Option<u64>) -> Result<((u64, u64, u64), f64, (u64, u64)), String> {
+fn cachegrind_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scratch: &Path, cg: &CachegrindTool, planned: Option<u64>) -> Result<(Misses, f64, Fingerprint), String> {
     let dir = scratch.join(format!("cg-{}", c.name()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -801,7 +810,7 @@ struct Measured {
     prepared: Prepared,
     cells: Vec<(String, Cell)>,
     /// The plain run's output fingerprint and exit.
-    plain: Option<(u64, u64)>,
+    plain: Option<Fingerprint>,
 }
 
 impl Measured {
@@ -892,7 +901,7 @@ fn measure_workload(o: &Opts, w: &Workload, prepared: Prepared, configs: &[Confi
         cells.push((c.name().to_string(), cell));
         layouts.push(path);
     }
-    let mut plain: Option<(u64, u64)> = None;
+    let mut plain: Option<Fingerprint> = None;
     for round in 0..o.runs {
         eprintln!("[{}/{n}] {} ({:.0} s so far): round {}/{} of {} configurations", k + 1, w.name, t0.elapsed().as_secs_f64(), round + 1, o.runs, configs.len());
         for (i, c) in configs.iter().enumerate() {
