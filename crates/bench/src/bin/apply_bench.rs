@@ -772,9 +772,11 @@ fn cachegrind_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, sc
         if !run.ok() {
             return Err(format!("under cachegrind: status {}: {}", run.status, run.stderr_tail.lines().last().unwrap_or("")));
         }
+        // valgrind adds to the environment and to LD_PRELOAD, which python3 copies into its heap:
+        // a few blocks more or less may match there; a layout not applied matches none.
         if let Some(want) = planned {
             let (r, _) = read_report(&report)?;
-            if r.planned != want {
+            if r.planned.abs_diff(want) as f64 > 0.02 * want as f64 {
                 return Err(format!("the layout served {} blocks under cachegrind, {want} in the measured runs", r.planned));
             }
         }
@@ -1002,8 +1004,8 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
          so that heaplab's own start-up and layout check are not counted. D1 and LL are data misses (reads + writes) of one run under \
          `valgrind --tool=cachegrind --cache-sim=yes {}` (a 48 KiB 12-way L1D and a 32 MiB 16-way LL, 64-byte lines, stated because \
          valgrind misreads this machine's L3; the tool binary is started directly, under `heaplab run` for layouts, so that the runtime \
-         loads into the program and not into valgrind's launcher, and the report of that run must show as many blocks planned as the \
-         measured runs'); ×je is the ratio to jemalloc's. *match* is the runtime's planned / allocations. \
+         loads into the program and not into valgrind's launcher, and the report of that run must show the blocks planned in the \
+         measured runs within 2%); ×je is the ratio to jemalloc's. *match* is the runtime's planned / allocations. \
          *vs glibc (time)* is HPT's in-app verdict (one-sided rank-sum test at 95%, heaplab-decide). Every run's standard output is \
          compared with the plain (glibc) run's; a difference fails the row.\n\n",
         o.runs,
