@@ -9,7 +9,7 @@ VENV     := .venv
 VPY      := $(VENV)/bin/python
 VENV_ABS := $(abspath $(VENV))
 
-.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-study bench-decide bench-access bench-deps deps trace-deps study-deps clean \
+.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-study bench-decide bench-access bench-apply bench-deps deps trace-deps study-deps clean \
         python python-test wheel bench-python bench-onnx bench-torch bench-dask
 
 all: build
@@ -129,6 +129,16 @@ $(BENCH_VENV)/.installed:
 bench-decide: build bench-deps
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench-decide --heaplab $(HEAPLAB) $(DECIDE_ARGS)
+
+# Layouts applied to running programs (heaplab access, layout, run) against glibc, jemalloc,
+# mimalloc and tcmalloc: the shared pointer-chasing workloads (built into target/bench-apply) and
+# sqlite3, jq, xmllint, python3 on generated inputs; wall time, peak RSS, cachegrind D1/LL misses,
+# match rate. Writes bench/apply-results.md and bench/apply/*.json. About 30 min on 2 cores;
+# HEAPLAB_BENCH_APPLY_QUICK=1 is a few minutes (three workloads, 4 runs, into out/).
+APPLY_ARGS ?=
+bench-apply: build
+	$(CARGO) build --release -p heaplab-bench
+	nice target/release/heaplab-bench-apply --heaplab $(HEAPLAB) $(APPLY_ARGS)
 
 # ---- Python package (python/, crates/py): a venv at .venv made with `python3 -m venv`, the test
 # requirements (python/requirements-test.txt, one package a line) installed into it, and the

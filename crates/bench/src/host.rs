@@ -1,5 +1,6 @@
-//! What the benchmark binaries ask of the host: CPU time of finished children, and the output
-//! of a small command (git, date, uname) for the results' header.
+//! What the benchmark binaries ask of the host: CPU time of finished children, the output of a
+//! small command (git, date, uname) for the results' header, and commands written the way a shell
+//! reads them back.
 
 use std::process::Command;
 
@@ -15,4 +16,13 @@ pub fn children_cpu() -> f64 {
 /// The trimmed standard output of a command ("" when it cannot run).
 pub fn output(cmd: &str, args: &[&str]) -> String {
     Command::new(cmd).args(args).output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+}
+
+/// Quotes an argument for the recorded command line when the shell would need it.
+pub fn shell_quote(a: &str) -> String {
+    if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=,:+".contains(c)) {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', r"'\''"))
+    }
 }

@@ -15,6 +15,8 @@
 //! what the boxing algorithm alone reaches, in no more time) it also runs `heaplab plan
 //! --algorithm boxing` on those rows, and traces real programs (`traced.rs`) to plan their heaps.
 
+#[allow(dead_code)] // shared with the other benches; this one needs only `shell_quote`
+mod host;
 mod anchors;
 mod report;
 mod run;
@@ -233,7 +235,7 @@ fn main() -> ExitCode {
         let mut c = String::from("heaplab-bench");
         for a in &args {
             c.push(' ');
-            c.push_str(&report::shell_quote(a));
+            c.push_str(&host::shell_quote(a));
         }
         if std::env::var_os("MAKELEVEL").is_some() {
             c.push_str("   (run by make)");

@@ -269,18 +269,60 @@ pub struct Runner {
     cursor: usize,
 }
 
+/// One cachegrind output file (`--cachegrind-out-file`): the command it profiled and the
+/// totals of its `summary:` line by event name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cachegrind {
+    /// The `cmd:` line: the profiled program and its arguments as it was started.
+    pub cmd: String,
+    /// (event, total) in the order of the `events:` line.
+    pub events: Vec<(String, u64)>,
+}
+
+impl Cachegrind {
+    /// Reads the file at `path`: an error names it when it has no `events:` or `summary:` line.
+    pub fn read(path: &Path) -> Result<Cachegrind, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Cachegrind::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses the text of a cachegrind output file.
+    pub fn parse(text: &str) -> Result<Cachegrind, String> {
+        let line = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+        let names = line("events:").ok_or("no 'events:' line (not a cachegrind output file?)")?;
+        let totals = line("summary:").ok_or("no 'summary:' line (cachegrind did not finish?)")?;
+        let totals: Vec<u64> = totals.split_whitespace().map(|x| x.parse().map_err(|_| format!("summary: '{x}' is not a count"))).collect::<Result<_, _>>()?;
+        let names: Vec<&str> = names.split_whitespace().collect();
+        if names.len() != totals.len() {
+            return Err(format!("{} events but {} totals in the summary", names.len(), totals.len()));
+        }
+        let events = names.iter().zip(totals).map(|(n, t)| (n.to_string(), t)).collect();
+        Ok(Cachegrind { cmd: line("cmd:").unwrap_or_default().to_string(), events })
+    }
+
+    /// The total of `event`, or an error saying which event is missing (the cache events need
+    /// `--cache-sim=yes`).
+    pub fn get(&self, event: &str) -> Result<u64, String> {
+        self.events.iter().find(|(n, _)| n == event).map(|(_, t)| *t).ok_or_else(|| format!("no {event} column (cachegrind without --cache-sim=yes?)"))
+    }
+
+    /// L1 data-cache misses: D1mr + D1mw.
+    pub fn d1_misses(&self) -> Result<u64, String> {
+        Ok(self.get("D1mr")? + self.get("D1mw")?)
+    }
+
+    /// Last-level cache misses of data accesses: DLmr + DLmw.
+    pub fn ll_data_misses(&self) -> Result<u64, String> {
+        Ok(self.get("DLmr")? + self.get("DLmw")?)
+    }
+}
+
 /// L1 data-cache misses (D1mr + D1mw) summed over the cachegrind output files in `dir`.
 pub fn cachegrind_l1d(dir: &Path) -> Result<u64, String> {
     let mut total = 0u64;
     let mut files = 0;
     for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
-        let text = std::fs::read_to_string(e.path()).map_err(|err| format!("{}: {err}", e.path().display()))?;
-        let events: Vec<&str> = text.lines().find_map(|l| l.strip_prefix("events:")).map(|l| l.split_whitespace().collect()).unwrap_or_default();
-        let summary: Vec<u64> = text.lines().find_map(|l| l.strip_prefix("summary:")).map(|l| l.split_whitespace().filter_map(|x| x.parse().ok()).collect()).unwrap_or_default();
-        for want in ["D1mr", "D1mw"] {
-            let k = events.iter().position(|e| *e == want).ok_or_else(|| format!("{}: no {want} column (cachegrind without --cache-sim=yes?)", e.path().display()))?;
-            total += summary.get(k).copied().unwrap_or(0);
-        }
+        total += Cachegrind::read(&e.path())?.d1_misses().map_err(|m| format!("{}: {m}", e.path().display()))?;
         files += 1;
     }
     if files == 0 {
@@ -442,6 +484,7 @@ impl Runner {
             env: cfg.env.clone(),
             preload: cfg.allocator.library.clone(),
             stdin: None,
+            stdout: None,
             cwd: self.plan.cwd.clone(),
             timeout: self.plan.timeout,
         };
@@ -660,6 +703,10 @@ mod tests {
         std::fs::write(dir.join("cg.1"), "desc: I1 cache\ncmd: sh\nevents: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw\nfl=x\n1 2 3\nsummary: 100 1 1 50 7 2 30 5 1\n").unwrap();
         std::fs::write(dir.join("cg.2"), "events: Ir Dr D1mr Dw D1mw\nsummary: 10 5 2 3 1\n").unwrap();
         assert_eq!(cachegrind_l1d(&dir).unwrap(), 15);
+        let one = Cachegrind::read(&dir.join("cg.1")).unwrap();
+        assert_eq!((one.cmd.as_str(), one.d1_misses(), one.ll_data_misses()), ("sh", Ok(12), Ok(3)));
+        assert!(Cachegrind::parse("events: Ir D1mr\nsummary: 1\n").unwrap_err().contains("2 events but 1 totals"));
+        assert!(Cachegrind::parse("events: Ir\n").unwrap_err().contains("summary"));
         std::fs::write(dir.join("cg.3"), "events: Ir\nsummary: 10\n").unwrap();
         assert!(cachegrind_l1d(&dir).unwrap_err().contains("D1mr"));
         let _ = std::fs::remove_dir_all(&dir);

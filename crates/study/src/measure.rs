@@ -36,6 +36,8 @@ pub struct RunSpec {
     pub preload: Option<PathBuf>,
     /// Standard input (`None`: /dev/null).
     pub stdin: Option<PathBuf>,
+    /// Where standard output goes, a file created or truncated (`None`: /dev/null).
+    pub stdout: Option<PathBuf>,
     /// Working directory.
     pub cwd: PathBuf,
     /// Killed after this long.
@@ -198,7 +200,7 @@ pub fn read_tail(mut r: impl Read) -> Vec<u8> {
 /// The run launcher, compiled by build.rs.
 const LAUNCHER: &[u8] = include_bytes!(env!("HEAPLAB_RUN_LAUNCHER"));
 
-/// Runs `spec` once, its output discarded, and measures it.
+/// Runs `spec` once, its output discarded (or written where `spec.stdout` says), and measures it.
 pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
     let launcher = heaplab_trace::preload::install_cached("heaplab_run", "", LAUNCHER, true)?;
     let mut fds = [0; 2];
@@ -218,7 +220,11 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
         Some(p) => cmd.stdin(std::fs::File::open(p)?),
         None => cmd.stdin(Stdio::null()),
     };
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    match &spec.stdout {
+        Some(p) => cmd.stdout(std::fs::File::create(p)?),
+        None => cmd.stdout(Stdio::null()),
+    };
+    cmd.stderr(Stdio::piped());
     let w = wr.as_raw_fd();
     // SAFETY: only dup2 between fork and exec.
     unsafe {

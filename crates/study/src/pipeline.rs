@@ -222,6 +222,7 @@ fn run_workload(w: &Workload, cwd: &Path, opts: &StudyOptions, progress: &mut dy
                 env: w.env.clone(),
                 preload: a.library.clone(),
                 stdin: w.stdin.clone(),
+                stdout: None,
                 cwd: cwd.to_path_buf(),
                 timeout: opts.timeout,
             };

@@ -67,6 +67,22 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The `q`-quantile of `v` (`q` in [0, 1]) by linear interpolation between the two nearest
+/// ranks: numpy's default method, R's type 7 (0 for none). Quartiles are q = 0.25 and 0.75.
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let h = (s.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let (lo, frac) = (h.floor() as usize, h - h.floor());
+    match s.get(lo + 1) {
+        Some(hi) => s[lo] + frac * (hi - s[lo]),
+        None => s[lo],
+    }
+}
+
 /// The summary of repeated measurements of one quantity (an allocator's peak RSS over its runs):
 /// the median is the value a correlation uses, the rest is the run-to-run spread.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -352,6 +368,12 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert_eq!(median(&[]), 0.0);
+        // numpy.quantile([4, 1, 3, 2], [0.25, 0.75]) = [1.75, 3.25]; of [5, 1, 9, 3, 7, 2, 8]:
+        // [2.5, 5, 7.5] at 0.25, 0.5, 0.75.
+        assert_eq!((quantile(&[4.0, 1.0, 3.0, 2.0], 0.25), quantile(&[4.0, 1.0, 3.0, 2.0], 0.75)), (1.75, 3.25));
+        let v = [5.0, 1.0, 9.0, 3.0, 7.0, 2.0, 8.0];
+        assert_eq!([0.25, 0.5, 0.75].map(|q| quantile(&v, q)), [2.5, 5.0, 7.5]);
+        assert_eq!((quantile(&v, 0.0), quantile(&v, 1.0), quantile(&[], 0.5), quantile(&[3.0], 0.75)), (1.0, 9.0, 0.0, 3.0));
         let s = Spread::of(&[10.0, 14.0, 12.0]);
         assert_eq!((s.n, s.median, s.min, s.max, s.mean, s.sd), (3, 12.0, 10.0, 14.0, 12.0, 2.0));
         assert!(s.overlaps(&Spread::of(&[14.0, 20.0])) && !s.overlaps(&Spread::of(&[14.5, 20.0])));

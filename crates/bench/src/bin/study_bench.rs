@@ -6,6 +6,7 @@
 //! command) and the suite's report in `bench/study-suite/`.
 
 #[path = "../host.rs"]
+#[allow(dead_code)] // shared with the other benches
 mod host;
 
 use heaplab_study::stats::median;

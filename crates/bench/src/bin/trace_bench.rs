@@ -8,6 +8,7 @@
 //! `bench/trace-results.md` and `bench/trace-results.json` naming machine, date and commit.
 
 #[path = "../host.rs"]
+#[allow(dead_code)] // shared with the other benches
 mod host;
 
 use host::{children_cpu, output};

@@ -1,0 +1,1326 @@
+//! `heaplab-bench-apply`: layouts applied to running programs, measured against the general
+//! allocators, behind `make bench-apply`.
+//!
+//! For each workload (the pointer-chasing programs of `../shared/workloads/`, built here into the
+//! work folder, and Debian's sqlite3, jq, xmllint and python3 on inputs generated here) it
+//! profiles a small input (`heaplab trace`, `heaplab access`), computes a layout per strategy
+//! (`heaplab layout`), and measures the large input under glibc, jemalloc, mimalloc and tcmalloc
+//! (LD_PRELOAD) and under each layout (`heaplab run`): peak RSS and wall time over repeated runs
+//! (the first discarded, median and quartiles of the rest), simulated D1 and LL data misses (one
+//! run under `valgrind --tool=cachegrind`), and the runtime's match rate. `plan` is profiled on
+//! the large input itself (the same run, so the plan's region is the whole heap's makespan).
+//! Every run's standard output is compared with the plain (glibc) run's: a difference is a
+//! reported failure of that row.
+//!
+//! Comparisons use heaplab-decide's statistics (HPT in-app and cross-application verdicts, the
+//! rank-sum test); the targets are checked and the results written as `apply-results.md` (beside
+//! libstaticmalloc's published tables) and `apply/*.json`. A command missing from the heaplab
+//! binary leaves its rows out, and the results say which and why.
+
+#[path = "../host.rs"]
+#[allow(dead_code)] // shared with the other benches; this one needs `output`
+mod host;
+#[path = "../traced.rs"]
+#[allow(dead_code)] // the traced group's generators; this bench needs the input generators
+mod traced;
+
+use heaplab_apply::report::RunReport;
+use heaplab_decide::hpt::{analyse, InAppVerdict, Options};
+use heaplab_decide::ranktest::{rank_sum, Alternative};
+use heaplab_decide::results::{pyperf_checks, Better, Configuration, Metric, Results, Series};
+use heaplab_decide::runner::Cachegrind;
+use heaplab_study::measure::{run_once, RssMethod, RunSpec};
+use heaplab_study::stats::{median, quantile};
+use heaplab_study::Machine;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "\
+heaplab-bench-apply — layouts applied to running programs against glibc, jemalloc, mimalloc, tcmalloc
+
+Usage: heaplab-bench-apply [OPTIONS]      (run from the repository root; `make bench-apply` does)
+  --heaplab PATH       heaplab binary [default: target/release/heaplab]
+  --out DIR            where apply-results.md and apply/ go [default: bench; quick: out/bench-apply-quick]
+  --work DIR           builds, inputs, profiles, layouts [default: target/bench-apply]
+  --shared DIR         the shared folder (workloads/ is read there) [default: ../shared]
+  --runs N             runs per workload and configuration, the first discarded [default: 11; quick: 4]
+  --only W,W           these workloads only
+  --no-cachegrind      skip the cachegrind runs (no D1/LL columns, no cache target)
+  --fallback ALLOC     fallback allocator of the cache strategies' runs [default: jemalloc]
+  --stack-depth N      frames per allocation context of the cache strategies [default: 4]
+  --no-same            leave out the cache strategies profiled on the measured input itself
+                       (rows STRATEGY-same: global ordinals, the large input's trace and profile)
+  --quick              development mode: three workloads, 4 runs (also HEAPLAB_BENCH_APPLY_QUICK=1)
+  -h, --help           this help
+
+Exit status: 0 when every row was measured with outputs identical to the plain run, 1 when a row
+failed or is missing (the results say which), 2 on bad usage.";
+
+/// The general allocators, by `heaplab_replay` name, glibc (the plain run) first.
+const ALLOCATORS: [&str; 4] = ["glibc", "jemalloc", "mimalloc", "tcmalloc"];
+
+/// The cache strategies: profiled on the small input, run on the large one.
+const CACHE_STRATEGIES: [&str; 9] = ["simple", "random", "size", "usage-df", "usage-grouped", "friends-df", "friends-grouped", "one-per-line", "plan-affinity"];
+
+/// The strategies that read the access profile (the others need only the trace).
+const NEEDS_ACCESS: [&str; 5] = ["usage-df", "usage-grouped", "friends-df", "friends-grouped", "plan-affinity"];
+
+/// Cachegrind's cache geometry, fixed: this machine reports a bogus L3 (valgrind reads 384 MiB,
+/// 1-way), so the simulated caches are stated instead of detected: lscpu's 48 KiB 12-way L1D
+/// and 32 KiB 8-way L1I, and its 32 MiB L3 as a 16-way LL. Lines of 64 bytes.
+const CACHE_GEOMETRY: [&str; 3] = ["--I1=32768,8,64", "--D1=49152,12,64", "--LL=33554432,16,64"];
+
+/// A run is killed after this long; cachegrind runs after this many times as long.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+const CACHEGRIND_FACTOR: u32 = 5;
+
+/// libstaticmalloc's published results (Lee, "Cache-conscious memory allocation", 2004 thesis,
+/// `../shared/papers/002_38cb54be89fda791.txt`, section 5.2): Table 5.1 best times in seconds,
+/// Table 5.2 time ratio to Simple, for cover 100x100, 300x300, 500x500, hp 4x3, traverse 16,10.
+const PAPER_TIMES: [(&str, [&str; 5], [&str; 5]); 8] = [
+    ("Simple", ["0.002352", "0.080595", "0.926647", "0.007496", "0.111173"], ["1.0000", "1.0000", "1.0000", "1.0000", "1.0000"]),
+    ("Random", ["0.002395", "0.211720", "1.949964", "0.010427", "0.213957"], ["1.0182", "2.6270", "2.1043", "1.3910", "1.9245"]),
+    ("Size", ["0.002346", "0.080677", "0.926026", "0.007491", "0.110867"], ["0.9974", "1.0010", "0.9993", "0.9993", "0.9972"]),
+    ("Friends DF", ["*0.002340*", "0.080653", "0.925796", "0.007841", "0.079430"], ["*0.9949*", "1.0007", "0.9991", "1.0460", "0.7145"]),
+    ("Friends Grouped", ["0.002353", "0.083250", "0.933972", "*0.007370*", "0.114451"], ["1.0004", "1.0329", "1.0079", "*0.9832*", "1.0295"]),
+    ("Usage DF", ["0.002361", "*0.076603*", "*0.923315*", "0.007476", "*0.079179*"], ["1.0038", "*0.9505*", "*0.9964*", "0.9973", "*0.7122*"]),
+    ("Usage Grouped", ["0.002373", "0.090737", "1.047584", "0.007497", "0.111261"], ["1.0089", "1.1258", "1.1305", "0.9973", "1.0008"]),
+    ("Oneperline", ["0.002442", "0.151122", "1.245283", "0.009993", "0.144253"], ["1.0383", "1.8751", "1.3439", "1.3331", "1.2976"]),
+];
+
+/// Table 5.3 of the same thesis: cover on 300x300 under cachegrind (8 KiB 4-way L1D, 32-byte
+/// lines; 512 KiB L2): data refs, L1 data misses, L1 miss rate, L2 data misses, L2 miss rate.
+const PAPER_CACHE: [(&str, &str, &str, &str, &str, &str); 8] = [
+    ("Simple", "28,937,189", "5,814,499", "20.00%", "556,132", "1.90%"),
+    ("Random", "28,937,189", "6,815,227", "23.50%", "1,125,087", "3.80%"),
+    ("Size", "28,937,187", "5,811,861", "20.00%", "551,960", "1.90%"),
+    ("Friends DF", "28,937,187", "*5,809,314*", "20.00%", "556,153", "1.90%"),
+    ("Friends Grouped", "28,937,187", "5,827,200", "20.10%", "583,593", "2.00%"),
+    ("Usage DF", "28,937,187", "5,809,386", "20.00%", "*535,461*", "*1.80%*"),
+    ("Usage Grouped", "28,937,187", "6,083,590", "21.00%", "604,834", "2.00%"),
+    ("Oneperline", "28,937,189", "6,470,792", "22.30%", "1,520,016", "5.20%"),
+];
+
+fn die(m: &str) -> ! {
+    eprintln!("heaplab-bench-apply: {m}");
+    std::process::exit(2)
+}
+
+/// Parsed command line.
+struct Opts {
+    heaplab: PathBuf,
+    out: PathBuf,
+    work: PathBuf,
+    shared: PathBuf,
+    runs: usize,
+    only: Vec<String>,
+    cachegrind: bool,
+    fallback: String,
+    stack_depth: u32,
+    quick: bool,
+    same: bool,
+}
+
+fn parse_args() -> Opts {
+    let quick_env = std::env::var("HEAPLAB_BENCH_APPLY_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
+    let mut o = Opts {
+        heaplab: PathBuf::from("target/release/heaplab"),
+        out: PathBuf::new(),
+        work: PathBuf::from("target/bench-apply"),
+        shared: PathBuf::from("../shared"),
+        runs: 0,
+        only: Vec::new(),
+        cachegrind: true,
+        fallback: "jemalloc".into(),
+        stack_depth: 4,
+        quick: quick_env,
+        same: true,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = |name: &str| args.next().unwrap_or_else(|| die(&format!("{name} needs a value\n{USAGE}")));
+        match a.as_str() {
+            "--heaplab" => o.heaplab = PathBuf::from(val("--heaplab")),
+            "--out" => o.out = PathBuf::from(val("--out")),
+            "--work" => o.work = PathBuf::from(val("--work")),
+            "--shared" => o.shared = PathBuf::from(val("--shared")),
+            "--runs" => o.runs = val("--runs").parse().ok().filter(|n| *n >= 3).unwrap_or_else(|| die("--runs: expected a number of at least 3")),
+            "--only" => o.only = val("--only").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+            "--no-cachegrind" => o.cachegrind = false,
+            "--fallback" => o.fallback = val("--fallback"),
+            "--stack-depth" => o.stack_depth = val("--stack-depth").parse().ok().filter(|n| (1..=64).contains(n)).unwrap_or_else(|| die("--stack-depth: expected 1 to 64")),
+            "--quick" => o.quick = true,
+            "--no-same" => o.same = false,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0)
+            }
+            _ => die(&format!("unknown option {a}\n{USAGE}")),
+        }
+    }
+    if o.runs == 0 {
+        o.runs = if o.quick { 4 } else { 11 };
+    }
+    if o.out.as_os_str().is_empty() {
+        o.out = PathBuf::from(if o.quick { "out/bench-apply-quick" } else { "bench" });
+    }
+    // Children run in other folders.
+    o.heaplab = std::path::absolute(&o.heaplab).unwrap_or_else(|e| die(&format!("{}: {e}", o.heaplab.display())));
+    if heaplab_replay::resolve(&o.fallback).is_err() {
+        die(&format!("--fallback {}: unknown allocator", o.fallback));
+    }
+    o
+}
+
+/// One input of a workload.
+#[derive(Clone, Debug)]
+struct Input {
+    args: Vec<String>,
+    stdin: Option<PathBuf>,
+    /// Where it runs (its folder holds what it reads).
+    cwd: PathBuf,
+    what: String,
+}
+
+/// A program measured: a small input to profile, a large one to measure.
+#[derive(Clone, Debug)]
+struct Workload {
+    name: String,
+    /// One of the shared pointer-chasing programs (the cache target counts these).
+    pointer_chasing: bool,
+    exe: PathBuf,
+    env: Vec<(String, String)>,
+    small: Input,
+    large: Input,
+}
+
+/// A path as the results show it: relative to the repository root (the current folder) where
+/// it lies below it, so the results do not name the machine's folders.
+fn shown(p: &Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    match p.strip_prefix(&cwd) {
+        Ok(r) => r.display().to_string(),
+        Err(_) => p.display().to_string(),
+    }
+}
+
+impl Workload {
+    /// The command line as recorded in the results (paths shown relative to the repository).
+    fn command(&self, input: &Input) -> String {
+        let mut s = String::new();
+        for (k, v) in &self.env {
+            s += &format!("{k}={v} ");
+        }
+        s += &host::shell_quote(&shown(&self.exe));
+        for a in &input.args {
+            s += &format!(" {}", host::shell_quote(&shown(Path::new(a))));
+        }
+        if let Some(i) = &input.stdin {
+            s += &format!(" < {}", host::shell_quote(&shown(i)));
+        }
+        s
+    }
+}
+
+/// The shared workloads: folder, extra gcc flags, small and large arguments. Sizes are chosen
+/// so that the large run takes tens of milliseconds here (cachegrind makes it seconds) and
+/// makes at most about 10^5 allocations (identifying each by its context costs microseconds).
+const SHARED: [(&str, &[&str], &str, &str); 10] = [
+    ("health", &["-DTORONTO"], "5 20 1", "7 20 1"),
+    ("treeadd", &["-DTORONTO"], "13", "16"),
+    ("mst", &["-DTORONTO"], "200", "600"),
+    ("perimeter", &["-DTORONTO"], "6", "8"),
+    ("bisort", &["-DTORONTO", "-std=gnu17"], "5000", "50000"),
+    ("tsp", &["-DTORONTO"], "5000", "50000"),
+    // power takes no size argument: its scaled-back build, profiled and measured on the same run.
+    ("power", &["-DTORONTO", "-DSMALL_PROBLEM_SIZE"], "", ""),
+    ("ft", &[], "100 1000", "500 10000"),
+    ("anagram", &[], "input.in", "input.OUT:30"),
+    ("analyzer", &["-DVERSION=\"1.00\"", "-DCOMPDATE=\"today\"", "-DCFLAGS=\"\"", "-DHOSTNAME=\"thishost\""], "ref.in:2000", "ref.in:10000"),
+];
+
+/// Builds one shared program into `bin/` (again only when a source is newer than the binary).
+fn build_shared(src: &Path, name: &str, flags: &[&str], bin: &Path) -> Result<PathBuf, String> {
+    let exe = bin.join(name);
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(src)
+        .map_err(|e| format!("{}: {e}", src.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    sources.sort();
+    if sources.is_empty() {
+        return Err(format!("{}: no C sources", src.display()));
+    }
+    let newest = sources.iter().filter_map(|p| p.metadata().and_then(|m| m.modified()).ok()).max();
+    let built = exe.metadata().and_then(|m| m.modified()).ok();
+    if matches!((built, newest), (Some(b), Some(n)) if b >= n) {
+        return Ok(exe);
+    }
+    let out = Command::new("cc").args(["-O2", "-w"]).args(flags).arg("-o").arg(&exe).args(&sources).arg("-lm").stdin(Stdio::null()).output().map_err(|e| format!("cc: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cc {name} failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")));
+    }
+    Ok(exe)
+}
+
+/// The first `lines` lines of an analyzer trace, ended where an epoch starts, with the END line
+/// the analyzer needs (it otherwise reads past the end forever).
+fn analyzer_prefix(text: &str, lines: usize) -> String {
+    let (mut out, mut epochs, mut cycle) = (String::new(), 0u64, "0".to_string());
+    for (i, l) in text.lines().enumerate() {
+        if l.starts_with("START:") {
+            if i >= lines {
+                break;
+            }
+            epochs += 1;
+        }
+        if l.starts_with("END:") {
+            break;
+        }
+        if let Some(c) = l.split_whitespace().nth(2) {
+            cycle = c.to_string();
+        }
+        out.push_str(l);
+        out.push('\n');
+    }
+    out.push_str(&format!("END: {epochs} {cycle}\n"));
+    out
+}
+
+/// One shared workload's input: arguments, or `FILE:N` (the first N lines of the program's
+/// file, written into the work folder).
+fn shared_input(name: &str, spec: &str, src: &Path, dir: &Path, which: &str) -> Result<Input, String> {
+    let io = |e: std::io::Error| format!("{}: {e}", dir.display());
+    let Some((file, n)) = spec.split_once(':') else {
+        if name == "anagram" {
+            return Ok(Input { args: vec!["words".into(), "2".into()], stdin: Some(src.join(spec)), cwd: src.to_path_buf(), what: format!("words 2 < {spec}") });
+        }
+        return Ok(Input { args: spec.split_whitespace().map(String::from).collect(), stdin: None, cwd: dir.to_path_buf(), what: if spec.is_empty() { "(no arguments)".into() } else { spec.into() } });
+    };
+    let n: usize = n.parse().map_err(|_| format!("{spec}: bad line count"))?;
+    let text = std::fs::read_to_string(src.join(file)).map_err(|e| format!("{}: {e}", src.join(file).display()))?;
+    let path = dir.join(format!("{which}.in"));
+    if name == "analyzer" {
+        std::fs::write(&path, analyzer_prefix(&text, n)).map_err(io)?;
+        let p = std::path::absolute(&path).map_err(io)?;
+        Ok(Input { args: vec![p.display().to_string()], stdin: None, cwd: src.to_path_buf(), what: format!("first epochs of {file} up to line {n}") })
+    } else {
+        let prefix: String = text.lines().take(n).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, prefix).map_err(io)?;
+        let p = std::path::absolute(&path).map_err(io)?;
+        Ok(Input { args: vec!["words".into(), "2".into()], stdin: Some(p), cwd: src.to_path_buf(), what: format!("words 2 < first {n} lines of {file}") })
+    }
+}
+
+/// The Debian programs: (name, small count, large count) of generated records.
+const DEBIAN: [(&str, usize, usize); 4] = [("sqlite3", 200, 2000), ("jq", 300, 3000), ("xmllint", 300, 3000), ("python3", 100, 400)];
+
+/// A Debian program's input of `n` records, written to `dir` (its own folder: `small` or `large`,
+/// names of one length so that the programs see the same path lengths).
+fn debian_input(program: &str, n: usize, dir: &Path) -> Result<(Input, Vec<(String, String)>), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let w = |f: &str, text: String| std::fs::write(dir.join(f), text).map_err(|e| format!("{}: {e}", dir.join(f).display()));
+    let input = |args: Vec<&str>, what: String| Input { args: args.into_iter().map(String::from).collect(), stdin: None, cwd: dir.to_path_buf(), what };
+    Ok(match program {
+        "sqlite3" => {
+            w("script.sql", traced::sql_script(n))?;
+            (input(vec![":memory:", ".read script.sql"], format!("{n} inserts, an index, queries, a delete and an update")), vec![])
+        }
+        "jq" => {
+            w("records.json", traced::jq_records(n))?;
+            (input(vec!["-c", traced::JQ_FILTER, "records.json"], format!("filter and reshape {n} JSON records")), vec![])
+        }
+        "xmllint" => {
+            w("doc.xml", traced::xml_records(n))?;
+            (input(vec!["--format", "doc.xml"], format!("parse and reformat {n} XML records")), vec![])
+        }
+        "python3" => {
+            w("script.py", traced::python_script(n))?;
+            let env = [("PYTHONMALLOC", "malloc"), ("PYTHONHASHSEED", "0"), ("PYTHONDONTWRITEBYTECODE", "1")];
+            (input(vec!["-s", "script.py"], format!("{n} dicts, a third deleted, formatted, JSON round trip")), env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        }
+        _ => unreachable!("every program of DEBIAN has an input"),
+    })
+}
+
+/// Every workload that can run here, and (name, why not) for the others.
+fn workloads(o: &Opts) -> (Vec<Workload>, Vec<(String, String)>) {
+    let (mut ok, mut missing) = (Vec::new(), Vec::new());
+    let bin = o.work.join("bin");
+    let _ = std::fs::create_dir_all(&bin);
+    let wanted = |n: &str| if o.only.is_empty() { !o.quick || ["treeadd", "health", "jq"].contains(&n) } else { o.only.iter().any(|x| x == n) };
+    let src_root = o.shared.join("workloads");
+    for (name, flags, small, large) in SHARED {
+        if !wanted(name) {
+            continue;
+        }
+        let src = src_root.join(name);
+        if !src.is_dir() {
+            missing.push((name.to_string(), format!("skipped: {} not found", src.display())));
+            continue;
+        }
+        let dir = o.work.join(name);
+        let _ = std::fs::create_dir_all(&dir);
+        let built = build_shared(&src, name, flags, &bin).and_then(|exe| {
+            let exe = std::path::absolute(&exe).map_err(|e| e.to_string())?;
+            let src = std::path::absolute(&src).map_err(|e| e.to_string())?;
+            let dir = std::path::absolute(&dir).map_err(|e| e.to_string())?;
+            Ok(Workload {
+                name: name.to_string(),
+                pointer_chasing: true,
+                exe,
+                env: vec![],
+                small: shared_input(name, small, &src, &dir, "small")?,
+                large: shared_input(name, large, &src, &dir, "large")?,
+            })
+        });
+        match built {
+            Ok(w) => ok.push(w),
+            Err(e) => missing.push((name.to_string(), e)),
+        }
+    }
+    for (program, small, large) in DEBIAN {
+        if !wanted(program) {
+            continue;
+        }
+        let Some(exe) = heaplab_trace::launch::find_binary(program) else {
+            missing.push((program.to_string(), format!("{program} is not installed (make study-deps installs it)")));
+            continue;
+        };
+        let dir = std::path::absolute(o.work.join(program)).unwrap_or_else(|_| o.work.join(program));
+        match debian_input(program, small, &dir.join("small")).and_then(|(s, env)| Ok((s, debian_input(program, large, &dir.join("large"))?.0, env))) {
+            Ok((s, l, env)) => ok.push(Workload { name: program.to_string(), pointer_chasing: false, exe, env, small: s, large: l }),
+            Err(e) => missing.push((program.to_string(), e)),
+        }
+    }
+    (ok, missing)
+}
+
+/// A configuration measured.
+#[derive(Clone, Debug)]
+enum Config {
+    /// A general allocator by LD_PRELOAD (glibc: none).
+    Allocator { name: String, library: Option<PathBuf> },
+    /// A layout run with `heaplab run`: `name` is the strategy, with [`SAME`] appended for a
+    /// cache strategy profiled on the measured input itself.
+    Layout { name: String, strategy: String, same_input: bool, fallback: String },
+}
+
+/// Suffix of the cache strategies' rows profiled on the measured input itself (global
+/// ordinals): what the strategies can do when the layout covers every block.
+const SAME: &str = "-same";
+
+impl Config {
+    fn name(&self) -> &str {
+        match self {
+            Config::Allocator { name, .. } => name,
+            Config::Layout { name, .. } => name,
+        }
+    }
+
+    fn describe(&self, stack_depth: u32) -> String {
+        match self {
+            Config::Allocator { name, library: Some(l) } => format!("{name} (LD_PRELOAD={})", l.display()),
+            Config::Allocator { name, library: None } => format!("{name} (no preload: the plain run)"),
+            Config::Layout { strategy, same_input: true, fallback, .. } => {
+                format!("heaplab run, layout {strategy} from a trace (and access profile) of the measured input itself, global ordinals, fallback {fallback}")
+            }
+            Config::Layout { strategy, same_input: false, fallback, .. } => {
+                format!("heaplab run, layout {strategy} from the small input's trace and access profile, contexts of {stack_depth} frames, fallback {fallback}")
+            }
+        }
+    }
+}
+
+fn configs(o: &Opts) -> Vec<Config> {
+    let mut c: Vec<Config> = ALLOCATORS
+        .iter()
+        .map(|a| {
+            let r = heaplab_replay::resolve(a).unwrap_or_else(|e| die(&format!("allocator {a}: {} (make study-deps installs it)", e.0)));
+            Config::Allocator { name: a.to_string(), library: r.library }
+        })
+        .collect();
+    c.push(Config::Layout { name: "plan".into(), strategy: "plan".into(), same_input: true, fallback: "glibc".into() });
+    c.extend(CACHE_STRATEGIES.iter().map(|s| Config::Layout { name: s.to_string(), strategy: s.to_string(), same_input: false, fallback: o.fallback.clone() }));
+    if o.same {
+        c.extend(CACHE_STRATEGIES.iter().map(|s| Config::Layout { name: format!("{s}{SAME}"), strategy: s.to_string(), same_input: true, fallback: o.fallback.clone() }));
+    }
+    c
+}
+
+/// Runs heaplab with `args` in `cwd` (stdin from `stdin` or nothing, its stdout discarded);
+/// Ok(wall seconds) or the end of its standard error.
+fn heaplab(o: &Opts, args: &[String], cwd: &Path, stdin: Option<&Path>, env: &[(String, String)]) -> Result<f64, String> {
+    let t0 = Instant::now();
+    let mut c = Command::new(&o.heaplab);
+    c.args(args).current_dir(cwd).envs(env.iter().map(|(k, v)| (k, v))).stdout(Stdio::null()).stderr(Stdio::piped());
+    match stdin {
+        Some(p) => c.stdin(std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?),
+        None => c.stdin(Stdio::null()),
+    };
+    let out = c.output().map_err(|e| format!("{}: cannot start: {e}", o.heaplab.display()))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(no message)");
+        return Err(format!("heaplab {} failed ({}): {last}", args.first().map_or("", String::as_str), out.status));
+    }
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+/// Whether the heaplab binary has a command (its `--help` exits 0).
+fn has_command(o: &Opts, cmd: &str) -> bool {
+    Command::new(&o.heaplab).args([cmd, "--help"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// What preparing a workload made: layouts by strategy (or why not), and figures of the steps.
+#[derive(Default)]
+struct Prepared {
+    layouts: Vec<(String, Result<PathBuf, String>)>,
+    /// Step name → wall seconds.
+    steps: Vec<(String, f64)>,
+}
+
+/// Profiles the small input (trace with frames, access profile with contexts), traces the large
+/// one, and computes every layout.
+fn prepare(o: &Opts, w: &Workload, commands: &Commands) -> Prepared {
+    let dir = std::path::absolute(o.work.join(&w.name).join("profile")).unwrap_or_else(|_| o.work.join(&w.name).join("profile"));
+    let _ = std::fs::create_dir_all(&dir);
+    let p = |f: &str| dir.join(f).display().to_string();
+    let mut prep = Prepared::default();
+    let exe = w.exe.display().to_string();
+    let with = |mut a: Vec<String>, input: &Input| {
+        a.push("--".into());
+        a.push(exe.clone());
+        a.extend(input.args.iter().cloned());
+        a
+    };
+    let mut step = |name: &str, args: Vec<String>, input: &Input| -> Result<(), String> {
+        eprintln!("  {name}");
+        let secs = heaplab(o, &args, &input.cwd, input.stdin.as_deref(), &w.env)?;
+        prep.steps.push((name.to_string(), secs));
+        Ok(())
+    };
+    let depth = o.stack_depth.to_string();
+    let small_trace = step("trace small", with(strs(&["trace", "--stack-depth", &depth, "-o", &p("small.hltrace")]), &w.small), &w.small);
+    let access = if !commands.access {
+        Err("heaplab access is not in this heaplab build".to_string())
+    } else {
+        step("access small", with(strs(&["access", "--contexts", "--stack-depth", &depth, "-o", &p("small.hlaccess")]), &w.small), &w.small)
+    };
+    let large_trace = step("trace large", with(strs(&["trace", "-o", &p("large.hltrace")]), &w.large), &w.large);
+    let layout_missing = (!commands.layout).then(|| "heaplab layout is not in this heaplab build".to_string());
+    // plan: the large input's own trace, global ordinals.
+    let plan = match (&layout_missing, &large_trace) {
+        (Some(m), _) => Err(m.clone()),
+        (_, Err(e)) => Err(format!("tracing the large input: {e}")),
+        _ => step("layout plan", strs(&["layout", &p("large.hltrace"), "--strategy", "plan", "-o", &p("plan.hllayout")]), &w.large).map(|_| dir.join("plan.hllayout")),
+    };
+    let mut layouts = vec![("plan".to_string(), plan)];
+    for s in CACHE_STRATEGIES {
+        let needs = NEEDS_ACCESS.contains(&s);
+        let r = match (&layout_missing, &small_trace, &access) {
+            (Some(m), _, _) => Err(m.clone()),
+            (_, Err(e), _) => Err(format!("tracing the small input: {e}")),
+            (_, _, Err(e)) if needs => Err(format!("no access profile: {e}")),
+            _ => {
+                let mut a = strs(&["layout", &p("small.hltrace"), "--strategy", s, "--contexts", "-o", &p(&format!("{s}.hllayout"))]);
+                if access.is_ok() {
+                    a.extend(strs(&["--access", &p("small.hlaccess")]));
+                }
+                step(&format!("layout {s}"), a, &w.small).map(|_| dir.join(format!("{s}.hllayout")))
+            }
+        };
+        layouts.push((s.to_string(), r));
+    }
+    if o.same {
+        let access_large = match &access {
+            Err(e) => Err(e.clone()),
+            Ok(()) => step("access large", with(strs(&["access", "-o", &p("large.hlaccess")]), &w.large), &w.large),
+        };
+        for s in CACHE_STRATEGIES {
+            let r = match (&layout_missing, &large_trace, &access_large) {
+                (Some(m), _, _) => Err(m.clone()),
+                (_, Err(e), _) => Err(format!("tracing the large input: {e}")),
+                (_, _, Err(e)) if NEEDS_ACCESS.contains(&s) => Err(format!("no access profile: {e}")),
+                _ => {
+                    let f = format!("{s}{SAME}.hllayout");
+                    let mut a = strs(&["layout", &p("large.hltrace"), "--strategy", s, "-o", &p(&f)]);
+                    if access_large.is_ok() {
+                        a.extend(strs(&["--access", &p("large.hlaccess")]));
+                    }
+                    step(&format!("layout {s}{SAME}"), a, &w.large).map(|_| dir.join(&f))
+                }
+            };
+            layouts.push((format!("{s}{SAME}"), r));
+        }
+    }
+    prep.layouts = layouts;
+    prep
+}
+
+/// Which heaplab commands the binary has.
+struct Commands {
+    access: bool,
+    layout: bool,
+    run: bool,
+}
+
+/// One measured run.
+#[derive(Clone, Debug, Default)]
+struct Sample {
+    wall: f64,
+    rss: u64,
+}
+
+/// Everything measured for one workload under one configuration.
+#[derive(Default)]
+struct Cell {
+    samples: Vec<Sample>,
+    /// The runtime's report of the last run (layout configurations).
+    report: Option<RunReport>,
+    report_json: Value,
+    /// (D1 misses, LL data misses, data references) under cachegrind.
+    cache: Option<Misses>,
+    cache_seconds: f64,
+    /// Why the row is incomplete: failed, crashed, different output, not measured.
+    error: Option<String>,
+    layout: Option<LayoutFacts>,
+}
+
+/// Figures of a layout file, read with heaplab-apply's reader.
+#[derive(Clone, Debug)]
+struct LayoutFacts {
+    entries: u64,
+    planned: u64,
+    contexts: u64,
+    region: u64,
+    /// End of the highest planned slot.
+    makespan: u64,
+    /// Most slot bytes live at once (the lower bound of any region).
+    max_load: u64,
+}
+
+fn layout_facts(path: &Path) -> Result<LayoutFacts, String> {
+    let l = heaplab_apply::format::read(&path.display().to_string()).map_err(|e| e.to_string())?;
+    let (buffers, offsets, _) = heaplab_apply::format::planned_buffers(&l);
+    let makespan = buffers.iter().zip(&offsets).map(|(b, o)| o + b.size).max().unwrap_or(0);
+    Ok(LayoutFacts {
+        entries: l.contexts.iter().map(|c| c.entries.len() as u64).sum(),
+        planned: buffers.len() as u64,
+        contexts: l.contexts.len() as u64,
+        region: l.region,
+        makespan,
+        max_load: heaplab_sweep::max_load(&buffers),
+    })
+}
+
+/// A run's output as it is compared: (FNV-1a 64 of its bytes, its length).
+type Fingerprint = (u64, u64);
+
+/// Simulated misses of one run: (D1 misses, LL data misses, data references).
+type Misses = (u64, u64, u64);
+
+/// One measured run: the sample, its output, and for a layout the runtime's report (read and raw).
+type Measurement = (Sample, Fingerprint, Option<(RunReport, Value)>);
+
+/// FNV-1a 64 of a file's bytes and its length: the fingerprint a run's output is compared by.
+fn fingerprint(path: &Path) -> Result<Fingerprint, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in &bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    Ok((h, bytes.len() as u64))
+}
+
+/// The program's command as a configuration runs it, with `wrap` (a command such as cachegrind's
+/// tool, empty for none) put in front of the program: (program, arguments, preload).
+fn invocation(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, report: &Path, wrap: &[String]) -> (PathBuf, Vec<String>, Option<PathBuf>) {
+    let mut cmd: Vec<String> = wrap.to_vec();
+    cmd.push(w.exe.display().to_string());
+    cmd.extend(w.large.args.iter().cloned());
+    match c {
+        Config::Allocator { library, .. } => (PathBuf::from(&cmd[0]), cmd[1..].to_vec(), library.clone()),
+        Config::Layout { fallback, .. } => {
+            let mut a = strs(&["run", "--layout", &layout.map(|p| p.display().to_string()).unwrap_or_default(), "--report", &report.display().to_string(), "--fallback", fallback, "--"]);
+            a.extend(cmd);
+            (o.heaplab.clone(), a, None)
+        }
+    }
+}
+
+/// Reads the report `heaplab run --report` wrote, with heaplab-apply's reader; the launcher's
+/// wall time comes from the same file.
+fn read_report(path: &Path) -> Result<(RunReport, Value), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut r = RunReport::parse_runtime(&path.display().to_string(), &text)?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    r.wall_seconds = v["wall_seconds"].as_f64().ok_or_else(|| format!("{}: no wall_seconds", path.display()))?;
+    Ok((r, v))
+}
+
+/// Runs a workload's large input once under `c`: the sample, its output's fingerprint, and the
+/// report for layouts.
+fn measure_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scratch: &Path) -> Result<Measurement, String> {
+    let out = scratch.join(format!("{}.stdout", c.name()));
+    let report = scratch.join(format!("{}.report.json", c.name()));
+    let _ = std::fs::remove_file(&report);
+    let (program, args, preload) = invocation(o, w, c, layout, &report, &[]);
+    let spec = RunSpec {
+        program: program.clone(),
+        arg0: program.display().to_string(),
+        args,
+        env: w.env.clone(),
+        preload,
+        stdin: w.large.stdin.clone(),
+        stdout: Some(out.clone()),
+        cwd: w.large.cwd.clone(),
+        timeout: RUN_TIMEOUT,
+    };
+    let run = run_once(&spec).map_err(|e| format!("cannot run: {e}"))?;
+    if !run.ok() {
+        let how = if run.status < 0 { format!("killed by {}", heaplab_trace::launch::signal_name(-run.status)) } else { format!("exit status {}", run.status) };
+        let tail = run.stderr_tail.lines().last().unwrap_or("").to_string();
+        return Err(format!("{how}: {tail}"));
+    }
+    let fp = fingerprint(&out)?;
+    Ok(match c {
+        Config::Allocator { .. } => (Sample { wall: run.wall, rss: run.peak(RssMethod::Rusage) }, fp, None),
+        Config::Layout { .. } => {
+            let (r, v) = read_report(&report)?;
+            if let Some(e) = &r.error {
+                return Err(format!("the layout was not applied: {e}"));
+            }
+            (Sample { wall: r.wall_seconds, rss: r.peak_rss_bytes }, fp, Some((r, v)))
+        }
+    })
+}
+
+/// The measured program's cachegrind file among those of a run: the one whose command is the
+/// workload's program (a layout run also profiles heaplab itself).
+fn pick_cachegrind<'a>(files: &'a [Cachegrind], exe: &Path) -> Result<&'a Cachegrind, String> {
+    let base = exe.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut of = files.iter().filter(|f| f.cmd.split_whitespace().next().and_then(|p| Path::new(p).file_name()).is_some_and(|n| n.to_string_lossy() == base));
+    match (of.next(), of.next()) {
+        (Some(f), None) => Ok(f),
+        (None, _) => Err(format!("cachegrind wrote no file for {base} (commands: {})", files.iter().map(|f| f.cmd.as_str()).collect::<Vec<_>>().join("; "))),
+        (Some(_), Some(_)) => Err(format!("cachegrind wrote more than one file for {base}")),
+    }
+}
+
+/// Cachegrind, started without valgrind's launcher: its tool binary is static, so the
+/// LD_PRELOAD a configuration sets reaches only the program (valgrind passes it on to its
+/// client). Through the launcher (on Debian a shell script, then a dynamic binary) the layout's
+/// runtime would load into those first, claim the layout there, and leave the program on the
+/// fallback allocator.
+struct CachegrindTool {
+    /// The tool binary (`cachegrind-amd64-linux`).
+    tool: PathBuf,
+    /// The launcher the tool expects in `VALGRIND_LAUNCHER` (it refuses to run without one).
+    launcher: PathBuf,
+}
+
+/// Finds cachegrind's tool binary beside valgrind's other files.
+fn find_cachegrind() -> Result<CachegrindTool, String> {
+    let valgrind = heaplab_trace::launch::find_program("valgrind").ok_or("valgrind is not installed (make study-deps installs it), or pass --no-cachegrind")?;
+    // Debian's /usr/bin/valgrind is a script that runs valgrind.bin.
+    let bin = PathBuf::from(format!("{}.bin", valgrind.display()));
+    let launcher = if bin.is_file() { bin } else { valgrind };
+    let dirs = std::env::var("VALGRIND_LIB").into_iter().map(PathBuf::from).chain(["/usr/libexec/valgrind", "/usr/lib/x86_64-linux-gnu/valgrind", "/usr/lib/valgrind"].map(PathBuf::from));
+    let tool = dirs.map(|d| d.join("cachegrind-amd64-linux")).find(|p| p.is_file()).ok_or("cachegrind-amd64-linux not found (looked in $VALGRIND_LIB, /usr/libexec/valgrind, /usr/lib/x86_64-linux-gnu/valgrind, /usr/lib/valgrind)")?;
+    Ok(CachegrindTool { tool, launcher })
+}
+
+/// One run under cachegrind: (D1 misses, LL data misses, data references), seconds, and the
+/// output fingerprint. For a layout, the runtime's report of that run must show the layout
+/// applied as in the measured runs (`planned`), or the row fails.
+fn cachegrind_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scratch: &Path, cg: &CachegrindTool, planned: Option<u64>) -> Result<(Misses, f64, Fingerprint), String> {
+    let dir = scratch.join(format!("cg-{}", c.name()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let out = scratch.join(format!("{}.cg.stdout", c.name()));
+    let report = scratch.join(format!("{}.cg.report.json", c.name()));
+    let _ = std::fs::remove_file(&report);
+    let mut wrap = vec![cg.tool.display().to_string()];
+    wrap.extend(strs(&["--tool=cachegrind", "--cache-sim=yes"]));
+    wrap.extend(strs(&CACHE_GEOMETRY));
+    wrap.push(format!("--cachegrind-out-file={}/cg.out", dir.display()));
+    let (program, args, preload) = invocation(o, w, c, layout, &report, &wrap);
+    let mut env = w.env.clone();
+    env.push(("VALGRIND_LAUNCHER".into(), cg.launcher.display().to_string()));
+    let spec = RunSpec {
+        program: program.clone(),
+        arg0: program.display().to_string(),
+        args,
+        env,
+        preload,
+        stdin: w.large.stdin.clone(),
+        stdout: Some(out.clone()),
+        cwd: w.large.cwd.clone(),
+        timeout: RUN_TIMEOUT * CACHEGRIND_FACTOR,
+    };
+    let run = run_once(&spec).map_err(|e| format!("cannot run cachegrind: {e}"))?;
+    let result = (|| {
+        if !run.ok() {
+            return Err(format!("under cachegrind: status {}: {}", run.status, run.stderr_tail.lines().last().unwrap_or("")));
+        }
+        // valgrind adds to the environment and to LD_PRELOAD, which python3 copies into its heap:
+        // a few blocks more or less may match there; a layout not applied matches none.
+        if let Some(want) = planned {
+            let (r, _) = read_report(&report)?;
+            if r.planned.abs_diff(want) as f64 > 0.02 * want as f64 {
+                return Err(format!("the layout served {} blocks under cachegrind, {want} in the measured runs", r.planned));
+            }
+        }
+        let files: Vec<Cachegrind> = std::fs::read_dir(&dir).map_err(|e| e.to_string())?.flatten().map(|e| Cachegrind::read(&e.path())).collect::<Result<_, _>>()?;
+        let f = pick_cachegrind(&files, &w.exe)?;
+        let refs = f.get("Dr")? + f.get("Dw")?;
+        Ok(((f.d1_misses()?, f.ll_data_misses()?, refs), run.wall, fingerprint(&out)?))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn mib(b: f64) -> String {
+    format!("{:.1}", b / 1048576.0)
+}
+
+/// `median [q1–q3]` of the values, scaled.
+fn spread(v: &[f64], scale: f64, digits: usize) -> String {
+    if v.is_empty() {
+        return "—".into();
+    }
+    let f = |x: f64| format!("{:.*}", digits, x * scale);
+    format!("{} [{}–{}]", f(median(v)), f(quantile(v, 0.25)), f(quantile(v, 0.75)))
+}
+
+fn grouped(n: u64) -> String {
+    heaplab_model::units::grouped(n)
+}
+
+/// Per workload: the cells by configuration name.
+struct Measured {
+    workload: Workload,
+    prepared: Prepared,
+    cells: Vec<(String, Cell)>,
+    /// The plain run's output fingerprint and exit.
+    plain: Option<Fingerprint>,
+}
+
+impl Measured {
+    fn cell(&self, c: &str) -> Option<&Cell> {
+        self.cells.iter().find(|(n, _)| n == c).map(|(_, c)| c)
+    }
+}
+
+fn main() {
+    let o = parse_args();
+    // Every child sees the same small environment (the traced group's): python copies every
+    // variable into os.environ, so one more variable between the profile and the measured
+    // run changes its heap.
+    let keep = traced::base_env();
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if !keep.iter().any(|(n, _)| *n == k) {
+            std::env::remove_var(&k);
+        }
+    }
+    for (k, v) in &keep {
+        std::env::set_var(k, v);
+    }
+    let t_start = Instant::now();
+    // The commit measured: taken now, before anything else can change the tree.
+    let commit = host::output("git", &["rev-parse", "--short", "HEAD"]);
+    let dirty = !host::output("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    let commit = if dirty { format!("{commit} (with uncommitted changes)") } else { commit };
+    if !o.heaplab.is_file() {
+        die(&format!("{}: no heaplab binary (cargo build --release -p heaplab-cli)", o.heaplab.display()));
+    }
+    let commands = Commands { access: has_command(&o, "access"), layout: has_command(&o, "layout"), run: has_command(&o, "run") };
+    let valgrind = if o.cachegrind { Some(find_cachegrind().unwrap_or_else(|e| die(&e))) } else { None };
+    let (ws, missing) = workloads(&o);
+    for (n, why) in &missing {
+        eprintln!("heaplab-bench-apply: workload {n} left out: {why}");
+    }
+    if ws.is_empty() {
+        die("no workload to measure");
+    }
+    let configs = configs(&o);
+    let mut all = Vec::new();
+    for (k, w) in ws.iter().enumerate() {
+        eprintln!("[{}/{}] {} ({:.0} s so far): profiling {}", k + 1, ws.len(), w.name, t_start.elapsed().as_secs_f64(), w.small.what);
+        let prepared = prepare(&o, w, &commands);
+        let m = measure_workload(&o, w, prepared, &configs, &commands, valgrind.as_ref(), k, ws.len(), t_start);
+        all.push(m);
+    }
+    let (md, js, clean) = summary(&o, &commit, &all, &missing, &configs, &commands, t_start.elapsed().as_secs_f64());
+    let dir = o.out.join("apply");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| die(&format!("{}: {e}", dir.display())));
+    for (name, v) in js {
+        let p = dir.join(format!("{name}.json"));
+        std::fs::write(&p, serde_json::to_string_pretty(&v).expect("plain JSON") + "\n").unwrap_or_else(|e| die(&format!("{}: {e}", p.display())));
+    }
+    let p = o.out.join("apply-results.md");
+    std::fs::write(&p, &md).unwrap_or_else(|e| die(&format!("{}: {e}", p.display())));
+    print!("{md}");
+    eprintln!("wrote {} and {}/ in {:.0} s", p.display(), dir.display(), t_start.elapsed().as_secs_f64());
+    std::process::exit(if clean { 0 } else { 1 });
+}
+
+/// Measures one workload under every configuration: rounds of one run each (interleaved, so a
+/// slow spell of the machine spreads over all of them), then one cachegrind run each.
+#[allow(clippy::too_many_arguments)]
+fn measure_workload(o: &Opts, w: &Workload, prepared: Prepared, configs: &[Config], commands: &Commands, valgrind: Option<&CachegrindTool>, k: usize, n: usize, t0: Instant) -> Measured {
+    let scratch = std::path::absolute(o.work.join(&w.name).join("runs")).unwrap_or_else(|_| o.work.join(&w.name).join("runs"));
+    let _ = std::fs::create_dir_all(&scratch);
+    let mut cells: Vec<(String, Cell)> = Vec::new();
+    let mut layouts: Vec<Option<PathBuf>> = Vec::new();
+    for c in configs {
+        let mut cell = Cell::default();
+        let mut path = None;
+        if let Config::Layout { name, .. } = c {
+            match prepared.layouts.iter().find(|(s, _)| s == name).map(|(_, r)| r) {
+                Some(Ok(p)) if commands.run => {
+                    match layout_facts(p) {
+                        Ok(f) => cell.layout = Some(f),
+                        Err(e) => cell.error = Some(format!("layout unreadable: {e}")),
+                    }
+                    path = Some(p.clone());
+                }
+                Some(Ok(_)) => cell.error = Some("heaplab run is not in this heaplab build".into()),
+                Some(Err(e)) => cell.error = Some(e.clone()),
+                None => cell.error = Some("no layout".into()),
+            }
+        }
+        cells.push((c.name().to_string(), cell));
+        layouts.push(path);
+    }
+    let mut plain: Option<Fingerprint> = None;
+    for round in 0..o.runs {
+        eprintln!("[{}/{n}] {} ({:.0} s so far): round {}/{} of {} configurations", k + 1, w.name, t0.elapsed().as_secs_f64(), round + 1, o.runs, configs.len());
+        for (i, c) in configs.iter().enumerate() {
+            if cells[i].1.error.is_some() {
+                continue;
+            }
+            match measure_once(o, w, c, layouts[i].as_deref(), &scratch) {
+                Ok((s, fp, rep)) => {
+                    let expected = *plain.get_or_insert(fp);
+                    let cell = &mut cells[i].1;
+                    if fp != expected {
+                        cell.error = Some(format!("output differs from the plain run ({} bytes, plain {} bytes)", fp.1, expected.1));
+                        continue;
+                    }
+                    if round > 0 {
+                        cell.samples.push(s);
+                    }
+                    if let Some((r, v)) = rep {
+                        cell.report = Some(r);
+                        cell.report_json = v;
+                    }
+                }
+                Err(e) => {
+                    eprintln!("  {} under {}: {e}", w.name, c.name());
+                    cells[i].1.error = Some(e);
+                }
+            }
+        }
+    }
+    if let Some(vg) = valgrind {
+        for (i, c) in configs.iter().enumerate() {
+            if cells[i].1.error.is_some() {
+                continue;
+            }
+            eprintln!("[{}/{n}] {} ({:.0} s so far): cachegrind {} ({}/{})", k + 1, w.name, t0.elapsed().as_secs_f64(), c.name(), i + 1, configs.len());
+            let planned = cells[i].1.report.as_ref().map(|r| r.planned);
+            match cachegrind_once(o, w, c, layouts[i].as_deref(), &scratch, vg, planned) {
+                Ok((m, secs, fp)) => {
+                    let cell = &mut cells[i].1;
+                    if Some(fp) != plain {
+                        cell.error = Some(format!("output under cachegrind differs from the plain run ({} bytes)", fp.1));
+                    } else {
+                        cell.cache = Some(m);
+                        cell.cache_seconds = secs;
+                    }
+                }
+                Err(e) => {
+                    eprintln!("  {} under {} (cachegrind): {e}", w.name, c.name());
+                    cells[i].1.error = Some(format!("cachegrind: {e}"));
+                }
+            }
+        }
+    }
+    Measured { workload: w.clone(), prepared, cells, plain }
+}
+
+/// The measurements as decide's results (time and peak RSS of every row that completed), so
+/// that heaplab-decide's HPT analysis compares each configuration with the plain run.
+fn results(all: &[Measured], configs: &[Config], stack_depth: u32) -> Results {
+    let metrics = vec![Metric { name: "time".into(), unit: "second".into(), better: Better::Lower }, Metric { name: "rss".into(), unit: "byte".into(), better: Better::Lower }];
+    let mut series = Vec::new();
+    for m in all {
+        for (c, cell) in &m.cells {
+            if cell.error.is_some() || cell.samples.is_empty() {
+                continue;
+            }
+            for (metric, values, unit) in [
+                ("time", cell.samples.iter().map(|s| s.wall).collect::<Vec<_>>(), "second"),
+                ("rss", cell.samples.iter().map(|s| s.rss as f64).collect::<Vec<_>>(), "byte"),
+            ] {
+                let unstable = pyperf_checks(&values, unit, (metric == "time").then_some(1.0));
+                series.push(Series { configuration: c.clone(), workload: m.workload.name.clone(), metric: metric.into(), values, warmups: vec![], unstable });
+            }
+        }
+    }
+    Results {
+        reference: "glibc".into(),
+        configurations: configs.iter().map(|c| Configuration { name: c.name().to_string(), description: c.describe(stack_depth) }).collect(),
+        metrics,
+        series,
+        provenance: json!({"tool": "heaplab-bench-apply", "source": "make bench-apply"}),
+    }
+}
+
+/// Markdown, JSON files (name → document), and whether every row completed cleanly.
+fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)], configs: &[Config], commands: &Commands, seconds: f64) -> (String, Vec<(String, Value)>, bool) {
+    let m = Machine::detect();
+    let res = results(all, configs, o.stack_depth);
+    let analysis = analyse(&res, &Options::default());
+    let mut clean = missing.is_empty();
+    let mut md = String::from("# Layouts applied to running programs (`make bench-apply`)\n\n");
+    md.push_str(&format!("Machine: {} · {} cores · {} · kernel {}. Commit {commit}. Whole run: {:.0} s{}.\n\n", m.cpu, m.cores, m.os, m.kernel, seconds, if o.quick { " (quick mode)" } else { "" }));
+    md.push_str(&format!(
+        "Each workload's large input runs {} times per configuration, interleaved round by round; the first round is discarded and the \
+         other {} give the median and quartiles [q1–q3] of wall time and peak RSS. Allocators are preloaded (`LD_PRELOAD`) and measured \
+         by heaplab's run launcher (wall time, `wait4` peak RSS of the program); layouts run with `heaplab run --layout L --report R \
+         --fallback F` and take the runtime's own figures from the report (the program's wall time from start to exit, its kernel VmHWM), \
+         so that heaplab's own start-up and layout check are not counted. D1 and LL are data misses (reads + writes) of one run under \
+         `valgrind --tool=cachegrind --cache-sim=yes {}` (a 48 KiB 12-way L1D and a 32 MiB 16-way LL, 64-byte lines, stated because \
+         valgrind misreads this machine's L3; the tool binary is started directly, under `heaplab run` for layouts, so that the runtime \
+         loads into the program and not into valgrind's launcher, and the report of that run must show the blocks planned in the \
+         measured runs within 2%); ×je is the ratio to jemalloc's. *match* is the runtime's planned / allocations. \
+         *vs glibc (time)* is HPT's in-app verdict (one-sided rank-sum test at 95%, heaplab-decide). Every run's standard output is \
+         compared with the plain (glibc) run's; a difference fails the row.\n\n",
+        o.runs,
+        o.runs - 1,
+        CACHE_GEOMETRY.join(" ")
+    ));
+    md.push_str(&format!(
+        "`plan` is profiled on the measured input itself (`heaplab trace` of the large input, `heaplab layout --strategy plan`, global \
+         ordinals, glibc fallback): the memory-optimal placement of every block. The cache strategies are profiled on the small input \
+         (`heaplab trace --stack-depth {d}`, `heaplab access --contexts --stack-depth {d}`, `heaplab layout --contexts`) and run on the \
+         large one with `--fallback {fb}`, so they differ from jemalloc only where the layout places a block; what falls back is in \
+         *fallback*. The rows STRATEGY-same are the same strategies profiled on the measured input itself (its trace and `heaplab access` \
+         profile, global ordinals, `--fallback {fb}`): what the strategies do when the layout covers every block, as libstaticmalloc's \
+         profile covered its runs.\n\n",
+        d = o.stack_depth,
+        fb = o.fallback
+    ));
+    let absent: Vec<&str> = [("access", commands.access), ("layout", commands.layout), ("run", commands.run)].iter().filter(|(_, h)| !h).map(|(n, _)| *n).collect();
+    if !absent.is_empty() {
+        clean = false;
+        md.push_str(&format!("**Missing rows:** this heaplab build has no `heaplab {}`; the rows that need it are marked missing below.\n\n", absent.join("`, `heaplab ")));
+    }
+    for (n, why) in missing {
+        md.push_str(&format!("**Workload {n} left out:** {why}.\n\n"));
+    }
+
+    // Targets.
+    let mut target_md = String::from("## Targets\n\n");
+    let mut js_targets = Vec::new();
+    // plan: match >= 99% on the same input, region = makespan, peak RSS below the best allocator.
+    let (mut plan_match, mut plan_rows, mut plan_rss_wins, mut plan_region_ok) = (0, 0, 0, 0);
+    let mut rss_lines = Vec::new();
+    for mm in all {
+        let Some(p) = mm.cell("plan").filter(|c| c.error.is_none() && c.report.is_some()) else { continue };
+        let r = p.report.as_ref().expect("filtered");
+        plan_rows += 1;
+        if r.match_rate >= 0.99 {
+            plan_match += 1;
+        }
+        if p.layout.as_ref().is_some_and(|f| f.makespan == r.region_bytes && f.region == r.region_bytes) {
+            plan_region_ok += 1;
+        }
+        let plan_rss: Vec<f64> = p.samples.iter().map(|s| s.rss as f64).collect();
+        let best = ALLOCATORS
+            .iter()
+            .filter_map(|a| mm.cell(a).filter(|c| c.error.is_none() && !c.samples.is_empty()).map(|c| (*a, c.samples.iter().map(|s| s.rss as f64).collect::<Vec<_>>())))
+            .min_by(|a, b| median(&a.1).total_cmp(&median(&b.1)));
+        if let Some((best_name, best_rss)) = best {
+            let below = median(&plan_rss) < median(&best_rss);
+            let conf = 1.0 - rank_sum(&plan_rss, &best_rss, Alternative::Less).p;
+            if below {
+                plan_rss_wins += 1;
+            }
+            rss_lines.push(format!(
+                "{} {} MiB vs {best_name} {} MiB ({}{})",
+                mm.workload.name,
+                mib(median(&plan_rss)),
+                mib(median(&best_rss)),
+                if below { "below" } else { "not below" },
+                format_args!(", {} confidence plan is lower", heaplab_decide::hpt::pct(conf))
+            ));
+            js_targets.push(json!({"target": "plan peak RSS below the best allocator", "workload": mm.workload.name, "plan_median_rss": median(&plan_rss), "best": best_name, "best_median_rss": median(&best_rss), "below": below, "confidence_lower": conf}));
+        }
+    }
+    target_md.push_str(&format!(
+        "- `plan`, same input, match rate ≥ 99%: **{plan_match} of {plan_rows}** workloads. Region = the plan's makespan (report's region_bytes = the layout's highest planned slot end): {plan_region_ok} of {plan_rows}.\n"
+    ));
+    let need = 6.0 / 10.0;
+    target_md.push_str(&format!(
+        "- `plan`, peak RSS (median) below the best of glibc, jemalloc, mimalloc, tcmalloc on at least 6 of 10 workloads: **{plan_rss_wins} of {}** ({}). {}.\n",
+        rss_lines.len(),
+        if rss_lines.is_empty() { "no data" } else if plan_rss_wins as f64 >= need * rss_lines.len() as f64 { "met" } else { "not met" },
+        if rss_lines.is_empty() { String::new() } else { rss_lines.join("; ") }
+    ));
+    // Cache strategies: best <= 0.9 x jemalloc's D1 misses on >= 3 pointer-chasing workloads,
+    // for the rows profiled on the small input and (when measured) on the same input.
+    let mut cache_summary = Vec::new();
+    for (suffix, family) in [("", "profiled on the small input"), (SAME, "profiled on the measured input itself")] {
+        if !suffix.is_empty() && !o.same {
+            continue;
+        }
+        let (mut wins, mut lines) = (0, Vec::new());
+        for mm in all.iter().filter(|m| m.workload.pointer_chasing) {
+            let Some(je) = mm.cell("jemalloc").and_then(|c| c.cache) else { continue };
+            let d1 = |s: &str| mm.cell(&format!("{s}{suffix}")).and_then(|c| c.cache).map(|x| x.0);
+            let best = CACHE_STRATEGIES.iter().filter_map(|s| d1(s).map(|x| (*s, x))).min_by_key(|x| x.1);
+            let random = d1("random").map(|x| x as f64 / je.0.max(1) as f64);
+            if let Some((s, d)) = best {
+                let ratio = d as f64 / je.0.max(1) as f64;
+                if ratio <= 0.9 {
+                    wins += 1;
+                }
+                lines.push(format!("{} best {s}{suffix} {ratio:.3}×{}", mm.workload.name, random.map(|r| format!(", random {r:.3}×")).unwrap_or_default()));
+                js_targets.push(json!({"target": "best cache strategy D1 <= 0.9x jemalloc", "family": family, "workload": mm.workload.name, "best": format!("{s}{suffix}"), "ratio": ratio, "random_ratio": random, "met": ratio <= 0.9}));
+            }
+        }
+        target_md.push_str(&format!(
+            "- Cache strategies {family}: the best has ≤ 0.9× jemalloc's D1 misses on at least 3 pointer-chasing workloads: **{wins} of {}** ({}). Per workload (D1 misses ÷ jemalloc's): {}.\n",
+            lines.len(),
+            if lines.is_empty() { "no data" } else if wins >= 3 { "met" } else { "not met" },
+            if lines.is_empty() { "—".into() } else { lines.join("; ") }
+        ));
+        cache_summary.push(json!({"family": family, "met_on": wins, "of": lines.len()}));
+    }
+    target_md.push('\n');
+
+    // Cross-application verdicts (HPT) against the plain run.
+    let mut cross = String::from("## Across workloads (HPT against glibc)\n\n| configuration | time | peak RSS |\n|---|---|---|\n");
+    for c in configs.iter().skip(1) {
+        let cell = |metric: &str| analysis.cell(c.name(), metric).map(|x| x.verdict.cell()).unwrap_or_else(|| "n/a".into());
+        let geo = |metric: &str| analysis.summary_speedup(&res, c.name(), metric).map(|g| format!(" [{g:.3}]")).unwrap_or_default();
+        cross.push_str(&format!("| {} | {}{} | {}{} |\n", c.name(), cell("time"), geo("time"), cell("rss"), geo("rss")));
+    }
+    cross.push_str(&format!(
+        "\nCells as `heaplab compare` prints them: `r (c%)` at least r times better across workloads with confidence c, MI marginal, PD degradation; \
+         in brackets the geometric mean of per-workload median speedups. Workloads used: time {}, peak RSS {} (the others left out as unstable or without a significant difference for some configuration).\n\n",
+        analysis.subsets.iter().find(|s| s.metric == "time").map_or(0, |s| s.kept.len()),
+        analysis.subsets.iter().find(|s| s.metric == "rss").map_or(0, |s| s.kept.len())
+    ));
+
+    // Compact matrices: D1 ratio to jemalloc and RSS ratio to the best allocator.
+    let names: Vec<&str> = configs.iter().map(Config::name).collect();
+    let mut d1 = format!("## D1 misses ÷ jemalloc's\n\n| workload | {} |\n|---|{}\n", names.join(" | "), "---|".repeat(names.len()));
+    for mm in all {
+        let je = mm.cell("jemalloc").and_then(|c| c.cache).map(|x| x.0);
+        let row: Vec<String> = names.iter().map(|n| match (mm.cell(n).and_then(|c| c.cache), je) { (Some(x), Some(j)) if j > 0 => format!("{:.3}", x.0 as f64 / j as f64), _ => "—".into() }).collect();
+        d1.push_str(&format!("| {} | {} |\n", mm.workload.name, row.join(" | ")));
+    }
+    d1.push('\n');
+
+    // Per-workload tables.
+    let mut per = String::from("## Per workload\n\n");
+    let mut js_files: Vec<(String, Value)> = Vec::new();
+    for mm in all {
+        let w = &mm.workload;
+        per.push_str(&format!("### {}\n\nProfiled: `{}` ({}). Measured: `{}` ({}).\n\n", w.name, w.command(&w.small), w.small.what, w.command(&w.large), w.large.what));
+        if mm.plain.is_none() {
+            per.push_str("No run completed.\n\n");
+        }
+        per.push_str("| configuration | match | fallback | entries | wall ms | peak RSS MiB | vs glibc (time) | D1 misses | ×je | LL misses | note |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+        let je = mm.cell("jemalloc").and_then(|c| c.cache).map(|x| x.0);
+        let mut js_cells = Vec::new();
+        for (name, cell) in &mm.cells {
+            let walls: Vec<f64> = cell.samples.iter().map(|s| s.wall).collect();
+            let rss: Vec<f64> = cell.samples.iter().map(|s| s.rss as f64).collect();
+            let (mat, fb) = match &cell.report {
+                Some(r) => (format!("{:.2}%", 100.0 * r.match_rate), grouped(r.fallback)),
+                None => ("—".into(), "—".into()),
+            };
+            let entries = cell.layout.as_ref().map(|f| grouped(f.entries)).unwrap_or_else(|| "—".into());
+            let verdict = analysis.in_app.iter().find(|x| x.configuration == *name && x.workload == w.name && x.metric == "time").map(|x| match x.verdict {
+                InAppVerdict::Better => format!("faster {:.3}×", x.speedup),
+                InAppVerdict::Worse => format!("slower {:.3}×", x.speedup),
+                InAppVerdict::Unclear => format!("no difference ({:.3}×)", x.speedup),
+            });
+            let verdict = if name == "glibc" { "reference".to_string() } else { verdict.unwrap_or_else(|| "—".into()) };
+            let (d1c, ratio, ll) = match cell.cache {
+                Some((d, l, _)) => (grouped(d), je.filter(|j| *j > 0).map(|j| format!("{:.3}", d as f64 / j as f64)).unwrap_or_else(|| "—".into()), grouped(l)),
+                None => ("—".into(), "—".into(), "—".into()),
+            };
+            let note = match &cell.error {
+                Some(e) => {
+                    clean = false;
+                    format!("**missing: {}**", e.replace('|', "/"))
+                }
+                None => cell.report.as_ref().and_then(|r| r.first_mismatch.as_ref()).map(|f| format!("first mismatch #{} ({})", f.ordinal, f.reason.replace('_', " "))).unwrap_or_default(),
+            };
+            per.push_str(&format!(
+                "| {name} | {mat} | {fb} | {entries} | {} | {} | {verdict} | {d1c} | {ratio} | {ll} | {note} |\n",
+                spread(&walls, 1000.0, 1),
+                spread(&rss, 1.0 / 1048576.0, 1)
+            ));
+            js_cells.push(json!({
+                "configuration": name,
+                "error": cell.error,
+                "wall_seconds": walls,
+                "peak_rss_bytes": rss,
+                "wall_median": (!walls.is_empty()).then(|| median(&walls)),
+                "wall_quartiles": (!walls.is_empty()).then(|| [quantile(&walls, 0.25), quantile(&walls, 0.75)]),
+                "rss_median": (!rss.is_empty()).then(|| median(&rss)),
+                "rss_quartiles": (!rss.is_empty()).then(|| [quantile(&rss, 0.25), quantile(&rss, 0.75)]),
+                "cachegrind": cell.cache.map(|(d, l, r)| json!({"d1_misses": d, "ll_data_misses": l, "data_refs": r, "seconds": cell.cache_seconds})),
+                "layout": cell.layout.as_ref().map(|f| json!({"entries": f.entries, "planned": f.planned, "contexts": f.contexts, "region": f.region, "makespan": f.makespan, "max_load": f.max_load})),
+                "report": cell.report_json,
+            }));
+        }
+        if let Some(f) = mm.cell("plan").and_then(|c| c.layout.as_ref()) {
+            per.push_str(&format!(
+                "\n`plan` layout: {} entries, {} planned; region {} bytes = makespan {} bytes; max load {} bytes ({:.2}% above it).\n",
+                grouped(f.entries),
+                grouped(f.planned),
+                grouped(f.region),
+                grouped(f.makespan),
+                grouped(f.max_load),
+                if f.max_load > 0 { 100.0 * (f.makespan as f64 - f.max_load as f64) / f.max_load as f64 } else { 0.0 }
+            ));
+        }
+        let steps: Vec<String> = mm.prepared.steps.iter().map(|(n, s)| format!("{n} {s:.1} s")).collect();
+        if !steps.is_empty() {
+            per.push_str(&format!("\nPreparation (wall): {}.\n", steps.join(", ")));
+        }
+        per.push('\n');
+        js_files.push((
+            w.name.clone(),
+            json!({
+                "workload": w.name, "pointer_chasing": w.pointer_chasing,
+                "profiled": {"command": w.command(&w.small), "what": w.small.what, "cwd": shown(&w.small.cwd)},
+                "measured": {"command": w.command(&w.large), "what": w.large.what, "cwd": shown(&w.large.cwd)},
+                "preparation_seconds": mm.prepared.steps.iter().map(|(n, s)| json!({"step": n, "seconds": s})).collect::<Vec<_>>(),
+                "configurations": js_cells,
+            }),
+        ));
+    }
+
+    let mut paper = String::from(
+        "## libstaticmalloc's published results\n\nQuoted from Lee, *Cache-conscious memory allocation* (2004 thesis; \
+         `../shared/papers/002_38cb54be89fda791.txt`, section 5.2), measured on a 2.4 GHz Pentium 4 Xeon (8 KB L1, 512 KB L2, 2 MB L3), \
+         FreeBSD 4.8, best of ≥ 1,000 runs; programs annotated with `ccmalloc()`. Italics: the thesis' best.\n\n\
+         Table 5.1, best times in seconds, and Table 5.2, time ratio to Simple:\n\n\
+         | strategy | cover 100×100 | cover 300×300 | cover 500×500 | hp 4×3 | traverse 16,10 | ratio: cover 100 | cover 300 | cover 500 | hp | traverse |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (s, t, r) in PAPER_TIMES {
+        paper.push_str(&format!("| {s} | {} | {} |\n", t.join(" | "), r.join(" | ")));
+    }
+    paper.push_str(
+        "\nTable 5.3, cover on 300×300 under cachegrind (8 KB 4-way L1D, 32-byte lines; 512 KB 8-way L2):\n\n\
+         | strategy | data refs | L1 data misses | L1 miss rate | L2 data misses | L2 miss rate |\n|---|---|---|---|---|---|\n",
+    );
+    for (s, a, b, c, d, e) in PAPER_CACHE {
+        paper.push_str(&format!("| {s} | {a} | {b} | {c} | {d} | {e} |\n"));
+    }
+    paper.push_str(
+        "\nThe thesis' strategies differ from each other by at most 0.5% in L1 misses except Random (+17%) and Oneperline (+11%) on cover; \
+         Random was up to 2.63× slower than Simple. Here the reference is jemalloc (a real allocator) rather than Simple.\n",
+    );
+
+    md.push_str(&target_md);
+    md.push_str(&cross);
+    md.push_str(&d1);
+    md.push_str(&per);
+    md.push_str(&paper);
+
+    js_files.push(("compare".into(), res.to_json(analysis.to_json())));
+    js_files.push((
+        "summary".into(),
+        json!({
+            "machine": {"cpu": m.cpu, "cores": m.cores, "os": m.os, "kernel": m.kernel},
+            "commit": commit, "runs": o.runs, "quick": o.quick, "seconds": seconds,
+            "cache_geometry": CACHE_GEOMETRY, "fallback_of_cache_strategies": o.fallback, "stack_depth": o.stack_depth,
+            "configurations": configs.iter().map(|c| json!({"name": c.name(), "description": c.describe(o.stack_depth)})).collect::<Vec<_>>(),
+            "missing_workloads": missing.iter().map(|(n, w)| json!({"workload": n, "why": w})).collect::<Vec<_>>(),
+            "missing_commands": absent,
+            "targets": js_targets,
+            "targets_summary": {"plan_match_99": [plan_match, plan_rows], "plan_region_is_makespan": [plan_region_ok, plan_rows], "plan_rss_below_best": [plan_rss_wins, rss_lines.len()], "cache_best_le_0_9_jemalloc": cache_summary},
+        }),
+    ));
+    (md, js_files, clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_programs_cachegrind_file() {
+        let heaplab = Cachegrind::parse("desc: I1 cache: 32768 B\ncmd: /repo/target/release/heaplab run --layout x -- /usr/bin/jq -c .\nevents: Ir Dr D1mr DLmr Dw D1mw DLmw\nsummary: 100 40 9 2 20 3 1\n").unwrap();
+        let jq = Cachegrind::parse("cmd: /usr/bin/jq -c . records.json\nevents: Ir Dr D1mr DLmr Dw D1mw DLmw\nsummary: 1000 400 90 20 200 30 10\n").unwrap();
+        let files = [heaplab, jq];
+        let f = pick_cachegrind(&files, Path::new("/usr/bin/jq")).unwrap();
+        assert_eq!((f.d1_misses(), f.ll_data_misses(), f.get("Dr").unwrap() + f.get("Dw").unwrap()), (Ok(120), Ok(30), 600));
+        assert!(pick_cachegrind(&files, Path::new("/usr/bin/xmllint")).unwrap_err().contains("no file for xmllint"));
+        assert!(pick_cachegrind(&[files[1].clone(), files[1].clone()], Path::new("/usr/bin/jq")).unwrap_err().contains("more than one"));
+    }
+
+    #[test]
+    fn reads_a_run_report() {
+        let dir = std::env::temp_dir().join(format!("heaplab-apply-bench-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("r.json");
+        let report = json!({
+            "strategy": "plan", "layout": "x.hllayout", "error": null, "region_bytes": 4096, "stack_depth": 0, "contexts": 1, "entries": 10,
+            "allocations": 12, "planned": 10, "planned_bytes": 640,
+            "fallback": {"count": 2, "bytes": 64, "unplanned": 0, "size_mismatch": 1, "beyond_layout": 1, "unknown_context": 0, "busy": 0, "misaligned": 0},
+            "first_mismatch": {"reason": "size_mismatch", "ordinal": 3, "context": 0, "expected_size": 32, "size": 48},
+            "match_rate": 10.0 / 12.0, "frees_region": 10, "stray_frees": 0, "peak_rss_bytes": 2097152, "end": "exit",
+            "wall_seconds": 0.25, "exit_status": {"code": 0, "signal": null}, "command": ["prog"],
+        });
+        std::fs::write(&p, report.to_string()).unwrap();
+        let (r, v) = read_report(&p).unwrap();
+        assert_eq!((r.planned, r.allocations, r.fallback, r.peak_rss_bytes, r.wall_seconds), (10, 12, 2, 2097152, 0.25));
+        assert_eq!(r.first_mismatch.as_ref().map(|m| (m.ordinal, m.size)), Some((3, 48)));
+        assert_eq!(v["region_bytes"], 4096);
+        std::fs::write(&p, "{\"strategy\": \"plan\"}").unwrap();
+        assert!(read_report(&p).is_err());
+        std::fs::write(&p, "not json").unwrap();
+        assert!(read_report(&p).unwrap_err().contains("not JSON"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn analyzer_prefix_ends_with_an_end_line() {
+        let text = "START: 15\nST: a 22\nLD: b 23\nSTART: 30\nLD: c 31\nSTART: 40\nST: d 41\nEND: 3 41\n";
+        assert_eq!(analyzer_prefix(text, 4), "START: 15\nST: a 22\nLD: b 23\nSTART: 30\nLD: c 31\nEND: 2 31\n");
+        assert_eq!(analyzer_prefix(text, 100), "START: 15\nST: a 22\nLD: b 23\nSTART: 30\nLD: c 31\nSTART: 40\nST: d 41\nEND: 3 41\n");
+    }
+
+    #[test]
+    fn spreads_and_fingerprints() {
+        assert_eq!(spread(&[0.05, 0.01, 0.03, 0.02, 0.04], 1000.0, 1), "30.0 [20.0–40.0]");
+        assert_eq!(spread(&[], 1.0, 0), "—");
+        let p = std::env::temp_dir().join(format!("heaplab-apply-fp-{}", std::process::id()));
+        std::fs::write(&p, b"a").unwrap();
+        // FNV-1a 64 of "a".
+        assert_eq!(fingerprint(&p).unwrap(), (0xaf63dc4c8601ec8c, 1));
+        std::fs::remove_file(&p).unwrap();
+    }
+}
