@@ -1,0 +1,34 @@
+/* unwind.h — the native layer's stack walker: the return addresses of the calling thread's
+ * stack, as glibc's backtrace() gives them, at a fraction of its cost.
+ *
+ * backtrace() (libgcc's _Unwind_Backtrace) finds, decodes and runs the DWARF CFI of every frame
+ * on every call. hl_unwind decodes the CFI of each code address once, keeps the rule it yields
+ * (CFA = rsp or rbp + N, return address at CFA - 8, rbp saved at CFA + M or unchanged) in a
+ * lock-free table keyed by the address, and from then on steps a frame with a table look-up and
+ * two loads. Frames whose CFI says more than that (signal frames, stack realignment, registers
+ * saved in other registers) make the whole walk fall back to backtrace(), so stacks always equal
+ * its. Reads of the stack are checked against the bounds of the mapping holding the thread's
+ * stack pointer, so bad CFI ends a walk instead of faulting. Never allocates.
+ *
+ * x86-64 only; elsewhere hl_unwind is backtrace().
+ */
+#ifndef HEAPLAB_UNWIND_H
+#define HEAPLAB_UNWIND_H
+
+#include <stdint.h>
+
+/* Fills `pcs` with at most `max` return addresses, innermost first: pcs[0] is where
+ * hl_unwind returns to in its caller, as with backtrace(pcs, max). Returns how many. */
+int hl_unwind(void **pcs, int max);
+
+/* Walks with backtrace() itself from now on, in every thread (the reference, for comparison). */
+void hl_unwind_use_backtrace(int on);
+
+/* The calling thread's counts since it started: walks, walks that fell back to backtrace(),
+ * and code addresses whose CFI was decoded (cache misses). */
+struct hl_unwind_counts {
+    uint64_t walks, fallbacks, decoded;
+};
+void hl_unwind_counts(struct hl_unwind_counts *c);
+
+#endif
