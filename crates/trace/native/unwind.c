@@ -20,6 +20,22 @@ static __thread struct hl_unwind_counts counts __attribute__((tls_model("initial
 void hl_unwind_use_backtrace(int on) { atomic_store(&use_backtrace, on != 0); }
 void hl_unwind_counts(struct hl_unwind_counts *c) { *c = counts; }
 
+/* Drops the first `skip` entries of `buf[0..n)`, then, with `after`, everything up to and
+ * including the first entry equal to it (none left when it is not among the first
+ * HL_UNWIND_SEARCH); copies at most `max` of the rest to `pcs`. */
+static int keep(void **buf, int n, int skip, const void *after, void **pcs, int max) {
+    int i = skip;
+    if (after) {
+        int lim = i + HL_UNWIND_SEARCH < n ? i + HL_UNWIND_SEARCH : n;
+        while (i < lim && buf[i] != after) i++;
+        if (i == lim) return 0;
+        i++;
+    }
+    int k = 0;
+    for (; i < n && k < max; i++) pcs[k++] = buf[i];
+    return k;
+}
+
 #if defined(__x86_64__) && defined(DLFO_STRUCT_HAS_EH_DBASE)
 
 /* ---- rules ----
@@ -41,7 +57,7 @@ static inline int64_t rule_rbp_off(uint64_t r) { return (int16_t)(uint16_t)(r >>
 /* ---- the cache: code address -> rule, open addressing, written once per address ----
  * A writer claims a slot by storing the address with PENDING set, stores the rule, then clears
  * PENDING; readers take only finished slots, so a rule is never read half-written. */
-#define RULE_SLOTS (1u << 20)
+#define RULE_SLOTS (1u << 18)
 #define RULE_PROBES 16
 #define PENDING (1ull << 63)
 struct rule_slot {
@@ -55,6 +71,7 @@ static struct rule_slot *get_table(void) {
     if (HL_LIKELY(t)) return t;
     void *m = sys_mmap(NULL, sizeof *t * RULE_SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return NULL;
+    madvise(m, sizeof *t * RULE_SLOTS, MADV_HUGEPAGE); /* a few TLB entries for the whole table */
     struct rule_slot *none = NULL;
     if (!atomic_compare_exchange_strong(&table, &none, (struct rule_slot *)m)) {
         sys_munmap(m, sizeof *t * RULE_SLOTS); /* another thread made it first */
@@ -63,7 +80,7 @@ static struct rule_slot *get_table(void) {
     return m;
 }
 
-static inline uint32_t slot_of(uint64_t pc) { return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 44) & (RULE_SLOTS - 1); }
+static inline uint32_t slot_of(uint64_t pc) { return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 46) & (RULE_SLOTS - 1); }
 
 /* ---- decoding CFI ---- */
 struct cursor {
@@ -354,7 +371,14 @@ static uint64_t decode(uint64_t a) {
     return rule_step(st.cfa_reg == REG_RBP, st.cfa_off, st.how[0] == HOW_OFFSET, st.off[0]);
 }
 
-static uint64_t rule_for(uint64_t a) {
+/* Each thread keeps the rules it used last in a small direct-mapped cache of its own: it stays
+ * in the L1 data cache, where the shared table's slots are spread over megabytes. */
+#define NEAR_SLOTS 512
+static __thread struct near_slot {
+    uint64_t pc, rule;
+} near[NEAR_SLOTS] __attribute__((tls_model("initial-exec")));
+
+static uint64_t shared_rule_for(uint64_t a) {
     struct rule_slot *t = get_table();
     if (HL_UNLIKELY(!t)) return decode(a);
     uint32_t s = slot_of(a);
@@ -375,6 +399,15 @@ static uint64_t rule_for(uint64_t a) {
     }
     counts.decoded++;
     return decode(a);
+}
+
+static inline uint64_t rule_for(uint64_t a) {
+    struct near_slot *e = &near[(a * 0x9e3779b97f4a7c15ull) >> 55];
+    if (HL_LIKELY(e->pc == a)) return e->rule;
+    uint64_t r = shared_rule_for(a);
+    e->pc = a;
+    e->rule = r;
+    return r;
 }
 
 /* ---- the thread's stack: the mapping holding its stack pointer, from /proc/self/maps ---- */
@@ -424,21 +457,20 @@ static void find_stack(uintptr_t sp) {
     syscall(SYS_close, f);
 }
 
-/* The walk. noinline: its own frame is the first one stepped, and backtrace's first entry
- * (dropped on fallback) is the return address into it. */
-__attribute__((noinline)) int hl_unwind(void **pcs, int max) {
-    if (max > MAX_WALK) max = MAX_WALK;
-    if (max <= 0) return 0;
+/* The walk: `skip` frames of the callers' own are not returned (the exported functions' one),
+ * then as keep() says. noinline: its own frame is the first one stepped. */
+static __attribute__((noinline)) int walk(int skip, const void *after, void **pcs, int max) {
     counts.walks++;
     uintptr_t pc, sp, bp;
     /* rbp first: the compiler may hand rbp to another output of this statement. */
     __asm__ volatile("mov %%rbp, %2\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1" : "=&r"(pc), "=&r"(sp), "=&r"(bp));
+    int want = skip + (after ? HL_UNWIND_SEARCH : 0) + max; /* frames to step at most */
     if (atomic_load_explicit(&use_backtrace, memory_order_relaxed)) goto fallback;
     if (HL_UNLIKELY(sp < stack_lo || sp >= stack_hi)) find_stack(sp);
     uintptr_t lo = sp, hi = stack_hi;
-    int n = 0;
+    int n = 0, k = 0, found = !after;
     uint64_t a = pc; /* the first lookup is the pc itself, later ones a return address - 1 */
-    while (n < max) {
+    while (n < want && k < max) {
         uint64_t r = rule_for(a);
         int kind = rule_kind(r);
         if (kind == R_END) break;
@@ -453,33 +485,52 @@ __attribute__((noinline)) int hl_unwind(void **pcs, int max) {
         }
         sp = cfa;
         if (ra == 0) break; /* a zero return address ends the stack too */
-        pcs[n++] = (void *)ra;
+        n++;
+        if (n > skip) {
+            if (found) pcs[k++] = (void *)ra;
+            else if ((void *)ra == after) found = 1;
+            else if (n - skip >= HL_UNWIND_SEARCH) return 0;
+        }
         a = ra - 1;
     }
-    return n;
+    return found ? k : 0;
 fallback:
     counts.fallbacks++;
     {
-        void *tmp[MAX_WALK + 1];
-        int got = backtrace(tmp, max + 1);
-        if (got <= 1) return 0;
-        memcpy(pcs, tmp + 1, sizeof *pcs * (size_t)(got - 1));
-        return got - 1;
+        void *tmp[MAX_WALK + HL_UNWIND_SEARCH + 2];
+        if (want + 1 > (int)(sizeof tmp / sizeof *tmp)) want = (int)(sizeof tmp / sizeof *tmp) - 1;
+        int got = backtrace(tmp, want + 1);
+        return keep(tmp, got, skip + 1, after, pcs, max); /* + 1: backtrace's entry for this frame */
     }
 }
 
 #else
 
-__attribute__((noinline)) int hl_unwind(void **pcs, int max) {
-    if (max > MAX_WALK) max = MAX_WALK;
-    if (max <= 0) return 0;
+static __attribute__((noinline)) int walk(int skip, const void *after, void **pcs, int max) {
     counts.walks++;
     counts.fallbacks++;
-    void *tmp[MAX_WALK + 1];
-    int got = backtrace(tmp, max + 1);
-    if (got <= 1) return 0;
-    memcpy(pcs, tmp + 1, sizeof *pcs * (size_t)(got - 1));
-    return got - 1;
+    void *tmp[MAX_WALK + HL_UNWIND_SEARCH + 2];
+    int want = skip + (after ? HL_UNWIND_SEARCH : 0) + max;
+    if (want + 1 > (int)(sizeof tmp / sizeof *tmp)) want = (int)(sizeof tmp / sizeof *tmp) - 1;
+    int got = backtrace(tmp, want + 1);
+    return keep(tmp, got, skip + 1, after, pcs, max);
 }
 
 #endif
+
+/* The asm statements keep the calls from being tail calls: these frames are the skipped one. */
+__attribute__((noinline)) int hl_unwind(void **pcs, int max) {
+    if (max > MAX_WALK) max = MAX_WALK;
+    if (max <= 0) return 0;
+    int n = walk(1, NULL, pcs, max);
+    __asm__ volatile("" ::: "memory");
+    return n;
+}
+
+__attribute__((noinline)) int hl_unwind_after(const void *ret, void **pcs, int max) {
+    if (max > MAX_WALK) max = MAX_WALK;
+    if (max <= 0 || !ret) return 0;
+    int n = walk(1, ret, pcs, max);
+    __asm__ volatile("" ::: "memory");
+    return n;
+}

@@ -21,6 +21,12 @@
  * hl_unwind returns to in its caller, as with backtrace(pcs, max). Returns how many. */
 int hl_unwind(void **pcs, int max);
 
+/* Like hl_unwind, but returns only the frames above the one whose return address is `ret`
+ * (looked for among the first HL_UNWIND_SEARCH frames; none are returned when it is not
+ * there): the callers of an interposed function, whatever the frames in between. */
+#define HL_UNWIND_SEARCH 16
+int hl_unwind_after(const void *ret, void **pcs, int max);
+
 /* Walks with backtrace() itself from now on, in every thread (the reference, for comparison). */
 void hl_unwind_use_backtrace(int on);
 

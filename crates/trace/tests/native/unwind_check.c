@@ -2,8 +2,8 @@
  * under several flag sets): at every checkpoint it walks its stack with hl_unwind and with glibc's
  * backtrace() from one call instruction, so the two lists must be equal entry for entry. Deep,
  * recursive, inlined, alloca'd and huge frames, frames in a shared library and in libc (qsort's
- * comparator), threads, and a signal handler (whose frame makes hl_unwind fall back). Prints a
- * line of counts and exits 0, or prints both stacks of the first difference and exits 1. */
+ * comparator), threads, and a signal handler (whose frame makes hl_unwind fall back); and
+ * hl_unwind_after against the same walk. Prints a line of counts and exits 0, or prints both stacks of the first difference and exits 1. */
 #define _GNU_SOURCE
 #include <alloca.h>
 #include <execinfo.h>
@@ -52,6 +52,12 @@ static __attribute__((noinline)) void check(const char *where) {
         }
     }
     if (n[0] < 3 && !failed++) printf("SHORT at %s: %d frames\n", where, n[0]);
+    /* The callers above the return address into check's caller: those after it in the walk. */
+    void *above[MAXD];
+    int m = n[0] > 3 ? hl_unwind_after(buf[0][2], above, max_frames) : 0;
+    int cut = n[0] == max_frames; /* the walk stopped at max: hl_unwind_after goes further */
+    if (n[0] > 3 && ((cut ? m < n[0] - 3 : m != n[0] - 3) || memcmp(above, buf[0] + 3, sizeof(void *) * (size_t)(n[0] - 3)) != 0) && !failed++)
+        printf("hl_unwind_after at %s: %d frames, expected the %d after the third\n", where, m, n[0] - 3);
     pthread_mutex_unlock(&out);
 }
 static void check_cb(void *where) { check(where); }
