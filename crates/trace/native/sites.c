@@ -24,7 +24,8 @@ int hl_sites_init(int d) {
     sites = m == MAP_FAILED ? NULL : m;
     if (depth > 1) {
         const char *how = getenv("HEAPLAB_UNWIND");
-        if (how && strcmp(how, "backtrace") == 0) hl_unwind_use_backtrace(1);
+        if (how && strcmp(how, "backtrace") == 0) hl_unwind_set_mode(HL_UNWIND_BACKTRACE);
+        if (how && strcmp(how, "check") == 0) hl_unwind_set_mode(HL_UNWIND_CHECK);
         void *warm[4];
         backtrace(warm, 4); /* loads libgcc's unwinder (the fallback) now, untraced */
         hl_unwind(warm, 4);

@@ -14,10 +14,10 @@
 
 #define MAX_WALK 256 /* frames a walk returns at most (callers ask for HL_MAX_DEPTH and a few) */
 
-static atomic_int use_backtrace;
+static atomic_int mode;
 static __thread struct hl_unwind_counts counts __attribute__((tls_model("initial-exec")));
 
-void hl_unwind_use_backtrace(int on) { atomic_store(&use_backtrace, on != 0); }
+void hl_unwind_set_mode(enum hl_unwind_mode m) { atomic_store(&mode, (int)m); }
 void hl_unwind_counts(struct hl_unwind_counts *c) { *c = counts; }
 
 /* Drops the first `skip` entries of `buf[0..n)`, then, with `after`, everything up to and
@@ -459,13 +459,13 @@ static void find_stack(uintptr_t sp) {
 
 /* The walk: `skip` frames of the callers' own are not returned (the exported functions' one),
  * then as keep() says. noinline: its own frame is the first one stepped. */
-static __attribute__((noinline)) int walk(int skip, const void *after, void **pcs, int max) {
+static __attribute__((noinline)) int walk(int skip, const void *after, void **pcs, int max, int reference) {
     counts.walks++;
     uintptr_t pc, sp, bp;
     /* rbp first: the compiler may hand rbp to another output of this statement. */
     __asm__ volatile("mov %%rbp, %2\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1" : "=&r"(pc), "=&r"(sp), "=&r"(bp));
     int want = skip + (after ? HL_UNWIND_SEARCH : 0) + max; /* frames to step at most */
-    if (atomic_load_explicit(&use_backtrace, memory_order_relaxed)) goto fallback;
+    if (reference) goto fallback;
     if (HL_UNLIKELY(sp < stack_lo || sp >= stack_hi)) find_stack(sp);
     uintptr_t lo = sp, hi = stack_hi;
     int n = 0, k = 0, found = !after;
@@ -506,7 +506,8 @@ fallback:
 
 #else
 
-static __attribute__((noinline)) int walk(int skip, const void *after, void **pcs, int max) {
+static __attribute__((noinline)) int walk(int skip, const void *after, void **pcs, int max, int reference) {
+    (void)reference;
     counts.walks++;
     counts.fallbacks++;
     void *tmp[MAX_WALK + HL_UNWIND_SEARCH + 2];
@@ -518,11 +519,25 @@ static __attribute__((noinline)) int walk(int skip, const void *after, void **pc
 
 #endif
 
+/* Writes a walk's frames to stderr after `what` (raw syscalls: this runs inside malloc). */
+static void say_frames(const char *what, void **pcs, int n) {
+    char line[64 + MAX_WALK * 17];
+    size_t at = 0;
+    for (const char *c = what; *c; c++) line[at++] = *c;
+    for (int i = 0; i < n; i++) {
+        line[at++] = ' ';
+        uintptr_t v = (uintptr_t)pcs[i];
+        for (int sh = 44; sh >= 0; sh -= 4) line[at++] = "0123456789abcdef"[(v >> sh) & 15];
+    }
+    line[at++] = '\n';
+    syscall(SYS_write, 2, line, at);
+}
+
 /* The asm statements keep the calls from being tail calls: these frames are the skipped one. */
 __attribute__((noinline)) int hl_unwind(void **pcs, int max) {
     if (max > MAX_WALK) max = MAX_WALK;
     if (max <= 0) return 0;
-    int n = walk(1, NULL, pcs, max);
+    int n = walk(1, NULL, pcs, max, atomic_load_explicit(&mode, memory_order_relaxed) == HL_UNWIND_BACKTRACE);
     __asm__ volatile("" ::: "memory");
     return n;
 }
@@ -530,7 +545,19 @@ __attribute__((noinline)) int hl_unwind(void **pcs, int max) {
 __attribute__((noinline)) int hl_unwind_after(const void *ret, void **pcs, int max) {
     if (max > MAX_WALK) max = MAX_WALK;
     if (max <= 0 || !ret) return 0;
-    int n = walk(1, ret, pcs, max);
+    int m = atomic_load_explicit(&mode, memory_order_relaxed);
+    int n = walk(1, ret, pcs, max, m == HL_UNWIND_BACKTRACE);
+    if (HL_UNLIKELY(m == HL_UNWIND_CHECK)) {
+        void *ref[MAX_WALK];
+        int r = walk(1, ret, ref, max, 1);
+        if (r != n || memcmp(ref, pcs, sizeof *pcs * (size_t)n) != 0) {
+            static atomic_int told;
+            if (counts.mismatches++ < 3 && atomic_fetch_add(&told, 1) < 5) {
+                say_frames("heaplab unwind mismatch: walker", pcs, n);
+                say_frames("heaplab unwind mismatch: backtrace", ref, r);
+            }
+        }
+    }
     __asm__ volatile("" ::: "memory");
     return n;
 }

@@ -27,13 +27,16 @@ int hl_unwind(void **pcs, int max);
 #define HL_UNWIND_SEARCH 16
 int hl_unwind_after(const void *ret, void **pcs, int max);
 
-/* Walks with backtrace() itself from now on, in every thread (the reference, for comparison). */
-void hl_unwind_use_backtrace(int on);
+/* How walks are made from now on, in every thread: with the cached rules (the default), with
+ * backtrace() itself (the reference), or both, hl_unwind_after writing a line to stderr for
+ * each of its first few walks whose two stacks differ (a test of the walker on real programs). */
+enum hl_unwind_mode { HL_UNWIND_RULES, HL_UNWIND_BACKTRACE, HL_UNWIND_CHECK };
+void hl_unwind_set_mode(enum hl_unwind_mode mode);
 
 /* The calling thread's counts since it started: walks, walks that fell back to backtrace(),
- * and code addresses whose CFI was decoded (cache misses). */
+ * code addresses whose CFI was decoded (cache misses), and checked walks that differed. */
 struct hl_unwind_counts {
-    uint64_t walks, fallbacks, decoded;
+    uint64_t walks, fallbacks, decoded, mismatches;
 };
 void hl_unwind_counts(struct hl_unwind_counts *c);
 

@@ -4,8 +4,7 @@
 //! Two levels: a C test program (`tests/native/unwind_check.c`) walks its own stack with both at
 //! each checkpoint (deep, recursive, inlined, alloca'd and huge frames, a shared library, libc's
 //! qsort calling back, threads, a signal handler), compiled with and without frame pointers at
-//! several optimisation levels; and real traces of JIT-free interpreters and other programs,
-//! recorded once with the walker and once with `HEAPLAB_UNWIND=backtrace`, must give the same
+//! several optimisation levels; real traces of interpreters and other programs, recorded once with the walker and once with `HEAPLAB_UNWIND=backtrace`, must give the same
 //! call stacks.
 
 use heaplab_trace::context::ModuleMap;
@@ -139,6 +138,49 @@ fn traced_stacks_equal_the_reference_unwinders() {
         let same_prefix = fast.iter().zip(&reference).take_while(|(x, y)| x == y).count();
         assert!(same_prefix * 10 >= reference.len(), "{name}: stacks differ from allocation {same_prefix} of {}", reference.len());
         eprintln!("{name}: {} allocations, {} distinct stacks, the first {same_prefix} in the same order", fast.len(), a.len());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every allocation of each program walked both ways (`HEAPLAB_UNWIND=check`): the tracer
+/// writes a line to stderr for a walk whose two stacks differ.
+#[test]
+fn every_allocation_walks_as_backtrace_does() {
+    let dir = scratch("check");
+    let sql = "create table t(a, b);\nwith recursive c(x) as (select 1 union all select x + 1 from c where x < 2000)\ninsert into t select x, x * 7 from c;\ncreate index i on t(b);\n";
+    std::fs::write(dir.join("s.sql"), sql).unwrap();
+    std::fs::write(dir.join("s.bc"), "scale=40; s=0; for (i=1; i<=300; i++) s = s + sqrt(i); s\n").unwrap();
+    let programs: [(&str, &[&str], &[(&str, &str)]); 7] = [
+        ("python3", &["/usr/bin/python3", "-c", "import json, re\nd = [{'k': i, 'v': str(i) * 3} for i in range(2000)]\nprint(len(json.loads(json.dumps(d))), len(re.findall('1+', str(d))))"], &[("PYTHONMALLOC", "malloc")]),
+        ("ruby", &["ruby", "-e", "h = {}; 3000.times { |i| h[\"k#{i}\"] = [i, 'v' * (30 + i % 20)] }; puts h.map { |k, v| k + v[1] }.join.size"], &[]),
+        ("perl", &["perl", "-e", "my %h; $h{\"k$_\"} = [$_, 'v' x ($_ % 30)] for 1..3000; print join(',', sort keys %h) =~ tr/,//, \"\\n\";"], &[]),
+        ("node", &["node", "-e", "const a = []; for (let i = 0; i < 3000; i++) a.push({k: i, s: 'v' + i}); console.log(JSON.stringify(a).length)"], &[]),
+        ("sqlite3", &["sqlite3", ":memory:", ".read s.sql"], &[]),
+        ("jq", &["jq", "-n", "[range(2000) | {a: ., b: [., .]}] | map(.b) | add | length"], &[]),
+        ("bc", &["bc", "-l", "s.bc"], &[]),
+    ];
+    for (name, cmd, env) in programs {
+        if heaplab_trace::launch::find_program(cmd[0]).is_none() {
+            eprintln!("skipped {name}: not installed");
+            continue;
+        }
+        let out = dir.join(format!("{name}.hltrace"));
+        let err = dir.join(format!("{name}.err"));
+        let command: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+        let opts = LaunchOptions { stack_depth: 64, follow_exec: false, ..Default::default() };
+        let stderr = std::fs::File::create(&err).unwrap();
+        let run = launch(&command, &out, &opts, |c| {
+            c.current_dir(&dir).envs(env.iter().copied()).env("HEAPLAB_UNWIND", "check").stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(stderr)
+        })
+        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let said = std::fs::read_to_string(&err).unwrap();
+        assert!(run.status.success(), "{name}: {:?}\n{said}", run.status);
+        assert!(!said.contains("heaplab unwind mismatch"), "{name}:\n{said}");
+        let mut r = TraceReader::open(out.to_str().unwrap()).unwrap();
+        let allocations = r.by_ref().filter(|s| s.event.op.name() != "free").count();
+        let sites = r.into_ending().sites.len();
+        assert!(allocations > 1000 && sites > 20, "{name}: {allocations} allocations, {sites} sites");
+        eprintln!("{name}: {allocations} allocations, {sites} stacks, each walked both ways");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
