@@ -68,8 +68,9 @@ Examples:
   heaplab trace --no-follow-exec -o sh.hltrace -- sh -c 'seq 1000 | sort | xz > /dev/null'";
 
 /// Frames per call site when `--stack-depth` is not given: measured by `make bench-trace`
-/// (bench/trace-results.md), eight frames reach past allocation wrappers and interpreter layers
-/// into the calling code at about two thirds of sixteen's cost.
+/// (bench/trace-results.md, docs/tracing.md#call-stacks), eight frames reach past allocation
+/// wrappers and interpreter layers into the calling code, at 50-95% of sixteen's added time
+/// where stacks are deep.
 pub const DEFAULT_STACK_DEPTH: u32 = 8;
 
 /// Arguments of `heaplab trace`.
