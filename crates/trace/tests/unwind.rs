@@ -75,6 +75,9 @@ fn walks_equal_backtrace_with_and_without_frame_pointers() {
     }
 }
 
+/// A program to trace: its name, command line and environment.
+type Program<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)]);
+
 /// Every allocation's call stack in a traced run, as stable per-frame keys, in order.
 fn traced_stacks(dir: &Path, name: &str, cmd: &[&str], env: &[(&str, &str)], reference: bool) -> Vec<u64> {
     let out = dir.join(format!("{name}.hltrace"));
@@ -116,7 +119,7 @@ fn traced_stacks_equal_the_reference_unwinders() {
     let python = ["/usr/bin/python3", "-c", "import json\nd = [{'k': i, 'v': str(i) * 3} for i in range(3000)]\nprint(len(json.loads(json.dumps(d))))"];
     let sql = "create table t(a, b);\nwith recursive c(x) as (select 1 union all select x + 1 from c where x < 3000)\ninsert into t select x, x * 7 from c;\ncreate index i on t(b);\nselect count(*) from t;\n";
     std::fs::write(dir.join("s.sql"), sql).unwrap();
-    let programs: [(&str, &[&str], &[(&str, &str)]); 3] = [
+    let programs: [Program; 3] = [
         ("python3", &python, &[("PYTHONMALLOC", "malloc"), ("PYTHONHASHSEED", "0")]),
         ("sqlite3", &["sqlite3", ":memory:", ".read s.sql"], &[]),
         ("jq", &["jq", "-n", "[range(3000) | {a: ., b: [., .]}] | map(.b) | add | length"], &[]),
@@ -150,7 +153,7 @@ fn every_allocation_walks_as_backtrace_does() {
     let sql = "create table t(a, b);\nwith recursive c(x) as (select 1 union all select x + 1 from c where x < 2000)\ninsert into t select x, x * 7 from c;\ncreate index i on t(b);\n";
     std::fs::write(dir.join("s.sql"), sql).unwrap();
     std::fs::write(dir.join("s.bc"), "scale=40; s=0; for (i=1; i<=300; i++) s = s + sqrt(i); s\n").unwrap();
-    let programs: [(&str, &[&str], &[(&str, &str)]); 7] = [
+    let programs: [Program; 7] = [
         ("python3", &["/usr/bin/python3", "-c", "import json, re\nd = [{'k': i, 'v': str(i) * 3} for i in range(2000)]\nprint(len(json.loads(json.dumps(d))), len(re.findall('1+', str(d))))"], &[("PYTHONMALLOC", "malloc")]),
         ("ruby", &["ruby", "-e", "h = {}; 3000.times { |i| h[\"k#{i}\"] = [i, 'v' * (30 + i % 20)] }; puts h.map { |k, v| k + v[1] }.join.size"], &[]),
         ("perl", &["perl", "-e", "my %h; $h{\"k$_\"} = [$_, 'v' x ($_ % 30)] for 1..3000; print join(',', sort keys %h) =~ tr/,//, \"\\n\";"], &[]),
