@@ -371,14 +371,7 @@ static uint64_t decode(uint64_t a) {
     return rule_step(st.cfa_reg == REG_RBP, st.cfa_off, st.how[0] == HOW_OFFSET, st.off[0]);
 }
 
-/* Each thread keeps the rules it used last in a small direct-mapped cache of its own: it stays
- * in the L1 data cache, where the shared table's slots are spread over megabytes. */
-#define NEAR_SLOTS 512
-static __thread struct near_slot {
-    uint64_t pc, rule;
-} near[NEAR_SLOTS] __attribute__((tls_model("initial-exec")));
-
-static uint64_t shared_rule_for(uint64_t a) {
+static uint64_t rule_for(uint64_t a) {
     struct rule_slot *t = get_table();
     if (HL_UNLIKELY(!t)) return decode(a);
     uint32_t s = slot_of(a);
@@ -399,15 +392,6 @@ static uint64_t shared_rule_for(uint64_t a) {
     }
     counts.decoded++;
     return decode(a);
-}
-
-static inline uint64_t rule_for(uint64_t a) {
-    struct near_slot *e = &near[(a * 0x9e3779b97f4a7c15ull) >> 55];
-    if (HL_LIKELY(e->pc == a)) return e->rule;
-    uint64_t r = shared_rule_for(a);
-    e->pc = a;
-    e->rule = r;
-    return r;
 }
 
 /* ---- the thread's stack: the mapping holding its stack pointer, from /proc/self/maps ---- */
