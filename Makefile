@@ -19,9 +19,10 @@ deps:
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs) first" >&2; exit 2; }
 
 # The tracer is C (compiled by crates/trace/build.rs); its tests run real programs and compare
-# with heaptrack. Installed with apt-get when missing (CI runs as root on Debian).
-TRACE_TOOLS := cc sqlite3 jq xz gzip python3 heaptrack heaptrack_print
-TRACE_PKGS  := gcc libc6-dev sqlite3 jq xz-utils gzip python3 heaptrack libjemalloc2 libmimalloc2.0
+# with heaptrack, and check its stack walker against glibc's on interpreters (bc and node too).
+# Installed with apt-get when missing (CI runs as root on Debian).
+TRACE_TOOLS := cc sqlite3 jq xz gzip python3 heaptrack heaptrack_print bc node
+TRACE_PKGS  := gcc libc6-dev sqlite3 jq xz-utils gzip python3 heaptrack libjemalloc2 libmimalloc2.0 bc nodejs
 TRACE_LIBS  := /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/x86_64-linux-gnu/libmimalloc.so.2
 trace-deps:
 	@missing=""; for t in $(TRACE_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
@@ -89,7 +90,9 @@ bench-quick: build
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench --heaplab $(HEAPLAB) --quick --out $(OUT)/bench-quick
 
-# Tracer speed and size against heaptrack on real programs: writes bench/trace-results.md/json.
+# Tracer speed and size against heaptrack on real programs, without call stacks and at stack
+# depths 1, 8, 16 and 64 (gcc's cc1, bc, node and ruby among them): writes
+# bench/trace-results.md/json.
 bench-trace: build
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench-trace --heaplab $(HEAPLAB)

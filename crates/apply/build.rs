@@ -38,12 +38,12 @@ fn main() {
     CBuild::shared_library("libheaplab_apply.so")
         .source("../trace/native/interpose.c")
         .source("../trace/native/sites.c")
+        .source("../trace/native/unwind.c")
         .source("runtime/apply.c")
         .include("../trace/native")
         .include("runtime")
         .include(generated)
-        // The runtime's chain from malloc down to hl_site_of is deeper than the tracer's.
-        .flags(["-DHL_CLIENT_SERVES", "-DHL_SITE_SLACK=10"])
+        .flags(["-DHL_CLIENT_SERVES"])
         .lib("dl")
         .lib("pthread")
         .embed("HEAPLAB_APPLY_SO");

@@ -54,6 +54,7 @@ fn main() {
     CBuild::shared_library("libheaplab_preload.so")
         .source("native/interpose.c")
         .source("native/sites.c")
+        .source("native/unwind.c")
         .source("preload/tracer.c")
         .include("native")
         .include(generated)

@@ -100,7 +100,9 @@ pub fn write_csv<W: Write>(mut w: W, inst: &Instance, offsets: Option<&[u64]>) -
 }
 
 /// Writes a file atomically: `fill` writes into a temporary file beside `path`, which is renamed
-/// over `path` only if `fill` succeeds. `-` writes to standard output.
+/// over `path` only if `fill` succeeds. `-` writes to standard output, and a path that names
+/// something other than a regular file (`/dev/null`, a FIFO) is written in place: renaming
+/// over it would replace the device with a file.
 pub fn write_atomic<F>(path: &str, fill: F) -> std::io::Result<()>
 where
     F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -108,6 +110,11 @@ where
     if path == "-" {
         let out = std::io::stdout();
         let mut w = BufWriter::new(out.lock());
+        fill(&mut w)?;
+        return w.flush();
+    }
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let mut w = BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
         fill(&mut w)?;
         return w.flush();
     }

@@ -1,23 +1,18 @@
-/* sites.c — call-site ids (see sites.h): stack capture, hashing, and the id table. */
+/* sites.c — call-site ids (see sites.h): stack capture (native/unwind.c walks the stack),
+ * hashing, and the id table. */
 #define _GNU_SOURCE
 #include "sites.h"
 
 #include <execinfo.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "interpose.h"
+#include "unwind.h"
 
 #define SITE_SLOTS (1u << 18)
-
-/* Room for the library's own frames above the caller's: the interposer and the client's
- * functions down to hl_site_of (the tracer's deepest chain, realloc or posix_memalign, is six
- * frames). Too little would cut the caller's frames short. A client with a deeper chain
- * defines more. */
-#ifndef HL_SITE_SLACK
-#define HL_SITE_SLACK 8
-#endif
 
 static int depth;
 static struct site_slot { _Atomic uint64_t key; _Atomic uint32_t id; uint32_t pad; } *sites;
@@ -28,8 +23,12 @@ int hl_sites_init(int d) {
     void *m = sys_mmap(NULL, sizeof *sites * SITE_SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     sites = m == MAP_FAILED ? NULL : m;
     if (depth > 1) {
+        const char *how = getenv("HEAPLAB_UNWIND");
+        if (how && strcmp(how, "backtrace") == 0) hl_unwind_set_mode(HL_UNWIND_BACKTRACE);
+        if (how && strcmp(how, "check") == 0) hl_unwind_set_mode(HL_UNWIND_CHECK);
         void *warm[4];
-        backtrace(warm, 4); /* loads the unwinder now, untraced */
+        backtrace(warm, 4); /* loads libgcc's unwinder (the fallback) now, untraced */
+        hl_unwind(warm, 4);
     }
     return sites ? 0 : -1;
 }
@@ -60,18 +59,9 @@ uint32_t hl_site_of(void *ret, struct hl_site *s) {
     s->frames[0] = ret;
     s->is_new = 0;
     s->id = 0;
-    if (depth > 1) {
-        /* Inlining decides how many of our own frames come first: start at the caller's. */
-        void *raw[HL_MAX_DEPTH + HL_SITE_SLACK];
-        int got = backtrace(raw, depth + HL_SITE_SLACK);
-        int start = got;
-        for (int i = 0; i < got; i++)
-            if (raw[i] == ret) {
-                start = i + 1;
-                break;
-            }
-        for (int i = start; i < got && n < depth; i++) s->frames[n++] = raw[i];
-    }
+    /* The callers above `ret`, however many of the library's own frames come first (the
+     * interposer's and the client's, down to here: inlining decides how many). */
+    if (depth > 1) n += hl_unwind_after(ret, s->frames + 1, depth - 1);
     s->n = n;
     uint64_t h = 0x6a09e667f3bcc909ull;
     for (int i = 0; i < n; i++) h = mix(h, (uint64_t)(uintptr_t)s->frames[i]);

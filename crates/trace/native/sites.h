@@ -3,7 +3,8 @@
  *
  * Shared by heaplab's LD_PRELOAD libraries: the tracer records the ids (and each new site's
  * frames once), a layout allocator would look its plan up by them. Never allocates: the table
- * is mmap'd, frames live on the caller's stack.
+ * is mmap'd, frames live on the caller's stack. Stacks are walked by native/unwind.c (a library
+ * that compiles sites.c compiles unwind.c too).
  */
 #ifndef HEAPLAB_SITES_H
 #define HEAPLAB_SITES_H
@@ -22,7 +23,10 @@ struct hl_site {
 };
 
 /* Sets up the table for stacks of `depth` frames (1 = the return address only; at most
- * HL_MAX_DEPTH). Returns 0, or -1 when the table cannot be mapped (ids are then 0). */
+ * HL_MAX_DEPTH). Returns 0, or -1 when the table cannot be mapped (ids are then 0).
+ * HEAPLAB_UNWIND=backtrace in the environment walks stacks with glibc's backtrace() instead
+ * (the reference the walker is tested against; many times slower), HEAPLAB_UNWIND=check with
+ * both, reporting differences on stderr (see unwind.h). */
 int hl_sites_init(int depth);
 /* Forgets every site (in a fork child, whose ids start again from 1). */
 void hl_sites_reset(void);

@@ -45,7 +45,10 @@ pub fn install_cached(stem: &str, ext: &str, bytes: &[u8], executable: bool) -> 
     if std::fs::read(&path).is_ok_and(|b| b == bytes) {
         return Ok(path);
     }
-    let tmp = dir.join(format!(".{stem}.{}.tmp", std::process::id()));
+    // One temporary name per call: threads of one process (parallel tests) install at once.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{stem}.{}.{call}.tmp", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;

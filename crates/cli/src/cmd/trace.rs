@@ -21,8 +21,9 @@ pub const TRACE_HELP: &str = "\
 Run PROGRAM with the heaplab tracer preloaded and record every heap request it makes: malloc,
 free, calloc, realloc, reallocarray, posix_memalign, aligned_alloc, memalign, valloc, pvalloc,
 with sizes, pointers, the size the allocator really gave (malloc_usable_size), thread, a global
-sequence number and a timestamp. Works under any allocator preloaded after it (jemalloc,
-mimalloc, tcmalloc: put them in LD_PRELOAD yourself).
+sequence number, a timestamp and its call site: --stack-depth frames of the call stack (8 unless
+given; 0 records none and is the fastest), each distinct stack stored once. Works under any
+allocator preloaded after it (jemalloc, mimalloc, tcmalloc: put them in LD_PRELOAD yourself).
 
 The program's standard input, output and error are its own: heaplab never writes to its
 standard output, so `heaplab trace -o x.hltrace -- xz -c in > in.xz` gives the same archive as
@@ -55,14 +56,22 @@ readable up to that point; a program ended by SIGPIPE, as in `heaplab trace ... 
 counts as killed), could not be started, or produced no trace (statically linked and setuid
 programs ignore LD_PRELOAD).
 
-Environment: HEAPLAB_PRELOAD=/path/lib.so uses that tracer library instead of the built-in one.
+Environment: HEAPLAB_PRELOAD=/path/lib.so uses that tracer library instead of the built-in one;
+HEAPLAB_UNWIND=backtrace walks stacks with glibc's backtrace() (the reference; many times slower).
 
 Examples:
   heaplab trace -o run.hltrace -- sqlite3 db.sqlite < script.sql
-  heaplab trace --stack-depth 8 -o run.hltrace -- python3 app.py
+  heaplab trace --stack-depth 16 -o run.hltrace -- python3 app.py
+  heaplab trace --stack-depth 0 -o fast.hltrace -- ./server
   heaplab trace --only python3 -o py.hltrace -- ./run-tests.sh
   heaplab trace --max-size 2GiB --max-time 60 -o long.hltrace -- ./server
   heaplab trace --no-follow-exec -o sh.hltrace -- sh -c 'seq 1000 | sort | xz > /dev/null'";
+
+/// Frames per call site when `--stack-depth` is not given: measured by `make bench-trace`
+/// (bench/trace-results.md, docs/tracing.md#call-stacks), eight frames reach past allocation
+/// wrappers and interpreter layers into the calling code, at 50-95% of sixteen's added time
+/// where stacks are deep.
+pub const DEFAULT_STACK_DEPTH: u32 = 8;
 
 /// Arguments of `heaplab trace`.
 #[derive(Args)]
@@ -71,8 +80,8 @@ pub struct TraceArgs {
     /// and a run of several processes an index, STEM.hlrun).
     #[arg(short, long, value_name = "FILE")]
     output: String,
-    #[arg(long, default_value_t = 0, value_name = "N", value_parser = crate::flag_ranges::STACK_DEPTH.parser::<u32>(),
-        help = crate::flag_ranges::STACK_DEPTH.help("Record call sites: 1 = the calling instruction (cheap), N > 1 = also a hash of N frames (unwinds the stack: a few µs per allocation)."))]
+    #[arg(long, default_value_t = DEFAULT_STACK_DEPTH, value_name = "N", value_parser = crate::flag_ranges::STACK_DEPTH.parser::<u32>(),
+        help = crate::flag_ranges::STACK_DEPTH.help("Call-stack frames recorded per allocation site: 0 = none (the fastest), 1 = the calling instruction, N > 1 = also N - 1 callers (the stack is walked with cached unwind rules; see docs/tracing.md for what each depth costs)."))]
     stack_depth: u32,
     /// Trace programs started by exec (the default).
     #[arg(long, overrides_with = "no_follow_exec")]

@@ -194,7 +194,7 @@ fn bad_usage_and_bad_files_exit_2_and_write_nothing() {
     let d = scratch!("errors");
     let t = trace(&d, "t.hltrace", &[&prog("threads"), "1", "5"]);
     let bare = path(&d, "bare.hltrace");
-    let r = heaplab_in(&d, &["trace", "-o", &bare, "--", &prog("threads"), "1", "5"]);
+    let r = heaplab_in(&d, &["trace", "--stack-depth", "0", "-o", &bare, "--", &prog("threads"), "1", "5"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let out = path(&d, "o.hllayout");
     let fails = |args: &[&str], words: &[&str]| {

@@ -358,8 +358,8 @@ fn real_program(name: &str, cmd: &[&str], stdin: Option<&str>, slack: u64, env: 
     let d = scratch!(name);
     let out = format!("{name}.hltrace");
     // The program's own output shares standard output with the summary: read the figures
-    // with trace-info instead.
-    let mut args = vec!["trace", "-o", &out, "--"];
+    // with trace-info instead. No call sites: bytes per event are the event encoding's.
+    let mut args = vec!["trace", "--stack-depth", "0", "-o", &out, "--"];
     args.extend_from_slice(cmd);
     let mut h = Heaplab::new(&args).dir(&d).envs(env);
     if let Some(text) = stdin {

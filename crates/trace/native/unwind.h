@@ -1,0 +1,43 @@
+/* unwind.h — the native layer's stack walker: the return addresses of the calling thread's
+ * stack, as glibc's backtrace() gives them, at a fraction of its cost.
+ *
+ * backtrace() (libgcc's _Unwind_Backtrace) finds, decodes and runs the DWARF CFI of every frame
+ * on every call. hl_unwind decodes the CFI of each code address once, keeps the rule it yields
+ * (CFA = rsp or rbp + N, return address at CFA - 8, rbp saved at CFA + M or unchanged) in a
+ * lock-free table keyed by the address, and from then on steps a frame with a table look-up and
+ * two loads. Frames whose CFI says more than that (signal frames, stack realignment, registers
+ * saved in other registers) make the whole walk fall back to backtrace(), so stacks always equal
+ * its. Reads of the stack are checked against the bounds of the mapping holding the thread's
+ * stack pointer, so bad CFI ends a walk instead of faulting. Never allocates.
+ *
+ * x86-64 only; elsewhere hl_unwind is backtrace().
+ */
+#ifndef HEAPLAB_UNWIND_H
+#define HEAPLAB_UNWIND_H
+
+#include <stdint.h>
+
+/* Fills `pcs` with at most `max` return addresses, innermost first: pcs[0] is where
+ * hl_unwind returns to in its caller, as with backtrace(pcs, max). Returns how many. */
+int hl_unwind(void **pcs, int max);
+
+/* Like hl_unwind, but returns only the frames above the one whose return address is `ret`
+ * (looked for among the first HL_UNWIND_SEARCH frames; none are returned when it is not
+ * there): the callers of an interposed function, whatever the frames in between. */
+#define HL_UNWIND_SEARCH 16
+int hl_unwind_after(const void *ret, void **pcs, int max);
+
+/* How walks are made from now on, in every thread: with the cached rules (the default), with
+ * backtrace() itself (the reference), or both, hl_unwind_after writing a line to stderr for
+ * each of its first few walks whose two stacks differ (a test of the walker on real programs). */
+enum hl_unwind_mode { HL_UNWIND_RULES, HL_UNWIND_BACKTRACE, HL_UNWIND_CHECK };
+void hl_unwind_set_mode(enum hl_unwind_mode mode);
+
+/* The calling thread's counts since it started: walks, walks that fell back to backtrace(),
+ * code addresses whose CFI was decoded (cache misses), and checked walks that differed. */
+struct hl_unwind_counts {
+    uint64_t walks, fallbacks, decoded, mismatches;
+};
+void hl_unwind_counts(struct hl_unwind_counts *c);
+
+#endif
