@@ -43,7 +43,7 @@ fn main() {
         .include("../trace/native")
         .include("runtime")
         .include(generated)
-        .flags(["-DHL_CLIENT_SERVES"])
+        .flags(["-DHL_CLIENT_SERVES", "-DHL_COMPACT_TABLES"])
         .lib("dl")
         .lib("pthread")
         .embed("HEAPLAB_APPLY_SO");

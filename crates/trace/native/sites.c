@@ -12,7 +12,12 @@
 #include "interpose.h"
 #include "unwind.h"
 
+/* Small for a client built with HL_COMPACT_TABLES (see unwind.c): ids are 0 (unknown) when full. */
+#ifdef HL_COMPACT_TABLES
+#define SITE_SLOTS (1u << 15)
+#else
 #define SITE_SLOTS (1u << 18)
+#endif
 
 static int depth;
 static struct site_slot { _Atomic uint64_t key; _Atomic uint32_t id; uint32_t pad; } *sites;

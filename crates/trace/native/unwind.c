@@ -57,7 +57,13 @@ static inline int64_t rule_rbp_off(uint64_t r) { return (int16_t)(uint16_t)(r >>
 /* ---- the cache: code address -> rule, open addressing, written once per address ----
  * A writer claims a slot by storing the address with PENDING set, stores the rule, then clears
  * PENDING; readers take only finished slots, so a rule is never read half-written. */
+/* A client whose peak RSS is measured (the runtime library) builds with HL_COMPACT_TABLES: the
+ * hashed tables scatter over every page they span, so they are kept small there. */
+#ifdef HL_COMPACT_TABLES
+#define RULE_SLOTS (1u << 14)
+#else
 #define RULE_SLOTS (1u << 18)
+#endif
 #define RULE_PROBES 16
 #define PENDING (1ull << 63)
 struct rule_slot {
@@ -71,7 +77,9 @@ static struct rule_slot *get_table(void) {
     if (HL_LIKELY(t)) return t;
     void *m = sys_mmap(NULL, sizeof *t * RULE_SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return NULL;
+#ifndef HL_COMPACT_TABLES
     madvise(m, sizeof *t * RULE_SLOTS, MADV_HUGEPAGE); /* a few TLB entries for the whole table */
+#endif
     struct rule_slot *none = NULL;
     if (!atomic_compare_exchange_strong(&table, &none, (struct rule_slot *)m)) {
         sys_munmap(m, sizeof *t * RULE_SLOTS); /* another thread made it first */
