@@ -38,6 +38,8 @@
 #include "sites.h"
 
 #define NO_OFFSET UINT64_MAX
+#define RESYNC 16      /* how far (in entries, either way) a resynchronisation looks */
+#define RESYNC_EVIDENCE 3 /* consecutive mismatched requests that must match the shifted entries */
 #define DROP_EVERY 0xffu /* entry pages are dropped after this many allocations of a context (one page of entries: peak RSS is measured) */
 
 /* ---- the layout ---- */
@@ -77,6 +79,9 @@ static const char *const why_name[W_N] = {"unplanned", "size_mismatch", "beyond_
 static _Atomic uint64_t fb_count[W_N], fb_bytes[W_N];
 static uint64_t planned, planned_bytes, frees_region; /* under lock */
 static _Atomic uint64_t stray_frees;
+static _Atomic uint64_t resyncs; /* times the global ordinal was shifted back into step */
+static _Atomic uint64_t misses_in_row;           /* consecutive size mismatches (global ordinals) */
+static _Atomic uint64_t recent[RESYNC_EVIDENCE]; /* their sizes, by ordinal modulo the count */
 static atomic_int mismatch_taken;
 static struct { uint64_t ordinal, context, expected, size; int why, has_expected; } first_mismatch;
 
@@ -338,11 +343,43 @@ static void drop_entry_pages(void) {
     if (to > from) madvise((void *)from, to - from, MADV_DONTNEED);
 }
 
+/* After RESYNC_EVIDENCE size mismatches in a row at global ordinals k-2..k, looks for the shift
+ * (at most RESYNC entries either way, the smallest first) at which those requests' sizes match
+ * the layout's in order, and moves the ordinal there: one allocation more or fewer than in the
+ * profile (a library's start-up allocation under another fallback allocator, a path taken once
+ * more) then costs a few matches instead of every later one. Evidence from several requests is
+ * needed because common sizes repeat: a shift chosen on one request would mostly be wrong. Only
+ * matches depend on this; every slot is still claimed through the bitmaps. */
+static void resync(uint64_t k, uint64_t size) {
+    atomic_store_explicit(&recent[k % RESYNC_EVIDENCE], size, memory_order_relaxed);
+    uint64_t run = atomic_fetch_add_explicit(&misses_in_row, 1, memory_order_relaxed) + 1;
+    if (run < RESYNC_EVIDENCE || k + 1 < RESYNC_EVIDENCE) return;
+    uint64_t want[RESYNC_EVIDENCE];
+    for (uint64_t j = 0; j < RESYNC_EVIDENCE; j++)
+        want[j] = atomic_load_explicit(&recent[(k + 1 - RESYNC_EVIDENCE + j) % RESYNC_EVIDENCE], memory_order_relaxed);
+    for (int64_t m = 1; m <= RESYNC; m++)
+        for (int sign = -1; sign <= 1; sign += 2) {
+            int64_t shift = sign * m;
+            int64_t lo = (int64_t)k + 1 - RESYNC_EVIDENCE + shift;
+            if (lo < 0 || (uint64_t)(lo + RESYNC_EVIDENCE) > L.nentries) continue;
+            uint64_t j = 0;
+            while (j < RESYNC_EVIDENCE && L.entries[lo + (int64_t)j].size == want[j]) j++;
+            if (j < RESYNC_EVIDENCE) continue;
+            uint64_t expect = k + 1;
+            if (atomic_compare_exchange_strong(&ordinals[0], &expect, (uint64_t)((int64_t)k + 1 + shift))) {
+                atomic_fetch_add_explicit(&resyncs, 1, memory_order_relaxed);
+                atomic_store_explicit(&misses_in_row, 0, memory_order_relaxed);
+            }
+            return;
+        }
+}
+
 /* Identifies an allocation of `size` bytes (alignment `align`, 0 for none) made from `ret`:
  * returns the offset of its planned slot (not claimed yet), or NO_OFFSET with *why saying why
  * it falls back. Takes the allocation's ordinal either way. */
 static uint64_t identify(uint64_t size, uint64_t align, void *ret, int *why) {
-    uint64_t context = 0, k, index;
+    uint64_t context = 0, k, index, first, count;
+    _Atomic uint64_t *ctr;
     if (L.keyed) {
         uint64_t key;
         int64_t c = context_of(ret, &key);
@@ -352,29 +389,31 @@ static uint64_t identify(uint64_t size, uint64_t align, void *ret, int *why) {
             return NO_OFFSET;
         }
         context = L.ctx[c].key;
-        k = atomic_fetch_add_explicit(&ordinals[c], 1, memory_order_relaxed);
-        if (k >= L.ctx[c].count) {
-            *why = W_BEYOND;
-            note_mismatch(W_BEYOND, k, context, 0, 0, size);
-            return NO_OFFSET;
-        }
-        index = L.ctx[c].first + k;
+        ctr = &ordinals[c];
+        first = L.ctx[c].first;
+        count = L.ctx[c].count;
     } else {
-        k = atomic_fetch_add_explicit(&ordinals[0], 1, memory_order_relaxed);
-        if (k >= L.nentries) {
-            *why = W_BEYOND;
-            note_mismatch(W_BEYOND, k, 0, 0, 0, size);
-            return NO_OFFSET;
-        }
-        index = k;
+        ctr = &ordinals[0];
+        first = 0;
+        count = L.nentries;
     }
+    k = atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed);
+    if (k >= count) {
+        *why = W_BEYOND;
+        note_mismatch(W_BEYOND, k, context, 0, 0, size);
+        return NO_OFFSET;
+    }
+    index = first + k;
     if ((k & DROP_EVERY) == DROP_EVERY) drop_entry_pages();
     struct entry_rec e = L.entries[index];
     if (e.size != size) {
         *why = W_SIZE;
         note_mismatch(W_SIZE, k, context, e.size, 1, size);
+        if (!L.keyed) resync(k, size);
         return NO_OFFSET;
     }
+    /* Read first: a store on every allocation would bounce the line between threads. */
+    if (!L.keyed && atomic_load_explicit(&misses_in_row, memory_order_relaxed)) atomic_store_explicit(&misses_in_row, 0, memory_order_relaxed);
     if (e.offset == NO_OFFSET || !region) {
         *why = W_UNPLANNED;
         return NO_OFFSET;
@@ -775,6 +814,8 @@ static void write_report(const char *end) {
     key_u(&o, "frees_region", frees_region);
     put(&o, ",\n  ");
     key_u(&o, "stray_frees", atomic_load(&stray_frees));
+    put(&o, ", ");
+    key_u(&o, "resyncs", atomic_load(&resyncs));
     put(&o, ",\n  ");
     key_u(&o, "peak_rss_bytes", peak_rss());
     put(&o, ",\n  \"end\": ");

@@ -107,6 +107,9 @@ pub struct RunReport {
     pub frees_region: u64,
     /// Frees of region addresses where no live block starts (program errors, ignored).
     pub stray_frees: u64,
+    /// Size mismatches after which a later expected allocation matched: the runtime skipped
+    /// the expected ones in between, or took the request for one the profile did not have.
+    pub resyncs: u64,
     /// Peak RSS of the program (kernel VmHWM) at its end.
     pub peak_rss_bytes: u64,
     /// How the program's image ended: `exit`, `_exit`, `exec`, `fatal signal`.
@@ -159,6 +162,7 @@ impl RunReport {
             match_rate: v["match_rate"].as_f64().unwrap_or(0.0),
             frees_region: num("frees_region")?,
             stray_frees: v["stray_frees"].as_u64().unwrap_or(0),
+            resyncs: v["resyncs"].as_u64().unwrap_or(0),
             peak_rss_bytes: num("peak_rss_bytes")?,
             end: v["end"].as_str().unwrap_or_default().to_string(),
             wall_seconds: 0.0,
@@ -194,6 +198,7 @@ impl RunReport {
             "match_rate": self.match_rate,
             "frees_region": self.frees_region,
             "stray_frees": self.stray_frees,
+            "resyncs": self.resyncs,
             "peak_rss_bytes": self.peak_rss_bytes,
             "end": self.end,
             "wall_seconds": self.wall_seconds,
@@ -230,6 +235,9 @@ impl RunReport {
             }
         }
         s += &format!(" Peak RSS {}.", bytes(self.peak_rss_bytes));
+        if self.resyncs > 0 {
+            s += &format!(" The expected sequence was picked up again after {} mismatches.", grouped(self.resyncs));
+        }
         if self.stray_frees > 0 {
             s += &format!(" {} frees of region addresses that were no live block were ignored.", grouped(self.stray_frees));
         }
