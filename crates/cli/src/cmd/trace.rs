@@ -81,7 +81,7 @@ pub struct TraceArgs {
     #[arg(short, long, value_name = "FILE")]
     output: String,
     #[arg(long, default_value_t = DEFAULT_STACK_DEPTH, value_name = "N", value_parser = crate::flag_ranges::STACK_DEPTH.parser::<u32>(),
-        help = crate::flag_ranges::STACK_DEPTH.help("Call-stack frames recorded per allocation site: 0 = none (the fastest), 1 = the calling instruction, N > 1 = also N - 1 callers (the stack is walked with cached unwind rules; see docs/tracing.md for what each depth costs)."))]
+        help = crate::flag_ranges::STACK_DEPTH.help("Call-stack frames recorded per allocation site: 0 = none (the fastest), 1 = the calling instruction, N > 1 = also N - 1 callers (the stack is walked with cached unwind rules; see docs/tracing.md for what each depth costs); 8 unless given."))]
     stack_depth: u32,
     /// Trace programs started by exec (the default).
     #[arg(long, overrides_with = "no_follow_exec")]
