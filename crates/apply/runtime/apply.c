@@ -840,20 +840,9 @@ void hl_on_init(void) {
     const char *conf = getenv("HEAPLAB_APPLY");
     static char claim_path[4096];
     if (!conf) return;
-    for (const char *l = conf; *l;) {
-        const char *e = strchr(l, '\n');
-        if (!e) e = l + strlen(l);
-        struct { const char *key; char *dst; size_t cap; } keys[] = {
-            {"layout=", layout_path, sizeof layout_path}, {"report=", report_path, sizeof report_path}, {"claim=", claim_path, sizeof claim_path}};
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-            size_t kl = strlen(keys[k].key), vl = (size_t)(e - l) - kl;
-            if ((size_t)(e - l) >= kl && memcmp(l, keys[k].key, kl) == 0 && vl < keys[k].cap) {
-                memcpy(keys[k].dst, l + kl, vl);
-                keys[k].dst[vl] = 0;
-            }
-        }
-        l = *e ? e + 1 : e;
-    }
+    const struct hl_conf_key keys[] = {
+        {"layout=", layout_path, sizeof layout_path}, {"report=", report_path, sizeof report_path}, {"claim=", claim_path, sizeof claim_path}};
+    hl_read_conf(conf, keys, sizeof keys / sizeof keys[0]);
     if (!*layout_path || !*claim_path || unlink(claim_path) != 0) return;
     is_root = 1;
     root_pid = (pid_t)syscall(SYS_getpid);

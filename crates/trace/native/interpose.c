@@ -121,6 +121,21 @@ static inline void ensure_init(void) {
 __attribute__((constructor)) static void hl_constructor(void) { ensure_init(); }
 __attribute__((destructor)) static void hl_destructor(void) { hl_on_exit(); }
 
+void hl_read_conf(const char *conf, const struct hl_conf_key *keys, size_t n) {
+    for (const char *l = conf; l && *l;) {
+        const char *e = strchr(l, '\n');
+        if (!e) e = l + strlen(l);
+        for (size_t k = 0; k < n; k++) {
+            size_t kl = strlen(keys[k].key), vl = (size_t)(e - l) - kl;
+            if ((size_t)(e - l) >= kl && memcmp(l, keys[k].key, kl) == 0 && vl < keys[k].cap) {
+                memcpy(keys[k].dst, l + kl, vl);
+                keys[k].dst[vl] = 0;
+            }
+        }
+        l = *e ? e + 1 : e;
+    }
+}
+
 void hl_watch_fork(void) { pthread_atfork(hl_on_fork_prepare, hl_on_fork_parent, hl_on_fork_child); }
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};

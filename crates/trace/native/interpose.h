@@ -83,6 +83,16 @@ static inline int sys_munmap(void *a, size_t n) { return (int)syscall(SYS_munmap
 /* Writes a message to stderr without allocating. */
 void hl_say(const char *msg);
 
+/* Reads a client's configuration, handed over in one environment variable as `key=value` lines
+ * (separated by '\n'): each listed key found fills its buffer (NUL-terminated; a value longer
+ * than `cap - 1` bytes is ignored). Never allocates. */
+struct hl_conf_key {
+    const char *key; /* "name=" */
+    char *dst;
+    size_t cap;
+};
+void hl_read_conf(const char *conf, const struct hl_conf_key *keys, size_t n);
+
 /* Registers the client's fork hooks (pthread_atfork). */
 void hl_watch_fork(void);
 /* Installs the handler that calls hl_on_fatal_signal on SIGSEGV, SIGBUS, SIGILL, SIGFPE and

@@ -847,23 +847,10 @@ void hl_on_init(void) {
     const char *conf = getenv("HEAPLAB_TRACE");
     static char out[4096], root[4096], lib[4096], depth[16], follow[4];
     only[0] = 0;
-    if (conf) {
-        for (const char *l = conf; *l;) {
-            const char *e = strchr(l, '\n');
-            if (!e) e = l + strlen(l);
-            struct { const char *key; char *dst; size_t cap; } keys[] = {
-                {"out=", out, sizeof out}, {"root=", root, sizeof root}, {"lib=", lib, sizeof lib},
-                {"depth=", depth, sizeof depth}, {"follow=", follow, sizeof follow}, {"only=", only, sizeof only}};
-            for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-                size_t kl = strlen(keys[k].key), vl = (size_t)(e - l) - kl;
-                if ((size_t)(e - l) >= kl && memcmp(l, keys[k].key, kl) == 0 && vl < keys[k].cap) {
-                    memcpy(keys[k].dst, l + kl, vl);
-                    keys[k].dst[vl] = 0;
-                }
-            }
-            l = *e ? e + 1 : e;
-        }
-    }
+    const struct hl_conf_key keys[] = {
+        {"out=", out, sizeof out}, {"root=", root, sizeof root}, {"lib=", lib, sizeof lib},
+        {"depth=", depth, sizeof depth}, {"follow=", follow, sizeof follow}, {"only=", only, sizeof only}};
+    hl_read_conf(conf, keys, sizeof keys / sizeof keys[0]);
     if (*out) {
         if (*depth) {
             int d = 0;
