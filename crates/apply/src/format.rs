@@ -475,13 +475,8 @@ mod tests {
 
     #[test]
     fn random_layouts_round_trip_and_agree_with_a_pairwise_check() {
-        let mut s = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = |m: u64| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s % m
-        };
+        let mut rng = heaplab_rng::Rng::new(0x2545_f491_4f6c_dd1d);
+        let mut rnd = |m: u64| rng.below(m);
         let (mut valid, mut invalid) = (0, 0);
         for _ in 0..2000 {
             let n = rnd(9);
