@@ -19,8 +19,9 @@ use std::process::ExitCode;
 
 /// heaplab — understand and optimise how programs use heap memory.
 ///
-/// Static memory planning: read buffers with sizes and lifetimes, assign offsets that minimise
-/// peak memory (makespan), prove the result valid, and draw it.
+/// Trace a program's heap, plan memory-optimal layouts (static memory planning: offsets that
+/// minimise peak memory, proved valid), measure real allocators against them, run unmodified
+/// programs with a layout applied, and compare configurations with stated confidence.
 #[derive(Parser)]
 #[command(name = "heaplab", version, propagate_version = true, max_term_width = 100)]
 struct Cli {
@@ -49,16 +50,8 @@ enum Command {
     /// Run a program and record every heap request it makes (LD_PRELOAD tracer).
     #[command(long_about = trace::TRACE_HELP)]
     Trace(trace::TraceArgs),
-    /// Profile a program's heap accesses under valgrind: per-block reads and writes, contexts,
-    /// the co-access graph and pointer relations (.hlaccess).
-    #[command(long_about = access::ACCESS_HELP)]
-    Access(access::AccessArgs),
     /// Describe a trace: calls per function, threads, peak live bytes, sizes, duration.
     TraceInfo(trace_info::TraceInfoArgs),
-    /// Run a program with a layout applied (LD_PRELOAD runtime): planned allocations at their
-    /// offsets in one region, the rest to a fallback allocator; report the match rate.
-    #[command(long_about = run::RUN_HELP)]
-    Run(run::RunArgs),
     /// Replay a trace under an allocator and record where it puts every block (placed jobs).
     #[command(long_about = replay::REPLAY_HELP)]
     Replay(replay::ReplayArgs),
@@ -68,6 +61,21 @@ enum Command {
     /// Correlate replayed fragmentation with real peak RSS across allocators; write a report.
     #[command(long_about = study::STUDY_HELP)]
     Study(study::StudyArgs),
+    /// Profile a program's heap accesses under valgrind: per-block reads and writes, contexts,
+    /// the co-access graph and pointer relations (.hlaccess).
+    #[command(long_about = access::ACCESS_HELP)]
+    Access(access::AccessArgs),
+    /// Compute a layout (.hllayout) from a trace and an optional access profile: where each
+    /// allocation goes in one region, by a strategy.
+    #[command(long_about = layout::LAYOUT_HELP)]
+    Layout(layout::LayoutArgs),
+    /// Describe and draw a layout (.hllayout).
+    #[command(long_about = layout_info::LAYOUT_INFO_HELP)]
+    LayoutInfo(layout_info::LayoutInfoArgs),
+    /// Run a program with a layout applied (LD_PRELOAD runtime): planned allocations at their
+    /// offsets in one region, the rest to a fallback allocator; report the match rate.
+    #[command(long_about = run::RUN_HELP)]
+    Run(run::RunArgs),
     /// Compare configurations against a reference with stated confidence (HPT): per workload
     /// and across applications.
     #[command(long_about = compare::COMPARE_HELP)]
@@ -76,13 +84,6 @@ enum Command {
     /// TOPSIS) and show the Pareto front.
     #[command(long_about = rank::RANK_HELP)]
     Rank(rank::RankArgs),
-    /// Compute a layout (.hllayout) from a trace and an optional access profile: where each
-    /// allocation goes in one region, by a strategy.
-    #[command(long_about = layout::LAYOUT_HELP)]
-    Layout(layout::LayoutArgs),
-    /// Describe and draw a layout (.hllayout).
-    #[command(long_about = layout_info::LAYOUT_INFO_HELP)]
-    LayoutInfo(layout_info::LayoutInfoArgs),
 }
 
 fn main() -> ExitCode {
