@@ -189,11 +189,6 @@ static uint64_t slot_at(uint64_t off) {
 }
 
 /* ---- stable context keys (crates/trace/src/context.rs has the rule; the tests compare) ---- */
-static uint64_t mix(uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 33);
-}
 static uint64_t fnv1a(const char *s, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
@@ -207,29 +202,6 @@ static struct module *modules;
 static size_t nmodules;
 static atomic_flag maps_lock = ATOMIC_FLAG_INIT;
 
-static size_t read_file(const char *path, char *buf, size_t cap) {
-    int f = open(path, O_RDONLY | O_CLOEXEC);
-    if (f < 0) return 0;
-    size_t n = 0;
-    for (;;) {
-        ssize_t r = read(f, buf + n, cap - n);
-        if (r <= 0) break;
-        n += (size_t)r;
-        if (n == cap) break;
-    }
-    close(f);
-    return n;
-}
-static uint64_t hex(const char **s, const char *end) {
-    uint64_t v = 0;
-    for (; *s < end; (*s)++) {
-        char c = **s;
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) break;
-        v = v * 16 + (uint64_t)d;
-    }
-    return v;
-}
 
 static void load_modules(void) {
     size_t cap = 4u << 20;
@@ -243,19 +215,19 @@ static void load_modules(void) {
         }
         modules = m;
     }
-    size_t n = read_file("/proc/self/maps", buf, cap);
+    size_t n = hl_read_file("/proc/self/maps", buf, cap);
     size_t k = 0;
     for (const char *line = buf, *end = buf + n; line < end && k < MAX_MODULES;) {
         const char *eol = memchr(line, '\n', (size_t)(end - line));
         if (!eol) eol = end;
         const char *s = line;
-        uint64_t lo = hex(&s, eol);
+        uint64_t lo = hl_hex(&s, eol);
         s++;
-        uint64_t hi = hex(&s, eol);
+        uint64_t hi = hl_hex(&s, eol);
         s++;
         int exec = s + 3 < eol && s[2] == 'x';
         s += 5;
-        uint64_t off = s < eol ? hex(&s, eol) : 0;
+        uint64_t off = s < eol ? hl_hex(&s, eol) : 0;
         const char *path = s;
         for (int field = 0; field < 2 && path < eol; field++) { /* skip dev and inode */
             while (path < eol && *path == ' ') path++;
@@ -297,7 +269,7 @@ static uint64_t context_key(void *const *frames, int n) {
             reloaded = 1;
             m = module_of(a);
         }
-        h = mix(h, m ? m->name_hash ^ ((a - m->lo + m->off) * 0x9E3779B97F4A7C15ull) : a);
+        h = hl_mix(h, m ? m->name_hash ^ ((a - m->lo + m->off) * 0x9E3779B97F4A7C15ull) : a);
     }
     atomic_flag_clear_explicit(&maps_lock, memory_order_release);
     return h | 1;
@@ -727,7 +699,7 @@ static void key_u(struct out *o, const char *k, uint64_t v) {
 
 static uint64_t peak_rss(void) {
     char st[8192];
-    size_t n = read_file("/proc/self/status", st, sizeof st - 1);
+    size_t n = hl_read_file("/proc/self/status", st, sizeof st - 1);
     st[n] = 0;
     char *p = strstr(st, "\nVmHWM:");
     uint64_t kb = 0;

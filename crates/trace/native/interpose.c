@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -120,6 +121,19 @@ static inline void ensure_init(void) {
 
 __attribute__((constructor)) static void hl_constructor(void) { ensure_init(); }
 __attribute__((destructor)) static void hl_destructor(void) { hl_on_exit(); }
+
+size_t hl_read_file(const char *path, char *buf, size_t cap) {
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return 0;
+    size_t n = 0;
+    while (n < cap) {
+        ssize_t r = read(f, buf + n, cap - n);
+        if (r <= 0) break;
+        n += (size_t)r;
+    }
+    close(f);
+    return n;
+}
 
 void hl_read_conf(const char *conf, const struct hl_conf_key *keys, size_t n) {
     for (const char *l = conf; l && *l;) {

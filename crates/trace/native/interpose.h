@@ -93,6 +93,23 @@ struct hl_conf_key {
 };
 void hl_read_conf(const char *conf, const struct hl_conf_key *keys, size_t n);
 
+/* Reads up to `cap` bytes of a file (a /proc file: read until end or `cap`); returns the count,
+ * 0 when it cannot be opened. Never allocates. */
+size_t hl_read_file(const char *path, char *buf, size_t cap);
+/* Parses lower-case hex digits at *s, stopping at `end` or the first other character (as
+ * /proc/self/maps writes addresses and offsets); advances *s. Inline: the stack walker uses it
+ * without the rest of this layer. */
+static inline uint64_t hl_hex(const char **s, const char *end) {
+    uint64_t v = 0;
+    for (; *s < end; (*s)++) {
+        char c = **s;
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) break;
+        v = v * 16 + (uint64_t)d;
+    }
+    return v;
+}
+
 /* Registers the client's fork hooks (pthread_atfork). */
 void hl_watch_fork(void);
 /* Installs the handler that calls hl_on_fatal_signal on SIGSEGV, SIGBUS, SIGILL, SIGFPE and

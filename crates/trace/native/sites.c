@@ -45,7 +45,7 @@ void hl_sites_reset(void) {
     }
 }
 
-static uint64_t mix(uint64_t h, uint64_t v) {
+uint64_t hl_mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     h *= 0xff51afd7ed558ccdull;
     return h ^ (h >> 33);
@@ -69,7 +69,7 @@ uint32_t hl_site_of(void *ret, struct hl_site *s) {
     if (depth > 1) n += hl_unwind_after(ret, s->frames + 1, depth - 1);
     s->n = n;
     uint64_t h = 0x6a09e667f3bcc909ull;
-    for (int i = 0; i < n; i++) h = mix(h, (uint64_t)(uintptr_t)s->frames[i]);
+    for (int i = 0; i < n; i++) h = hl_mix(h, (uint64_t)(uintptr_t)s->frames[i]);
     h |= 1; /* 0 marks an empty slot */
     s->hash = h;
     if (!sites) return 0;

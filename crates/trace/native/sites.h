@@ -22,6 +22,10 @@ struct hl_site {
     void *frames[HL_MAX_DEPTH + 1];
 };
 
+/* One step of the fold that hashes frames into a site's hash (and, in the runtime library, into
+ * a stable context key: crates/trace/src/context.rs has the same mixer). */
+uint64_t hl_mix(uint64_t h, uint64_t v);
+
 /* Sets up the table for stacks of `depth` frames (1 = the return address only; at most
  * HL_MAX_DEPTH). Returns 0, or -1 when the table cannot be mapped (ids are then 0).
  * HEAPLAB_UNWIND=backtrace in the environment walks stacks with glibc's backtrace() instead

@@ -405,17 +405,6 @@ static uint64_t rule_for(uint64_t a) {
 /* ---- the thread's stack: the mapping holding its stack pointer, from /proc/self/maps ---- */
 static __thread uintptr_t stack_lo, stack_hi __attribute__((tls_model("initial-exec")));
 
-static uint64_t hexnum(const char **s, const char *end) {
-    uint64_t v = 0;
-    for (; *s < end; (*s)++) {
-        char ch = **s;
-        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-        if (d < 0) break;
-        v = v * 16 + (uint64_t)d;
-    }
-    return v;
-}
-
 /* Sets stack_lo/stack_hi to the mapping holding `sp`; 0/0 when not found. Raw syscalls and a
  * buffer on the stack: this runs inside malloc. */
 static void find_stack(uintptr_t sp) {
@@ -431,9 +420,9 @@ static void find_stack(uintptr_t sp) {
         char *line = buf, *end = buf + have, *eol;
         while ((eol = memchr(line, '\n', (size_t)(end - line)))) {
             const char *s = line;
-            uint64_t lo = hexnum(&s, eol);
+            uint64_t lo = hl_hex(&s, eol);
             s++;
-            uint64_t hi = hexnum(&s, eol);
+            uint64_t hi = hl_hex(&s, eol);
             if (lo <= sp && sp < hi) {
                 stack_lo = lo;
                 stack_hi = hi;

@@ -501,19 +501,6 @@ void hl_on_realloc_end(struct hl_call *c) {
 
 /* ---- initialisation ---- */
 
-static size_t read_file(const char *path, char *buf, size_t cap) {
-    int f = open(path, O_RDONLY | O_CLOEXEC);
-    if (f < 0) return 0;
-    size_t n = 0;
-    while (n < cap) {
-        ssize_t r = read(f, buf + n, cap - n);
-        if (r <= 0) break;
-        n += (size_t)r;
-    }
-    close(f);
-    return n;
-}
-
 /* Whether `name` (a path or a bare name) names one of the programs in `only`: its last path
  * component equals an entry, or is the entry followed by a version suffix (python3.11 for
  * python3). */
@@ -544,7 +531,7 @@ static int wanted(void) {
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe);
     if (el > 0 && name_matches(exe, (size_t)el)) return 1;
     char cmd[1024];
-    size_t cl = read_file("/proc/self/cmdline", cmd, sizeof cmd);
+    size_t cl = hl_read_file("/proc/self/cmdline", cmd, sizeof cmd);
     return cl > 0 && name_matches(cmd, strnlen(cmd, cl));
 }
 
@@ -613,7 +600,7 @@ static int open_trace(const char *root_path, int origin, uint32_t parent_pid, ui
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe);
     if (el < 0) el = 0;
     char cmd[2048];
-    size_t cl = read_file("/proc/self/cmdline", cmd, sizeof cmd);
+    size_t cl = hl_read_file("/proc/self/cmdline", cmd, sizeof cmd);
     uint64_t hlen = (HLT_HEADER_FIXED + 2 + (uint64_t)el + 2 + cl + 31) & ~(uint64_t)31;
     uint64_t off;
     if (reserve(hlen, &off) == UINT32_MAX || off != 0) {
@@ -661,17 +648,6 @@ static uint64_t status_kb(const char *status, size_t n, const char *key) {
     return 0;
 }
 
-static uint64_t hex(const char **s) {
-    uint64_t v = 0;
-    for (;;) {
-        char c = **s;
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) return v;
-        v = v * 16 + (uint64_t)d;
-        (*s)++;
-    }
-}
-
 /* Writes the trailer record: how the process ended, its peak memory, and the executable
  * mappings (the module map that lets call sites be symbolised offline). Async-signal-safe
  * enough for the fatal-signal path: only syscalls and memory we own. */
@@ -697,7 +673,7 @@ static void write_trailer(int kind, int code, int from_signal) {
     }
     unsigned char *body = (unsigned char *)maps + scap;
     char status[4096];
-    size_t sn = read_file("/proc/self/status", status, sizeof status);
+    size_t sn = hl_read_file("/proc/self/status", status, sizeof status);
     unsigned char *p = body;
     p = put_varint(p, (uint64_t)kind);
     p = put_varint(p, (uint64_t)(int64_t)code);
@@ -706,7 +682,7 @@ static void write_trailer(int kind, int code, int from_signal) {
     p = put_varint(p, status_kb(status, sn, "VmHWM:"));
     p = put_varint(p, status_kb(status, sn, "VmPeak:"));
     p = put_varint(p, atomic_load(&hl_free_null));
-    size_t mn = read_file("/proc/self/maps", maps, scap - 1);
+    size_t mn = hl_read_file("/proc/self/maps", maps, scap - 1);
     maps[mn] = 0;
     unsigned char *count_at = p;
     p += 2; /* module count, filled below as a fixed two-byte varint */
@@ -717,13 +693,13 @@ static void write_trailer(int kind, int code, int from_signal) {
         const char *eol = strchr(line, '\n');
         if (!eol) eol = line + strlen(line);
         const char *s = line;
-        uint64_t lo = hex(&s);
+        uint64_t lo = hl_hex(&s, eol);
         s++;
-        uint64_t hi = hex(&s);
+        uint64_t hi = hl_hex(&s, eol);
         s++;
         int exec = s + 3 < eol && s[2] == 'x';
         s += 5;
-        uint64_t off = hex(&s);
+        uint64_t off = hl_hex(&s, eol);
         const char *path = s;
         for (int field = 0; field < 2 && path < eol; field++) { /* skip dev and inode */
             while (path < eol && *path == ' ') path++;
@@ -863,7 +839,7 @@ void hl_on_init(void) {
         if (follow[0] == '0') unpreload_self(lib);
         {
             char cpu[8192];
-            size_t cn = read_file("/proc/cpuinfo", cpu, sizeof cpu - 1);
+            size_t cn = hl_read_file("/proc/cpuinfo", cpu, sizeof cpu - 1);
             cpu[cn] = 0;
             use_tsc = tsc() != 0 && strstr(cpu, " constant_tsc") && strstr(cpu, " nonstop_tsc");
             mono0 = now_ns();
