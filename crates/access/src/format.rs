@@ -130,14 +130,14 @@ pub fn parse(bytes: &[u8]) -> Result<AccessProfile, String> {
         clock = clock.checked_add(r.var(&what)?).ok_or_else(|| format!("block {i}: allocation time overflows"))?;
         let life = r.var(&what)?;
         let free_at = if life == 0 { u64::MAX } else { clock.checked_add(life).ok_or_else(|| format!("block {i}: free time overflows"))? };
-        blocks.push(AccessBlock { size, context: context as u32, alloc_at: clock, free_at, reads: r.var(&what)?, writes: r.var(&what)? });
+        blocks.push(AccessBlock { size, context: context as u32, alloc_at: clock, free_at, reads: r.var(&what)?, writes: r.var(&what)?, full_context: u32::MAX });
     }
     let coaccess = r.edges(n_coaccess, n_blocks, "co-access edge")?;
     let friends = r.edges(n_friends, n_blocks, "friend edge")?;
     if r.left() != 0 {
         return Err(format!("{} unexpected bytes after the friend edges", r.left()));
     }
-    Ok(AccessProfile { info, blocks, contexts, coaccess, friends })
+    Ok(AccessProfile { info, blocks, contexts, coaccess, friends, ..AccessProfile::default() })
 }
 
 struct Cursor<'a> {
@@ -304,18 +304,19 @@ mod tests {
     fn sample() -> AccessProfile {
         let frame = |ip, module: &str, off, f: &str| Frame { ip, module: module.into(), file_offset: off, function: f.into() };
         AccessProfile {
-            info: ProfileInfo { command: vec!["./prog".into(), "arg".into()], affinity_distance: 128, stack_depth: 2, accesses: 1000, heap_accesses: 400, coaccess_dropped: 3, friends_dropped: 0 },
+            info: ProfileInfo { command: vec!["./prog".into(), "arg".into()], affinity_distance: 128, stack_depth: 2, accesses: 1000, heap_accesses: 400, coaccess_dropped: 3, friends_dropped: 0, ..ProfileInfo::default() },
             contexts: vec![
                 Context { key: 0x1234_5679, frames: vec![frame(0x5555_0000_1234, "/bin/prog", 0x1234, "main"), frame(0x7f00_0000_0001, "", 0, "")] },
                 Context { key: 7, frames: vec![frame(1, "/lib/x.so", 1 << 40, "f")] },
             ],
             blocks: vec![
-                AccessBlock { size: 0, context: 0, alloc_at: 0, free_at: 3, reads: 0, writes: 0 },
-                AccessBlock { size: 1 << 33, context: 1, alloc_at: 1, free_at: u64::MAX, reads: u64::MAX, writes: 5 },
-                AccessBlock { size: 24, context: 0, alloc_at: 2, free_at: 4, reads: 300, writes: 100 },
+                AccessBlock { size: 0, context: 0, alloc_at: 0, free_at: 3, reads: 0, writes: 0, full_context: u32::MAX },
+                AccessBlock { size: 1 << 33, context: 1, alloc_at: 1, free_at: u64::MAX, reads: u64::MAX, writes: 5, full_context: u32::MAX },
+                AccessBlock { size: 24, context: 0, alloc_at: 2, free_at: 4, reads: 300, writes: 100, full_context: u32::MAX },
             ],
             coaccess: vec![Edge { from: 0, to: 2, weight: 9 }, Edge { from: 2, to: 1, weight: 1 }],
             friends: vec![Edge { from: 1, to: 0, weight: u64::MAX }],
+            ..AccessProfile::default()
         }
     }
 

@@ -24,6 +24,9 @@ pub struct AccessBlock {
     pub reads: u64,
     /// Stores that touched it.
     pub writes: u64,
+    /// Index into [`AccessProfile::full_contexts`] of its reduced full context (HALO's
+    /// context); `u32::MAX` when the profile has none.
+    pub full_context: u32,
 }
 
 /// A frame of an allocation context.
@@ -47,6 +50,24 @@ pub struct Context {
     pub key: u64,
     /// Frames, innermost first.
     pub frames: Vec<Frame>,
+}
+
+/// An allocation context as HALO reduces it (§4.1): the return addresses of the whole call
+/// stack that lie in the program's own modules (the main executable, plus any modules the user
+/// named), innermost first, each kept only at its innermost occurrence (recursion collapsed).
+/// A call made from a library (say `operator new` calling malloc) is thereby attributed to the
+/// program's call site that led into the library. Grouping (`heaplab group`) works on these.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FullContext {
+    /// The stable key of its frames (`heaplab_trace::context`'s hash of module basename and
+    /// file offset), the same in every run whatever ASLR does.
+    pub key: u64,
+    /// Frames, innermost first; empty for allocations with no frame in the program's modules.
+    pub frames: Vec<Frame>,
+    /// For each frame, the deepest position in the raw call stack (0 = the return address of
+    /// the allocation call itself) at which it was seen: how far a run-time stack walk must go
+    /// to find it.
+    pub depths: Vec<u32>,
 }
 
 /// A weighted edge between two blocks (indices into [`AccessProfile::blocks`]).
@@ -77,6 +98,12 @@ pub struct ProfileInfo {
     pub coaccess_dropped: u64,
     /// Friend weight dropped by the same bound.
     pub friends_dropped: u64,
+    /// Objects larger than this many bytes are left out of the context affinity graph (HALO
+    /// groups only small objects; its default is 4 KiB). 0 when there is no context graph.
+    pub max_grouped_size: u64,
+    /// Basenames of the modules whose frames make up the full contexts (the main executable
+    /// first).
+    pub context_modules: Vec<String>,
 }
 
 /// One run's access profile.
@@ -92,6 +119,12 @@ pub struct AccessProfile {
     pub coaccess: Vec<Edge>,
     /// Friends: a pointer to `to` was stored inside `from`.
     pub friends: Vec<Edge>,
+    /// Reduced full contexts (empty unless the profile was recorded with contexts).
+    pub full_contexts: Vec<FullContext>,
+    /// HALO's affinity graph between full contexts (§4.2): undirected, `from <= to` (indices
+    /// into [`AccessProfile::full_contexts`]; `from == to` is two different objects of one
+    /// context), sorted, no repeats, weight ≥ 1.
+    pub context_affinity: Vec<Edge>,
 }
 
 pub mod codes;

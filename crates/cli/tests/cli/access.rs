@@ -202,7 +202,7 @@ fn missing_program_and_bad_options_exit_2() {
 fn bad_profiles_are_rejected_with_the_file_named() {
     let dir = scratch!("bad");
     let good = heaplab_access::format::to_bytes(&AccessProfile {
-        blocks: vec![heaplab_access::AccessBlock { size: 8, context: 0, alloc_at: 0, free_at: 1, reads: 1, writes: 2 }],
+        blocks: vec![heaplab_access::AccessBlock { size: 8, context: 0, alloc_at: 0, free_at: 1, reads: 1, writes: 2, full_context: u32::MAX }],
         contexts: vec![heaplab_access::Context { key: 3, frames: vec![] }],
         ..Default::default()
     });
