@@ -17,12 +17,10 @@
 //! libstaticmalloc's published tables) and `apply/*.json`. A command missing from the heaplab
 //! binary leaves its rows out, and the results say which and why.
 
-#[path = "../host.rs"]
-#[allow(dead_code)] // shared with the other benches; this one needs `output`
-mod host;
-#[path = "../traced.rs"]
-#[allow(dead_code)] // the traced group's generators; this bench needs the input generators
-mod traced;
+#[path = "../programs.rs"]
+mod programs;
+
+use programs::*;
 
 use heaplab_apply::report::RunReport;
 use heaplab_decide::hpt::{analyse, InAppVerdict, Options};
@@ -34,8 +32,7 @@ use heaplab_study::stats::{median, quantile};
 use heaplab_study::Machine;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const USAGE: &str = "\
 heaplab-bench-apply — layouts applied to running programs against glibc, jemalloc, mimalloc, tcmalloc
@@ -66,15 +63,6 @@ const CACHE_STRATEGIES: [&str; 9] = ["simple", "random", "size", "usage-df", "us
 
 /// The strategies that read the access profile (the others need only the trace).
 const NEEDS_ACCESS: [&str; 5] = ["usage-df", "usage-grouped", "friends-df", "friends-grouped", "plan-affinity"];
-
-/// Cachegrind's cache geometry, fixed: this machine reports a bogus L3 (valgrind reads 384 MiB,
-/// 1-way), so the simulated caches are stated instead of detected: lscpu's 48 KiB 12-way L1D
-/// and 32 KiB 8-way L1I, and its 32 MiB L3 as a 16-way LL. Lines of 64 bytes.
-const CACHE_GEOMETRY: [&str; 3] = ["--I1=32768,8,64", "--D1=49152,12,64", "--LL=33554432,16,64"];
-
-/// A run is killed after this long; cachegrind runs after this many times as long.
-const RUN_TIMEOUT: Duration = Duration::from_secs(120);
-const CACHEGRIND_FACTOR: u32 = 5;
 
 /// libstaticmalloc's published results (Lee, "Cache-conscious memory allocation", 2004 thesis,
 /// `../shared/papers/002_38cb54be89fda791.txt`, section 5.2): Table 5.1 best times in seconds,
@@ -174,231 +162,6 @@ fn parse_args() -> Opts {
     o
 }
 
-/// One input of a workload.
-#[derive(Clone, Debug)]
-struct Input {
-    args: Vec<String>,
-    stdin: Option<PathBuf>,
-    /// Where it runs (its folder holds what it reads).
-    cwd: PathBuf,
-    what: String,
-}
-
-/// A program measured: a small input to profile, a large one to measure.
-#[derive(Clone, Debug)]
-struct Workload {
-    name: String,
-    /// One of the shared pointer-chasing programs (the cache target counts these).
-    pointer_chasing: bool,
-    exe: PathBuf,
-    env: Vec<(String, String)>,
-    small: Input,
-    large: Input,
-}
-
-/// A path as the results show it: relative to the repository root (the current folder) where
-/// it lies below it, so the results do not name the machine's folders.
-fn shown(p: &Path) -> String {
-    let cwd = std::env::current_dir().unwrap_or_default();
-    match p.strip_prefix(&cwd) {
-        Ok(r) => r.display().to_string(),
-        Err(_) => p.display().to_string(),
-    }
-}
-
-impl Workload {
-    /// The command line as recorded in the results (paths shown relative to the repository).
-    fn command(&self, input: &Input) -> String {
-        let mut s = String::new();
-        for (k, v) in &self.env {
-            s += &format!("{k}={v} ");
-        }
-        s += &host::shell_quote(&shown(&self.exe));
-        for a in &input.args {
-            s += &format!(" {}", host::shell_quote(&shown(Path::new(a))));
-        }
-        if let Some(i) = &input.stdin {
-            s += &format!(" < {}", host::shell_quote(&shown(i)));
-        }
-        s
-    }
-}
-
-/// The shared workloads: folder, extra gcc flags, small and large arguments. Sizes are chosen
-/// so that the large run takes tens of milliseconds here (cachegrind makes it seconds) and
-/// makes at most about 10^5 allocations (identifying each by its context costs microseconds).
-const SHARED: [(&str, &[&str], &str, &str); 10] = [
-    ("health", &["-DTORONTO"], "5 20 1", "7 20 1"),
-    ("treeadd", &["-DTORONTO"], "13", "16"),
-    ("mst", &["-DTORONTO"], "200", "600"),
-    ("perimeter", &["-DTORONTO"], "6", "8"),
-    ("bisort", &["-DTORONTO", "-std=gnu17"], "5000", "50000"),
-    ("tsp", &["-DTORONTO"], "5000", "50000"),
-    // power takes no size argument: its scaled-back build, profiled and measured on the same run.
-    ("power", &["-DTORONTO", "-DSMALL_PROBLEM_SIZE"], "", ""),
-    ("ft", &[], "100 1000", "500 10000"),
-    ("anagram", &[], "input.in", "input.OUT:30"),
-    ("analyzer", &["-DVERSION=\"1.00\"", "-DCOMPDATE=\"today\"", "-DCFLAGS=\"\"", "-DHOSTNAME=\"thishost\""], "ref.in:2000", "ref.in:10000"),
-];
-
-/// Builds one shared program into `bin/` (again only when a source is newer than the binary).
-fn build_shared(src: &Path, name: &str, flags: &[&str], bin: &Path) -> Result<PathBuf, String> {
-    let exe = bin.join(name);
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(src)
-        .map_err(|e| format!("{}: {e}", src.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "c"))
-        .collect();
-    sources.sort();
-    if sources.is_empty() {
-        return Err(format!("{}: no C sources", src.display()));
-    }
-    let newest = sources.iter().filter_map(|p| p.metadata().and_then(|m| m.modified()).ok()).max();
-    let built = exe.metadata().and_then(|m| m.modified()).ok();
-    if matches!((built, newest), (Some(b), Some(n)) if b >= n) {
-        return Ok(exe);
-    }
-    let out = Command::new("cc").args(["-O2", "-w"]).args(flags).arg("-o").arg(&exe).args(&sources).arg("-lm").stdin(Stdio::null()).output().map_err(|e| format!("cc: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("cc {name} failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")));
-    }
-    Ok(exe)
-}
-
-/// The first `lines` lines of an analyzer trace, ended where an epoch starts, with the END line
-/// the analyzer needs (it otherwise reads past the end forever).
-fn analyzer_prefix(text: &str, lines: usize) -> String {
-    let (mut out, mut epochs, mut cycle) = (String::new(), 0u64, "0".to_string());
-    for (i, l) in text.lines().enumerate() {
-        if l.starts_with("START:") {
-            if i >= lines {
-                break;
-            }
-            epochs += 1;
-        }
-        if l.starts_with("END:") {
-            break;
-        }
-        if let Some(c) = l.split_whitespace().nth(2) {
-            cycle = c.to_string();
-        }
-        out.push_str(l);
-        out.push('\n');
-    }
-    out.push_str(&format!("END: {epochs} {cycle}\n"));
-    out
-}
-
-/// One shared workload's input: arguments, or `FILE:N` (the first N lines of the program's
-/// file, written into the work folder).
-fn shared_input(name: &str, spec: &str, src: &Path, dir: &Path, which: &str) -> Result<Input, String> {
-    let io = |e: std::io::Error| format!("{}: {e}", dir.display());
-    let Some((file, n)) = spec.split_once(':') else {
-        if name == "anagram" {
-            return Ok(Input { args: vec!["words".into(), "2".into()], stdin: Some(src.join(spec)), cwd: src.to_path_buf(), what: format!("words 2 < {spec}") });
-        }
-        return Ok(Input { args: spec.split_whitespace().map(String::from).collect(), stdin: None, cwd: dir.to_path_buf(), what: if spec.is_empty() { "(no arguments)".into() } else { spec.into() } });
-    };
-    let n: usize = n.parse().map_err(|_| format!("{spec}: bad line count"))?;
-    let text = std::fs::read_to_string(src.join(file)).map_err(|e| format!("{}: {e}", src.join(file).display()))?;
-    let path = dir.join(format!("{which}.in"));
-    if name == "analyzer" {
-        std::fs::write(&path, analyzer_prefix(&text, n)).map_err(io)?;
-        let p = std::path::absolute(&path).map_err(io)?;
-        Ok(Input { args: vec![p.display().to_string()], stdin: None, cwd: src.to_path_buf(), what: format!("first epochs of {file} up to line {n}") })
-    } else {
-        let prefix: String = text.lines().take(n).map(|l| format!("{l}\n")).collect();
-        std::fs::write(&path, prefix).map_err(io)?;
-        let p = std::path::absolute(&path).map_err(io)?;
-        Ok(Input { args: vec!["words".into(), "2".into()], stdin: Some(p), cwd: src.to_path_buf(), what: format!("words 2 < first {n} lines of {file}") })
-    }
-}
-
-/// The Debian programs: (name, small count, large count) of generated records.
-const DEBIAN: [(&str, usize, usize); 4] = [("sqlite3", 200, 2000), ("jq", 300, 3000), ("xmllint", 300, 3000), ("python3", 100, 400)];
-
-/// A Debian program's input of `n` records, written to `dir` (its own folder: `small` or `large`,
-/// names of one length so that the programs see the same path lengths).
-fn debian_input(program: &str, n: usize, dir: &Path) -> Result<(Input, Vec<(String, String)>), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let w = |f: &str, text: String| std::fs::write(dir.join(f), text).map_err(|e| format!("{}: {e}", dir.join(f).display()));
-    let input = |args: Vec<&str>, what: String| Input { args: args.into_iter().map(String::from).collect(), stdin: None, cwd: dir.to_path_buf(), what };
-    Ok(match program {
-        "sqlite3" => {
-            w("script.sql", traced::sql_script(n))?;
-            (input(vec![":memory:", ".read script.sql"], format!("{n} inserts, an index, queries, a delete and an update")), vec![])
-        }
-        "jq" => {
-            w("records.json", traced::jq_records(n))?;
-            (input(vec!["-c", traced::JQ_FILTER, "records.json"], format!("filter and reshape {n} JSON records")), vec![])
-        }
-        "xmllint" => {
-            w("doc.xml", traced::xml_records(n))?;
-            (input(vec!["--format", "doc.xml"], format!("parse and reformat {n} XML records")), vec![])
-        }
-        "python3" => {
-            w("script.py", traced::python_script(n))?;
-            let env = [("PYTHONMALLOC", "malloc"), ("PYTHONHASHSEED", "0"), ("PYTHONDONTWRITEBYTECODE", "1")];
-            (input(vec!["-s", "script.py"], format!("{n} dicts, a third deleted, formatted, JSON round trip")), env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
-        }
-        _ => unreachable!("every program of DEBIAN has an input"),
-    })
-}
-
-/// Every workload that can run here, and (name, why not) for the others.
-fn workloads(o: &Opts) -> (Vec<Workload>, Vec<(String, String)>) {
-    let (mut ok, mut missing) = (Vec::new(), Vec::new());
-    let bin = o.work.join("bin");
-    let _ = std::fs::create_dir_all(&bin);
-    let wanted = |n: &str| if o.only.is_empty() { !o.quick || ["treeadd", "health", "jq"].contains(&n) } else { o.only.iter().any(|x| x == n) };
-    let src_root = o.shared.join("workloads");
-    for (name, flags, small, large) in SHARED {
-        if !wanted(name) {
-            continue;
-        }
-        let src = src_root.join(name);
-        if !src.is_dir() {
-            missing.push((name.to_string(), format!("skipped: {} not found", src.display())));
-            continue;
-        }
-        let dir = o.work.join(name);
-        let _ = std::fs::create_dir_all(&dir);
-        let built = build_shared(&src, name, flags, &bin).and_then(|exe| {
-            let exe = std::path::absolute(&exe).map_err(|e| e.to_string())?;
-            let src = std::path::absolute(&src).map_err(|e| e.to_string())?;
-            let dir = std::path::absolute(&dir).map_err(|e| e.to_string())?;
-            Ok(Workload {
-                name: name.to_string(),
-                pointer_chasing: true,
-                exe,
-                env: vec![],
-                small: shared_input(name, small, &src, &dir, "small")?,
-                large: shared_input(name, large, &src, &dir, "large")?,
-            })
-        });
-        match built {
-            Ok(w) => ok.push(w),
-            Err(e) => missing.push((name.to_string(), e)),
-        }
-    }
-    for (program, small, large) in DEBIAN {
-        if !wanted(program) {
-            continue;
-        }
-        let Some(exe) = heaplab_trace::launch::find_binary(program) else {
-            missing.push((program.to_string(), format!("{program} is not installed (make study-deps installs it)")));
-            continue;
-        };
-        let dir = std::path::absolute(o.work.join(program)).unwrap_or_else(|_| o.work.join(program));
-        match debian_input(program, small, &dir.join("small")).and_then(|(s, env)| Ok((s, debian_input(program, large, &dir.join("large"))?.0, env))) {
-            Ok((s, l, env)) => ok.push(Workload { name: program.to_string(), pointer_chasing: false, exe, env, small: s, large: l }),
-            Err(e) => missing.push((program.to_string(), e)),
-        }
-    }
-    (ok, missing)
-}
-
 /// A configuration measured.
 #[derive(Clone, Debug)]
 enum Config {
@@ -451,34 +214,6 @@ fn configs(o: &Opts) -> Vec<Config> {
     c
 }
 
-/// Runs heaplab with `args` in `cwd` (stdin from `stdin` or nothing, its stdout discarded);
-/// Ok(wall seconds) or the end of its standard error.
-fn heaplab(o: &Opts, args: &[String], cwd: &Path, stdin: Option<&Path>, env: &[(String, String)]) -> Result<f64, String> {
-    let t0 = Instant::now();
-    let mut c = Command::new(&o.heaplab);
-    c.args(args).current_dir(cwd).envs(env.iter().map(|(k, v)| (k, v))).stdout(Stdio::null()).stderr(Stdio::piped());
-    match stdin {
-        Some(p) => c.stdin(std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?),
-        None => c.stdin(Stdio::null()),
-    };
-    let out = c.output().map_err(|e| format!("{}: cannot start: {e}", o.heaplab.display()))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(no message)");
-        return Err(format!("heaplab {} failed ({}): {last}", args.first().map_or("", String::as_str), out.status));
-    }
-    Ok(t0.elapsed().as_secs_f64())
-}
-
-/// Whether the heaplab binary has a command (its `--help` exits 0).
-fn has_command(o: &Opts, cmd: &str) -> bool {
-    Command::new(&o.heaplab).args([cmd, "--help"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
-}
-
-fn strs(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
 /// What preparing a workload made: layouts by strategy (or why not), and figures of the steps.
 #[derive(Default)]
 struct Prepared {
@@ -503,7 +238,7 @@ fn prepare(o: &Opts, w: &Workload, commands: &Commands) -> Prepared {
     };
     let mut step = |name: &str, args: Vec<String>, input: &Input| -> Result<(), String> {
         eprintln!("  {name}");
-        let secs = heaplab(o, &args, &input.cwd, input.stdin.as_deref(), &w.env)?;
+        let secs = heaplab(&o.heaplab, &args, &input.cwd, input.stdin.as_deref(), &w.env)?;
         prep.steps.push((name.to_string(), secs));
         Ok(())
     };
@@ -621,25 +356,8 @@ fn layout_facts(path: &Path) -> Result<LayoutFacts, String> {
     })
 }
 
-/// A run's output as it is compared: (FNV-1a 64 of its bytes, its length).
-type Fingerprint = (u64, u64);
-
-/// Simulated misses of one run: (D1 misses, LL data misses, data references).
-type Misses = (u64, u64, u64);
-
 /// One measured run: the sample, its output, and for a layout the runtime's report (read and raw).
 type Measurement = (Sample, Fingerprint, Option<(RunReport, Value)>);
-
-/// FNV-1a 64 of a file's bytes and its length: the fingerprint a run's output is compared by.
-fn fingerprint(path: &Path) -> Result<Fingerprint, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in &bytes {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    Ok((h, bytes.len() as u64))
-}
 
 /// The program's command as a configuration runs it, with `wrap` (a command such as cachegrind's
 /// tool, empty for none) put in front of the program: (program, arguments, preload).
@@ -704,41 +422,6 @@ fn measure_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scrat
     })
 }
 
-/// The measured program's cachegrind file among those of a run: the one whose command is the
-/// workload's program (a layout run also profiles heaplab itself).
-fn pick_cachegrind<'a>(files: &'a [Cachegrind], exe: &Path) -> Result<&'a Cachegrind, String> {
-    let base = exe.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut of = files.iter().filter(|f| f.cmd.split_whitespace().next().and_then(|p| Path::new(p).file_name()).is_some_and(|n| n.to_string_lossy() == base));
-    match (of.next(), of.next()) {
-        (Some(f), None) => Ok(f),
-        (None, _) => Err(format!("cachegrind wrote no file for {base} (commands: {})", files.iter().map(|f| f.cmd.as_str()).collect::<Vec<_>>().join("; "))),
-        (Some(_), Some(_)) => Err(format!("cachegrind wrote more than one file for {base}")),
-    }
-}
-
-/// Cachegrind, started without valgrind's launcher: its tool binary is static, so the
-/// LD_PRELOAD a configuration sets reaches only the program (valgrind passes it on to its
-/// client). Through the launcher (on Debian a shell script, then a dynamic binary) the layout's
-/// runtime would load into those first, claim the layout there, and leave the program on the
-/// fallback allocator.
-struct CachegrindTool {
-    /// The tool binary (`cachegrind-amd64-linux`).
-    tool: PathBuf,
-    /// The launcher the tool expects in `VALGRIND_LAUNCHER` (it refuses to run without one).
-    launcher: PathBuf,
-}
-
-/// Finds cachegrind's tool binary beside valgrind's other files.
-fn find_cachegrind() -> Result<CachegrindTool, String> {
-    let valgrind = heaplab_trace::launch::find_program("valgrind").ok_or("valgrind is not installed (make study-deps installs it), or pass --no-cachegrind")?;
-    // Debian's /usr/bin/valgrind is a script that runs valgrind.bin.
-    let bin = PathBuf::from(format!("{}.bin", valgrind.display()));
-    let launcher = if bin.is_file() { bin } else { valgrind };
-    let dirs = std::env::var("VALGRIND_LIB").into_iter().map(PathBuf::from).chain(["/usr/libexec/valgrind", "/usr/lib/x86_64-linux-gnu/valgrind", "/usr/lib/valgrind"].map(PathBuf::from));
-    let tool = dirs.map(|d| d.join("cachegrind-amd64-linux")).find(|p| p.is_file()).ok_or("cachegrind-amd64-linux not found (looked in $VALGRIND_LIB, /usr/libexec/valgrind, /usr/lib/x86_64-linux-gnu/valgrind, /usr/lib/valgrind)")?;
-    Ok(CachegrindTool { tool, launcher })
-}
-
 /// One run under cachegrind: (D1 misses, LL data misses, data references), seconds, and the
 /// output fingerprint. For a layout, the runtime's report of that run must show the layout
 /// applied as in the measured runs (`planned`), or the row fails.
@@ -789,19 +472,6 @@ fn cachegrind_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, sc
     result
 }
 
-fn mib(b: f64) -> String {
-    format!("{:.1}", b / 1048576.0)
-}
-
-/// `median [q1–q3]` of the values, scaled.
-fn spread(v: &[f64], scale: f64, digits: usize) -> String {
-    if v.is_empty() {
-        return "—".into();
-    }
-    let f = |x: f64| format!("{:.*}", digits, x * scale);
-    format!("{} [{}–{}]", f(median(v)), f(quantile(v, 0.25)), f(quantile(v, 0.75)))
-}
-
 fn grouped(n: u64) -> String {
     heaplab_model::units::grouped(n)
 }
@@ -844,9 +514,10 @@ fn main() {
     if !o.heaplab.is_file() {
         die(&format!("{}: no heaplab binary (cargo build --release -p heaplab-cli)", o.heaplab.display()));
     }
-    let commands = Commands { access: has_command(&o, "access"), layout: has_command(&o, "layout"), run: has_command(&o, "run") };
+    let commands = Commands { access: has_command(&o.heaplab, "access"), layout: has_command(&o.heaplab, "layout"), run: has_command(&o.heaplab, "run") };
     let valgrind = if o.cachegrind { Some(find_cachegrind().unwrap_or_else(|e| die(&e))) } else { None };
-    let (ws, missing) = workloads(&o);
+    let wanted = |n: &str| if o.only.is_empty() { !o.quick || ["treeadd", "health", "jq"].contains(&n) } else { o.only.iter().any(|x| x == n) };
+    let (ws, missing) = workloads(&o.work, &o.shared, wanted);
     for (n, why) in &missing {
         eprintln!("heaplab-bench-apply: workload {n} left out: {why}");
     }
