@@ -9,7 +9,7 @@ VENV     := .venv
 VPY      := $(VENV)/bin/python
 VENV_ABS := $(abspath $(VENV))
 
-.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-study bench-decide bench-access bench-apply bench-deps deps trace-deps study-deps clean \
+.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-study bench-decide bench-access bench-apply bench-group bench-deps deps trace-deps study-deps clean \
         python python-test wheel bench-python bench-onnx bench-torch bench-dask
 
 all: build
@@ -142,6 +142,16 @@ APPLY_ARGS ?=
 bench-apply: build
 	$(CARGO) build --release -p heaplab-bench
 	nice target/release/heaplab-bench-apply --heaplab $(HEAPLAB) $(APPLY_ARGS)
+
+# HALO-style grouping against glibc, jemalloc, mimalloc and tcmalloc on the same programs as
+# bench-apply: profiled on small inputs (`heaplab access --contexts`, `heaplab group`), measured on
+# large ones (`heaplab run --groups`, fallback jemalloc): wall time, peak RSS, cachegrind D1/LL
+# misses, fragmentation of the grouped heap. Writes bench/group-results.md/json and
+# bench/group/against-jemalloc.svg. HEAPLAB_BENCH_GROUP_QUICK=1: three workloads, 4 runs, into out/.
+GROUP_ARGS ?=
+bench-group: build
+	$(CARGO) build --release -p heaplab-bench
+	nice target/release/heaplab-bench-group --heaplab $(HEAPLAB) $(GROUP_ARGS)
 
 # ---- Python package (python/, crates/py): a venv at .venv made with `python3 -m venv`, the test
 # requirements (python/requirements-test.txt, one package a line) installed into it, and the

@@ -307,10 +307,6 @@ pub fn find_cachegrind() -> Result<CachegrindTool, String> {
 }
 
 
-pub fn mib(b: f64) -> String {
-    format!("{:.1}", b / 1048576.0)
-}
-
 /// `median [q1–q3]` of the values, scaled.
 pub fn spread(v: &[f64], scale: f64, digits: usize) -> String {
     if v.is_empty() {

@@ -472,6 +472,10 @@ fn cachegrind_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, sc
     result
 }
 
+fn mib(b: f64) -> String {
+    format!("{:.1}", b / 1048576.0)
+}
+
 fn grouped(n: u64) -> String {
     heaplab_model::units::grouped(n)
 }

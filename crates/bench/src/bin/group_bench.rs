@@ -1,0 +1,634 @@
+//! `heaplab-bench-group`: HALO-style grouping (`heaplab group`, `heaplab run --groups`) measured
+//! against the general allocators, behind `make bench-group`.
+//!
+//! For each workload (the pointer-chasing programs of `../shared/workloads/` and Debian programs
+//! on generated inputs, the same set as the apply bench) it profiles the small input (`heaplab
+//! access --contexts --graph contexts`), groups the profile (`heaplab group`, HALO's defaults) and
+//! measures the large input under glibc, jemalloc, mimalloc and tcmalloc (LD_PRELOAD) and grouped
+//! (`heaplab run --groups`, fallback jemalloc as HALO's baseline): wall time and peak RSS over
+//! repeated interleaved runs (the first discarded, median and quartiles of the rest), simulated
+//! D1 and LL data misses (one run under cachegrind), the runtime's grouped share and the grouped
+//! heap's fragmentation at its peak (HALO's table 1). Every run's output is compared with the
+//! plain run's. Results: `group-results.md`, `group-results.json` and the chart
+//! `group/against-jemalloc.svg` (HALO's figures 13 and 14 in one).
+
+#[path = "../programs.rs"]
+mod programs;
+
+use heaplab_decide::ranktest::{rank_sum, Alternative};
+use heaplab_decide::runner::Cachegrind;
+use heaplab_study::measure::{run_once, RssMethod, RunSpec};
+use heaplab_study::stats::median;
+use heaplab_study::Machine;
+use programs::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+const USAGE: &str = "\
+heaplab-bench-group — HALO-style grouping against glibc, jemalloc, mimalloc, tcmalloc
+
+Usage: heaplab-bench-group [OPTIONS]      (run from the repository root; `make bench-group` does)
+  --heaplab PATH       heaplab binary [default: target/release/heaplab]
+  --out DIR            where group-results.md/json and group/ go [default: bench; quick: out/bench-group-quick]
+  --work DIR           builds, inputs, profiles, groups [default: target/bench-group]
+  --shared DIR         the shared folder (workloads/ is read there) [default: ../shared]
+  --runs N             runs per workload and configuration, the first discarded [default: 11; quick: 4]
+  --only W,W           these workloads only
+  --no-cachegrind      skip the cachegrind runs (no D1/LL columns, no miss targets)
+  --quick              development mode: health, treeadd and jq, 4 runs (also HEAPLAB_BENCH_GROUP_QUICK=1)
+  -h, --help           this help
+
+Exit status: 0 when every row was measured with outputs identical to the plain run, 1 when a row
+failed or is missing (the results say which), 2 on bad usage.";
+
+/// The general allocators, by `heaplab_replay` name, glibc (the plain run) first.
+const ALLOCATORS: [&str; 4] = ["glibc", "jemalloc", "mimalloc", "tcmalloc"];
+
+/// The grouped configuration's name in the tables.
+const GROUPED: &str = "grouped";
+
+/// HALO's fallback and baseline.
+const BASELINE: &str = "jemalloc";
+
+/// HALO's table 1 (fragmentation of grouped objects at peak memory use): benchmark, %, bytes.
+const HALO_FRAGMENTATION: [(&str, &str, &str); 9] = [
+    ("health", "0.01%", "31.98 KiB"),
+    ("equake", "0.05%", "12.08 KiB"),
+    ("analyzer", "0.13%", "4.31 KiB"),
+    ("ammp", "0.20%", "40.97 KiB"),
+    ("art", "0.62%", "11.70 KiB"),
+    ("ft", "2.06%", "4.05 KiB"),
+    ("povray", "26.47%", "37.06 KiB"),
+    ("roms", "93.60%", "29.95 KiB"),
+    ("leela", "99.99%", "2.05 MiB"),
+];
+
+fn die(m: &str) -> ! {
+    eprintln!("heaplab-bench-group: {m}");
+    std::process::exit(2)
+}
+
+struct Opts {
+    heaplab: PathBuf,
+    out: PathBuf,
+    work: PathBuf,
+    shared: PathBuf,
+    runs: usize,
+    only: Vec<String>,
+    cachegrind: bool,
+    quick: bool,
+}
+
+fn parse_args() -> Opts {
+    let quick_env = std::env::var("HEAPLAB_BENCH_GROUP_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
+    let mut o = Opts {
+        heaplab: PathBuf::from("target/release/heaplab"),
+        out: PathBuf::new(),
+        work: PathBuf::from("target/bench-group"),
+        shared: PathBuf::from("../shared"),
+        runs: 0,
+        only: Vec::new(),
+        cachegrind: true,
+        quick: quick_env,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = |name: &str| args.next().unwrap_or_else(|| die(&format!("{name} needs a value\n{USAGE}")));
+        match a.as_str() {
+            "--heaplab" => o.heaplab = PathBuf::from(val("--heaplab")),
+            "--out" => o.out = PathBuf::from(val("--out")),
+            "--work" => o.work = PathBuf::from(val("--work")),
+            "--shared" => o.shared = PathBuf::from(val("--shared")),
+            "--runs" => o.runs = val("--runs").parse().ok().filter(|n| *n >= 3).unwrap_or_else(|| die("--runs: expected a number of at least 3")),
+            "--only" => o.only = val("--only").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+            "--no-cachegrind" => o.cachegrind = false,
+            "--quick" => o.quick = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0)
+            }
+            _ => die(&format!("unknown option {a}\n{USAGE}")),
+        }
+    }
+    if o.runs == 0 {
+        o.runs = if o.quick { 4 } else { 11 };
+    }
+    if o.out.as_os_str().is_empty() {
+        o.out = PathBuf::from(if o.quick { "out/bench-group-quick" } else { "bench" });
+    }
+    o.heaplab = std::path::absolute(&o.heaplab).unwrap_or_else(|e| die(&format!("{}: {e}", o.heaplab.display())));
+    o
+}
+
+/// A configuration measured: an allocator by LD_PRELOAD (glibc: none), or grouped.
+#[derive(Clone, Debug)]
+struct Config {
+    name: String,
+    library: Option<PathBuf>,
+    grouped: bool,
+}
+
+fn configs() -> Vec<Config> {
+    let mut c: Vec<Config> = ALLOCATORS
+        .iter()
+        .map(|a| {
+            let r = heaplab_replay::resolve(a).unwrap_or_else(|e| die(&format!("allocator {a}: {} (make study-deps installs it)", e.0)));
+            Config { name: a.to_string(), library: r.library, grouped: false }
+        })
+        .collect();
+    c.push(Config { name: GROUPED.into(), library: None, grouped: true });
+    c
+}
+
+/// What profiling and grouping a workload made.
+#[derive(Default)]
+struct Prepared {
+    /// The groups file, or why there is none.
+    groups: Option<Result<PathBuf, String>>,
+    /// `heaplab group-info --json` of it.
+    info: Value,
+    /// Step → wall seconds.
+    steps: Vec<(String, f64)>,
+}
+
+fn prepare(o: &Opts, w: &Workload) -> Prepared {
+    let dir = std::path::absolute(o.work.join(&w.name).join("profile")).unwrap_or_else(|_| o.work.join(&w.name).join("profile"));
+    let _ = std::fs::create_dir_all(&dir);
+    let p = |f: &str| dir.join(f).display().to_string();
+    let mut prep = Prepared::default();
+    let mut access = strs(&["access", "--contexts", "--graph", "contexts", "-o", &p("small.hlaccess"), "--"]);
+    access.push(w.exe.display().to_string());
+    access.extend(w.small.args.iter().cloned());
+    eprintln!("  access small");
+    let r = heaplab(&o.heaplab, &access, &w.small.cwd, w.small.stdin.as_deref(), &w.env).and_then(|s| {
+        prep.steps.push(("access (small input)".into(), s));
+        eprintln!("  group");
+        heaplab(&o.heaplab, &strs(&["group", &p("small.hlaccess"), "-o", &p("groups.hlgroups")]), &dir, None, &[])
+    });
+    prep.groups = Some(r.map(|s| {
+        prep.steps.push(("group".into(), s));
+        dir.join("groups.hlgroups")
+    }));
+    if let Some(Ok(g)) = &prep.groups {
+        let out = std::process::Command::new(&o.heaplab).args(["group-info", &g.display().to_string(), "--json"]).stdin(std::process::Stdio::null()).output();
+        if let Some(out) = out.ok().filter(|x| x.status.success()) {
+            prep.info = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        }
+    }
+    prep
+}
+
+#[derive(Clone, Debug, Default)]
+struct Sample {
+    wall: f64,
+    rss: u64,
+}
+
+/// Everything measured for one workload under one configuration.
+#[derive(Default)]
+struct Cell {
+    samples: Vec<Sample>,
+    /// The grouped runtime's report of the last run.
+    report: Value,
+    cache: Option<Misses>,
+    error: Option<String>,
+}
+
+/// The program as a configuration runs it, `wrap` (cachegrind's tool, or nothing) in front:
+/// (program, arguments, preload).
+fn invocation(o: &Opts, w: &Workload, c: &Config, groups: Option<&Path>, report: &Path, wrap: &[String]) -> (PathBuf, Vec<String>, Option<PathBuf>) {
+    let mut cmd: Vec<String> = wrap.to_vec();
+    cmd.push(w.exe.display().to_string());
+    cmd.extend(w.large.args.iter().cloned());
+    if !c.grouped {
+        return (PathBuf::from(&cmd[0]), cmd[1..].to_vec(), c.library.clone());
+    }
+    let mut a = strs(&["run", "--groups", &groups.map(|p| p.display().to_string()).unwrap_or_default(), "--report", &report.display().to_string(), "--fallback", BASELINE, "--"]);
+    a.extend(cmd);
+    (o.heaplab.clone(), a, None)
+}
+
+/// A number in the runtime's report at a JSON pointer.
+fn num(v: &Value, pointer: &str) -> Option<f64> {
+    v.pointer(pointer).and_then(Value::as_f64)
+}
+
+fn measure_once(o: &Opts, w: &Workload, c: &Config, groups: Option<&Path>, scratch: &Path) -> Result<(Sample, Fingerprint, Value), String> {
+    let out = scratch.join(format!("{}.stdout", c.name));
+    let report = scratch.join(format!("{}.report.json", c.name));
+    let _ = std::fs::remove_file(&report);
+    let (program, args, preload) = invocation(o, w, c, groups, &report, &[]);
+    let spec = RunSpec { program: program.clone(), arg0: program.display().to_string(), args, env: w.env.clone(), preload, stdin: w.large.stdin.clone(), stdout: Some(out.clone()), cwd: w.large.cwd.clone(), timeout: RUN_TIMEOUT };
+    let run = run_once(&spec).map_err(|e| format!("cannot run: {e}"))?;
+    if !run.ok() {
+        return Err(format!("exit status {}: {}", run.status, run.stderr_tail.lines().last().unwrap_or("")));
+    }
+    let fp = fingerprint(&out)?;
+    if !c.grouped {
+        return Ok((Sample { wall: run.wall, rss: run.peak(RssMethod::Rusage) }, fp, Value::Null));
+    }
+    // The runtime's own figures: heaplab's start-up and its check of the groups are not counted.
+    let text = std::fs::read_to_string(&report).map_err(|e| format!("{}: {e}", report.display()))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", report.display()))?;
+    let wall = num(&v, "/wall_seconds").ok_or_else(|| format!("{}: no wall_seconds", report.display()))?;
+    let rss = num(&v, "/peak_rss_bytes").ok_or_else(|| format!("{}: no peak_rss_bytes", report.display()))? as u64;
+    Ok((Sample { wall, rss }, fp, v))
+}
+
+fn cachegrind_once(o: &Opts, w: &Workload, c: &Config, groups: Option<&Path>, scratch: &Path, cg: &CachegrindTool) -> Result<(Misses, Fingerprint, Value), String> {
+    let dir = scratch.join(format!("cg-{}", c.name));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let out = scratch.join(format!("{}.cg.stdout", c.name));
+    let report = scratch.join(format!("{}.cg.report.json", c.name));
+    let _ = std::fs::remove_file(&report);
+    let mut wrap = vec![cg.tool.display().to_string()];
+    wrap.extend(strs(&["--tool=cachegrind", "--cache-sim=yes"]));
+    wrap.extend(strs(&CACHE_GEOMETRY));
+    wrap.push(format!("--cachegrind-out-file={}/cg.out", dir.display()));
+    let (program, args, preload) = invocation(o, w, c, groups, &report, &wrap);
+    let mut env = w.env.clone();
+    env.push(("VALGRIND_LAUNCHER".into(), cg.launcher.display().to_string()));
+    let spec = RunSpec { program: program.clone(), arg0: program.display().to_string(), args, env, preload, stdin: w.large.stdin.clone(), stdout: Some(out.clone()), cwd: w.large.cwd.clone(), timeout: RUN_TIMEOUT * CACHEGRIND_FACTOR };
+    let run = run_once(&spec).map_err(|e| format!("cannot run cachegrind: {e}"))?;
+    let result = (|| {
+        if !run.ok() {
+            return Err(format!("under cachegrind: status {}: {}", run.status, run.stderr_tail.lines().last().unwrap_or("")));
+        }
+        let rep = if c.grouped { std::fs::read_to_string(&report).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null) } else { Value::Null };
+        let files: Vec<Cachegrind> = std::fs::read_dir(&dir).map_err(|e| e.to_string())?.flatten().map(|e| Cachegrind::read(&e.path())).collect::<Result<_, _>>()?;
+        let f = pick_cachegrind(&files, &w.exe)?;
+        let refs = f.get("Dr")? + f.get("Dw")?;
+        Ok(((f.d1_misses()?, f.ll_data_misses()?, refs), fingerprint(&out)?, rep))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+struct Measured {
+    workload: Workload,
+    prepared: Prepared,
+    cells: Vec<(String, Cell)>,
+}
+
+impl Measured {
+    fn cell(&self, c: &str) -> Option<&Cell> {
+        self.cells.iter().find(|(n, _)| n == c).map(|(_, c)| c).filter(|c| c.error.is_none())
+    }
+    fn times(&self, c: &str) -> Vec<f64> {
+        self.cell(c).map(|c| c.samples.iter().map(|s| s.wall).collect()).unwrap_or_default()
+    }
+    fn rss(&self, c: &str) -> Vec<f64> {
+        self.cell(c).map(|c| c.samples.iter().map(|s| s.rss as f64).collect()).unwrap_or_default()
+    }
+    fn d1(&self, c: &str) -> Option<u64> {
+        self.cell(c).and_then(|c| c.cache).map(|m| m.0)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure_workload(o: &Opts, w: &Workload, prepared: Prepared, configs: &[Config], cg: Option<&CachegrindTool>, k: usize, n: usize, t0: Instant) -> Measured {
+    let scratch = std::path::absolute(o.work.join(&w.name).join("runs")).unwrap_or_else(|_| o.work.join(&w.name).join("runs"));
+    let _ = std::fs::create_dir_all(&scratch);
+    let groups: Option<PathBuf> = prepared.groups.as_ref().and_then(|r| r.as_ref().ok().cloned());
+    let mut cells: Vec<(String, Cell)> = configs
+        .iter()
+        .map(|c| {
+            let mut cell = Cell::default();
+            if c.grouped {
+                match &prepared.groups {
+                    Some(Err(e)) => cell.error = Some(e.clone()),
+                    None => cell.error = Some("not prepared".into()),
+                    _ => {}
+                }
+            }
+            (c.name.clone(), cell)
+        })
+        .collect();
+    let mut plain: Option<Fingerprint> = None;
+    for round in 0..o.runs {
+        eprintln!("[{}/{n}] {} ({:.0} s so far): round {}/{}", k + 1, w.name, t0.elapsed().as_secs_f64(), round + 1, o.runs);
+        for (i, c) in configs.iter().enumerate() {
+            if cells[i].1.error.is_some() {
+                continue;
+            }
+            match measure_once(o, w, c, groups.as_deref(), &scratch) {
+                Ok((s, fp, rep)) => {
+                    let expected = *plain.get_or_insert(fp);
+                    let cell = &mut cells[i].1;
+                    if fp != expected {
+                        cell.error = Some(format!("output differs from the plain run ({} bytes, plain {} bytes)", fp.1, expected.1));
+                        continue;
+                    }
+                    if round > 0 {
+                        cell.samples.push(s);
+                    }
+                    if !rep.is_null() {
+                        cell.report = rep;
+                    }
+                }
+                Err(e) => {
+                    eprintln!("  {} under {}: {e}", w.name, c.name);
+                    cells[i].1.error = Some(e);
+                }
+            }
+        }
+    }
+    if let Some(cg) = cg {
+        for (i, c) in configs.iter().enumerate() {
+            if cells[i].1.error.is_some() {
+                continue;
+            }
+            eprintln!("[{}/{n}] {} ({:.0} s so far): cachegrind {}", k + 1, w.name, t0.elapsed().as_secs_f64(), c.name);
+            match cachegrind_once(o, w, c, groups.as_deref(), &scratch, cg) {
+                Ok((m, fp, rep)) => {
+                    let cell = &mut cells[i].1;
+                    let grouped_then = num(&rep, "/grouped/count");
+                    let grouped_measured = num(&cell.report, "/grouped/count");
+                    if Some(fp) != plain {
+                        cell.error = Some(format!("output under cachegrind differs from the plain run ({} bytes)", fp.1));
+                    } else if let (Some(a), Some(b)) = Some((grouped_then, grouped_measured)).filter(|(a, b)| matches!((a, b), (Some(a), Some(b)) if (a - b).abs() > 0.02 * b.max(1.0))).unwrap_or((None, None)) {
+                        cell.error = Some(format!("grouped {a} objects under cachegrind, {b} in the measured runs"));
+                    } else {
+                        cell.cache = Some(m);
+                    }
+                }
+                Err(e) => {
+                    eprintln!("  {} under {} (cachegrind): {e}", w.name, c.name);
+                    cells[i].1.error = Some(format!("cachegrind: {e}"));
+                }
+            }
+        }
+    }
+    Measured { workload: w.clone(), prepared, cells }
+}
+
+/// Relative change of `x` against `base`, as a percentage (negative: fewer, faster).
+fn change(x: f64, base: f64) -> f64 {
+    100.0 * (x / base - 1.0)
+}
+
+/// The chart: per workload, the grouped run's change in D1 misses and in time against jemalloc
+/// (HALO's figures 13 and 14 show the reductions; bars below zero here are improvements).
+fn chart(rows: &[(String, Option<f64>, Option<f64>)]) -> String {
+    let (w, h, left, top, bottom) = (90.0 * rows.len().max(1) as f64 + 120.0, 360.0, 70.0, 50.0, 90.0);
+    let vals: Vec<f64> = rows.iter().flat_map(|r| [r.1, r.2]).flatten().collect();
+    let lo = vals.iter().cloned().fold(-5.0f64, f64::min).floor();
+    let hi = vals.iter().cloned().fold(5.0f64, f64::max).ceil();
+    let y = |v: f64| top + (hi - v) / (hi - lo) * (h - top - bottom);
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+    s += &format!("<text x=\"{left}\" y=\"20\" font-size=\"15\">Grouped (heaplab run --groups) against jemalloc</text>\n<text x=\"{left}\" y=\"38\" fill=\"#555\">change in simulated D1 misses and in median wall time; below 0 is better</text>\n");
+    let step = ((hi - lo) / 8.0).max(1.0).ceil();
+    let mut t = (lo / step).ceil() * step;
+    while t <= hi {
+        s += &format!("<line x1=\"{left}\" x2=\"{}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{}\"/>\n<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{t:.0}%</text>\n", w - 20.0, y(t), y(t), if t == 0.0 { "#000" } else { "#ddd" }, left - 6.0, y(t) + 4.0);
+        t += step;
+    }
+    for (i, (name, d1, time)) in rows.iter().enumerate() {
+        let x0 = left + 20.0 + 90.0 * i as f64;
+        for (j, (v, colour)) in [(d1, "#3b6fb6"), (time, "#e08a2c")].iter().enumerate() {
+            if let Some(v) = v {
+                let (a, b) = (y(0.0), y(*v));
+                s += &format!("<rect x=\"{:.1}\" y=\"{:.1}\" width=\"28\" height=\"{:.1}\" fill=\"{colour}\"><title>{name}: {v:+.1}%</title></rect>\n", x0 + 30.0 * j as f64, a.min(b), (a - b).abs().max(0.5));
+            }
+        }
+        s += &format!("<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" transform=\"rotate(-40 {:.1} {:.1})\">{name}</text>\n", x0 + 30.0, h - bottom + 16.0, x0 + 30.0, h - bottom + 16.0);
+    }
+    let ly = h - 18.0;
+    s += &format!("<rect x=\"{left}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"#3b6fb6\"/><text x=\"{}\" y=\"{}\">D1 misses</text>\n", ly - 10.0, left + 16.0, ly);
+    s += &format!("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"#e08a2c\"/><text x=\"{}\" y=\"{}\">wall time</text>\n</svg>\n", left + 110.0, ly - 10.0, left + 126.0, ly);
+    s
+}
+
+/// A count with thousands separators.
+fn count(n: u64) -> String {
+    heaplab_model::units::grouped(n)
+}
+
+fn kib(b: f64) -> String {
+    format!("{:.2} KiB", b / 1024.0)
+}
+
+fn main() {
+    let o = parse_args();
+    // The same small environment for every child (python copies its environment into its heap).
+    let keep = traced::base_env();
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if !keep.iter().any(|(n, _)| *n == k) {
+            std::env::remove_var(&k);
+        }
+    }
+    for (k, v) in &keep {
+        std::env::set_var(k, v);
+    }
+    let t0 = Instant::now();
+    let commit = host::output("git", &["rev-parse", "--short", "HEAD"]);
+    let dirty = !host::output("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    let commit = if dirty { format!("{commit} (with uncommitted changes)") } else { commit };
+    if !o.heaplab.is_file() {
+        die(&format!("{}: no heaplab binary (cargo build --release -p heaplab-cli)", o.heaplab.display()));
+    }
+    for cmd in ["access", "group", "run"] {
+        if !has_command(&o.heaplab, cmd) {
+            die(&format!("{}: this heaplab has no `{cmd}` command", o.heaplab.display()));
+        }
+    }
+    let cg = if o.cachegrind { Some(find_cachegrind().unwrap_or_else(|e| die(&e))) } else { None };
+    let wanted = |n: &str| if o.only.is_empty() { !o.quick || ["health", "treeadd", "jq"].contains(&n) } else { o.only.iter().any(|x| x == n) };
+    let (ws, missing) = workloads(&o.work, &o.shared, wanted);
+    for (n, why) in &missing {
+        eprintln!("heaplab-bench-group: workload {n} left out: {why}");
+    }
+    if ws.is_empty() {
+        die("no workload to measure");
+    }
+    let configs = configs();
+    let mut all = Vec::new();
+    for (k, w) in ws.iter().enumerate() {
+        eprintln!("[{}/{}] {} ({:.0} s so far): profiling {}", k + 1, ws.len(), w.name, t0.elapsed().as_secs_f64(), w.small.what);
+        let prepared = prepare(&o, w);
+        all.push(measure_workload(&o, w, prepared, &configs, cg.as_ref(), k, ws.len(), t0));
+    }
+    let (md, js, svg, clean) = summary(&o, &commit, &all, &missing, &configs, t0.elapsed().as_secs_f64());
+    let dir = o.out.join("group");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| die(&format!("{}: {e}", dir.display())));
+    let write = |p: PathBuf, text: &str| std::fs::write(&p, text).unwrap_or_else(|e| die(&format!("{}: {e}", p.display())));
+    write(dir.join("against-jemalloc.svg"), &svg);
+    write(o.out.join("group-results.json"), &(serde_json::to_string_pretty(&js).expect("plain JSON") + "\n"));
+    write(o.out.join("group-results.md"), &md);
+    print!("{md}");
+    eprintln!("wrote {} in {:.0} s", o.out.join("group-results.md").display(), t0.elapsed().as_secs_f64());
+    std::process::exit(if clean { 0 } else { 1 });
+}
+
+fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)], configs: &[Config], seconds: f64) -> (String, Value, String, bool) {
+    let m = Machine::detect();
+    let mut clean = missing.is_empty();
+    let mut md = String::from("# Grouping heap objects by context (`make bench-group`)\n\n");
+    md.push_str(&format!("Machine: {} · {} cores · {} · kernel {}. Commit {commit}. Whole run: {:.0} s{}.\n\n", m.cpu, m.cores, m.os, m.kernel, seconds, if o.quick { " (quick mode)" } else { "" }));
+    md.push_str(&format!(
+        "Each workload is profiled on its small input (`heaplab access --contexts --graph contexts`), grouped with HALO's defaults \
+         (`heaplab group`: coverage 90%, merge tolerance 5%, objects up to 4 KiB, 1 MiB chunks, one spare chunk) and measured on its \
+         large input. The large input runs {} times per configuration, interleaved round by round; the first round is discarded and \
+         the other {} give the median and quartiles [q1–q3] of wall time and peak RSS. Allocators are preloaded; *grouped* is `heaplab \
+         run --groups G --fallback jemalloc` (HALO's baseline) and takes the runtime's own figures from its report (the program's wall \
+         time from start to exit, its VmHWM). D1 and LL are data misses of one run under `valgrind --tool=cachegrind --cache-sim=yes {}` \
+         (48 KiB 12-way L1D, 32 MiB 16-way LL, 64-byte lines; the tool binary started directly so that the runtime loads into the \
+         program). *Δ vs jemalloc* is the median's change; the time verdict is a one-sided rank-sum test at 95%. Every run's standard \
+         output is compared with the plain (glibc) run's.\n\n",
+        o.runs,
+        o.runs - 1,
+        CACHE_GEOMETRY.join(" ")
+    ));
+    for (n, why) in missing {
+        md.push_str(&format!("**Workload {n} left out:** {why}.\n\n"));
+    }
+    // Against jemalloc, per workload.
+    let mut rows = Vec::new();
+    let mut js_rows = Vec::new();
+    let mut table = String::from(
+        "## Against jemalloc (HALO's figures 13 and 14)\n\n| workload | groups | grouped objects | D1 Δ | time Δ | time verdict | peak RSS Δ | LL Δ |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    let (mut health_ok, mut d1_wins, mut slower) = (None, Vec::new(), Vec::new());
+    for mm in all {
+        let name = &mm.workload.name;
+        let (tj, tg) = (mm.times(BASELINE), mm.times(GROUPED));
+        let d1 = match (mm.d1(GROUPED), mm.d1(BASELINE)) {
+            (Some(g), Some(j)) if j > 0 => Some(change(g as f64, j as f64)),
+            _ => None,
+        };
+        let ll = match (mm.cell(GROUPED).and_then(|c| c.cache), mm.cell(BASELINE).and_then(|c| c.cache)) {
+            (Some(g), Some(j)) if j.1 > 0 => Some(change(g.1 as f64, j.1 as f64)),
+            _ => None,
+        };
+        let time = (!tj.is_empty() && !tg.is_empty()).then(|| change(median(&tg), median(&tj)));
+        let rss = {
+            let (a, b) = (mm.rss(GROUPED), mm.rss(BASELINE));
+            (!a.is_empty() && !b.is_empty()).then(|| change(median(&a), median(&b)))
+        };
+        let verdict = if tj.len() >= 3 && tg.len() >= 3 {
+            let faster = 1.0 - rank_sum(&tg, &tj, Alternative::Less).p;
+            let slow = 1.0 - rank_sum(&tg, &tj, Alternative::Greater).p;
+            if faster >= 0.95 {
+                "faster".to_string()
+            } else if slow >= 0.95 {
+                slower.push(name.clone());
+                "**slower**".to_string()
+            } else {
+                "no difference".to_string()
+            }
+        } else {
+            "—".to_string()
+        };
+        let rep = mm.cell(GROUPED).map(|c| &c.report).cloned().unwrap_or(Value::Null);
+        let (gc, alloc) = (num(&rep, "/grouped/count"), num(&rep, "/allocations"));
+        let groups = mm.prepared.info.pointer("/groups").and_then(Value::as_array).map(|g| g.len());
+        let pct = |v: Option<f64>| v.map(|x| format!("{x:+.1}%")).unwrap_or_else(|| "—".into());
+        table.push_str(&format!(
+            "| {name} | {} | {} | {} | {} | {verdict} | {} | {} |\n",
+            groups.map(|g| g.to_string()).unwrap_or_else(|| "—".into()),
+            match (gc, alloc) {
+                (Some(g), Some(a)) if a > 0.0 => format!("{} of {} ({:.0}%)", count(g as u64), count(a as u64), 100.0 * g / a),
+                _ => "—".into(),
+            },
+            pct(d1),
+            pct(time),
+            pct(rss),
+            pct(ll)
+        ));
+        if name == "health" {
+            health_ok = Some((d1, time));
+        } else if mm.workload.pointer_chasing || d1.is_some() {
+            if let Some(d) = d1.filter(|d| *d <= -5.0) {
+                d1_wins.push(format!("{name} {d:+.1}%"));
+            }
+        }
+        rows.push((name.clone(), d1, time));
+        js_rows.push(json!({"workload": name, "groups": groups, "grouped_objects": gc, "allocations": alloc, "d1_change_pct": d1, "time_change_pct": time, "time_verdict": verdict.replace('*', ""), "rss_change_pct": rss, "ll_change_pct": ll}));
+    }
+    table.push('\n');
+    // Targets.
+    let mut t = String::from("## Targets\n\n");
+    let (hd, ht) = health_ok.unwrap_or((None, None));
+    let health_met = hd.is_some_and(|d| d <= -20.0) && ht.is_some_and(|x| x <= -10.0);
+    t.push_str(&format!(
+        "- health: ≥ 20% fewer D1 misses and ≥ 10% less time than jemalloc (HALO: about 28% less time): **{}** (D1 {}, time {}).\n",
+        if health_met { "met" } else { "not met" },
+        hd.map(|x| format!("{x:+.1}%")).unwrap_or_else(|| "—".into()),
+        ht.map(|x| format!("{x:+.1}%")).unwrap_or_else(|| "—".into())
+    ));
+    t.push_str(&format!("- At least 3 other workloads with ≥ 5% fewer D1 misses: **{}** ({} of them{}).\n", if d1_wins.len() >= 3 { "met" } else { "not met" }, d1_wins.len(), if d1_wins.is_empty() { String::new() } else { format!(": {}", d1_wins.join(", ")) }));
+    t.push_str(&format!(
+        "- No workload slower than jemalloc beyond the noise (rank-sum, 95%): **{}**{}.\n",
+        if slower.is_empty() { "met" } else { "not met" },
+        if slower.is_empty() { String::new() } else { format!(" (slower: {})", slower.join(", ")) }
+    ));
+    t.push_str("- Identification cost per allocation: see `group-runtime-results.md` (`make bench-group-runtime`).\n\n");
+    // Fragmentation, HALO's table 1.
+    let mut frag = String::from("## Fragmentation of the grouped heap at its peak (HALO's table 1)\n\n| workload | resident grouped | live grouped | fragmentation | HALO |\n|---|---|---|---|---|\n");
+    for mm in all {
+        let rep = mm.cell(GROUPED).map(|c| &c.report).cloned().unwrap_or(Value::Null);
+        let (res, live) = (num(&rep, "/fragmentation/resident_bytes"), num(&rep, "/fragmentation/live_bytes"));
+        let halo = HALO_FRAGMENTATION.iter().find(|h| h.0 == mm.workload.name).map(|h| format!("{} ({})", h.1, h.2)).unwrap_or_else(|| "—".into());
+        match (res, live) {
+            (Some(r), Some(l)) if r > 0.0 => frag.push_str(&format!("| {} | {} | {} | {:.2}% ({}) | {halo} |\n", mm.workload.name, kib(r), kib(l), 100.0 * (r - l) / r, kib(r - l))),
+            _ => frag.push_str(&format!("| {} | — | — | — | {halo} |\n", mm.workload.name)),
+        }
+    }
+    frag.push_str("\nHALO's figures are for its own builds of these programs (SPEC inputs for the others); the rows it has no counterpart for show —.\n\n");
+    // Per workload.
+    let mut per = String::from("## Per workload\n\n");
+    for mm in all {
+        let w = &mm.workload;
+        per.push_str(&format!("### {}\n\nProfiled: `{}` ({}). Measured: `{}` ({}).", w.name, w.command(&w.small), w.small.what, w.command(&w.large), w.large.what));
+        for (s, secs) in &mm.prepared.steps {
+            per.push_str(&format!(" {s}: {secs:.1} s."));
+        }
+        per.push_str("\n\n| configuration | wall ms | peak RSS MiB | D1 misses | ×je | LL misses | note |\n|---|---|---|---|---|---|---|\n");
+        let je = mm.d1(BASELINE);
+        for c in configs {
+            let (_, cell) = mm.cells.iter().find(|(n, _)| *n == c.name).expect("a cell per configuration");
+            let times: Vec<f64> = cell.samples.iter().map(|s| s.wall).collect();
+            let rss: Vec<f64> = cell.samples.iter().map(|s| s.rss as f64).collect();
+            let note = cell.error.clone().unwrap_or_default();
+            if cell.error.is_some() {
+                clean = false;
+            }
+            per.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                c.name,
+                spread(&times, 1000.0, 1),
+                spread(&rss, 1.0 / 1048576.0, 1),
+                cell.cache.map(|m| count(m.0)).unwrap_or_else(|| "—".into()),
+                match (cell.cache, je) {
+                    (Some(m), Some(j)) if j > 0 => format!("{:.3}", m.0 as f64 / j as f64),
+                    _ => "—".into(),
+                },
+                cell.cache.map(|m| count(m.1)).unwrap_or_else(|| "—".into()),
+                note
+            ));
+        }
+        per.push('\n');
+    }
+    md.push_str(&t);
+    md.push_str(&table);
+    md.push_str("![grouped against jemalloc](group/against-jemalloc.svg)\n\n");
+    md.push_str(
+        "HALO's published figures (Savage and Jones, CGO 2020, §5.2, on an Intel Xeon W-2195 with hardware counters): up to 23% fewer \
+         L1 data-cache misses and up to 28% less time than jemalloc 5.1 (health, where hot-data-stream co-allocation reached about 21%); \
+         about 4% faster on omnetpp and 16% on xalanc; 5–15% fewer misses with unchanged time on povray and leela; no effect on most \
+         other SPEC CPU2017 programs.\n\n",
+    );
+    md.push_str(&frag);
+    md.push_str(&per);
+    let js = json!({"machine": {"cpu": m.cpu, "cores": m.cores, "os": m.os, "kernel": m.kernel}, "commit": commit, "runs": o.runs, "seconds": seconds,
+        "workloads": js_rows, "missing": missing.iter().map(|(n, w)| json!({"workload": n, "why": w})).collect::<Vec<_>>(),
+        "targets": {"health": {"d1_change_pct": hd, "time_change_pct": ht, "met": health_met}, "other_d1_wins": d1_wins, "slower_than_jemalloc": slower},
+        "cells": all.iter().map(|mm| json!({"workload": mm.workload.name, "configurations": mm.cells.iter().map(|(n, c)| json!({
+            "name": n, "wall_seconds": c.samples.iter().map(|s| s.wall).collect::<Vec<_>>(), "peak_rss_bytes": c.samples.iter().map(|s| s.rss).collect::<Vec<_>>(),
+            "d1_misses": c.cache.map(|m| m.0), "ll_data_misses": c.cache.map(|m| m.1), "data_refs": c.cache.map(|m| m.2), "error": c.error, "report": c.report})).collect::<Vec<_>>(),
+            "groups": mm.prepared.info})).collect::<Vec<_>>()});
+    (md, js, chart(&rows), clean)
+}
