@@ -68,7 +68,7 @@ fn scene(g: &GraphPicture) -> Scene {
     let w = g.width.clamp(crate::MIN_WIDTH, crate::MAX_SIDE) as i64;
     let h = g.height.clamp(crate::MIN_HEIGHT, crate::MAX_SIDE) as i64;
     let s: i64 = if w >= 800 && h >= 450 { 2 } else { 1 };
-    let legend_w = (w / 3).min(g.groups.iter().chain([&"ungrouped".to_string()]).map(|l| text_w(l, s) + 16 * s + 20).max().unwrap_or(0));
+    let legend_w = (w * 45 / 100).min(g.groups.iter().chain([&"ungrouped".to_string()]).map(|l| text_w(l, s) + 16 * s + 20).max().unwrap_or(0));
     let (top, pw) = (10 + 24 * s, (w - legend_w - 20).max(50));
     let ph = (h - top - 10).max(50);
     let (cx, cy) = (10.0 + pw as f64 / 2.0, top as f64 + ph as f64 / 2.0);
@@ -132,7 +132,7 @@ pub fn render_graph_png(g: &GraphPicture) -> Vec<u8> {
     }
     let row = 7 * s + 6 * s;
     for (k, (col, l)) in sc.legend.iter().enumerate() {
-        let y = 10 + 24 * s + row * k as i64;
+        let y = 18 + 24 * s + row * k as i64;
         c.fill(sc.legend_x, y, sc.legend_x + 8 * s, y + 7 * s, *col);
         c.text(sc.legend_x + 8 * s + 6, y, s, &crate::fit(l, ((sc.w - sc.legend_x - 8 * s - 10) / (6 * s)).max(4) as usize), TEXT);
     }
@@ -178,7 +178,7 @@ pub fn render_graph_svg(g: &GraphPicture) -> String {
     }
     let row = 7 * s + 6 * s;
     for (k, (col, l)) in sc.legend.iter().enumerate() {
-        let y = 10 + 24 * s + row * k as i64;
+        let y = 18 + 24 * s + row * k as i64;
         let _ = writeln!(out, r#"<rect x="{}" y="{y}" width="{}" height="{}" fill="{}"/>"#, sc.legend_x, 8 * s, 7 * s, hex(*col));
         let _ = writeln!(out, r#"<text x="{}" y="{}" font-size="{}" fill="{}">{}</text>"#, sc.legend_x + 8 * s + 6, y + 7 * s, 10 * s, hex(TEXT), esc(l));
     }
