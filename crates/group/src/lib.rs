@@ -16,6 +16,8 @@ pub mod format;
 pub mod graph;
 pub mod select;
 
+use std::collections::HashMap;
+
 /// HALO's parameters, with its defaults (§4, §5.1). `min_weight`, `max_group_members` and
 /// `group_threshold` are not given in the paper; their defaults here are heaplab's (see
 /// [`Params::default`]).
@@ -138,6 +140,43 @@ impl Default for Params {
         }
     }
 }
+
+impl Groups {
+    /// A call site as people read it: its function, or `module+0xoffset` when unknown.
+    pub fn site_name(&self, s: u32) -> String {
+        match self.sites.get(s as usize) {
+            Some(x) if !x.function.is_empty() => x.function.clone(),
+            Some(x) => format!("{}+{:#x}", x.module, x.file_offset),
+            None => format!("site {s}?"),
+        }
+    }
+
+    /// Short names for the contexts: the names of each one's innermost call sites, as few as
+    /// tell it apart from the others (at most [`NAME_FRAMES`]), innermost first, joined by
+    /// " < " (`xmalloc < build_a`: build_a called xmalloc, which allocated).
+    pub fn context_names(&self) -> Vec<String> {
+        let names: Vec<Vec<String>> = self.contexts.iter().map(|c| c.sites.iter().take(NAME_FRAMES).map(|&s| self.site_name(s)).collect()).collect();
+        let mut counts: Vec<HashMap<&[String], usize>> = vec![HashMap::new(); NAME_FRAMES + 1];
+        for n in &names {
+            for l in 1..=n.len() {
+                *counts[l].entry(&n[..l]).or_default() += 1;
+            }
+        }
+        names
+            .iter()
+            .map(|n| {
+                if n.is_empty() {
+                    return "(no program frame)".to_string();
+                }
+                let l = (1..=n.len()).find(|&l| counts[l][&n[..l]] == 1).unwrap_or(n.len());
+                n[..l].join(" < ")
+            })
+            .collect()
+    }
+}
+
+/// Most call sites in a context's name.
+pub const NAME_FRAMES: usize = 4;
 
 /// Largest chunk the grouped allocator accepts (1 GiB).
 pub const MAX_CHUNK_SIZE: u64 = 1 << 30;

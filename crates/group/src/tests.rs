@@ -71,6 +71,7 @@ fn the_lists_program_groups_a_with_b_and_c_apart() {
     assert!(select::misclassified(&g).is_empty());
     assert_eq!(g.sites.iter().map(|s| s.module.as_str()).collect::<Vec<_>>(), ["prog"; 6]);
     assert_eq!(g.edges.len(), 6);
+    assert_eq!(g.context_names(), ["xmalloc < build_a", "xmalloc < build_b", "xmalloc < build_c", "xmalloc < make_table", "(no program frame)"]);
     // Deterministic.
     assert_eq!(group(&lists(), &Params::default()).unwrap(), g);
 }
