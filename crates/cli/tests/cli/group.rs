@@ -7,6 +7,7 @@
 use crate::common::{heaplab_in, json, need};
 use heaplab_access::{AccessBlock, AccessProfile, Edge, Frame, FullContext};
 use heaplab_group::{format, Params};
+use heaplab_trace::context::{context_key, frame_key};
 use std::path::Path;
 
 fn path(dir: &Path, name: &str) -> String {
@@ -20,9 +21,9 @@ fn lists_profile() -> AccessProfile {
     let offset = |f: &str| 0x1000 + f.bytes().fold(0u64, |h, b| h * 31 + u64::from(b)) % 0x10000;
     let full_contexts = chains
         .iter()
-        .enumerate()
-        .map(|(i, c)| FullContext {
-            key: 1 + i as u64,
+        .map(|c| FullContext {
+            // The stable key the access format checks: module basename and offsets hashed.
+            key: context_key(c.iter().map(|f| frame_key(b"prog", offset(f)))),
             frames: c.iter().map(|f| Frame { ip: 0x400000 + offset(f), module: "/usr/bin/prog".into(), file_offset: offset(f), function: (*f).into() }).collect(),
             depths: (1..=c.len() as u32).collect(),
         })
@@ -89,6 +90,7 @@ fn group_refuses_profiles_without_contexts_and_bad_values() {
     let out = path(&dir, "prog.hlgroups");
     let mut plain = lists_profile();
     plain.full_contexts.clear();
+    plain.context_affinity.clear();
     for b in &mut plain.blocks {
         b.full_context = u32::MAX;
     }
@@ -154,4 +156,33 @@ fn group_info_refuses_damaged_files() {
     let r = heaplab_in(&dir, &["group-info", &good, "--plot", &path(&dir, "g.pdf")]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains(".png or .svg"), "{}", r.stderr);
+}
+
+#[test]
+fn lists_c_profiled_with_contexts_gets_a_and_b_grouped_and_c_apart() {
+    let dir = scratch!("lists-c");
+    let help = heaplab_in(&dir, &["access", "--help"]);
+    if !help.stdout.contains("--contexts") {
+        eprintln!("skipped: heaplab access cannot record full contexts yet");
+        return;
+    }
+    need("valgrind");
+    need("cc");
+    let exe = path(&dir, "lists");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/lists.c");
+    let cc = std::process::Command::new("cc").args(["-O1", "-g", "-pthread", "-o", &exe]).arg(&src).output().unwrap();
+    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    let prof = path(&dir, "p.hlaccess");
+    let r = heaplab_in(&dir, &["access", "--contexts", "-o", &prof, "--", &exe, "300", "5"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = path(&dir, "lists.hlgroups");
+    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--affinity-distance", "128"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let g = format::read(&out).unwrap();
+    let names = g.context_names();
+    let group_of = |f: &str| names.iter().position(|n| n.ends_with(f)).and_then(|c| g.contexts[c].group);
+    assert!(group_of("make_a").is_some(), "{}", r.stdout);
+    assert_eq!(group_of("make_a"), group_of("make_b"), "{}", r.stdout);
+    assert_ne!(group_of("make_c"), group_of("make_a"), "{}", r.stdout);
+    assert!(heaplab_group::select::misclassified(&g).is_empty(), "{}", r.stdout);
 }
