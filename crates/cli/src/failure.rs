@@ -51,3 +51,15 @@ impl From<heaplab_access::run::RunError> for Failure {
         Failure::of(e.class(), e.to_string())
     }
 }
+
+impl From<heaplab_group::GroupError> for Failure {
+    fn from(e: heaplab_group::GroupError) -> Self {
+        Failure::of(e.class(), e.to_string())
+    }
+}
+
+impl From<heaplab_group::format::WriteError> for Failure {
+    fn from(e: heaplab_group::format::WriteError) -> Self {
+        Failure::of(e.class(), e.to_string())
+    }
+}

@@ -49,6 +49,16 @@ pub const ACCESS_MAX_EDGES: Whole = Whole::new(1024, 1 << 28);
 /// `plan --time-limit`: seconds, fractions allowed (one week at most: the planner's
 /// [`heaplab_plan::MAX_TIME_LIMIT_SECS`]).
 pub const TIME_LIMIT: Seconds = Seconds { max: heaplab_plan::MAX_TIME_LIMIT_SECS };
+/// `group --max-object-size`: bytes (at most half the largest chunk).
+pub const MAX_OBJECT_SIZE: Whole = Whole::new(1, heaplab_group::MAX_CHUNK_SIZE / 2);
+/// `group --chunk-size`: bytes, a power of two.
+pub const CHUNK_SIZE: Whole = Whole { lo: heaplab_group::MIN_CHUNK_SIZE, hi: heaplab_group::MAX_CHUNK_SIZE, power_of_two: true };
+/// `group --spare-chunks`.
+pub const SPARE_CHUNKS: Whole = Whole::new(0, heaplab_group::MAX_SPARE_CHUNKS as u64);
+/// `group --max-group-members` (0: no limit).
+pub const GROUP_MEMBERS: Whole = Whole::new(0, u32::MAX as u64);
+/// `group --min-weight`.
+pub const MIN_WEIGHT: Whole = Whole::new(1, u64::MAX);
 
 /// One week in seconds, the longest any time flag may ask for: the planner's limit.
 const WEEK: f64 = heaplab_plan::MAX_TIME_LIMIT_SECS;

@@ -12,7 +12,7 @@ mod picture;
 mod progress;
 mod trace_input;
 
-use cmd::{access, check, compare, convert, frag, gen, layout, layout_info, plan, plot, rank, replay, run, stats, study, trace, trace_info};
+use cmd::{access, check, compare, convert, frag, gen, group, group_info, layout, layout_info, plan, plot, rank, replay, run, stats, study, trace, trace_info};
 pub use failure::Failure;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -72,6 +72,13 @@ enum Command {
     /// Describe and draw a layout (.hllayout).
     #[command(long_about = layout_info::LAYOUT_INFO_HELP)]
     LayoutInfo(layout_info::LayoutInfoArgs),
+    /// Group allocation contexts whose objects are used together (HALO): from a profile
+    /// recorded with --contexts to a .hlgroups file of groups and their selectors.
+    #[command(long_about = group::GROUP_HELP)]
+    Group(group::GroupArgs),
+    /// Describe and draw groups (.hlgroups): contexts, edges, groups, selectors.
+    #[command(long_about = group_info::GROUP_INFO_HELP)]
+    GroupInfo(group_info::GroupInfoArgs),
     /// Run a program with a layout applied (LD_PRELOAD runtime): planned allocations at their
     /// offsets in one region, the rest to a fallback allocator; report the match rate.
     #[command(long_about = run::RUN_HELP)]
@@ -112,6 +119,8 @@ fn main() -> ExitCode {
         Command::Rank(a) => rank::rank(a),
         Command::Layout(a) => layout::layout(a),
         Command::LayoutInfo(a) => layout_info::layout_info(a),
+        Command::Group(a) => group::group(a),
+        Command::GroupInfo(a) => group_info::group_info(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -166,7 +166,7 @@ fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
 }
 
 /// Draws a line of thickness `th` from (x0, y0) to (x1, y1) in pixel coordinates.
-fn line(c: &mut Canvas, x0: f64, y0: f64, x1: f64, y1: f64, th: i64, col: Rgb) {
+pub(crate) fn line(c: &mut Canvas, x0: f64, y0: f64, x1: f64, y1: f64, th: i64, col: Rgb) {
     let n = ((x1 - x0).abs().max((y1 - y0).abs()).ceil() as i64).clamp(1, 20_000);
     for k in 0..=n {
         let f = k as f64 / n as f64;
@@ -175,7 +175,7 @@ fn line(c: &mut Canvas, x0: f64, y0: f64, x1: f64, y1: f64, th: i64, col: Rgb) {
     }
 }
 
-fn disc(c: &mut Canvas, x: f64, y: f64, r: f64, col: Rgb) {
+pub(crate) fn disc(c: &mut Canvas, x: f64, y: f64, r: f64, col: Rgb) {
     let ri = r.ceil() as i64;
     let (cx, cy) = (x.round() as i64, y.round() as i64);
     for dy in -ri..=ri {

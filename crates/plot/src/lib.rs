@@ -1,4 +1,5 @@
-//! Pictures of placements, and charts of measurements ([`chart`]): time on the x axis, address on the y axis, each buffer a filled
+//! Pictures of placements, charts of measurements ([`chart`]) and grouped graphs ([`graph`]).
+//! A placement: time on the x axis, address on the y axis, each buffer a filled
 //! rectangle `[lower, upper) × [offset, offset + size)`, with the max load (the lower bound) and
 //! the makespan drawn as labelled horizontal lines, and a caption with the figures.
 //!
@@ -20,6 +21,7 @@
 
 pub mod chart;
 mod font;
+pub mod graph;
 pub mod mapped;
 mod raster;
 mod scale;

@@ -6,7 +6,7 @@ use crate::{hex, scale, Scene};
 use std::fmt::Write;
 
 /// Escapes text for XML content and attribute values.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

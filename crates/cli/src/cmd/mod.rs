@@ -10,6 +10,8 @@ pub mod compare;
 pub mod convert;
 pub mod frag;
 pub mod gen;
+pub mod group;
+pub mod group_info;
 pub mod layout;
 pub mod layout_info;
 pub mod plan;

@@ -1,0 +1,209 @@
+//! `heaplab group`: an access profile with full contexts to a `.hlgroups` file through
+//! `heaplab_group` (graph, grouping, selectors), with its summary (table or JSON). The summary
+//! printing is shared with `group-info`.
+
+use crate::flag_ranges::{CHUNK_SIZE, GROUP_MEMBERS, MAX_OBJECT_SIZE, MIN_WEIGHT, SPARE_CHUNKS};
+use crate::outputs::check_outputs;
+use crate::Failure;
+use clap::Args;
+use heaplab_group::{format, select, Groups, Params};
+use heaplab_model::units::grouped;
+use serde_json::{json, Value};
+
+pub const GROUP_HELP: &str = "\
+Group a program's allocation contexts as HALO does (Savage and Jones, CGO 2020): contexts whose
+objects are used close together in time are put in one group, so that `heaplab run --groups`
+can serve each group's small objects from chunks of its own.
+
+PROFILE is an access profile recorded with full contexts (`heaplab access --contexts`): each
+allocation's call stack reduced to the program's own call sites, and the affinity graph between
+contexts (objects of two contexts accessed within the affinity distance). From it:
+
+  1. the graph: contexts holding accesses to objects of at most --max-object-size bytes, the
+     most accessed first until they cover --coverage of all such accesses (allocations with no
+     program frame on their stack cannot be told apart at run time and are left out);
+  2. grouping: edges lighter than --min-weight dropped, a group grown around the hotter end of
+     the strongest edge left, adding the context with the best merge benefit
+     m = S(A+B) - (1 - T) max(S(A), S(B)) while it is positive (S = weight / (loops + pairs),
+     T = --merge-tolerance), up to --max-group-members; a group is kept if its internal weight
+     is at least --group-threshold of the graph's accesses;
+  3. selectors: for each group, most accessed first, the fewest call sites that tell each member
+     apart from every context not claimed by an earlier group; the run-time allocator walks the
+     stack as deep as the deepest selector site (the walk depth) and takes the first group whose
+     selector matches.
+
+--affinity-distance is chosen when profiling; given here it must equal the profile's (an error
+otherwise, so a script cannot silently group with another distance). --chunk-size and
+--spare-chunks are recorded for the grouped allocator.
+
+Prints: contexts and how many were kept, each group (its contexts named by their innermost
+functions, its weight and accesses, its selector), the walk depth, and any context the selectors
+would put in the wrong group (its call sites are all shared with another's).
+
+Examples:
+  heaplab access --contexts -o prof.hlaccess -- ./prog small-input
+  heaplab group prof.hlaccess -o prog.hlgroups
+  heaplab group prof.hlaccess -o prog.hlgroups --merge-tolerance 0.1 --json";
+
+/// Arguments of `heaplab group`.
+#[derive(Args)]
+pub struct GroupArgs {
+    /// Access profile with full contexts (.hlaccess from `heaplab access --contexts`).
+    profile: String,
+    /// Write the groups here (.hlgroups).
+    #[arg(short, long, value_name = "FILE")]
+    output: String,
+    /// The affinity distance the profile must have been recorded with (bytes).
+    #[arg(long, value_name = "BYTES")]
+    affinity_distance: Option<u64>,
+    /// Merge tolerance T (HALO: 0.05).
+    #[arg(long, value_name = "T", default_value_t = Params::default().merge_tolerance)]
+    merge_tolerance: f64,
+    /// Share of accesses the kept contexts cover, hottest first (HALO: 0.9).
+    #[arg(long, value_name = "SHARE", default_value_t = Params::default().coverage)]
+    coverage: f64,
+    #[arg(long, value_name = "W", default_value_t = Params::default().min_weight, value_parser = MIN_WEIGHT.parser::<u64>(),
+          help = MIN_WEIGHT.help("Edges lighter than this are ignored"))]
+    min_weight: u64,
+    #[arg(long, value_name = "N", default_value_t = Params::default().max_group_members, value_parser = GROUP_MEMBERS.parser::<usize>(),
+          help = GROUP_MEMBERS.help("Most contexts per group (0: no limit)"))]
+    max_group_members: usize,
+    /// A group is kept if its internal weight is at least this share of the graph's accesses.
+    #[arg(long, value_name = "SHARE", default_value_t = Params::default().group_threshold)]
+    group_threshold: f64,
+    #[arg(long, value_name = "BYTES", default_value_t = Params::default().max_object_size, value_parser = MAX_OBJECT_SIZE.parser::<u64>(),
+          help = MAX_OBJECT_SIZE.help("Larger objects are never grouped (HALO: 4096)"))]
+    max_object_size: u64,
+    #[arg(long, value_name = "BYTES", default_value_t = Params::default().chunk_size, value_parser = CHUNK_SIZE.parser::<u64>(),
+          help = CHUNK_SIZE.help("Bytes per chunk of the grouped allocator (HALO: 1 MiB)"))]
+    chunk_size: u64,
+    #[arg(long, value_name = "N", default_value_t = Params::default().spare_chunks, value_parser = SPARE_CHUNKS.parser::<u32>(),
+          help = SPARE_CHUNKS.help("Empty chunks kept for reuse (HALO: 1)"))]
+    spare_chunks: u32,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `heaplab group`.
+pub fn group(a: GroupArgs) -> Result<(), Failure> {
+    check_outputs(&[&a.output], &[&a.profile])?;
+    let params = Params {
+        coverage: a.coverage,
+        merge_tolerance: a.merge_tolerance,
+        min_weight: a.min_weight,
+        max_group_members: a.max_group_members,
+        group_threshold: a.group_threshold,
+        max_object_size: a.max_object_size,
+        chunk_size: a.chunk_size,
+        spare_chunks: a.spare_chunks,
+    };
+    params.validate().map_err(Failure::Input)?;
+    let profile = heaplab_access::read(&a.profile).map_err(|e| Failure::Input(e.to_string()))?;
+    let in_profile = |e: heaplab_group::GroupError| Failure::Input(format!("{}: {e}", a.profile));
+    if let Some(d) = a.affinity_distance {
+        heaplab_group::check_affinity_distance(&profile, d).map_err(in_profile)?;
+    }
+    let g = heaplab_group::group(&profile, &params).map_err(in_profile)?;
+    format::write(&a.output, &g)?;
+    if a.json {
+        let mut v = describe(&g, false);
+        v["profile"] = json!(a.profile);
+        v["output"] = json!(a.output);
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
+    } else {
+        println!("profile        {} ({})", a.profile, g.command.join(" "));
+        print_summary(&g);
+        println!("output         {}", a.output);
+    }
+    Ok(())
+}
+
+/// Selector conjunctions as text: `a & b | c`.
+pub fn selector_text(g: &Groups, sel: &[Vec<u32>]) -> String {
+    sel.iter().map(|c| c.iter().map(|&s| g.site_name(s)).collect::<Vec<_>>().join(" & ")).collect::<Vec<_>>().join(" | ")
+}
+
+/// The figures `group` prints and `group-info` begins with.
+pub fn print_summary(g: &Groups) {
+    let names = g.context_names();
+    let kept = g.contexts.iter().filter(|c| c.kept).count();
+    let all: u64 = g.contexts.iter().map(|c| c.accesses).sum();
+    let kept_acc: u64 = g.contexts.iter().filter(|c| c.kept).map(|c| c.accesses).sum();
+    let grouped_acc: u64 = g.groups.iter().map(|x| x.accesses).sum();
+    let share = |v: u64| if all == 0 { 0.0 } else { 100.0 * v as f64 / all as f64 };
+    println!("contexts       {} full contexts, {} kept ({:.1}% of {} accesses)", grouped(g.contexts.len() as u64), grouped(kept as u64), share(kept_acc), grouped(all));
+    println!("edges          {} between contexts", grouped(g.edges.len() as u64));
+    println!("groups         {} ({:.1}% of accesses grouped)", g.groups.len(), share(grouped_acc));
+    for (k, x) in g.groups.iter().enumerate() {
+        let members: Vec<&str> = x.members.iter().map(|&m| names[m as usize].as_str()).collect();
+        println!("  group {k:<6} {}", members.join(", "));
+        println!("               weight {}, accesses {} ({:.1}%)", grouped(x.weight), grouped(x.accesses), share(x.accesses));
+        println!("               selector: {}", selector_text(g, &x.selector));
+    }
+    println!("walk depth     {} frames", g.walk_depth);
+    let wrong = select::misclassified(g);
+    println!("misclassified  {} contexts", wrong.len());
+    let group_name = |k: Option<u32>| k.map_or("none".to_string(), |k| format!("group {k}"));
+    for w in &wrong {
+        println!("  {} (context {}): selectors give {}, grouped in {}", names[w.context as usize], w.context, group_name(w.got), group_name(w.expected));
+    }
+}
+
+/// Everything about groups as JSON; `full` adds every context's frames and every edge.
+pub fn describe(g: &Groups, full: bool) -> Value {
+    let names = g.context_names();
+    let p = &g.params;
+    let groups: Vec<Value> = g
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(k, x)| {
+            json!({
+                "group": k,
+                "members": x.members,
+                "member_names": x.members.iter().map(|&m| &names[m as usize]).collect::<Vec<_>>(),
+                "weight": x.weight,
+                "accesses": x.accesses,
+                "selector": x.selector,
+                "selector_text": selector_text(g, &x.selector),
+            })
+        })
+        .collect();
+    let wrong: Vec<Value> = select::misclassified(g).iter().map(|w| json!({"context": w.context, "name": names[w.context as usize], "grouped": w.expected, "selected": w.got})).collect();
+    let mut v = json!({
+        "command": g.command,
+        "affinity_distance": g.affinity_distance,
+        "params": {
+            "coverage": p.coverage, "merge_tolerance": p.merge_tolerance, "min_weight": p.min_weight,
+            "max_group_members": p.max_group_members, "group_threshold": p.group_threshold,
+            "max_object_size": p.max_object_size, "chunk_size": p.chunk_size, "spare_chunks": p.spare_chunks,
+        },
+        "contexts": g.contexts.len(),
+        "kept": g.contexts.iter().filter(|c| c.kept).count(),
+        "edges": g.edges.len(),
+        "groups": groups,
+        "walk_depth": g.walk_depth,
+        "misclassified": wrong,
+    });
+    if full {
+        v["context_list"] = g
+            .contexts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let frames: Vec<Value> = c
+                    .sites
+                    .iter()
+                    .map(|&s| {
+                        let x = &g.sites[s as usize];
+                        json!({"site": s, "function": x.function, "module": x.module, "file_offset": x.file_offset, "max_depth": x.max_depth})
+                    })
+                    .collect();
+                json!({"context": i, "name": names[i], "kept": c.kept, "group": c.group, "accesses": c.accesses, "objects": c.objects, "bytes": c.bytes, "frames": frames})
+            })
+            .collect();
+        v["edge_list"] = g.edges.iter().map(|e| json!({"a": e.a, "b": e.b, "weight": e.weight})).collect();
+    }
+    v
+}
