@@ -7,6 +7,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -18,6 +19,15 @@ static atomic_int mode;
 static __thread struct hl_unwind_counts counts __attribute__((tls_model("initial-exec")));
 
 void hl_unwind_set_mode(enum hl_unwind_mode m) { atomic_store(&mode, (int)m); }
+
+void hl_unwind_init(void) {
+    const char *how = getenv("HEAPLAB_UNWIND");
+    if (how && strcmp(how, "backtrace") == 0) hl_unwind_set_mode(HL_UNWIND_BACKTRACE);
+    if (how && strcmp(how, "check") == 0) hl_unwind_set_mode(HL_UNWIND_CHECK);
+    void *warm[4];
+    backtrace(warm, 4); /* loads libgcc's unwinder (the fallback) now, untraced */
+    hl_unwind(warm, 4);
+}
 void hl_unwind_counts(struct hl_unwind_counts *c) { *c = counts; }
 
 /* Drops the first `skip` entries of `buf[0..n)`, then, with `after`, everything up to and

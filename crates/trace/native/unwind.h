@@ -33,6 +33,11 @@ int hl_unwind_after(const void *ret, void **pcs, int max);
 enum hl_unwind_mode { HL_UNWIND_RULES, HL_UNWIND_BACKTRACE, HL_UNWIND_CHECK };
 void hl_unwind_set_mode(enum hl_unwind_mode mode);
 
+/* Readies the walker before the first walk a library times or traces: the mode named by
+ * HEAPLAB_UNWIND in the environment (backtrace, check; else the rules), and libgcc's unwinder
+ * (the fallback) loaded now rather than inside a hooked call. */
+void hl_unwind_init(void);
+
 /* The calling thread's counts since it started: walks, walks that fell back to backtrace(),
  * code addresses whose CFI was decoded (cache misses), and checked walks that differed. */
 struct hl_unwind_counts {
