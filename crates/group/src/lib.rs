@@ -5,8 +5,20 @@
 //! time the grouped allocator walks the stack of each small allocation, evaluates the selectors
 //! and serves a group's objects by bump allocation from that group's own chunks, everything
 //! else from the fallback allocator.
+//!
+//! Modules, in pipeline order: [`graph`] (the profile's contexts and the affinity graph between
+//! the kept ones), [`cluster`] (HALO's greedy grouping, figures 6–8), [`select`] (selectors,
+//! figure 10, and checking them against the profile's own contexts), [`format`] (the
+//! `.hlgroups` file). [`group`] runs the first three.
 
-/// HALO's parameters, with its defaults (§4, §5.1).
+pub mod cluster;
+pub mod format;
+pub mod graph;
+pub mod select;
+
+/// HALO's parameters, with its defaults (§4, §5.1). `min_weight`, `max_group_members` and
+/// `group_threshold` are not given in the paper; their defaults here are heaplab's (see
+/// [`Params::default`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
     /// Share of all accesses the kept contexts must cover, hottest first (HALO: 0.9).
@@ -105,3 +117,137 @@ pub struct Groups {
     /// site's `max_depth` + 1).
     pub walk_depth: u32,
 }
+
+impl Default for Params {
+    /// HALO's published values where the paper gives them (coverage 0.9, tolerance 5%, 4 KiB
+    /// objects, 1 MiB chunks, one spare chunk). The other three are not in the paper and its
+    /// artefact's values could not be consulted here, so they are chosen to filter nothing the
+    /// paper's text keeps: every edge counts (`min_weight` 1), groups are as large as the merge
+    /// benefit lets them grow (no member limit), and a group must hold at least 0.1% of the
+    /// graph's accesses in internal weight to be worth a pool of chunks of its own.
+    fn default() -> Self {
+        Params {
+            coverage: 0.9,
+            merge_tolerance: 0.05,
+            min_weight: 1,
+            max_group_members: 0,
+            group_threshold: 0.001,
+            max_object_size: 4096,
+            chunk_size: 1 << 20,
+            spare_chunks: 1,
+        }
+    }
+}
+
+/// Largest chunk the grouped allocator accepts (1 GiB).
+pub const MAX_CHUNK_SIZE: u64 = 1 << 30;
+/// Smallest chunk (a page).
+pub const MIN_CHUNK_SIZE: u64 = 4096;
+/// Most spare chunks kept.
+pub const MAX_SPARE_CHUNKS: u32 = 1 << 16;
+
+impl Params {
+    /// Checks every parameter's range; the error names the parameter and its range.
+    pub fn validate(&self) -> Result<(), String> {
+        let unit = |v: f64| v.is_finite() && (0.0..=1.0).contains(&v);
+        if !(unit(self.coverage) && self.coverage > 0.0) {
+            return Err(format!("coverage {} is not in (0, 1]", self.coverage));
+        }
+        if !unit(self.merge_tolerance) {
+            return Err(format!("merge tolerance {} is not in [0, 1]", self.merge_tolerance));
+        }
+        if !unit(self.group_threshold) {
+            return Err(format!("group threshold {} is not in [0, 1]", self.group_threshold));
+        }
+        if !self.chunk_size.is_power_of_two() || !(MIN_CHUNK_SIZE..=MAX_CHUNK_SIZE).contains(&self.chunk_size) {
+            return Err(format!("chunk size {} is not a power of two from {MIN_CHUNK_SIZE} to {MAX_CHUNK_SIZE}", self.chunk_size));
+        }
+        // Chunks are found from an object's address by masking, so an object must fit in one
+        // with room for the chunk's header; half a chunk leaves plenty.
+        if self.max_object_size == 0 || self.max_object_size > self.chunk_size / 2 {
+            return Err(format!("max object size {} is not from 1 to half the chunk size ({})", self.max_object_size, self.chunk_size / 2));
+        }
+        if self.spare_chunks > MAX_SPARE_CHUNKS {
+            return Err(format!("{} spare chunks (at most {MAX_SPARE_CHUNKS})", self.spare_chunks));
+        }
+        Ok(())
+    }
+}
+
+/// Why a profile could not be grouped. All are the caller's to fix (bad input).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupError {
+    /// The profile has no full contexts: it was recorded without `--contexts`.
+    NoContexts,
+    /// A parameter out of its range, or one that disagrees with the profile.
+    Params(String),
+    /// The profile breaks a rule of its format (an index out of range).
+    Profile(String),
+}
+
+impl GroupError {
+    /// Always bad input.
+    pub fn class(&self) -> heaplab_model::ErrorClass {
+        heaplab_model::ErrorClass::BadInput
+    }
+}
+
+impl std::fmt::Display for GroupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GroupError::NoContexts => write!(f, "the profile has no full allocation contexts (record it with `heaplab access --contexts`)"),
+            GroupError::Params(m) => write!(f, "{m}"),
+            GroupError::Profile(m) => write!(f, "inconsistent profile: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for GroupError {}
+
+/// Fails unless `distance` (what the user expects) is the affinity distance the profile was
+/// recorded with: the distance is chosen when profiling, and grouping cannot change it.
+pub fn check_affinity_distance(profile: &heaplab_access::AccessProfile, distance: u64) -> Result<(), GroupError> {
+    if profile.info.affinity_distance != distance {
+        return Err(GroupError::Params(format!(
+            "affinity distance {distance} asked for, but the profile was recorded with {} (profile again with `heaplab access --contexts --affinity-distance {distance}`)",
+            profile.info.affinity_distance
+        )));
+    }
+    Ok(())
+}
+
+/// Groups a profile's contexts: the graph of the kept contexts ([`graph::build`]), HALO's
+/// greedy grouping ([`cluster::group`]), then the selectors ([`select::identify`]).
+pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result<Groups, GroupError> {
+    params.validate().map_err(GroupError::Params)?;
+    let built = graph::build(profile, params)?;
+    let found = cluster::group(&built.graph, params);
+    let mut out = Groups {
+        params: params.clone(),
+        command: profile.info.command.clone(),
+        affinity_distance: profile.info.affinity_distance,
+        sites: built.sites,
+        contexts: built.contexts,
+        edges: built.edges,
+        groups: Vec::new(),
+        walk_depth: 0,
+    };
+    for g in &found {
+        let members: Vec<u32> = g.members.iter().map(|&n| built.graph.nodes[n].context).collect();
+        let accesses = members.iter().map(|&m| out.contexts[m as usize].accesses).sum();
+        out.groups.push(Group { members, weight: g.weight, accesses, selector: Vec::new() });
+    }
+    // Most accessed first (HALO's popularity order, which the selectors are built and tried
+    // in); the sort is stable, so ties keep the order the groups were formed in.
+    out.groups.sort_by_key(|g| std::cmp::Reverse(g.accesses));
+    for (k, g) in out.groups.iter().enumerate() {
+        for &m in &g.members {
+            out.contexts[m as usize].group = Some(k as u32);
+        }
+    }
+    select::identify(&mut out);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,176 @@
+use super::*;
+use crate::graph::{Edge, Node};
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+
+fn graph(accesses: &[u64], edges: &[(usize, usize, u64)]) -> Graph {
+    let nodes = accesses.iter().enumerate().map(|(i, &a)| Node { context: i as u32, accesses: a }).collect();
+    Graph::new(nodes, edges.iter().map(|&(a, b, weight)| Edge { a, b, weight }).collect())
+}
+
+fn params(tolerance: f64) -> Params {
+    Params { merge_tolerance: tolerance, group_threshold: 0.0, ..Params::default() }
+}
+
+fn members(found: &[Found]) -> Vec<Vec<usize>> {
+    found.iter().map(|f| f.members.clone()).collect()
+}
+
+#[test]
+fn figure_8_by_hand() {
+    // A = {x, y} joined by 10; B = z, tied to x by 8 and to y by 9; no loops.
+    let s_a = score(10, 2, 0);
+    let s_b = score(0, 1, 0);
+    let s_c = score(27, 3, 0);
+    assert_eq!((s_a, s_b, s_c), (10.0, 0.0, 9.0));
+    // 9 − 0.95 × 10 = −0.5: z stays out at HALO's 5%; at 15%, 9 − 8.5 = 0.5: it joins.
+    assert!((merge_benefit(s_a, s_b, s_c, 0.05) + 0.5).abs() < 1e-12);
+    assert!((merge_benefit(s_a, s_b, s_c, 0.15) - 0.5).abs() < 1e-12);
+    // Loops count only when present: a lone node with a loop of 7 scores 7, two nodes with
+    // one loop share their weight among the loop and the pair.
+    assert_eq!(score(7, 1, 1), 7.0);
+    assert_eq!(score(12, 2, 1), 6.0);
+}
+
+#[test]
+fn merge_tolerance_decides_the_third_member() {
+    let g = graph(&[30, 20, 10], &[(0, 1, 10), (0, 2, 8), (1, 2, 9)]);
+    assert_eq!(members(&group(&g, &params(0.05))), vec![vec![0, 1]]);
+    assert_eq!(members(&group(&g, &params(0.15))), vec![vec![0, 1, 2]]);
+    // The member limit stops growth whatever the benefit.
+    let capped = Params { max_group_members: 2, ..params(0.15) };
+    assert_eq!(members(&group(&g, &capped)), vec![vec![0, 1]]);
+    let f = group(&g, &params(0.15));
+    assert_eq!(f[0].weight, 27);
+}
+
+#[test]
+fn two_lists_walked_together_are_grouped_apart_from_a_third() {
+    // Lists A and B interleaved (each list's nodes affine to each other: loops; and across),
+    // list C walked on its own: {A, B} together, C alone.
+    let g = graph(&[1000, 900, 800], &[(0, 0, 300), (1, 1, 280), (0, 1, 600), (2, 2, 500), (1, 2, 3)]);
+    let f = group(&g, &params(0.05));
+    assert_eq!(members(&f), vec![vec![0, 1], vec![2]]);
+    assert_eq!(f[0].weight, 1180);
+    assert_eq!(f[1].weight, 500);
+    // With a threshold above C's own weight C is no group at all.
+    let strict = Params { group_threshold: 0.2, ..params(0.05) };
+    assert_eq!(members(&group(&g, &strict)), vec![vec![0, 1]]);
+}
+
+#[test]
+fn the_start_is_the_hotter_end_of_the_strongest_available_edge() {
+    // Edge (1, 2) is strongest; node 2 is hotter than node 1, so it starts the group.
+    let g = graph(&[5, 10, 50, 1], &[(1, 2, 100), (0, 3, 40)]);
+    let f = group(&g, &params(0.05));
+    assert_eq!(members(&f), vec![vec![2, 1], vec![0, 3]]);
+    // Equal accesses: the earlier node.
+    let g = graph(&[10, 10], &[(0, 1, 100)]);
+    assert_eq!(members(&group(&g, &params(0.05))), vec![vec![0, 1]]);
+}
+
+#[test]
+fn light_edges_are_ignored_and_nodes_without_edges_are_not_grouped() {
+    let g = graph(&[10, 10, 10, 10], &[(0, 1, 5), (2, 3, 50)]);
+    let p = Params { min_weight: 10, ..params(0.05) };
+    assert_eq!(members(&group(&g, &p)), vec![vec![2, 3]]);
+    assert!(group(&graph(&[1, 2, 3], &[]), &params(0.05)).is_empty());
+}
+
+#[test]
+fn a_dropped_group_keeps_its_nodes_out_of_later_groups() {
+    // {0, 1} forms first but is too light for the threshold; 1 is not offered to {2, 3}.
+    let g = graph(&[100, 100, 100, 100], &[(0, 1, 60), (2, 3, 50), (1, 2, 40)]);
+    let p = Params { group_threshold: 0.155, ..params(0.05) };
+    // accesses 400 × 0.155 = 62: both groups fall short.
+    assert!(group(&g, &p).is_empty());
+    let p = Params { group_threshold: 0.1, ..params(0.05) };
+    assert_eq!(members(&group(&g, &p)), vec![vec![0, 1], vec![2, 3]]);
+}
+
+/// Figure 6 as written, recomputing every score from the edge list: the oracle.
+fn naive(g: &Graph, p: &Params) -> Vec<(Vec<usize>, u64)> {
+    let edges: Vec<&Edge> = g.edges.iter().filter(|e| e.weight >= p.min_weight).collect();
+    let sub = |set: &BTreeSet<usize>| {
+        let inside: Vec<&&Edge> = edges.iter().filter(|e| set.contains(&e.a) && set.contains(&e.b)).collect();
+        let w: u64 = inside.iter().map(|e| e.weight).sum();
+        let loops = inside.iter().filter(|e| e.a == e.b).count();
+        (w, score(w, set.len(), loops))
+    };
+    let mut avail: BTreeSet<usize> = (0..g.nodes.len()).collect();
+    let mut out = Vec::new();
+    while !avail.is_empty() {
+        let Some(edge) = edges
+            .iter()
+            .filter(|e| avail.contains(&e.a) && avail.contains(&e.b))
+            .max_by_key(|e| (e.weight, std::cmp::Reverse((e.a, e.b))))
+        else {
+            break;
+        };
+        let first = if g.nodes[edge.b].accesses > g.nodes[edge.a].accesses { edge.b } else { edge.a };
+        let mut grp = BTreeSet::from([first]);
+        let mut order = vec![first];
+        avail.remove(&first);
+        while p.max_group_members == 0 || grp.len() < p.max_group_members {
+            let (mut best, mut pick) = (0.0, None);
+            for &v in &avail {
+                let b = BTreeSet::from([v]);
+                let mut c = grp.clone();
+                c.insert(v);
+                let m = merge_benefit(sub(&grp).1, sub(&b).1, sub(&c).1, p.merge_tolerance);
+                if m > best {
+                    (best, pick) = (m, Some(v));
+                }
+            }
+            let Some(v) = pick else { break };
+            grp.insert(v);
+            order.push(v);
+            avail.remove(&v);
+        }
+        let w = sub(&grp).0;
+        if w as f64 >= g.accesses as f64 * p.group_threshold {
+            out.push((order, w));
+        }
+    }
+    out
+}
+
+fn arb_graph() -> impl Strategy<Value = (Graph, Params)> {
+    (1usize..14)
+        .prop_flat_map(|n| {
+            (
+                proptest::collection::vec(1u64..1000, n),
+                proptest::collection::vec((0..n, 0..n, 1u64..500), 0..3 * n),
+                0.0f64..0.5,
+                0usize..5,
+                prop_oneof![Just(0.0), 0.0f64..0.3],
+                1u64..60,
+            )
+        })
+        .prop_map(|(acc, edges, t, max, thr, minw)| {
+            let g = graph(&acc, &edges);
+            (g, Params { merge_tolerance: t, max_group_members: max, group_threshold: thr, min_weight: minw, ..Params::default() })
+        })
+}
+
+proptest! {
+    #[test]
+    fn grouping_matches_figure_6_and_its_rules((g, p) in arb_graph()) {
+        let found = group(&g, &p);
+        let expected = naive(&g, &p);
+        prop_assert_eq!(found.iter().map(|f| (f.members.clone(), f.weight)).collect::<Vec<_>>(), expected);
+        let mut seen = BTreeSet::new();
+        for f in &found {
+            prop_assert!(p.max_group_members == 0 || f.members.len() <= p.max_group_members);
+            prop_assert!(f.weight as f64 >= g.accesses as f64 * p.group_threshold);
+            for &m in &f.members {
+                prop_assert!(seen.insert(m), "node {} in two groups", m);
+            }
+        }
+        // Deterministic, and blind to the order edges were given in.
+        let mut reversed = g.clone();
+        reversed.edges.reverse();
+        let reversed = Graph::new(reversed.nodes, reversed.edges);
+        prop_assert_eq!(group(&reversed, &p), found);
+    }
+}

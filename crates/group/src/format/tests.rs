@@ -1,0 +1,91 @@
+use super::*;
+use crate::tests::lists;
+
+fn sample() -> Groups {
+    crate::group(&lists(), &Params::default()).unwrap()
+}
+
+fn reread(bytes: &[u8]) -> Result<Groups, InputError> {
+    from_bytes("g.hlgroups", bytes)
+}
+
+/// `bytes` with the checksum made right again after an edit.
+fn resum(mut bytes: Vec<u8>) -> Vec<u8> {
+    let body = bytes.len() - 8;
+    let sum = fnv1a(&bytes[..body]);
+    bytes[body..].copy_from_slice(&sum.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn round_trip() {
+    let g = sample();
+    assert_eq!(reread(&to_bytes(&g).unwrap()).unwrap(), g);
+    let empty = Groups { groups: Vec::new(), walk_depth: 0, ..g.clone() };
+    let mut empty = empty;
+    for c in &mut empty.contexts {
+        c.group = None;
+    }
+    assert_eq!(reread(&to_bytes(&empty).unwrap()).unwrap(), empty);
+    let dir = std::env::temp_dir().join(format!("hlgroups-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("g.hlgroups").to_string_lossy().into_owned();
+    write(&path, &g).unwrap();
+    assert_eq!(read(&path).unwrap(), g);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn damage_anywhere_is_refused_naming_the_file() {
+    let bytes = to_bytes(&sample()).unwrap();
+    for cut in 0..bytes.len() {
+        let e = reread(&bytes[..cut]).unwrap_err();
+        assert!(e.to_string().starts_with("g.hlgroups: "), "{e}");
+    }
+    for at in 0..bytes.len() {
+        let mut b = bytes.clone();
+        b[at] ^= 0x41;
+        assert!(reread(&b).is_err(), "flipped byte {at} accepted");
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(reread(&longer).is_err());
+}
+
+#[test]
+fn messages_say_what_is_wrong() {
+    let bytes = to_bytes(&sample()).unwrap();
+    let msg = |b: Vec<u8>| reread(&b).unwrap_err().to_string();
+    assert!(msg(b"HLLAYOUT and more".to_vec()).contains("no HLGROUPS magic"));
+    let mut v = bytes.clone();
+    v[8] = 9;
+    assert!(msg(resum(v)).contains("version 9"));
+    let mut v = bytes.clone();
+    v[12] = 7;
+    assert!(msg(resum(v)).contains("walk depth 7"));
+    let mut v = bytes.clone();
+    v[72..80].copy_from_slice(&1000u64.to_le_bytes());
+    assert!(msg(resum(v)).contains("chunk size 1000"));
+    let mut v = bytes.clone();
+    v[104..112].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    assert!(msg(resum(v)).contains("more than the file can hold"));
+    assert!(msg(bytes[..bytes.len() - 3].to_vec()).contains("checksum"));
+    assert!(read("/nonexistent/g.hlgroups").unwrap_err().to_string().contains("cannot read"));
+}
+
+#[test]
+fn inconsistent_groups_are_not_written() {
+    let g = sample();
+    let mut bad = g.clone();
+    bad.contexts[2].group = Some(0);
+    assert!(to_bytes(&bad).unwrap_err().to_string().contains("context 2"));
+    let mut bad = g.clone();
+    bad.groups[0].selector.push(Vec::new());
+    assert!(to_bytes(&bad).unwrap_err().to_string().contains("empty conjunction"));
+    let mut bad = g.clone();
+    bad.edges.swap(0, 1);
+    assert!(to_bytes(&bad).is_err());
+    let mut bad = g;
+    bad.params.coverage = 2.0;
+    assert!(to_bytes(&bad).is_err());
+}

@@ -1,0 +1,171 @@
+//! From an access profile to the graph HALO groups (§4.1, end): one node per full context that
+//! holds accesses to small objects, kept hottest first until they cover the asked share of all
+//! such accesses, and the profile's context affinity edges between kept nodes. Also the
+//! profile's contexts and call sites as [`crate::Groups`] records them.
+
+use crate::{GroupContext, GroupEdge, GroupError, Params, Site};
+use heaplab_access::AccessProfile;
+use std::collections::HashMap;
+
+/// A kept context.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Node {
+    /// Index into the profile's full contexts.
+    pub context: u32,
+    /// Loads and stores to its objects of at most `max_object_size` bytes.
+    pub accesses: u64,
+}
+
+/// An edge between two nodes (indices into [`Graph::nodes`], `a <= b`; `a == b` is a loop:
+/// two objects of one context).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Edge {
+    /// One end.
+    pub a: usize,
+    /// The other end.
+    pub b: usize,
+    /// Weight (≥ 1).
+    pub weight: u64,
+}
+
+/// The graph grouping works on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Graph {
+    /// Kept contexts, hottest first (ties: lower context index first).
+    pub nodes: Vec<Node>,
+    /// Edges between them, sorted by (a, b), no repeats.
+    pub edges: Vec<Edge>,
+    /// The nodes' accesses, summed (HALO's `graph.accesses`).
+    pub accesses: u64,
+}
+
+/// The graph and what [`crate::Groups`] records of the profile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Built {
+    /// What grouping works on.
+    pub graph: Graph,
+    /// Every call site of the profile's full contexts, in order of first appearance.
+    pub sites: Vec<Site>,
+    /// Every full context of the profile (same indices), none grouped yet.
+    pub contexts: Vec<GroupContext>,
+    /// The profile's context affinity edges, all of them.
+    pub edges: Vec<GroupEdge>,
+    /// Accesses to small objects of attributable contexts: what the coverage is a share of.
+    pub groupable_accesses: u64,
+}
+
+/// Builds the graph of `profile` under `params` (coverage, max object size).
+pub fn build(profile: &AccessProfile, params: &Params) -> Result<Built, GroupError> {
+    let fc = &profile.full_contexts;
+    if fc.is_empty() {
+        return Err(GroupError::NoContexts);
+    }
+    if profile.info.max_grouped_size > 0 && params.max_object_size > profile.info.max_grouped_size {
+        return Err(GroupError::Params(format!(
+            "max object size {} is larger than the {} bytes the profile's affinity graph covers (profile again with a larger maximum)",
+            params.max_object_size, profile.info.max_grouped_size
+        )));
+    }
+    let n = fc.len();
+    let mut sites: Vec<Site> = Vec::new();
+    let mut site_of: HashMap<(String, u64), u32> = HashMap::new();
+    let mut contexts = Vec::with_capacity(n);
+    for (i, c) in fc.iter().enumerate() {
+        let mut ids = Vec::with_capacity(c.frames.len());
+        for (k, f) in c.frames.iter().enumerate() {
+            let module = f.module.rsplit('/').next().unwrap_or("").to_string();
+            let depth = c.depths.get(k).copied().ok_or_else(|| GroupError::Profile(format!("full context {i} has {} frames but {} depths", c.frames.len(), c.depths.len())))?;
+            let id = *site_of.entry((module.clone(), f.file_offset)).or_insert_with(|| {
+                sites.push(Site { module, file_offset: f.file_offset, function: f.function.clone(), max_depth: 0 });
+                (sites.len() - 1) as u32
+            });
+            let s = &mut sites[id as usize];
+            s.max_depth = s.max_depth.max(depth);
+            if s.function.is_empty() {
+                s.function = f.function.clone();
+            }
+            ids.push(id);
+        }
+        contexts.push(GroupContext { sites: ids, ..GroupContext::default() });
+    }
+    // Accesses per context: all objects (for the record), and small ones (the node's weight).
+    let mut small = vec![0u64; n];
+    for (i, b) in profile.blocks.iter().enumerate() {
+        if b.full_context == u32::MAX {
+            continue;
+        }
+        let c = b.full_context as usize;
+        if c >= n {
+            return Err(GroupError::Profile(format!("block {i} names full context {c} of {n}")));
+        }
+        let acc = b.reads.saturating_add(b.writes);
+        let x = &mut contexts[c];
+        x.objects += 1;
+        x.bytes = x.bytes.saturating_add(b.size);
+        x.accesses = x.accesses.saturating_add(acc);
+        if b.size <= params.max_object_size {
+            small[c] = small[c].saturating_add(acc);
+        }
+    }
+    // The context with no frame in the program's modules cannot be told apart at run time: it
+    // is no node, and its accesses are no part of what the coverage counts.
+    let attributable = |c: usize| !fc[c].frames.is_empty();
+    let groupable: u64 = (0..n).filter(|&c| attributable(c)).map(|c| small[c]).fold(0, u64::saturating_add);
+    let mut order: Vec<usize> = (0..n).filter(|&c| attributable(c) && small[c] > 0).collect();
+    order.sort_by_key(|&c| (std::cmp::Reverse(small[c]), c));
+    let target = params.coverage * groupable as f64;
+    let mut covered = 0u64;
+    let mut nodes = Vec::new();
+    for c in order {
+        if covered as f64 >= target {
+            break;
+        }
+        covered = covered.saturating_add(small[c]);
+        contexts[c].kept = true;
+        nodes.push(Node { context: c as u32, accesses: small[c] });
+    }
+    let mut node_of = vec![usize::MAX; n];
+    for (k, nd) in nodes.iter().enumerate() {
+        node_of[nd.context as usize] = k;
+    }
+    let mut edges = Vec::with_capacity(profile.context_affinity.len());
+    let mut graph_edges = Vec::new();
+    for e in &profile.context_affinity {
+        if e.from >= n as u64 || e.to >= n as u64 {
+            return Err(GroupError::Profile(format!("context affinity edge ({}, {}) names a context beyond the {n}", e.from, e.to)));
+        }
+        let (a, b) = (e.from.min(e.to) as u32, e.from.max(e.to) as u32);
+        edges.push(GroupEdge { a, b, weight: e.weight });
+        let (na, nb) = (node_of[a as usize], node_of[b as usize]);
+        if na != usize::MAX && nb != usize::MAX && e.weight > 0 {
+            graph_edges.push(Edge { a: na.min(nb), b: na.max(nb), weight: e.weight });
+        }
+    }
+    edges.sort_by_key(|e| (e.a, e.b));
+    edges.dedup_by(|x, y| {
+        let same = (x.a, x.b) == (y.a, y.b);
+        if same {
+            y.weight = y.weight.saturating_add(x.weight);
+        }
+        same
+    });
+    Ok(Built { graph: Graph::new(nodes, graph_edges), sites, contexts, edges, groupable_accesses: groupable })
+}
+
+impl Graph {
+    /// A graph of `nodes` (hottest first) and `edges` between them, in any order and with
+    /// repeats (their weights add up); zero-weight edges are dropped.
+    pub fn new(nodes: Vec<Node>, edges: Vec<Edge>) -> Graph {
+        let mut edges: Vec<Edge> = edges.into_iter().filter(|e| e.weight > 0).map(|e| Edge { a: e.a.min(e.b), b: e.a.max(e.b), weight: e.weight }).collect();
+        edges.sort_by_key(|e| (e.a, e.b));
+        edges.dedup_by(|x, y| {
+            let same = (x.a, x.b) == (y.a, y.b);
+            if same {
+                y.weight = y.weight.saturating_add(x.weight);
+            }
+            same
+        });
+        let accesses = nodes.iter().map(|n| n.accesses).fold(0, u64::saturating_add);
+        Graph { nodes, edges, accesses }
+    }
+}

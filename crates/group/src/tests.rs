@@ -1,0 +1,121 @@
+//! Grouping whole profiles: the graph's rules (coverage, large objects, the unattributable
+//! context) and the pipeline on the access pattern of tests/programs/lists.c.
+
+use super::*;
+use heaplab_access::{AccessBlock, AccessProfile, Edge, Frame, FullContext};
+
+/// A profile whose full context i has the frames `chains[i]` (function names, innermost
+/// first; a name's offset is fixed by the name) and whose blocks are `(context, size,
+/// accesses)`; `affinity` are the context edges.
+pub(crate) fn profile(chains: &[&[&str]], blocks: &[(u32, u64, u64)], affinity: &[(u64, u64, u64)]) -> AccessProfile {
+    let offset = |f: &str| 0x1000 + f.bytes().fold(0u64, |h, b| h * 31 + u64::from(b)) % 0x10000;
+    let full_contexts = chains
+        .iter()
+        .map(|c| FullContext {
+            key: c.iter().fold(7u64, |h, f| h.wrapping_mul(1_000_003) ^ offset(f)),
+            frames: c.iter().map(|f| Frame { ip: 0x400000 + offset(f), module: "/usr/bin/prog".into(), file_offset: offset(f), function: (*f).into() }).collect(),
+            depths: (0..c.len() as u32).map(|d| d + 1).collect(),
+        })
+        .collect();
+    let blocks = blocks
+        .iter()
+        .enumerate()
+        .map(|(i, &(c, size, acc))| AccessBlock { size, context: 0, alloc_at: i as u64, free_at: u64::MAX, reads: acc - acc / 4, writes: acc / 4, full_context: c })
+        .collect();
+    let mut p = AccessProfile { blocks, full_contexts, context_affinity: affinity.iter().map(|&(from, to, weight)| Edge { from, to, weight }).collect(), ..AccessProfile::default() };
+    p.info.affinity_distance = 128;
+    p.info.max_grouped_size = 4096;
+    p.info.command = vec!["./prog".into()];
+    p
+}
+
+/// lists.c: list A and list B built by their own functions through one wrapper and walked
+/// together, list C walked apart, a big table, and an allocation made by a library on its
+/// own (no program frame).
+pub(crate) fn lists() -> AccessProfile {
+    let chains: [&[&str]; 5] = [
+        &["xmalloc", "build_a", "main"],
+        &["xmalloc", "build_b", "main"],
+        &["xmalloc", "build_c", "main"],
+        &["xmalloc", "make_table", "main"],
+        &[],
+    ];
+    let mut blocks = Vec::new();
+    for k in 0..100 {
+        blocks.push((0, 16, 40));
+        blocks.push((1, 16, 38));
+        blocks.push((2, 16, 30 + k % 2));
+    }
+    blocks.push((3, 1 << 20, 100_000));
+    blocks.push((4, 64, 50));
+    profile(&chains, &blocks, &[(0, 0, 3000), (0, 1, 7000), (1, 1, 2900), (1, 2, 20), (2, 2, 5000), (0, 3, 900)])
+}
+
+#[test]
+fn the_lists_program_groups_a_with_b_and_c_apart() {
+    let g = group(&lists(), &Params::default()).unwrap();
+    // Contexts 0 and 1 together, 2 in a group of its own, the table (1 MiB objects) and the
+    // frameless context are no node.
+    assert_eq!(g.groups.len(), 2);
+    assert_eq!(g.groups[0].members, vec![0, 1]);
+    assert_eq!(g.groups[1].members, vec![2]);
+    assert_eq!(g.groups[0].weight, 3000 + 7000 + 2900);
+    assert_eq!(g.groups[0].accesses, 4000 + 3800);
+    assert_eq!([0, 1, 2, 3, 4].map(|c| g.contexts[c].kept), [true, true, true, false, false]);
+    assert_eq!([0, 1, 2, 3, 4].map(|c| g.contexts[c].group), [Some(0), Some(0), Some(1), None, None]);
+    // All of them go through xmalloc (depth 1): the builders (depth 2) select.
+    let name = |s: u32| g.sites[s as usize].function.as_str();
+    let sel: Vec<Vec<Vec<&str>>> = g.groups.iter().map(|x| x.selector.iter().map(|c| c.iter().map(|&s| name(s)).collect()).collect()).collect();
+    assert_eq!(sel, vec![vec![vec!["build_a"], vec!["build_b"]], vec![vec!["build_c"]]]);
+    assert_eq!(g.walk_depth, 3);
+    assert!(select::misclassified(&g).is_empty());
+    assert_eq!(g.sites.iter().map(|s| s.module.as_str()).collect::<Vec<_>>(), ["prog"; 6]);
+    assert_eq!(g.edges.len(), 6);
+    // Deterministic.
+    assert_eq!(group(&lists(), &Params::default()).unwrap(), g);
+}
+
+#[test]
+fn contexts_are_kept_hottest_first_until_the_coverage() {
+    // Accesses 50, 30, 15, 5 (all small): 90% = 90 is reached with the third.
+    let p = profile(&[&["a"], &["b"], &["c"], &["d"]], &[(0, 8, 50), (1, 8, 30), (2, 8, 15), (3, 8, 5)], &[]);
+    let b = graph::build(&p, &Params::default()).unwrap();
+    assert_eq!(b.graph.nodes.iter().map(|n| n.context).collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert_eq!(b.graph.accesses, 95);
+    assert_eq!(b.groupable_accesses, 100);
+    let b = graph::build(&p, &Params { coverage: 0.5, ..Params::default() }).unwrap();
+    assert_eq!(b.graph.nodes.len(), 1);
+    // Objects above the maximum count for nothing: context 0's big object leaves it at 10.
+    let p = profile(&[&["a"], &["b"]], &[(0, 8, 10), (0, 5000, 1000), (1, 8, 30)], &[]);
+    let b = graph::build(&p, &Params::default()).unwrap();
+    assert_eq!(b.graph.nodes, vec![graph::Node { context: 1, accesses: 30 }, graph::Node { context: 0, accesses: 10 }]);
+    assert_eq!(b.contexts[0].accesses, 1010);
+}
+
+#[test]
+fn bad_profiles_and_parameters_are_refused() {
+    let mut none = lists();
+    none.full_contexts.clear();
+    assert_eq!(group(&none, &Params::default()), Err(GroupError::NoContexts));
+    assert!(GroupError::NoContexts.to_string().contains("heaplab access --contexts"));
+    assert!(check_affinity_distance(&lists(), 128).is_ok());
+    let e = check_affinity_distance(&lists(), 64).unwrap_err().to_string();
+    assert!(e.contains("64") && e.contains("128"), "{e}");
+    let e = group(&lists(), &Params { max_object_size: 8192, chunk_size: 1 << 20, ..Params::default() }).unwrap_err();
+    assert!(e.to_string().contains("4096"), "{e}");
+    for bad in [
+        Params { coverage: 0.0, ..Params::default() },
+        Params { merge_tolerance: 1.5, ..Params::default() },
+        Params { group_threshold: f64::NAN, ..Params::default() },
+        Params { chunk_size: 3 << 20, ..Params::default() },
+        Params { max_object_size: 1 << 20, ..Params::default() },
+    ] {
+        assert!(matches!(group(&lists(), &bad), Err(GroupError::Params(_))), "{bad:?}");
+    }
+    let mut broken = lists();
+    broken.context_affinity.push(Edge { from: 0, to: 99, weight: 1 });
+    assert!(matches!(group(&broken, &Params::default()), Err(GroupError::Profile(_))));
+    let mut broken = lists();
+    broken.blocks[0].full_context = 77;
+    assert!(matches!(group(&broken, &Params::default()), Err(GroupError::Profile(_))));
+}
