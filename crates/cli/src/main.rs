@@ -72,8 +72,9 @@ enum Command {
     /// Describe and draw a layout (.hllayout).
     #[command(long_about = layout_info::LAYOUT_INFO_HELP)]
     LayoutInfo(layout_info::LayoutInfoArgs),
-    /// Run a program with a layout applied (LD_PRELOAD runtime): planned allocations at their
-    /// offsets in one region, the rest to a fallback allocator; report the match rate.
+    /// Run a program with a layout applied (planned allocations at their offsets in one region)
+    /// or grouped (objects of related contexts in their group's chunks); the rest to a fallback
+    /// allocator; report how it fared.
     #[command(long_about = run::RUN_HELP)]
     Run(run::RunArgs),
     /// Compare configurations against a reference with stated confidence (HPT): per workload

@@ -50,7 +50,6 @@
 #include "interpose.h"
 #include "modules.h"
 #include "report.h"
-#include "sites.h"
 #include "unwind.h"
 
 #define GRANULE 8u
@@ -177,7 +176,7 @@ static inline int64_t site_at(uint64_t a) {
 /* The group of an allocation made from `ret` (-1: no selector holds). */
 static int64_t identify(void *ret) {
     if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
-    void *pcs[HL_MAX_DEPTH + 1];
+    void *pcs[HLG_MAX_WALK];
     int n = 1;
     pcs[0] = ret;
     if (T.walk_depth > 1) n += hl_unwind_after(ret, pcs + 1, (int)T.walk_depth - 1);
@@ -501,7 +500,7 @@ static int load_table(void) {
     uint64_t at_sites = HLG_HEADER, at_groups = at_sites + ns * HLG_SITE_RECORD, at_conj = at_groups + ng * HLG_PAIR_RECORD;
     uint64_t at_terms = at_conj + nc * HLG_PAIR_RECORD, at_names = at_terms + nt * 4;
     if (ns > HLG_MAX_SITES || ng > nc || nc > total || nt > total || names > total || at_names + names != total || get64(m + 88) != total ||
-        T.walk_depth > HL_MAX_DEPTH + 1 || T.chunk < (64u << 10) || (T.chunk & (T.chunk - 1)) || T.max_object > T.chunk / 4 || T.spare > 1024) {
+        T.walk_depth > HLG_MAX_WALK || T.chunk < 4096 || (T.chunk & (T.chunk - 1)) || T.max_object > T.chunk / 2 || T.spare > HLG_MAX_SPARE) {
         fail("inconsistent runtime table");
         goto out;
     }

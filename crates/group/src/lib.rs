@@ -14,7 +14,10 @@
 pub mod cluster;
 pub mod format;
 pub mod graph;
+pub mod report;
+pub mod run;
 pub mod select;
+pub mod table;
 
 /// HALO's parameters, with its defaults (§4, §5.1). `min_weight`, `max_group_members` and
 /// `group_threshold` are not given in the paper; their defaults here are heaplab's (see

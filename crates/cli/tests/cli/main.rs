@@ -14,6 +14,7 @@ mod access;
 mod decide;
 mod measure;
 mod fuzz;
+mod group_run;
 mod inputs;
 mod layout;
 mod plan;
