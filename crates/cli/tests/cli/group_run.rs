@@ -288,7 +288,7 @@ fn every_allocation_call_is_exact_grouped() {
         let file = round_robin(&dir, name, &ctxs, 3, 5);
         for fallback in ["jemalloc", "glibc"] {
             let v = same_as_plain(&dir, &file, &cmd, &[], &["--fallback", fallback]);
-            assert!(n(&v, &["grouped", "count"]) > 0 && n(&v, &["fallback", "ungrouped"]) > 0, "{name}: {v}");
+            assert!(n(&v, &["grouped", "count"]) > 0, "{name}: {v}");
             if name == "exec" {
                 assert_eq!(v["end"], "exec", "{v}");
             }
