@@ -24,12 +24,15 @@
  * the next boundary or the chunk's top, so sizes are exact without per-object headers. A chunk
  * whose live count drops to 0 while it is not current is kept as a spare (up to
  * `spare_chunks`) or its pages are given back (MADV_DONTNEED) and its address space reused.
- * The current chunk holds one count of its own, so "empty and not current" is one atomic
- * decrement reaching 0, whichever thread gets there.
+ * The current chunk holds one count of its own, so "empty and not current" is one decrement
+ * reaching 0, whether a free or the switch to a new chunk gets there.
  *
  * Deviation from HALO: objects of more than 8 bytes are 16-byte aligned (HALO: 8), because
  * glibc and jemalloc guarantee 16 and compilers assume it (SSE moves of long double, max_align_t).
- * Threads: a spin lock per group around the bump, atomic live counts (HALO was single-threaded).
+ * Threads (HALO was single-threaded): a spin lock per group guards its chunks (bump, bitmaps,
+ * live counts) for allocations and frees alike, one lock operation per call where atomics on
+ * each counter and bitmap word would cost several; sizes are read without it. Hot counters are
+ * per thread.
  * Nothing here calls the program's malloc: memory is mmap'd or static; the report is written
  * with raw calls (native/report.c).
  */
@@ -85,9 +88,9 @@ static __thread uint32_t tick __attribute__((tls_model("initial-exec")));
 
 /* ---- chunks ---- */
 struct chunk {
-    _Atomic int64_t refs;  /* live objects, + 1 while it is its group's current chunk */
-    _Atomic uint64_t top;  /* bump offset (written under the group's lock) */
-    uint32_t group;
+    int64_t refs;          /* live objects, + 1 while it is its group's current chunk */
+    _Atomic uint64_t top;  /* bump offset */
+    _Atomic uint32_t group;
     uint32_t zeroed;       /* never handed out since its pages were last zero */
 };
 static unsigned char *range;
@@ -97,20 +100,32 @@ static uint32_t *returned, *spares;     /* stacks of chunk indices (under chunk_
 static uint64_t nreturned, nspare;
 static atomic_flag chunk_lock = ATOMIC_FLAG_INIT;
 
+/* A group: its lock guards its current chunk and every chunk it holds objects in (their refs,
+ * bitmaps and tops), and its counters. */
 struct group_state {
     atomic_flag lock;
     struct chunk *cur;
     uint64_t count, bytes; /* grouped allocations and their requested bytes */
+    uint64_t frees, live;  /* frees, and the bytes of its live objects */
 } __attribute__((aligned(64)));
 static struct group_state *groups;
 
 /* ---- counters (the report) ---- */
 enum why { W_SIZE, W_ALIGN, W_CONTEXT, W_EXHAUSTED, W_N };
 static const char *const why_name[W_N] = {"too_big", "aligned", "ungrouped", "exhausted"};
-static _Atomic uint64_t fb_count[W_N], fb_bytes[W_N];
-static _Atomic uint64_t walks, frames, frees_grouped, stray_frees;
+/* Counters of the hot paths are per thread (a shared counter's cache line would bounce between
+ * threads on every allocation): each thread takes a block of its own on first use; the report
+ * sums them. Threads beyond MAX_THREAD_STATS share the last block, with atomic adds. */
+struct thread_stats { uint64_t walks, frames, fb_count[W_N], fb_bytes[W_N]; };
+#define MAX_THREAD_STATS 4096
+static struct thread_stats *thread_stats;
+static _Atomic uint32_t thread_stats_used;
+static __thread struct thread_stats *my_stats __attribute__((tls_model("initial-exec")));
+static __thread int my_stats_shared __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t stray_frees;
 static uint64_t chunks_fresh, chunks_reused, chunks_returned; /* under chunk_lock */
-static _Atomic uint64_t live_bytes, resident_bytes, peak_resident, live_at_peak;
+/* The grouped heap's footprint: pages bumped into in chunks not yet emptied (spares excluded). */
+static _Atomic uint64_t resident_bytes, peak_resident, live_at_peak;
 static atomic_flag peak_lock = ATOMIC_FLAG_INIT;
 
 /* ---- configuration ---- */
@@ -122,6 +137,19 @@ static inline void spin_take(atomic_flag *l) {
     while (atomic_flag_test_and_set_explicit(l, memory_order_acquire)) sched_yield();
 }
 static inline void spin_drop(atomic_flag *l) { atomic_flag_clear_explicit(l, memory_order_release); }
+
+static inline struct thread_stats *stats(void) {
+    if (HL_UNLIKELY(!my_stats)) {
+        uint32_t i = atomic_fetch_add(&thread_stats_used, 1);
+        my_stats_shared = i >= MAX_THREAD_STATS - 1;
+        my_stats = &thread_stats[my_stats_shared ? MAX_THREAD_STATS - 1 : i];
+    }
+    return my_stats;
+}
+static inline void stat_add(uint64_t *c, uint64_t v) {
+    if (HL_UNLIKELY(my_stats_shared)) atomic_fetch_add_explicit((_Atomic uint64_t *)c, v, memory_order_relaxed);
+    else *c += v;
+}
 
 /* ---- resolving sites to addresses ---- */
 
@@ -180,8 +208,9 @@ static int64_t identify(void *ret) {
     int n = 1;
     pcs[0] = ret;
     if (T.walk_depth > 1) n += hl_unwind_after(ret, pcs + 1, (int)T.walk_depth - 1);
-    atomic_fetch_add_explicit(&walks, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&frames, (uint64_t)n, memory_order_relaxed);
+    struct thread_stats *st = stats();
+    stat_add(&st->walks, 1);
+    stat_add(&st->frames, (uint64_t)n);
     uint64_t present[HLG_MAX_SITES / 64];
     for (uint32_t w = 0; w < words; w++) present[w] = 0;
     uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
@@ -207,7 +236,18 @@ static int64_t identify(void *ret) {
 static inline struct chunk *chunk_of(const void *p) { return (struct chunk *)((uintptr_t)p & ~(uintptr_t)(T.chunk - 1)); }
 static inline _Atomic uint64_t *bounds_of(struct chunk *c) { return (_Atomic uint64_t *)((unsigned char *)c + HEADER); }
 static inline _Atomic uint64_t *live_of(struct chunk *c) { return (_Atomic uint64_t *)((unsigned char *)c + HEADER + bitmap_bytes); }
-static inline void bit_on(_Atomic uint64_t *m, uint64_t g) { atomic_fetch_or_explicit(&m[g >> 6], 1ull << (g & 63), memory_order_relaxed); }
+/* Bits change only under the chunk's group's lock, so no read-modify-write is needed; readers
+ * outside it (sizes) load words whole. */
+static inline void bit_set(_Atomic uint64_t *m, uint64_t g, int on) {
+    uint64_t w = atomic_load_explicit(&m[g >> 6], memory_order_relaxed), b = 1ull << (g & 63);
+    atomic_store_explicit(&m[g >> 6], on ? w | b : w & ~b, memory_order_relaxed);
+}
+static inline int bit_get(_Atomic uint64_t *m, uint64_t g) { return (int)(atomic_load_explicit(&m[g >> 6], memory_order_relaxed) >> (g & 63) & 1); }
+/* A chunk's footprint for bump top `top`: the pages from its first object's to the top's. */
+static inline uint64_t footprint(uint64_t top) {
+    uint64_t pg = (uint64_t)hl_page_size;
+    return top > data_start ? ((top + pg - 1) & ~(pg - 1)) - (data_start & ~(pg - 1)) : 0;
+}
 
 /* A chunk to bump through: a spare, a returned one, or a new one. NULL when the range is full. */
 static struct chunk *get_chunk(uint32_t g) {
@@ -235,17 +275,19 @@ static struct chunk *get_chunk(uint32_t g) {
     }
     spin_drop(&chunk_lock);
     if (c) {
-        c->group = g;
-        atomic_store_explicit(&c->refs, 1, memory_order_relaxed);
+        atomic_store_explicit(&c->group, g, memory_order_relaxed);
+        c->refs = 1;
         atomic_store_explicit(&c->top, data_start, memory_order_release);
     }
     return c;
 }
 
-/* An empty chunk that is no group's current one: kept as a spare or its pages given back. */
+/* An empty chunk that is no group's current one: kept as a spare or its pages given back.
+ * Called under its group's lock. */
 static void put_chunk(struct chunk *c) {
     uint32_t idx = (uint32_t)(((unsigned char *)c - range) / T.chunk);
-    atomic_fetch_sub_explicit(&resident_bytes, atomic_load_explicit(&c->top, memory_order_relaxed) - data_start, memory_order_relaxed);
+    atomic_store_explicit(&c->group, UINT32_MAX, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&resident_bytes, footprint(atomic_load_explicit(&c->top, memory_order_relaxed)), memory_order_relaxed);
     spin_take(&chunk_lock);
     if (nspare < T.spare) {
         spares[nspare++] = idx;
@@ -257,12 +299,16 @@ static void put_chunk(struct chunk *c) {
     spin_drop(&chunk_lock);
 }
 
-/* Records the grouped heap's footprint after it grew to `resident` (fragmentation at its peak). */
+/* Records the grouped heap's footprint after it grew to `resident`, with the live bytes then
+ * (the groups' counters read without their locks: a moment's view, off by the objects other
+ * threads allocate or free meanwhile). Runs once per page the bump pointers enter. */
 static void note_peak(uint64_t resident) {
     if (resident <= atomic_load_explicit(&peak_resident, memory_order_relaxed) || atomic_flag_test_and_set_explicit(&peak_lock, memory_order_acquire)) return;
     if (resident > atomic_load_explicit(&peak_resident, memory_order_relaxed)) {
+        uint64_t live = 0;
+        for (uint32_t g = 0; g < T.ngroups; g++) live += __atomic_load_n(&groups[g].live, __ATOMIC_RELAXED);
         atomic_store_explicit(&peak_resident, resident, memory_order_relaxed);
-        atomic_store_explicit(&live_at_peak, atomic_load_explicit(&live_bytes, memory_order_relaxed), memory_order_relaxed);
+        atomic_store_explicit(&live_at_peak, live, memory_order_relaxed);
     }
     atomic_flag_clear_explicit(&peak_lock, memory_order_release);
 }
@@ -285,23 +331,24 @@ static void *group_alloc(uint32_t g, uint64_t size, uint64_t align, int *zero) {
             spin_drop(&G->lock);
             return NULL;
         }
-        if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) put_chunk(c);
+        if (c && --c->refs == 0) put_chunk(c);
         G->cur = c = n;
         top = off = data_start; /* a multiple of 64 */
     }
     _Atomic uint64_t *bounds = bounds_of(c);
-    if (off != top) bit_on(bounds, top / GRANULE); /* the padding is nobody's: the previous object ends there */
-    bit_on(bounds, off / GRANULE);
-    bit_on(live_of(c), off / GRANULE);
-    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    if (off != top) bit_set(bounds, top / GRANULE, 1); /* the padding is nobody's: the previous object ends there */
+    bit_set(bounds, off / GRANULE, 1);
+    bit_set(live_of(c), off / GRANULE, 1);
+    c->refs++;
     /* Boundaries first, then the top (release): a reader that sees the new top sees them. */
     atomic_store_explicit(&c->top, off + sz, memory_order_release);
     G->count++;
     G->bytes += size;
+    __atomic_store_n(&G->live, G->live + sz, __ATOMIC_RELAXED);
     *zero = (int)c->zeroed;
+    uint64_t grew = footprint(off + sz) - footprint(top);
     spin_drop(&G->lock);
-    atomic_fetch_add_explicit(&live_bytes, sz, memory_order_relaxed);
-    note_peak(atomic_fetch_add_explicit(&resident_bytes, off + sz - top, memory_order_relaxed) + off + sz - top);
+    if (grew) note_peak(atomic_fetch_add_explicit(&resident_bytes, grew, memory_order_relaxed) + grew);
     return (unsigned char *)c + off;
 }
 
@@ -313,8 +360,7 @@ static struct chunk *live_chunk(const void *p, uint64_t *off_out) {
     struct chunk *c = chunk_of(p);
     uint64_t off = (uint64_t)((const unsigned char *)p - (unsigned char *)c);
     if (off < data_start || off % GRANULE || off >= atomic_load_explicit(&c->top, memory_order_acquire)) return NULL;
-    uint64_t g = off / GRANULE;
-    if (!(atomic_load_explicit(&live_of(c)[g >> 6], memory_order_relaxed) >> (g & 63) & 1)) return NULL;
+    if (!bit_get(live_of(c), off / GRANULE)) return NULL;
     *off_out = off;
     return c;
 }
@@ -335,24 +381,40 @@ static uint64_t extent(struct chunk *c, uint64_t off) {
     return (g < end ? g : end) * GRANULE - off;
 }
 
+/* Frees one of our objects under its chunk's group's lock (one lock instead of an atomic per
+ * counter and bitmap word). A pointer that is no live object is counted and left alone. */
 static void group_free(void *p) {
     uint64_t off;
     struct chunk *c = live_chunk(p, &off);
-    uint64_t g = off / GRANULE, bit = 1ull << (g & 63);
-    if (!c || !(atomic_fetch_and_explicit(&live_of(c)[g >> 6], ~bit, memory_order_acq_rel) & bit)) {
-        atomic_fetch_add_explicit(&stray_frees, 1, memory_order_relaxed); /* a program error, left alone */
+    while (c) {
+        uint32_t g = atomic_load_explicit(&c->group, memory_order_relaxed);
+        if (g >= T.ngroups) break;
+        struct group_state *G = &groups[g];
+        spin_take(&G->lock);
+        if (atomic_load_explicit(&c->group, memory_order_relaxed) != g) { /* recycled meanwhile: a stray pointer */
+            spin_drop(&G->lock);
+            continue;
+        }
+        if (off >= atomic_load_explicit(&c->top, memory_order_relaxed) || !bit_get(live_of(c), off / GRANULE)) {
+            spin_drop(&G->lock);
+            break;
+        }
+        bit_set(live_of(c), off / GRANULE, 0);
+        __atomic_store_n(&G->live, G->live - extent(c, off), __ATOMIC_RELAXED);
+        G->frees++;
+        if (--c->refs == 0) put_chunk(c);
+        spin_drop(&G->lock);
         return;
     }
-    atomic_fetch_sub_explicit(&live_bytes, extent(c, off), memory_order_relaxed);
-    atomic_fetch_add_explicit(&frees_grouped, 1, memory_order_relaxed);
-    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) put_chunk(c);
+    atomic_fetch_add_explicit(&stray_frees, 1, memory_order_relaxed); /* a program error, left alone */
 }
 
 /* ---- serving ---- */
 
 static inline void count_fallback(int why, uint64_t size) {
-    atomic_fetch_add_explicit(&fb_count[why], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&fb_bytes[why], size, memory_order_relaxed);
+    struct thread_stats *st = stats();
+    stat_add(&st->fb_count[why], 1);
+    stat_add(&st->fb_bytes[why], size);
 }
 
 /* Serves an identified request of `bytes` (alignment `align`, 0 for none) from its group, or
@@ -550,7 +612,9 @@ static int load_table(void) {
     while (size < ns * 8) size <<= 1;
     slots = table_map(size * sizeof *slots);
     groups = table_map((ng ? ng : 1) * sizeof *groups);
-    if (!slots || !groups) {
+    thread_stats = sys_mmap(NULL, sizeof *thread_stats * MAX_THREAD_STATS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (thread_stats == MAP_FAILED) thread_stats = NULL;
+    if (!slots || !groups || !thread_stats) {
         fail("cannot map the runtime's tables");
         goto out;
     }
@@ -592,9 +656,13 @@ static void write_report(const char *end) {
     report_done = 1;
     static struct hl_out o;
     o.n = 0;
-    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0;
-    for (int w = 0; w < W_N; w++) fb += atomic_load(&fb_count[w]), fbb += atomic_load(&fb_bytes[w]);
-    for (uint32_t g = 0; groups && g < T.ngroups; g++) gc += groups[g].count, gb += groups[g].bytes;
+    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, walks = 0, frames = 0, why[W_N] = {0};
+    uint32_t used = atomic_load(&thread_stats_used);
+    for (uint32_t t = 0; thread_stats && t < used && t < MAX_THREAD_STATS; t++) {
+        walks += thread_stats[t].walks, frames += thread_stats[t].frames;
+        for (int w = 0; w < W_N; w++) why[w] += thread_stats[t].fb_count[w], fb += thread_stats[t].fb_count[w], fbb += thread_stats[t].fb_bytes[w];
+    }
+    for (uint32_t g = 0; groups && g < T.ngroups; g++) gc += groups[g].count, gb += groups[g].bytes, frees += groups[g].frees;
     hl_put(&o, "{\n  \"groups_file\": ");
     hl_put_str(&o, groups_path);
     hl_put(&o, ",\n  \"error\": ");
@@ -632,12 +700,12 @@ static void write_report(const char *end) {
     hl_key_u(&o, "bytes", fbb);
     for (int w = 0; w < W_N; w++) {
         hl_put(&o, ", ");
-        hl_key_u(&o, why_name[w], atomic_load(&fb_count[w]));
+        hl_key_u(&o, why_name[w], why[w]);
     }
     hl_put(&o, "},\n  \"identification\": {");
-    hl_key_u(&o, "walks", atomic_load(&walks));
+    hl_key_u(&o, "walks", walks);
     hl_put(&o, ", ");
-    hl_key_u(&o, "frames", atomic_load(&frames));
+    hl_key_u(&o, "frames", frames);
     hl_put(&o, "},\n  \"chunks\": {");
     hl_key_u(&o, "fresh", chunks_fresh);
     hl_put(&o, ", ");
@@ -654,7 +722,7 @@ static void write_report(const char *end) {
     hl_put(&o, ", \"ratio\": ");
     hl_put_ratio(&o, pr - pl, pr);
     hl_put(&o, "},\n  ");
-    hl_key_u(&o, "frees_grouped", atomic_load(&frees_grouped));
+    hl_key_u(&o, "frees_grouped", frees);
     hl_put(&o, ", ");
     hl_key_u(&o, "stray_frees", atomic_load(&stray_frees));
     hl_put(&o, ",\n  ");
