@@ -201,8 +201,10 @@ static inline int64_t site_at(uint64_t a) {
 
 /* ---- identification ---- */
 
-/* The group of an allocation made from `ret` (-1: no selector holds). */
-static int64_t identify(void *ret) {
+/* The group of an allocation made from `ret` (-1: no selector holds). Inlined (as is
+ * grouped()) into the serving functions: every frame between the walker and the program's is
+ * one more step of every walk. */
+static inline __attribute__((always_inline)) int64_t identify(void *ret) {
     if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
     void *pcs[HLG_MAX_WALK];
     int n = 1;
@@ -419,7 +421,7 @@ static inline void count_fallback(int why, uint64_t size) {
 
 /* Serves an identified request of `bytes` (alignment `align`, 0 for none) from its group, or
  * returns NULL with the reason counted. */
-static void *grouped(uint64_t bytes, uint64_t align, void *ret, int *zero) {
+static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint64_t align, void *ret, int *zero) {
     int why;
     if (bytes > T.max_object) why = W_SIZE;
     else if (align > 16) why = W_ALIGN;
