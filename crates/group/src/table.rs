@@ -102,3 +102,71 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, String> {
     debug_assert_eq!(b.len() as u64, total);
     Ok(b)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Group, GroupContext, Params, Site};
+
+    fn u64_at(b: &[u8], i: usize) -> u64 {
+        u64::from_le_bytes(b[i..i + 8].try_into().unwrap())
+    }
+    fn u32_at(b: &[u8], i: usize) -> u32 {
+        u32::from_le_bytes(b[i..i + 4].try_into().unwrap())
+    }
+
+    fn site(module: &str, off: u64, depth: u32) -> Site {
+        Site { module: module.into(), file_offset: off, function: String::new(), max_depth: depth }
+    }
+
+    #[test]
+    fn only_selector_sites_are_kept_once_each_in_group_order() {
+        let member = |k| GroupContext { sites: vec![0], group: Some(k), accesses: 1, objects: 1, bytes: 8, kept: true };
+        let g = Groups {
+            params: Params::default(),
+            command: vec!["p".into()],
+            affinity_distance: 128,
+            // Sites 1 and 3 are one call site named twice; site 0 is in no selector.
+            sites: vec![site("p", 0x10, 0), site("p", 0x20, 1), site("libx.so", 0x30, 2), site("p", 0x20, 3)],
+            contexts: vec![member(0), member(1)],
+            edges: Vec::new(),
+            groups: vec![
+                Group { members: vec![0], weight: 1, accesses: 1, selector: vec![vec![1, 2], vec![3]] },
+                Group { members: vec![1], weight: 1, accesses: 1, selector: vec![vec![2, 3, 1]] },
+            ],
+            walk_depth: 4,
+        };
+        let b = to_bytes(&g).unwrap();
+        assert_eq!(&b[..8], MAGIC);
+        let h: Vec<u64> = (0..11).map(|i| u64_at(&b, 8 + 8 * i)).collect();
+        assert_eq!(h, vec![VERSION, 4, 4096, 1 << 20, 1, 2, 2, 3, 5, 8, b.len() as u64]);
+        let sites = HEADER as usize;
+        assert_eq!((u64_at(&b, sites), u32_at(&b, sites + 8), u32_at(&b, sites + 12)), (0x20, 0, 1));
+        assert_eq!((u64_at(&b, sites + 16), u32_at(&b, sites + 24), u32_at(&b, sites + 28)), (0x30, 1, 7));
+        let pairs = sites + 32;
+        let pair = |i: usize| (u32_at(&b, pairs + 8 * i), u32_at(&b, pairs + 8 * i + 4));
+        assert_eq!([pair(0), pair(1)], [(0, 2), (2, 1)], "groups: first conjunction, count");
+        assert_eq!([pair(2), pair(3), pair(4)], [(0, 2), (2, 1), (3, 2)], "conjunctions: first term, count (a repeated site once)");
+        let terms: Vec<u32> = (0..5).map(|i| u32_at(&b, pairs + 40 + 4 * i)).collect();
+        assert_eq!(terms, vec![0, 1, 0, 1, 0]);
+        assert_eq!(&b[b.len() - 8..], b"plibx.so");
+    }
+
+    #[test]
+    fn what_the_runtime_cannot_apply_is_refused() {
+        let mut g = Groups {
+            params: Params::default(),
+            command: Vec::new(),
+            affinity_distance: 128,
+            sites: (0..=MAX_SITES).map(|i| site("p", i, 0)).collect(),
+            contexts: Vec::new(),
+            edges: Vec::new(),
+            groups: vec![Group { members: Vec::new(), weight: 1, accesses: 1, selector: (0..=MAX_SITES as u32).map(|i| vec![i]).collect() }],
+            walk_depth: 1,
+        };
+        assert!(to_bytes(&g).unwrap_err().contains("selector sites"));
+        g.groups[0].selector.truncate(1);
+        g.walk_depth = MAX_WALK as u32 + 1;
+        assert!(to_bytes(&g).unwrap_err().contains("walk"));
+    }
+}
