@@ -89,9 +89,6 @@ static struct { uint64_t ordinal, context, expected, size; int why, has_expected
 
 /* ---- configuration ---- */
 static int serving;                /* this image applies the layout (root image, valid layout) */
-static int is_root;                /* this image claimed the layout (writes the report) */
-static pid_t root_pid;
-static int report_done;
 static char layout_path[4096], report_path[4096], error_text[512];
 
 static inline void lock_take(void) {
@@ -614,11 +611,11 @@ static int load_layout(void) {
 
 /* ---- the report ---- */
 
-/* Writes the report of the root image (`end`: how it ended). Async-signal-safe: counters are
+/* The report, written once when the image that claimed the run ends (native/report.c calls
+ * it; `end`: how the image ended). Async-signal-safe: counters are
  * read without the lock. */
-static void write_report(const char *end) {
-    if (!is_root || report_done || !*report_path || (pid_t)syscall(SYS_getpid) != root_pid) return;
-    report_done = 1;
+void hl_write_report(const char *end) {
+    if (!*report_path) return;
     static struct hl_out o;
     o.n = 0;
     uint64_t fb = 0, fbb = 0;
@@ -705,9 +702,7 @@ void hl_on_init(void) {
     const struct hl_conf_key keys[] = {
         {"layout=", layout_path, sizeof layout_path}, {"report=", report_path, sizeof report_path}, {"claim=", claim_path, sizeof claim_path}};
     hl_read_conf(conf, keys, sizeof keys / sizeof keys[0]);
-    if (!*layout_path || !*claim_path || unlink(claim_path) != 0) return;
-    is_root = 1;
-    root_pid = (pid_t)syscall(SYS_getpid);
+    if (!*layout_path || !hl_claim_run(claim_path)) return;
     hl_watch_fork();
     if (load_layout() != 0) return;
     hl_own_base = (uintptr_t)region;
@@ -724,21 +719,3 @@ void hl_on_fork_child(void) {
     lock_drop();
     serving = 0;
 }
-
-void hl_on_exit(void) { write_report("exit"); }
-void hl_on_quick_exit(int status) {
-    (void)status;
-    write_report("_exit");
-}
-void hl_on_fatal_signal(int sig) {
-    (void)sig;
-    write_report("fatal signal");
-}
-void hl_before_exec(void) { write_report("exec"); }
-void hl_after_failed_exec(void) {
-    if (is_root && (pid_t)syscall(SYS_getpid) == root_pid) report_done = 0;
-}
-
-/* The program's own page calls: nothing to do with them. */
-void hl_before_page(struct hl_page *p) { (void)p; }
-void hl_after_page(struct hl_page *p) { (void)p; }

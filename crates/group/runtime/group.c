@@ -129,8 +129,7 @@ static _Atomic uint64_t resident_bytes, peak_resident, live_at_peak;
 static atomic_flag peak_lock = ATOMIC_FLAG_INIT;
 
 /* ---- configuration ---- */
-static int serving, is_root, report_done;
-static pid_t root_pid;
+static int serving;
 static char table_path[4096], report_path[4096], groups_path[4096], error_text[512];
 
 static inline void spin_take(atomic_flag *l) {
@@ -651,11 +650,11 @@ out:
 
 /* ---- the report ---- */
 
-/* Writes the report of the root image (`end`: how it ended). Async-signal-safe: counters are
+/* The report, written once when the image that claimed the run ends (native/report.c calls
+ * it; `end`: how the image ended). Async-signal-safe: counters are
  * read without the locks. */
-static void write_report(const char *end) {
-    if (!is_root || report_done || !*report_path || (pid_t)syscall(SYS_getpid) != root_pid) return;
-    report_done = 1;
+void hl_write_report(const char *end) {
+    if (!*report_path) return;
     static struct hl_out o;
     o.n = 0;
     uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, walks = 0, frames = 0, why[W_N] = {0};
@@ -750,9 +749,7 @@ void hl_on_init(void) {
                                        {"claim=", claim_path, sizeof claim_path},
                                        {"groups=", groups_path, sizeof groups_path}};
     hl_read_conf(conf, keys, sizeof keys / sizeof keys[0]);
-    if (!*table_path || !*claim_path || unlink(claim_path) != 0) return;
-    is_root = 1;
-    root_pid = (pid_t)syscall(SYS_getpid);
+    if (!*table_path || !hl_claim_run(claim_path)) return;
     hl_watch_fork();
     if (load_table() != 0) return;
     hl_own_base = (uintptr_t)range;
@@ -778,21 +775,3 @@ static void fork_release(void) {
 }
 void hl_on_fork_parent(void) { fork_release(); }
 void hl_on_fork_child(void) { fork_release(); }
-
-void hl_on_exit(void) { write_report("exit"); }
-void hl_on_quick_exit(int status) {
-    (void)status;
-    write_report("_exit");
-}
-void hl_on_fatal_signal(int sig) {
-    (void)sig;
-    write_report("fatal signal");
-}
-void hl_before_exec(void) { write_report("exec"); }
-void hl_after_failed_exec(void) {
-    if (is_root && (pid_t)syscall(SYS_getpid) == root_pid) report_done = 0;
-}
-
-/* The program's own page calls: nothing to do with them. */
-void hl_before_page(struct hl_page *p) { (void)p; }
-void hl_after_page(struct hl_page *p) { (void)p; }

@@ -3,6 +3,7 @@
 #include "report.h"
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -69,3 +70,39 @@ void hl_write_out(const char *path, const struct hl_out *o) {
     }
     close(f);
 }
+
+static int claimed, reported;
+static pid_t claimer;
+
+int hl_claim_run(const char *claim_path) {
+    if (!*claim_path || unlink(claim_path) != 0) return 0;
+    claimed = 1;
+    claimer = (pid_t)syscall(SYS_getpid);
+    return 1;
+}
+
+int hl_run_is_mine(void) { return claimed && (pid_t)syscall(SYS_getpid) == claimer; }
+
+static void end_of_image(const char *end) {
+    if (reported || !hl_run_is_mine()) return;
+    reported = 1;
+    hl_write_report(end);
+}
+
+void hl_on_exit(void) { end_of_image("exit"); }
+void hl_on_quick_exit(int status) {
+    (void)status;
+    end_of_image("_exit");
+}
+void hl_on_fatal_signal(int sig) {
+    (void)sig;
+    end_of_image("fatal signal");
+}
+void hl_before_exec(void) { end_of_image("exec"); }
+void hl_after_failed_exec(void) {
+    if (hl_run_is_mine()) reported = 0;
+}
+
+/* The program's own page calls: nothing to do with them. */
+void hl_before_page(struct hl_page *p) { (void)p; }
+void hl_after_page(struct hl_page *p) { (void)p; }

@@ -24,4 +24,18 @@ uint64_t hl_peak_rss(void);
 /* Writes the report to `path` (created or truncated). */
 void hl_write_out(const char *path, const struct hl_out *o);
 
+/* ---- the run's report, written once by the image that claimed the run ----
+ * The launcher names a claim file; the image that removes it is the one the launcher started
+ * (images started later by exec inherit the settings but find no claim). That image writes its
+ * report once, when it ends however it ends: report.c defines the layer's end hooks
+ * (hl_on_exit, hl_on_quick_exit, hl_on_fatal_signal, hl_before_exec, hl_after_failed_exec) and
+ * its page hooks (nothing to do) on this, and calls the client's hl_write_report. */
+
+/* Removes the claim file; returns 1 when this image claimed the run (it then reports). */
+int hl_claim_run(const char *claim_path);
+/* Whether this process is the image that claimed the run (not a fork child of it). */
+int hl_run_is_mine(void);
+/* Defined by the client: writes its report (`end`: how the image ended). Async-signal-safe. */
+void hl_write_report(const char *end);
+
 #endif
