@@ -412,3 +412,25 @@ fn real_programs_give_identical_output() {
     real(&dir, "jq", &["jq", "-c", "select(.score > 500) | {id, t: .tags[0]}", "records.json"], &[]);
     real(&dir, "python3", &["python3", "prog.py"], &[("PYTHONMALLOC", "malloc")]);
 }
+
+/// Pointer-chasing workloads of `../shared/workloads` (HALO's health among them), built here,
+/// on small arguments: grouped by their own contexts, their output must equal a plain run's.
+#[test]
+fn shared_workloads_give_identical_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/workloads");
+    if !root.is_dir() {
+        println!("skipped: ../shared not found");
+        return;
+    }
+    let dir = scratch_dir("group_run", "workloads");
+    for (name, args) in [("health", &["6", "10", "1"][..]), ("mst", &["200"][..]), ("treeadd", &["12"][..])] {
+        let sources: Vec<PathBuf> = std::fs::read_dir(root.join(name)).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "c")).collect();
+        let bin = dir.join(name);
+        let st = Command::new("cc").args(["-O2", "-w", "-DTORONTO", "-std=gnu17", "-o"]).arg(&bin).args(&sources).arg("-lm").status().unwrap();
+        assert!(st.success(), "cannot build {name}");
+        let bin = bin.to_string_lossy().into_owned();
+        let mut cmd = vec![&bin[..]];
+        cmd.extend_from_slice(args);
+        real(&dir, name, &cmd, &[]);
+    }
+}
