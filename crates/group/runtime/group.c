@@ -208,7 +208,7 @@ static inline __attribute__((always_inline)) int64_t identify(void *ret) {
     void *pcs[HLG_MAX_WALK];
     int n = 1;
     pcs[0] = ret;
-    if (T.walk_depth > 1) n += hl_unwind_after(ret, pcs + 1, (int)T.walk_depth - 1);
+    if (T.walk_depth > 1) n += hl_unwind_above(ret, hl_self.frame, pcs + 1, (int)T.walk_depth - 1);
     struct thread_stats *st = stats();
     stat_add(&st->walks, 1);
     stat_add(&st->frames, (uint64_t)n);

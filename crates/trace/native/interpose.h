@@ -64,6 +64,10 @@ extern struct hl_real hl_real;
 /* ---- per-thread guard (initial-exec TLS: touching it never allocates) ---- */
 struct hl_thread {
     int busy; /* inside a hook or a real function: do not call the hooks */
+    /* Client-served mode: while a malloc-family call is served, the frame address of the
+     * exported function the program called (its return address is above it), else NULL. A
+     * client walking the program's stack starts there (unwind.h, hl_unwind_above). */
+    const void *frame;
 };
 extern __thread struct hl_thread hl_self __attribute__((tls_model("initial-exec")));
 

@@ -240,6 +240,9 @@ fn lists_a_and_b_share_a_group_c_falls_back() {
         assert_eq!(n(&v, &["frees_grouped"]), 2 * 2000 * t, "{v}");
         assert_eq!(n(&v, &["sites_unresolved"]), 0, "{v}");
         assert_eq!(v["fallback_allocator"], "jemalloc", "{v}");
+        // The walker against glibc's backtrace(): the same groups, allocation for allocation.
+        let reference = same_as_plain(&dir, &file, &[&p, "2000", "3", threads], &[("HEAPLAB_UNWIND", "backtrace")], &[]);
+        assert_eq!((&reference["groups"], &reference["fallback"]), (&v["groups"], &v["fallback"]), "{reference}");
     }
 }
 
