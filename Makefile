@@ -9,7 +9,7 @@ VENV     := .venv
 VPY      := $(VENV)/bin/python
 VENV_ABS := $(abspath $(VENV))
 
-.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-study bench-decide bench-access bench-apply bench-group bench-deps deps trace-deps study-deps clean \
+.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-group-runtime bench-study bench-decide bench-access bench-apply bench-group bench-deps deps trace-deps study-deps clean \
         python python-test wheel bench-python bench-onnx bench-torch bench-dask
 
 all: build
@@ -102,6 +102,12 @@ bench-trace: build
 bench-apply-runtime:
 	$(CARGO) build --release -p heaplab-bench
 	target/release/heaplab-bench-apply-runtime
+
+# The grouped allocator's cost per allocation (identification: a stack walk and the selectors)
+# over jemalloc alone: writes bench/group-runtime-results.md.
+bench-group-runtime:
+	$(CARGO) build --release -p heaplab-bench
+	target/release/heaplab-bench-group-runtime
 
 # Replay and fragmentation speed, placed-file size, and the default suite's study (10 runs per
 # allocator): writes bench/study-results.md/json and bench/study-suite/ (the report).

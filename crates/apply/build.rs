@@ -4,19 +4,7 @@
 //! reads are taken from the Rust definitions (`src/format.rs`, `src/lib.rs`) into the generated
 //! `heaplab_layout.h`: the format has one definition.
 
-use heaplab_native_build::{CBuild, CHeader};
-
-/// The value of `const NAME: T = VALUE;` in a Rust source (the build script cannot import the
-/// crate it builds, so it reads the definitions as text).
-fn rust_const(path: &str, name: &str) -> String {
-    println!("cargo:rerun-if-changed={path}");
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let key = format!("const {name}:");
-    let line = text.lines().map(str::trim).find(|l| l.starts_with(&key) || l.starts_with(&format!("pub {key}")));
-    let line = line.unwrap_or_else(|| panic!("{path}: no `const {name}` (the runtime's header reads it)"));
-    let value = line.split_once('=').and_then(|(_, v)| v.trim().strip_suffix(';')).unwrap_or_else(|| panic!("{path}: cannot read `{line}`"));
-    value.trim().to_string()
-}
+use heaplab_native_build::{rust_const, CBuild, CHeader};
 
 fn layout_header() -> CHeader {
     let format = "src/format.rs";
@@ -39,6 +27,8 @@ fn main() {
         .source("../trace/native/interpose.c")
         .source("../trace/native/sites.c")
         .source("../trace/native/unwind.c")
+        .source("../trace/native/modules.c")
+        .source("../trace/native/report.c")
         .source("runtime/apply.c")
         .include("../trace/native")
         .include("runtime")

@@ -35,6 +35,8 @@
 
 #include "heaplab_layout.h"
 #include "interpose.h"
+#include "modules.h"
+#include "report.h"
 #include "sites.h"
 
 #define NO_OFFSET UINT64_MAX
@@ -87,9 +89,6 @@ static struct { uint64_t ordinal, context, expected, size; int why, has_expected
 
 /* ---- configuration ---- */
 static int serving;                /* this image applies the layout (root image, valid layout) */
-static int is_root;                /* this image claimed the layout (writes the report) */
-static pid_t root_pid;
-static int report_done;
 static char layout_path[4096], report_path[4096], error_text[512];
 
 static inline void lock_take(void) {
@@ -189,71 +188,21 @@ static uint64_t slot_at(uint64_t off) {
 }
 
 /* ---- stable context keys (crates/trace/src/context.rs has the rule; the tests compare) ---- */
-static uint64_t fnv1a(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
 
-/* The executable file mappings, from /proc/self/maps (as the tracer's module map takes them). */
-struct module { uint64_t lo, hi, off, name_hash; };
+/* The executable file mappings (native/modules.c), read again when a frame lies outside them. */
 #define MAX_MODULES 8192
-static struct module *modules;
+static struct hl_module *modules;
 static size_t nmodules;
 static atomic_flag maps_lock = ATOMIC_FLAG_INIT;
 
-
 static void load_modules(void) {
-    size_t cap = 4u << 20;
-    char *buf = sys_mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (buf == MAP_FAILED) return;
     if (!modules) {
         void *m = sys_mmap(NULL, sizeof *modules * MAX_MODULES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED) {
-            sys_munmap(buf, cap);
-            return;
-        }
+        if (m == MAP_FAILED) return;
         modules = m;
     }
-    size_t n = hl_read_file("/proc/self/maps", buf, cap);
-    size_t k = 0;
-    for (const char *line = buf, *end = buf + n; line < end && k < MAX_MODULES;) {
-        const char *eol = memchr(line, '\n', (size_t)(end - line));
-        if (!eol) eol = end;
-        const char *s = line;
-        uint64_t lo = hl_hex(&s, eol);
-        s++;
-        uint64_t hi = hl_hex(&s, eol);
-        s++;
-        int exec = s + 3 < eol && s[2] == 'x';
-        s += 5;
-        uint64_t off = s < eol ? hl_hex(&s, eol) : 0;
-        const char *path = s;
-        for (int field = 0; field < 2 && path < eol; field++) { /* skip dev and inode */
-            while (path < eol && *path == ' ') path++;
-            while (path < eol && *path != ' ') path++;
-        }
-        while (path < eol && *path == ' ') path++;
-        if (exec && path < eol && hi > lo) {
-            const char *base = path;
-            for (const char *c = path; c < eol; c++)
-                if (*c == '/') base = c + 1;
-            modules[k++] = (struct module){lo, hi, off, fnv1a(base, (size_t)(eol - base))};
-        }
-        line = eol + 1;
-    }
-    nmodules = k; /* /proc lists mappings in address order */
-    sys_munmap(buf, cap);
-}
-
-static const struct module *module_of(uint64_t a) {
-    size_t lo = 0, hi = nmodules;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (modules[mid].lo <= a) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo && a < modules[lo - 1].hi ? &modules[lo - 1] : NULL;
+    size_t k = hl_load_modules(modules, MAX_MODULES);
+    if (k != (size_t)-1) nmodules = k;
 }
 
 /* The stable key of a call site's frames (innermost first); never 0. */
@@ -263,11 +212,11 @@ static uint64_t context_key(void *const *frames, int n) {
     uint64_t h = 0x6a09e667f3bcc909ull;
     for (int i = 0; i < n; i++) {
         uint64_t a = (uint64_t)(uintptr_t)frames[i];
-        const struct module *m = module_of(a);
+        const struct hl_module *m = hl_module_of(modules, nmodules, a);
         if (!m && !reloaded) { /* a library loaded since: read the maps again, once */
             load_modules();
             reloaded = 1;
-            m = module_of(a);
+            m = hl_module_of(modules, nmodules, a);
         }
         h = hl_mix(h, m ? m->name_hash ^ ((a - m->lo + m->off) * 0x9E3779B97F4A7C15ull) : a);
     }
@@ -402,17 +351,9 @@ static inline void count_fallback(int why, uint64_t size) {
     atomic_fetch_add_explicit(&fb_bytes[why], size, memory_order_relaxed);
 }
 
-/* Whether `align` is an alignment the call accepts (else the real function reports the error
- * and nothing is allocated). */
-static int valid_align(int op, size_t align) {
-    if (op == HL_MALLOC || op == HL_CALLOC || op == HL_VALLOC || op == HL_PVALLOC) return 1;
-    if (align == 0 || (align & (align - 1))) return 0;
-    return op != HL_POSIX_MEMALIGN || align % sizeof(void *) == 0;
-}
-
 void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) {
     uint64_t bytes = size;
-    if (!serving || (op == HL_CALLOC && __builtin_mul_overflow(extra, size, &bytes)) || !valid_align(op, extra))
+    if (!serving || (op == HL_CALLOC && __builtin_mul_overflow(extra, size, &bytes)) || !hl_valid_align(op, extra))
         return hl_real_alloc(op, size, extra, err);
     int why = W_UNPLANNED, fresh = 0;
     uint64_t align = op == HL_CALLOC || op == HL_MALLOC ? 0 : op == HL_VALLOC || op == HL_PVALLOC ? (uint64_t)hl_page_size : extra;
@@ -670,137 +611,83 @@ static int load_layout(void) {
 
 /* ---- the report ---- */
 
-struct out { char b[8192]; size_t n; };
-static void put(struct out *o, const char *s) {
-    while (*s && o->n + 1 < sizeof o->b) o->b[o->n++] = *s++;
-}
-static void put_u(struct out *o, uint64_t v) {
-    char t[24];
-    int n = 0;
-    do t[n++] = (char)('0' + v % 10); while (v /= 10);
-    while (n && o->n + 1 < sizeof o->b) o->b[o->n++] = t[--n];
-}
-static void put_str(struct out *o, const char *s) {
-    put(o, "\"");
-    for (; *s && o->n + 8 < sizeof o->b; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') o->b[o->n++] = '\\', o->b[o->n++] = (char)c;
-        else if (c < 0x20) o->b[o->n++] = ' ';
-        else o->b[o->n++] = (char)c;
-    }
-    put(o, "\"");
-}
-static void key_u(struct out *o, const char *k, uint64_t v) {
-    put(o, "\"");
-    put(o, k);
-    put(o, "\": ");
-    put_u(o, v);
-}
-
-static uint64_t peak_rss(void) {
-    char st[8192];
-    size_t n = hl_read_file("/proc/self/status", st, sizeof st - 1);
-    st[n] = 0;
-    char *p = strstr(st, "\nVmHWM:");
-    uint64_t kb = 0;
-    if (p)
-        for (p += 7; *p == ' ' || *p == '\t' || (*p >= '0' && *p <= '9'); p++)
-            if (*p >= '0') kb = kb * 10 + (uint64_t)(*p - '0');
-    return kb * 1024;
-}
-
-/* Writes the report of the root image (`end`: how it ended). Async-signal-safe: counters are
+/* The report, written once when the image that claimed the run ends (native/report.c calls
+ * it; `end`: how the image ended). Async-signal-safe: counters are
  * read without the lock. */
-static void write_report(const char *end) {
-    if (!is_root || report_done || !*report_path || (pid_t)syscall(SYS_getpid) != root_pid) return;
-    report_done = 1;
-    static struct out o;
+void hl_write_report(const char *end) {
+    if (!*report_path) return;
+    static struct hl_out o;
     o.n = 0;
     uint64_t fb = 0, fbb = 0;
     for (int w = 0; w < W_N; w++) fb += atomic_load(&fb_count[w]), fbb += atomic_load(&fb_bytes[w]);
     uint64_t allocations = planned + fb;
-    put(&o, "{\n  \"strategy\": ");
-    put_str(&o, L.strategy);
-    put(&o, ",\n  \"layout\": ");
-    put_str(&o, layout_path);
-    put(&o, ",\n  \"error\": ");
-    if (*error_text) put_str(&o, error_text);
-    else put(&o, "null");
-    put(&o, ",\n  ");
-    key_u(&o, "region_bytes", L.region);
-    put(&o, ",\n  ");
-    key_u(&o, "region_align", L.align);
-    put(&o, ",\n  ");
-    key_u(&o, "stack_depth", L.depth);
-    put(&o, ",\n  ");
-    key_u(&o, "contexts", L.nctx);
-    put(&o, ",\n  ");
-    key_u(&o, "entries", L.nentries);
-    put(&o, ",\n  ");
-    key_u(&o, "allocations", allocations);
-    put(&o, ",\n  ");
-    key_u(&o, "planned", planned);
-    put(&o, ",\n  ");
-    key_u(&o, "planned_bytes", planned_bytes);
-    put(&o, ",\n  \"fallback\": {");
-    key_u(&o, "count", fb);
-    put(&o, ", ");
-    key_u(&o, "bytes", fbb);
+    hl_put(&o, "{\n  \"strategy\": ");
+    hl_put_str(&o, L.strategy);
+    hl_put(&o, ",\n  \"layout\": ");
+    hl_put_str(&o, layout_path);
+    hl_put(&o, ",\n  \"error\": ");
+    if (*error_text) hl_put_str(&o, error_text);
+    else hl_put(&o, "null");
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "region_bytes", L.region);
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "region_align", L.align);
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "stack_depth", L.depth);
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "contexts", L.nctx);
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "entries", L.nentries);
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "allocations", allocations);
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "planned", planned);
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "planned_bytes", planned_bytes);
+    hl_put(&o, ",\n  \"fallback\": {");
+    hl_key_u(&o, "count", fb);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "bytes", fbb);
     for (int w = 0; w < W_N; w++) {
-        put(&o, ", ");
-        key_u(&o, why_name[w], atomic_load(&fb_count[w]));
+        hl_put(&o, ", ");
+        hl_key_u(&o, why_name[w], atomic_load(&fb_count[w]));
     }
-    put(&o, "},\n  \"fallback_bytes\": {");
+    hl_put(&o, "},\n  \"fallback_bytes\": {");
     for (int w = 0; w < W_N; w++) {
-        if (w) put(&o, ", ");
-        key_u(&o, why_name[w], atomic_load(&fb_bytes[w]));
+        if (w) hl_put(&o, ", ");
+        hl_key_u(&o, why_name[w], atomic_load(&fb_bytes[w]));
     }
-    put(&o, "},\n  \"first_mismatch\": ");
+    hl_put(&o, "},\n  \"first_mismatch\": ");
     if (atomic_load(&mismatch_taken)) {
-        put(&o, "{\"reason\": ");
-        put_str(&o, why_name[first_mismatch.why]);
-        put(&o, ", ");
-        key_u(&o, "ordinal", first_mismatch.ordinal);
-        put(&o, ", ");
-        key_u(&o, "context", first_mismatch.context);
-        put(&o, ", \"expected_size\": ");
-        if (first_mismatch.has_expected) put_u(&o, first_mismatch.expected);
-        else put(&o, "null");
-        put(&o, ", ");
-        key_u(&o, "size", first_mismatch.size);
-        put(&o, "}");
+        hl_put(&o, "{\"reason\": ");
+        hl_put_str(&o, why_name[first_mismatch.why]);
+        hl_put(&o, ", ");
+        hl_key_u(&o, "ordinal", first_mismatch.ordinal);
+        hl_put(&o, ", ");
+        hl_key_u(&o, "context", first_mismatch.context);
+        hl_put(&o, ", \"expected_size\": ");
+        if (first_mismatch.has_expected) hl_put_u(&o, first_mismatch.expected);
+        else hl_put(&o, "null");
+        hl_put(&o, ", ");
+        hl_key_u(&o, "size", first_mismatch.size);
+        hl_put(&o, "}");
     } else {
-        put(&o, "null");
+        hl_put(&o, "null");
     }
-    /* match_rate = planned / allocations, as a decimal with 6 places, without floating point
-     * formatting (no stdio here). */
-    put(&o, ",\n  \"match_rate\": ");
-    uint64_t scaled = allocations ? (uint64_t)((unsigned __int128)planned * 1000000u / allocations) : 0;
-    put_u(&o, scaled / 1000000u);
-    put(&o, ".");
-    char frac[7];
-    for (int i = 5, v = (int)(scaled % 1000000u); i >= 0; i--, v /= 10) frac[i] = (char)('0' + v % 10);
-    frac[6] = 0;
-    put(&o, frac);
-    put(&o, ",\n  ");
-    key_u(&o, "frees_region", frees_region);
-    put(&o, ",\n  ");
-    key_u(&o, "stray_frees", atomic_load(&stray_frees));
-    put(&o, ", ");
-    key_u(&o, "resyncs", atomic_load(&resyncs));
-    put(&o, ",\n  ");
-    key_u(&o, "peak_rss_bytes", peak_rss());
-    put(&o, ",\n  \"end\": ");
-    put_str(&o, end);
-    put(&o, "\n}\n");
-    int f = open(report_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (f < 0) return;
-    for (size_t at = 0; at < o.n;) {
-        ssize_t r = write(f, o.b + at, o.n - at);
-        if (r <= 0) break;
-        at += (size_t)r;
-    }
-    close(f);
+    hl_put(&o, ",\n  \"match_rate\": ");
+    hl_put_ratio(&o, planned, allocations);
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "frees_region", frees_region);
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "stray_frees", atomic_load(&stray_frees));
+    hl_put(&o, ", ");
+    hl_key_u(&o, "resyncs", atomic_load(&resyncs));
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "peak_rss_bytes", hl_peak_rss());
+    hl_put(&o, ",\n  \"end\": ");
+    hl_put_str(&o, end);
+    hl_put(&o, "\n}\n");
+    hl_write_out(report_path, &o);
 }
 
 /* ---- the layer's hooks ---- */
@@ -815,9 +702,7 @@ void hl_on_init(void) {
     const struct hl_conf_key keys[] = {
         {"layout=", layout_path, sizeof layout_path}, {"report=", report_path, sizeof report_path}, {"claim=", claim_path, sizeof claim_path}};
     hl_read_conf(conf, keys, sizeof keys / sizeof keys[0]);
-    if (!*layout_path || !*claim_path || unlink(claim_path) != 0) return;
-    is_root = 1;
-    root_pid = (pid_t)syscall(SYS_getpid);
+    if (!*layout_path || !hl_claim_run(claim_path)) return;
     hl_watch_fork();
     if (load_layout() != 0) return;
     hl_own_base = (uintptr_t)region;
@@ -834,21 +719,3 @@ void hl_on_fork_child(void) {
     lock_drop();
     serving = 0;
 }
-
-void hl_on_exit(void) { write_report("exit"); }
-void hl_on_quick_exit(int status) {
-    (void)status;
-    write_report("_exit");
-}
-void hl_on_fatal_signal(int sig) {
-    (void)sig;
-    write_report("fatal signal");
-}
-void hl_before_exec(void) { write_report("exec"); }
-void hl_after_failed_exec(void) {
-    if (is_root && (pid_t)syscall(SYS_getpid) == root_pid) report_done = 0;
-}
-
-/* The program's own page calls: nothing to do with them. */
-void hl_before_page(struct hl_page *p) { (void)p; }
-void hl_after_page(struct hl_page *p) { (void)p; }

@@ -1,8 +1,9 @@
 //! Running a program with a layout: the launcher behind `heaplab run`. It checks the layout
 //! fully before anything starts, preloads the embedded runtime library (`runtime/apply.c`,
 //! compiled by `build.rs`) ahead of the fallback allocator, runs the program with its standard
-//! streams and exit status untouched (heaplab_trace's [`Supervised`] discipline: signals passed
-//! on, the program ended if heaplab dies), and reads the report the runtime wrote.
+//! streams and exit status untouched (heaplab_trace's `Supervised` discipline: signals passed
+//! on, the program ended if heaplab dies), and reads the report the runtime wrote
+//! ([`RuntimeRun`], shared with the grouped allocator's launcher).
 //!
 //! The runtime applies the layout only in the image the launcher started: it claims the layout
 //! by removing a claim file named in `HEAPLAB_APPLY`; programs that image starts by exec inherit
@@ -10,8 +11,8 @@
 
 use crate::report::RunReport;
 use heaplab_model::InputError;
-use heaplab_trace::launch::{find_program, LaunchError, Supervised};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use heaplab_trace::launch::{find_program, LaunchError, RuntimeRun, Scratch};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 
@@ -81,64 +82,36 @@ impl std::fmt::Display for RunError {
     }
 }
 
-/// A private scratch directory for one run (the claim file and the runtime's report), removed
-/// on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> std::io::Result<Scratch> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static N: AtomicU64 = AtomicU64::new(0);
-        let d = std::env::temp_dir().join(format!("heaplab-run-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d)?;
-        Ok(Scratch(d))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Runs `command` with the layout at `layout` applied. The layout is read and validated first
 /// (a bad file is an error before the program starts). `setup` adjusts the command (standard
 /// streams, working directory, environment) before it starts.
 pub fn run(layout: &str, command: &[String], opts: &RunOptions, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<Applied, RunError> {
     crate::format::read(layout).map_err(RunError::Layout)?;
     let program = &command[0];
-    let resolved = find_program(program).ok_or_else(|| RunError::Launch(LaunchError::NotFound(program.clone())))?;
+    find_program(program).ok_or_else(|| RunError::Launch(LaunchError::NotFound(program.clone())))?;
     let lib = library_path().map_err(|e| RunError::Setup(format!("cannot install the runtime library: {e}")))?;
     let layout_abs = std::path::absolute(layout).map_err(|e| RunError::Setup(format!("{layout}: {e}")))?;
-    let scratch = Scratch::new().map_err(|e| RunError::Setup(format!("cannot create the run's scratch directory: {e}")))?;
-    let claim = scratch.0.join("claim");
-    let report_file = scratch.0.join("report.json");
-    std::fs::write(&claim, b"").map_err(|e| RunError::Setup(format!("{}: {e}", claim.display())))?;
-    let settings = format!("layout={}\nreport={}\nclaim={}", layout_abs.display(), report_file.display(), claim.display());
-    if settings.lines().count() != 3 {
-        return Err(RunError::Setup(format!("{layout}: a layout path cannot contain a newline")));
-    }
-    let mut preload = vec![lib.to_string_lossy().into_owned()];
-    preload.extend(opts.fallback.as_ref().map(|p| p.to_string_lossy().into_owned()));
-    preload.extend(std::env::var("LD_PRELOAD").ok().filter(|v| !v.is_empty()));
-    let mut cmd = Command::new(&resolved);
-    cmd.arg0(program).args(&command[1..]).env("LD_PRELOAD", preload.join(":")).env(SETTINGS_VAR, &settings);
-    setup(&mut cmd);
-    let (status, wall, _) = Supervised::start(&mut cmd, program).and_then(|s| s.wait(program)).map_err(RunError::Launch)?;
-    let (report, no_report) = match std::fs::read_to_string(&report_file) {
+    let scratch = Scratch::new("heaplab-run").map_err(RunError::Launch)?;
+    let runtime = RuntimeRun {
+        library: &lib,
+        fallback: opts.fallback.as_deref(),
+        settings_var: SETTINGS_VAR,
+        settings: vec![("layout", layout_abs.display().to_string())],
+    };
+    let ran = runtime.run(command, &scratch, setup).map_err(RunError::Launch)?;
+    let status = ran.status;
+    let (report, no_report) = match ran.report {
         Ok(text) => {
-            let mut r = RunReport::parse_runtime(&report_file.display().to_string(), &text).map_err(RunError::Setup)?;
+            let mut r = RunReport::parse_runtime(&scratch.path().join("report.json").display().to_string(), &text).map_err(RunError::Setup)?;
             r.layout = layout.to_string();
-            r.wall_seconds = wall.as_secs_f64();
+            r.wall_seconds = ran.wall.as_secs_f64();
             r.exit_code = status.code();
             r.signal = status.signal();
             r.command = command.to_vec();
             r.fallback_allocator = if opts.fallback_name.is_empty() { "glibc".into() } else { opts.fallback_name.clone() };
             (Some(r), None)
         }
-        Err(_) if claim.exists() => (None, Some(format!("{program} never loaded the runtime library: statically linked and setuid programs ignore LD_PRELOAD"))),
-        Err(_) => (None, Some(format!("{program} {} before the runtime could write its report", heaplab_trace::launch::describe_status(&status)))),
+        Err(why) => (None, Some(why)),
     };
     Ok(Applied { status, report, no_report })
 }

@@ -79,8 +79,9 @@ enum Command {
     /// Describe and draw groups (.hlgroups): contexts, edges, groups, selectors.
     #[command(long_about = group_info::GROUP_INFO_HELP)]
     GroupInfo(group_info::GroupInfoArgs),
-    /// Run a program with a layout applied (LD_PRELOAD runtime): planned allocations at their
-    /// offsets in one region, the rest to a fallback allocator; report the match rate.
+    /// Run a program with a layout applied (planned allocations at their offsets in one region)
+    /// or grouped (objects of related contexts in their group's chunks); the rest to a fallback
+    /// allocator; report how it fared.
     #[command(long_about = run::RUN_HELP)]
     Run(run::RunArgs),
     /// Compare configurations against a reference with stated confidence (HPT): per workload

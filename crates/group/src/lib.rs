@@ -14,7 +14,10 @@
 pub mod cluster;
 pub mod format;
 pub mod graph;
+pub mod report;
+pub mod run;
 pub mod select;
+pub mod table;
 
 use std::collections::HashMap;
 

@@ -181,3 +181,16 @@ impl CHeader {
         dir
     }
 }
+
+/// The value of `const NAME: T = VALUE;` in a Rust source (a build script cannot import the
+/// crate it builds, so it reads the definitions as text): the C of a crate takes its numbers from
+/// the Rust definitions, which stay the only ones. Panics naming the file when there is none.
+pub fn rust_const(path: &str, name: &str) -> String {
+    println!("cargo:rerun-if-changed={path}");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let key = format!("const {name}:");
+    let line = text.lines().map(str::trim).find(|l| l.starts_with(&key) || l.starts_with(&format!("pub {key}")));
+    let line = line.unwrap_or_else(|| panic!("{path}: no `const {name}` (the runtime's header reads it)"));
+    let value = line.split_once('=').and_then(|(_, v)| v.trim().strip_suffix(';')).unwrap_or_else(|| panic!("{path}: cannot read `{line}`"));
+    value.trim().to_string()
+}

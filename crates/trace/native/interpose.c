@@ -194,7 +194,9 @@ HL_EXPORT void *malloc(size_t n) {
     if (t->busy || !hl_active) return hl_real.malloc(n);
     t->busy = 1;
 #ifdef HL_CLIENT_SERVES
+    t->frame = __builtin_frame_address(0);
     void *p = hl_serve_alloc(HL_MALLOC, n, 0, __builtin_return_address(0), NULL);
+    t->frame = NULL;
 #else
     void *p = hl_real.malloc(n);
     hl_on_alloc(HL_MALLOC, p, n, 0, __builtin_return_address(0));
@@ -209,7 +211,9 @@ HL_EXPORT void *calloc(size_t nmemb, size_t size) {
     if (t->busy || !hl_active) return hl_real.calloc(nmemb, size);
     t->busy = 1;
 #ifdef HL_CLIENT_SERVES
+    t->frame = __builtin_frame_address(0);
     void *p = hl_serve_alloc(HL_CALLOC, size, nmemb, __builtin_return_address(0), NULL);
+    t->frame = NULL;
 #else
     void *p = hl_real.calloc(nmemb, size);
     hl_on_alloc(HL_CALLOC, p, size, nmemb, __builtin_return_address(0));
@@ -257,7 +261,9 @@ HL_EXPORT void free(void *p) {
 
 /* realloc and reallocarray release the old block and then hand out the new one: one hook
  * before the call (the release) and one after (the allocation). */
-static void *realloc_common(int op, void *old, size_t nmemb, size_t size, void *ret) {
+/* Inlined into its callers, so that its frame address is theirs (the program's return address
+ * above it). */
+static inline __attribute__((always_inline)) void *realloc_common(int op, void *old, size_t nmemb, size_t size, void *ret) {
     struct hl_thread *t = &hl_self;
     size_t bytes = size;
     if (op == HL_REALLOCARRAY && __builtin_mul_overflow(nmemb, size, &bytes)) {
@@ -269,9 +275,12 @@ static void *realloc_common(int op, void *old, size_t nmemb, size_t size, void *
     int identify = !t->busy && hl_active;
     if (!identify && !hl_owns(old)) return hl_real.realloc(old, bytes);
     int was = t->busy;
+    const void *was_frame = t->frame;
     t->busy = 1;
+    t->frame = __builtin_frame_address(0);
     void *q = hl_serve_realloc(old, bytes, ret, identify);
     t->busy = was;
+    t->frame = was_frame;
     return q;
 #else
     if (t->busy || !hl_active) return bytes == SIZE_MAX && op == HL_REALLOCARRAY ? NULL : hl_real.realloc(old, bytes);
@@ -347,13 +356,16 @@ void *hl_real_alloc(int op, size_t size, size_t align, int *err) {
     return p;
 }
 
-static void *aligned_common(int op, size_t align, size_t size, void *ret, int *err) {
+/* Inlined into its callers (as realloc_common is). */
+static inline __attribute__((always_inline)) void *aligned_common(int op, size_t align, size_t size, void *ret, int *err) {
     struct hl_thread *t = &hl_self;
     if (t->busy || !hl_active) return hl_real_alloc(op, size, align, err);
     t->busy = 1;
 #ifdef HL_CLIENT_SERVES
     if (err) *err = 0;
+    t->frame = __builtin_frame_address(0);
     void *p = hl_serve_alloc(op, size, align, ret, err);
+    t->frame = NULL;
 #else
     void *p = hl_real_alloc(op, size, align, err);
     hl_on_alloc(op, p, size, align, ret);

@@ -64,6 +64,10 @@ extern struct hl_real hl_real;
 /* ---- per-thread guard (initial-exec TLS: touching it never allocates) ---- */
 struct hl_thread {
     int busy; /* inside a hook or a real function: do not call the hooks */
+    /* Client-served mode: while a malloc-family call is served, the frame address of the
+     * exported function the program called (its return address is above it), else NULL. A
+     * client walking the program's stack starts there (unwind.h, hl_unwind_above). */
+    const void *frame;
 };
 extern __thread struct hl_thread hl_self __attribute__((tls_model("initial-exec")));
 
@@ -202,6 +206,13 @@ void hl_serve_free(void *p);
 size_t hl_serve_usable(void *p);
 void *hl_serve_realloc(void *old, size_t bytes, void *ret, int identify);
 #endif
+/* Whether `align` is an alignment the call `op` accepts (else the real function reports the
+ * error and nothing is allocated): what a serving client checks before serving. */
+static inline int hl_valid_align(int op, size_t align) {
+    if (op == HL_MALLOC || op == HL_CALLOC || op == HL_VALLOC || op == HL_PVALLOC) return 1;
+    if (align == 0 || (align & (align - 1))) return 0;
+    return op != HL_POSIX_MEMALIGN || align % sizeof(void *) == 0;
+}
 /* The real allocator's answer to one allocation call (op as for hl_serve_alloc); *err as
  * there. The fallback of a client that serves, and the layer's own path otherwise. */
 void *hl_real_alloc(int op, size_t size, size_t extra, int *err);

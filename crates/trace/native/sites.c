@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include "sites.h"
 
-#include <execinfo.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +27,7 @@ int hl_sites_init(int d) {
     void *m = sys_mmap(NULL, sizeof *sites * SITE_SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     sites = m == MAP_FAILED ? NULL : m;
     if (depth > 1) {
-        const char *how = getenv("HEAPLAB_UNWIND");
-        if (how && strcmp(how, "backtrace") == 0) hl_unwind_set_mode(HL_UNWIND_BACKTRACE);
-        if (how && strcmp(how, "check") == 0) hl_unwind_set_mode(HL_UNWIND_CHECK);
-        void *warm[4];
-        backtrace(warm, 4); /* loads libgcc's unwinder (the fallback) now, untraced */
-        hl_unwind(warm, 4);
+        hl_unwind_init();
     }
     return sites ? 0 : -1;
 }

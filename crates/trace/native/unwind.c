@@ -7,6 +7,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -18,6 +19,15 @@ static atomic_int mode;
 static __thread struct hl_unwind_counts counts __attribute__((tls_model("initial-exec")));
 
 void hl_unwind_set_mode(enum hl_unwind_mode m) { atomic_store(&mode, (int)m); }
+
+void hl_unwind_init(void) {
+    const char *how = getenv("HEAPLAB_UNWIND");
+    if (how && strcmp(how, "backtrace") == 0) hl_unwind_set_mode(HL_UNWIND_BACKTRACE);
+    if (how && strcmp(how, "check") == 0) hl_unwind_set_mode(HL_UNWIND_CHECK);
+    void *warm[4];
+    backtrace(warm, 4); /* loads libgcc's unwinder (the fallback) now, untraced */
+    hl_unwind(warm, 4);
+}
 void hl_unwind_counts(struct hl_unwind_counts *c) { *c = counts; }
 
 /* Drops the first `skip` entries of `buf[0..n)`, then, with `after`, everything up to and
@@ -438,24 +448,20 @@ static void find_stack(uintptr_t sp) {
     syscall(SYS_close, f);
 }
 
-/* The walk: `skip` frames of the callers' own are not returned (the exported functions' one),
- * then as keep() says. noinline: its own frame is the first one stepped. */
-static __attribute__((noinline)) int walk(int skip, const void *after, void **pcs, int max, int reference) {
-    counts.walks++;
-    uintptr_t pc, sp, bp;
-    /* rbp first: the compiler may hand rbp to another output of this statement. */
-    __asm__ volatile("mov %%rbp, %2\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1" : "=&r"(pc), "=&r"(sp), "=&r"(bp));
+/* Steps frames from code address `a` (the pc itself for the first frame of a walk, a return
+ * address - 1 after that) with stack pointer `sp` and frame register `bp`: `skip` frames are
+ * not returned, then as keep() says. Returns the frames kept, or -1 when a frame's CFI needs
+ * the fallback. */
+static inline __attribute__((always_inline)) int steps(uint64_t a, uintptr_t sp, uintptr_t bp, int skip, const void *after, void **pcs, int max) {
     int want = skip + (after ? HL_UNWIND_SEARCH : 0) + max; /* frames to step at most */
-    if (reference) goto fallback;
     if (HL_UNLIKELY(sp < stack_lo || sp >= stack_hi)) find_stack(sp);
     uintptr_t lo = sp, hi = stack_hi;
     int n = 0, k = 0, found = !after;
-    uint64_t a = pc; /* the first lookup is the pc itself, later ones a return address - 1 */
     while (n < want && k < max) {
         uint64_t r = rule_for(a);
         int kind = rule_kind(r);
         if (kind == R_END) break;
-        if (kind != R_STEP) goto fallback;
+        if (kind != R_STEP) return -1;
         uintptr_t cfa = (r & R_CFA_RBP ? bp : sp) + (uintptr_t)rule_cfa_off(r);
         if (cfa <= sp || cfa < lo + 8 || cfa > hi) break; /* outside the stack: bad CFI or its end */
         uintptr_t ra = *(const uintptr_t *)(cfa - 8);
@@ -475,6 +481,19 @@ static __attribute__((noinline)) int walk(int skip, const void *after, void **pc
         a = ra - 1;
     }
     return found ? k : 0;
+}
+
+/* The walk: `skip` frames of the callers' own are not returned (the exported functions' one),
+ * then as keep() says. noinline: its own frame is the first one stepped. */
+static __attribute__((noinline)) int walk(int skip, const void *after, void **pcs, int max, int reference) {
+    counts.walks++;
+    uintptr_t pc, sp, bp;
+    /* rbp first: the compiler may hand rbp to another output of this statement. */
+    __asm__ volatile("mov %%rbp, %2\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1" : "=&r"(pc), "=&r"(sp), "=&r"(bp));
+    int want = skip + (after ? HL_UNWIND_SEARCH : 0) + max;
+    if (reference) goto fallback;
+    int k = steps(pc, sp, bp, skip, after, pcs, max);
+    if (k >= 0) return k;
 fallback:
     counts.fallbacks++;
     {
@@ -542,3 +561,22 @@ __attribute__((noinline)) int hl_unwind_after(const void *ret, void **pcs, int m
     __asm__ volatile("" ::: "memory");
     return n;
 }
+
+#if defined(__x86_64__) && defined(DLFO_STRUCT_HAS_EH_DBASE)
+int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
+    const uintptr_t *f = frame;
+    if (max > MAX_WALK) max = MAX_WALK;
+    if (max <= 0 || !ret) return 0;
+    /* The frame must be what the standard prologue makes of it: the caller's rbp at frame, the
+     * return address above it. Anything else, and any mode but the rules: the search. */
+    if (!f || f[1] != (uintptr_t)ret || atomic_load_explicit(&mode, memory_order_relaxed) != HL_UNWIND_RULES) return hl_unwind_after(ret, pcs, max);
+    counts.walks++;
+    int k = steps((uint64_t)(uintptr_t)ret - 1, (uintptr_t)(f + 2), f[0], 0, NULL, pcs, max);
+    return k >= 0 ? k : hl_unwind_after(ret, pcs, max);
+}
+#else
+int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
+    (void)frame;
+    return hl_unwind_after(ret, pcs, max);
+}
+#endif

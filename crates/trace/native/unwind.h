@@ -27,11 +27,22 @@ int hl_unwind(void **pcs, int max);
 #define HL_UNWIND_SEARCH 16
 int hl_unwind_after(const void *ret, void **pcs, int max);
 
+/* Like hl_unwind_after, when `frame` is the frame address (__builtin_frame_address(0), with
+ * its standard prologue) of the function that `ret` returns from: the walk starts at `ret`
+ * instead of stepping every frame up to it. A frame that does not hold `ret` where the prologue
+ * puts it (or NULL) makes this hl_unwind_after. */
+int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max);
+
 /* How walks are made from now on, in every thread: with the cached rules (the default), with
  * backtrace() itself (the reference), or both, hl_unwind_after writing a line to stderr for
  * each of its first few walks whose two stacks differ (a test of the walker on real programs). */
 enum hl_unwind_mode { HL_UNWIND_RULES, HL_UNWIND_BACKTRACE, HL_UNWIND_CHECK };
 void hl_unwind_set_mode(enum hl_unwind_mode mode);
+
+/* Readies the walker before the first walk a library times or traces: the mode named by
+ * HEAPLAB_UNWIND in the environment (backtrace, check; else the rules), and libgcc's unwinder
+ * (the fallback) loaded now rather than inside a hooked call. */
+void hl_unwind_init(void);
 
 /* The calling thread's counts since it started: walks, walks that fell back to backtrace(),
  * code addresses whose CFI was decoded (cache misses), and checked walks that differed. */

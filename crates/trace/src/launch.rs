@@ -63,6 +63,8 @@ pub enum LaunchError {
     Start(String, std::io::Error),
     /// The program ran but no process wrote a trace (the message says why that may be).
     NoTrace(String, ExitStatus),
+    /// A run's own scratch files could not be written (the message names them).
+    Setup(String),
 }
 
 impl LaunchError {
@@ -70,7 +72,7 @@ impl LaunchError {
     /// everything else is the program or the output the caller named.
     pub fn class(&self) -> heaplab_model::ErrorClass {
         match self {
-            LaunchError::Library(_) => heaplab_model::ErrorClass::WorkFailed,
+            LaunchError::Library(_) | LaunchError::Setup(_) => heaplab_model::ErrorClass::WorkFailed,
             _ => heaplab_model::ErrorClass::BadInput,
         }
     }
@@ -83,7 +85,7 @@ impl std::fmt::Display for LaunchError {
             LaunchError::Output(m) => f.write_str(m),
             LaunchError::Library(e) => write!(f, "cannot install the tracer library: {e}"),
             LaunchError::Start(p, e) => write!(f, "{p}: cannot start: {e}"),
-            LaunchError::NoTrace(m, _) => f.write_str(m),
+            LaunchError::NoTrace(m, _) | LaunchError::Setup(m) => f.write_str(m),
         }
     }
 }
@@ -492,6 +494,94 @@ pub fn describe_status(s: &ExitStatus) -> String {
         (Some(c), _) => format!("exited with status {c}"),
         (None, Some(sig)) => format!("killed by {}", signal_name(sig)),
         _ => "ended in an unknown way".to_string(),
+    }
+}
+
+/// A private scratch directory for one run (a runtime library's claim file, report and whatever
+/// else its launcher hands it), removed on drop.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// A new empty directory under the system's temporary directory, named after `prefix`.
+    pub fn new(prefix: &str) -> Result<Scratch, LaunchError> {
+        use std::sync::atomic::AtomicU64;
+        static N: AtomicU64 = AtomicU64::new(0);
+        let d = std::env::temp_dir().join(format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).map_err(|e| LaunchError::Setup(format!("cannot create the run's scratch directory {}: {e}", d.display())))?;
+        Ok(Scratch(d))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A program run with one of heaplab's runtime libraries (the layout runtime, the grouped
+/// allocator) preloaded ahead of a fallback allocator. The library reads its settings from one
+/// environment variable (lines of key=value); it acts only in the image that removes the claim
+/// file named there (the one started here: programs that image starts by exec inherit the
+/// variable but find no claim), and that image writes its report where `report=` says.
+pub struct RuntimeRun<'a> {
+    /// The runtime library.
+    pub library: &'a Path,
+    /// The fallback allocator's library, preloaded after the runtime (`None`: glibc's malloc).
+    pub fallback: Option<&'a Path>,
+    /// The environment variable the library reads.
+    pub settings_var: &'a str,
+    /// Settings for the library (`claim` and `report` are added); values hold no newline.
+    pub settings: Vec<(&'a str, String)>,
+}
+
+/// How a [`RuntimeRun`] ended.
+#[derive(Debug)]
+pub struct RuntimeRan {
+    /// How the program ended.
+    pub status: ExitStatus,
+    /// Wall time of the run.
+    pub wall: Duration,
+    /// The report the runtime wrote, or why there is none, in words (the program was killed by
+    /// SIGKILL, or it is statically linked or setuid and ignored LD_PRELOAD).
+    pub report: Result<String, String>,
+}
+
+impl RuntimeRun<'_> {
+    /// Runs `command` (its standard streams and exit status untouched, the [`Supervised`]
+    /// discipline) with the library preloaded, using `scratch` for the claim and the report.
+    /// `setup` adjusts the command (standard streams, working directory, environment).
+    pub fn run(&self, command: &[String], scratch: &Scratch, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<RuntimeRan, LaunchError> {
+        let program = &command[0];
+        let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
+        let claim = scratch.path().join("claim");
+        let report_file = scratch.path().join("report.json");
+        std::fs::write(&claim, b"").map_err(|e| LaunchError::Setup(format!("{}: {e}", claim.display())))?;
+        let mut settings = self.settings.clone();
+        settings.push(("report", report_file.display().to_string()));
+        settings.push(("claim", claim.display().to_string()));
+        if let Some((_, v)) = settings.iter().find(|(_, v)| v.contains('\n')) {
+            return Err(LaunchError::Output(format!("{v:?}: a path handed to the runtime cannot contain a newline")));
+        }
+        let settings: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut preload = vec![self.library.to_string_lossy().into_owned()];
+        preload.extend(self.fallback.map(|p| p.to_string_lossy().into_owned()));
+        preload.extend(std::env::var("LD_PRELOAD").ok().filter(|v| !v.is_empty()));
+        let mut cmd = Command::new(&resolved);
+        cmd.arg0(program).args(&command[1..]).env("LD_PRELOAD", preload.join(":")).env(self.settings_var, settings.join("\n"));
+        setup(&mut cmd);
+        let (status, wall, _) = Supervised::start(&mut cmd, program).and_then(|s| s.wait(program))?;
+        let report = match std::fs::read_to_string(&report_file) {
+            Ok(text) => Ok(text),
+            Err(_) if claim.exists() => Err(format!("{program} never loaded the runtime library: statically linked and setuid programs ignore LD_PRELOAD")),
+            Err(_) => Err(format!("{program} {} before the runtime could write its report", describe_status(&status))),
+        };
+        Ok(RuntimeRan { status, wall, report })
     }
 }
 

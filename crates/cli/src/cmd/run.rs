@@ -1,54 +1,76 @@
-//! `heaplab run`: run a program with a layout applied (`heaplab_apply::run`), pass its output and
-//! exit status through, then tell how the layout fared (stderr) and write the report.
+//! `heaplab run`: run a program with a layout applied (`heaplab_apply::run`) or grouped
+//! (`heaplab_group::run`), pass its output and exit status through, then tell how it fared
+//! (stderr) and write the report.
 
 use crate::Failure;
 use clap::Args;
-use heaplab_apply::run::{run as run_with_layout, RunOptions};
 use heaplab_model::files;
+use serde_json::Value;
 use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 
 pub const RUN_HELP: &str = "\
-Run PROGRAM with a layout (.hllayout, from `heaplab layout`) applied: the heaplab runtime library
-is preloaded, reserves the layout's region once, recognises each heap allocation the program
-makes (by its global ordinal, or with a layout made with contexts by its call site and its
-ordinal there, and always by its exact size) and serves the planned ones at their offsets in the
-region. Everything else goes to the fallback allocator: allocations the layout did not plan or
-does not know, size mismatches (a different input), and planned slots still in use (the program's
-lifetimes differ from the profile's). Nothing is ever placed over a live block.
+Run PROGRAM with a layout (--layout, a .hllayout from `heaplab layout`) or with groups (--groups,
+a .hlgroups from `heaplab group`) applied. Exactly one of the two is given.
 
-The layout is read and checked completely before the program starts: a damaged or invalid file
-is an error (exit status 2) and the program does not run.
+With --layout, the heaplab runtime library is preloaded, reserves the layout's region once,
+recognises each heap allocation the program makes (by its global ordinal, or with a layout made
+with contexts by its call site and its ordinal there, and always by its exact size) and serves
+the planned ones at their offsets in the region. Everything else goes to the fallback allocator
+(glibc by default): allocations the layout did not plan or does not know, size mismatches (a
+different input), and planned slots still in use (the program's lifetimes differ from the
+profile's). Nothing is ever placed over a live block.
+
+With --groups, the grouped allocator is preloaded (HALO's, without binary rewriting): at each
+allocation of at most the groups' max object size it walks the call stack, checks the groups'
+selectors (the few call sites that tell a group's contexts apart) in order, and serves the first
+group that matches by bump allocation from that group's own 1 MiB chunks, so objects used
+together lie together. Everything else goes to the fallback allocator (jemalloc by default, as in
+HALO): larger objects, aligned requests above 16 bytes, and contexts no selector matches.
+
+The layout or groups file is read and checked completely before the program starts: a damaged
+or invalid file is an error (exit status 2) and the program does not run.
 
 The program's standard input, output and error are its own, and heaplab exits with the program's
 exit status (128 + N when signal N killed it), so `heaplab run --layout x.hllayout -- xz -c in >
 in.xz` gives the same archive as `xz -c in > in.xz`. After the program ends, heaplab tells on
-standard error, in one paragraph, how many allocations were served from the region, what fell
-back and why, the first mismatch, the region and the peak RSS (--quiet: nothing; --json: the
-report as JSON). --report writes the report as JSON: the runtime's counts (allocations, planned,
-fallback by reason, first_mismatch, match_rate, frees_region, peak_rss_bytes) and the run's
+standard error, in one paragraph, how it fared (--quiet: nothing; --json: the report as JSON).
+--report writes the report as JSON: with a layout, the runtime's counts (allocations, planned,
+fallback by reason, first_mismatch, match_rate, frees_region, peak_rss_bytes); with groups,
+allocations, grouped (count, bytes, per group), fallback by reason (too_big, aligned, ungrouped,
+exhausted), identification (stack walks, frames), chunks (fresh, reused, returned), the grouped
+heap's fragmentation at its peak footprint and peak_rss_bytes; both with the run's
 (wall_seconds, exit_status, command).
 
-The layout applies to the process heaplab starts, from its first allocation: give the program
-itself, not a shell script around it. A fork child keeps its copy of the region and of the
-blocks in it, but places nothing new there; programs started by exec run on the fallback
-allocator alone.
+The layout or groups apply to the process heaplab starts, from its first allocation: give the
+program itself, not a shell script around it. A fork child of it keeps its copy of the region
+(layouts: it places nothing new there) or goes on grouping (groups); programs started by exec
+run on the fallback allocator alone.
 
 Examples:
   heaplab trace -o small.hltrace -- ./prog small-input
   heaplab layout small.hltrace --strategy plan -o prog.hllayout
   heaplab run --layout prog.hllayout -- ./prog small-input
-  heaplab run --layout prog.hllayout --fallback jemalloc --report run.json -- ./prog large-input";
+  heaplab run --layout prog.hllayout --fallback jemalloc --report run.json -- ./prog large-input
+
+  heaplab access --contexts -o prof.hlaccess -- ./prog small-input
+  heaplab group prof.hlaccess -o prog.hlgroups
+  heaplab run --groups prog.hlgroups --report grouped.json -- ./prog large-input";
 
 /// Arguments of `heaplab run`.
 #[derive(Args)]
 pub struct RunArgs {
     /// The layout to apply (.hllayout).
+    #[arg(long, value_name = "FILE", required_unless_present = "groups", conflicts_with = "groups")]
+    layout: Option<String>,
+    /// The groups to apply (.hlgroups).
     #[arg(long, value_name = "FILE")]
-    layout: String,
-    /// The allocator everything unplanned goes to: glibc, jemalloc, mimalloc, tcmalloc, or a
-    /// path to a shared library that defines malloc.
-    #[arg(long, default_value = "glibc", value_name = "ALLOCATOR")]
-    fallback: String,
+    groups: Option<String>,
+    /// The allocator everything unplanned or ungrouped goes to: glibc, jemalloc, mimalloc,
+    /// tcmalloc, or a path to a shared library that defines malloc [default: glibc with
+    /// --layout, jemalloc with --groups].
+    #[arg(long, value_name = "ALLOCATOR")]
+    fallback: Option<String>,
     /// Write the report (JSON) to this file.
     #[arg(long, value_name = "FILE")]
     report: Option<String>,
@@ -63,37 +85,54 @@ pub struct RunArgs {
     command: Vec<String>,
 }
 
+fn failure(class: heaplab_model::ErrorClass, m: String) -> Failure {
+    match class {
+        heaplab_model::ErrorClass::BadInput => Failure::Input(m),
+        _ => Failure::Work(m),
+    }
+}
+
 /// `heaplab run`. Returns only on errors before the program ran; otherwise it exits with the
 /// program's status.
 pub fn run(a: RunArgs) -> Result<(), Failure> {
     if let Some(r) = &a.report {
         crate::outputs::check_writable(r)?;
     }
-    let fallback = heaplab_replay::allocators::resolve(&a.fallback).map_err(|e| Failure::Input(format!("--fallback: {e}")))?;
-    let opts = RunOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
-    let applied = run_with_layout(&a.layout, &a.command, &opts, |c| c).map_err(|e| match e.class() {
-        heaplab_model::ErrorClass::BadInput => Failure::Input(e.to_string()),
-        _ => Failure::Work(e.to_string()),
-    })?;
-    match &applied.report {
-        Some(r) => {
+    let default_fallback = if a.groups.is_some() { "jemalloc" } else { "glibc" };
+    let fallback = heaplab_replay::allocators::resolve(a.fallback.as_deref().unwrap_or(default_fallback)).map_err(|e| Failure::Input(format!("--fallback: {e}")))?;
+    // (report as JSON, summary paragraph) or why there is none; and how the program ended.
+    let (told, status): (Result<(Value, String), String>, ExitStatus) = if let Some(groups_file) = &a.groups {
+        use heaplab_group::run::{load, run as run_grouped, RunOptions};
+        let groups = load(groups_file).map_err(|e| failure(e.class(), e.to_string()))?;
+        let opts = RunOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone(), groups_file: groups_file.clone() };
+        let done = run_grouped(&groups, &a.command, &opts, |c| c).map_err(|e| failure(e.class(), e.to_string()))?;
+        (done.report.map(|r| (r.to_json(), r.summary())).ok_or(done.no_report.unwrap_or_default()), done.status)
+    } else {
+        use heaplab_apply::run::{run as run_with_layout, RunOptions};
+        let layout = a.layout.as_deref().expect("clap requires --layout or --groups");
+        let opts = RunOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
+        let done = run_with_layout(layout, &a.command, &opts, |c| c).map_err(|e| failure(e.class(), e.to_string()))?;
+        (done.report.map(|r| (r.to_json(), r.summary())).ok_or(done.no_report.unwrap_or_default()), done.status)
+    };
+    match told {
+        Ok((json, summary)) => {
+            let text = serde_json::to_string_pretty(&json).expect("JSON of plain values");
             if let Some(path) = &a.report {
-                let text = serde_json::to_string_pretty(&r.to_json()).expect("JSON of plain values") + "\n";
-                files::write_atomic(path, |w| w.write_all(text.as_bytes())).map_err(|e| Failure::Work(format!("{path}: cannot write the report: {e}")))?;
+                files::write_atomic(path, |w| w.write_all(format!("{text}\n").as_bytes())).map_err(|e| Failure::Work(format!("{path}: cannot write the report: {e}")))?;
             }
             if a.json {
-                eprintln!("{}", serde_json::to_string_pretty(&r.to_json()).expect("JSON of plain values"));
+                eprintln!("{text}");
             } else if !a.quiet {
-                eprintln!("{}", r.summary());
+                eprintln!("{summary}");
             }
         }
-        None => {
+        Err(why) => {
             if !a.quiet {
-                eprintln!("heaplab run: no report: {}", applied.no_report.as_deref().unwrap_or("the runtime wrote none"));
+                eprintln!("heaplab run: no report: {}", if why.is_empty() { "the runtime wrote none" } else { &why });
             }
         }
     }
-    let code = match (applied.status.code(), applied.status.signal()) {
+    let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,
         (None, Some(sig)) => 128 + sig,
         _ => 1,

@@ -245,3 +245,34 @@ pub fn need(tool: &str) {
     let found = std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()));
     assert!(found, "{tool} is not installed: `make test` installs it (see Makefile / .ci/run)");
 }
+
+/// A real program of the runtime tests: its name, command line and environment.
+pub type RealProgram = (&'static str, &'static [&'static str], &'static [(&'static str, &'static str)]);
+
+/// The real Debian programs the runtime tests run (sqlite3, jq, xz, python3 with
+/// PYTHONMALLOC=malloc, so that its objects come from malloc), with their inputs written to
+/// `dir` (the commands name them relative to it); fails the test when one is not installed.
+pub fn real_programs(dir: &Path) -> [RealProgram; 4] {
+    for t in ["sqlite3", "jq", "xz", "python3"] {
+        need(t);
+    }
+    std::fs::write(
+        dir.join("script.sql"),
+        "create table t(a, b);\nwith recursive c(x) as (select 1 union all select x + 1 from c where x < 3000)\n\
+         insert into t select x, hex(x * 7919) from c;\ncreate index i on t(b);\nselect count(*), sum(length(b)), max(b) from t;\n",
+    )
+    .unwrap();
+    let mut json = String::new();
+    for i in 0..2000 {
+        json += &format!("{{\"id\":{i},\"name\":\"user{i}\",\"tags\":[\"t{}\",\"t{}\"],\"score\":{}.5}}\n", i % 17, i % 5, i % 1000);
+    }
+    std::fs::write(dir.join("records.json"), json).unwrap();
+    std::fs::write(dir.join("text.txt"), (0..20000).map(|i| format!("{} line {i}\n", i * 7919 % 100_003)).collect::<String>()).unwrap();
+    std::fs::write(dir.join("prog.py"), "d = {}\nfor i in range(20000):\n    d[str(i)] = [i] * (i % 7)\nprint(len(d), sum(len(v) for v in d.values()))\n").unwrap();
+    [
+        ("sqlite3", &["sqlite3", ":memory:", ".read script.sql"], &[]),
+        ("jq", &["jq", "-c", "select(.score > 500) | {id, t: .tags[0]}", "records.json"], &[]),
+        ("xz", &["xz", "-c", "-6", "text.txt"], &[]),
+        ("python3", &["python3", "prog.py"], &[("PYTHONMALLOC", "malloc")]),
+    ]
+}

@@ -15,6 +15,7 @@ mod decide;
 mod measure;
 mod fuzz;
 mod group;
+mod group_run;
 mod inputs;
 mod layout;
 mod plan;

@@ -8,7 +8,7 @@
 //! contexts, the report's figures, bad layout files (exit 2, program not started), and real
 //! programs (sqlite3, jq, xz, python3 with PYTHONMALLOC=malloc, the shared workloads).
 
-use crate::common::{heaplab_in, need, scratch_dir, Heaplab};
+use crate::common::{heaplab_in, real_programs, scratch_dir, Heaplab};
 use heaplab_apply::strategy::{build, Strategy, StrategyOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -227,27 +227,10 @@ fn real(dir: &Path, name: &str, cmd: &[&str], env: &[(&str, &str)]) {
 
 #[test]
 fn real_programs_give_identical_output() {
-    for t in ["sqlite3", "jq", "xz", "python3"] {
-        need(t);
-    }
     let dir = scratch_dir("run", "real");
-    std::fs::write(
-        dir.join("script.sql"),
-        "create table t(a, b);\nwith recursive c(x) as (select 1 union all select x + 1 from c where x < 3000)\n\
-         insert into t select x, hex(x * 7919) from c;\ncreate index i on t(b);\nselect count(*), sum(length(b)), max(b) from t;\n",
-    )
-    .unwrap();
-    let mut json = String::new();
-    for i in 0..2000 {
-        json += &format!("{{\"id\":{i},\"name\":\"user{i}\",\"tags\":[\"t{}\",\"t{}\"],\"score\":{}.5}}\n", i % 17, i % 5, i % 1000);
+    for (name, cmd, env) in real_programs(&dir) {
+        real(&dir, name, cmd, env);
     }
-    std::fs::write(dir.join("records.json"), json).unwrap();
-    std::fs::write(dir.join("text.txt"), (0..20000).map(|i| format!("{} line {i}\n", i * 7919 % 100_003)).collect::<String>()).unwrap();
-    std::fs::write(dir.join("prog.py"), "d = {}\nfor i in range(20000):\n    d[str(i)] = [i] * (i % 7)\nprint(len(d), sum(len(v) for v in d.values()))\n").unwrap();
-    real(&dir, "sqlite3", &["sqlite3", ":memory:", ".read script.sql"], &[]);
-    real(&dir, "jq", &["jq", "-c", "select(.score > 500) | {id, t: .tags[0]}", "records.json"], &[]);
-    real(&dir, "xz", &["xz", "-c", "-6", "text.txt"], &[]);
-    real(&dir, "python3", &["python3", "prog.py"], &[("PYTHONMALLOC", "malloc")]);
 }
 
 /// Two pointer-chasing workloads of `../shared/workloads`, built here, on small arguments.

@@ -1,0 +1,220 @@
+//! `heaplab-bench-group-runtime`: what the grouped allocator (`heaplab run --groups`) adds to
+//! each allocation, identification above all, behind `make bench-group-runtime`.
+//!
+//! The workload (`programs/group_loop.c`, compiled here) times N malloc/free pairs made DEPTH
+//! frames below two call sites A and B. It is traced once per depth with call stacks; from the
+//! trace, groups are built whose selectors name the frame that tells A from B (the deepest
+//! frame the walk must reach). Configurations: the fallback allocator alone; an empty group set
+//! (the library in place, nothing walked); a selector that is never satisfied (every allocation
+//! walked and evaluated, then sent to the fallback: the identification cost); and A and B each
+//! grouped (identification plus bump allocation instead of the fallback's). Each figure is the
+//! median of several runs, configurations taking turns; the table and
+//! `bench/group-runtime-results.md` name machine and commit.
+
+#[path = "../host.rs"]
+#[allow(dead_code)] // only `output` is needed here
+mod host;
+
+use heaplab_group::run::{run, RunOptions};
+use heaplab_group::{Group, GroupContext, Groups, Params, Site};
+use heaplab_trace::context::{basename, ModuleMap};
+use heaplab_trace::launch::{launch, LaunchOptions};
+use heaplab_trace::reader::Half;
+use heaplab_trace::TraceReader;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const USAGE: &str = "\
+heaplab-bench-group-runtime — the grouped allocator's cost per allocation
+
+Usage: heaplab-bench-group-runtime [--runs N] [--pairs N] [--out DIR]
+  --runs N   runs per configuration; the median is reported [default: 7]
+  --pairs N  malloc/free pairs timed per run [default: 2000000]
+  --out DIR  where group-runtime-results.md goes [default: bench]";
+
+/// Stack depths of the workload's allocations below its two call sites.
+const DEPTHS: [u32; 3] = [2, 6, 14];
+
+fn fail(m: String) -> ! {
+    eprintln!("heaplab-bench-group-runtime: {m}");
+    std::process::exit(2)
+}
+
+/// One run: the workload's ns per pair, and frames per walk from the report (0 plain).
+fn once(cmd: &[String], groups: Option<&Groups>, fallback: &heaplab_replay::allocators::Allocator, scratch: &Path) -> (f64, f64) {
+    let out = scratch.join("out.txt");
+    let file = || std::fs::File::create(&out).unwrap_or_else(|e| fail(format!("{}: {e}", out.display())));
+    let mut frames = 0.0;
+    match groups {
+        None => {
+            let st = Command::new(&cmd[0]).args(&cmd[1..]).env("LD_PRELOAD", fallback.preload()).stdout(file()).status();
+            if !st.is_ok_and(|s| s.success()) {
+                fail(format!("{cmd:?} failed"));
+            }
+        }
+        Some(g) => {
+            let opts = RunOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone(), groups_file: "bench".into() };
+            let a = run(g, cmd, &opts, |c| c.stdout(file())).unwrap_or_else(|e| fail(e.to_string()));
+            if !a.status.success() {
+                fail(format!("{cmd:?} grouped failed"));
+            }
+            let r = a.report.unwrap_or_else(|| fail(format!("{cmd:?}: no report")));
+            frames = if r.walks > 0 { r.frames as f64 / r.walks as f64 } else { 0.0 };
+        }
+    }
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    (text.trim().parse().unwrap_or_else(|_| fail(format!("{cmd:?}: no timing in its output ({text:?})"))), frames)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The two busiest call sites of a traced run, as (module basename, file offset) frames.
+fn two_contexts(trace: &Path) -> [Vec<(String, u64)>; 2] {
+    let path = trace.to_string_lossy();
+    let mut reader = TraceReader::open(&path).unwrap_or_else(|e| fail(e.to_string()));
+    let mut counts: HashMap<u32, u64> = HashMap::new();
+    for step in reader.by_ref() {
+        if step.half != Half::Release && step.event.ptr_out != 0 && step.event.site != 0 {
+            *counts.entry(step.event.site).or_insert(0) += 1;
+        }
+    }
+    let ending = reader.into_ending();
+    let map = ModuleMap::new(&ending.trailer.as_ref().unwrap_or_else(|| fail(format!("{path}: no trailer"))).modules);
+    let mut busiest: Vec<(u64, u32)> = counts.iter().map(|(&s, &c)| (c, s)).collect();
+    busiest.sort_unstable_by(|a, b| b.cmp(a));
+    if busiest.len() < 2 {
+        fail(format!("{path}: fewer than two call sites"));
+    }
+    let frames = |id: u32| -> Vec<(String, u64)> {
+        let site = ending.sites.get(&id).unwrap_or_else(|| fail(format!("{path}: site {id} undefined")));
+        site.frames
+            .iter()
+            .map(|&a| match map.find(a) {
+                Some(m) => (String::from_utf8_lossy(basename(&m.path)).into_owned(), a - m.start + m.offset),
+                None => ("?".into(), a),
+            })
+            .collect()
+    };
+    [frames(busiest[0].1), frames(busiest[1].1)]
+}
+
+/// Groups for the workload: `selectors` as conjunctions of the frames at stack position `d` of
+/// contexts `a` and `b` (0: a's, 1: b's).
+fn groups(ctx: &[Vec<(String, u64)>; 2], d: usize, selectors: &[&[usize]]) -> Groups {
+    let sites: Vec<Site> = ctx.iter().map(|f| Site { module: f[d].0.clone(), file_offset: f[d].1, function: String::new(), max_depth: d as u32 }).collect();
+    let n = selectors.len();
+    Groups {
+        params: Params::default(),
+        command: vec!["group_loop".into()],
+        affinity_distance: 128,
+        sites,
+        contexts: (0..n).map(|k| GroupContext { sites: vec![k as u32], group: Some(k as u32), accesses: 1, objects: 1, bytes: 1, kept: true }).collect(),
+        edges: Vec::new(),
+        groups: selectors
+            .iter()
+            .enumerate()
+            .map(|(k, s)| Group { members: vec![k as u32], weight: 1, accesses: 1, selector: vec![s.iter().map(|&i| i as u32).collect()] })
+            .collect(),
+        walk_depth: if n == 0 { 0 } else { d as u32 + 1 },
+    }
+}
+
+fn main() {
+    let mut runs = 7usize;
+    let mut pairs = 2_000_000u64;
+    let mut out_dir = PathBuf::from("bench");
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = |what: &str| args.next().unwrap_or_else(|| fail(format!("{what} needs a value\n{USAGE}")));
+        match a.as_str() {
+            "--runs" => runs = val("--runs").parse().unwrap_or_else(|_| fail("--runs: expected a number".into())),
+            "--pairs" => pairs = val("--pairs").parse().unwrap_or_else(|_| fail("--pairs: expected a number".into())),
+            "--out" => out_dir = PathBuf::from(val("--out")),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
+            _ => fail(format!("unknown argument {a}\n{USAGE}")),
+        }
+    }
+    let scratch = std::env::temp_dir().join(format!("heaplab-bench-group-runtime-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap_or_else(|e| fail(format!("{}: {e}", scratch.display())));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("programs/group_loop.c");
+    let prog = scratch.join("group_loop");
+    if !Command::new("cc").args(["-O2", "-o"]).arg(&prog).arg(&src).status().is_ok_and(|s| s.success()) {
+        fail("cannot compile programs/group_loop.c (a C compiler is required)".into());
+    }
+    let fallback = heaplab_replay::allocators::resolve("jemalloc").unwrap_or_else(|e| fail(e.to_string()));
+    let mut rows = Vec::new();
+    let mut worst = 0.0f64;
+    for depth in DEPTHS {
+        let cmd = vec![prog.to_string_lossy().into_owned(), pairs.to_string(), depth.to_string()];
+        let trace = std::path::absolute(scratch.join(format!("d{depth}.hltrace"))).unwrap();
+        let small = vec![cmd[0].clone(), "20000".into(), depth.to_string()];
+        let opts = LaunchOptions { stack_depth: depth + 6, ..LaunchOptions::default() };
+        launch(&small, &trace, &opts, |c| c.stdout(Stdio::null())).unwrap_or_else(|e| fail(e.to_string()));
+        let ctx = two_contexts(&trace);
+        let d = (0..ctx[0].len().min(ctx[1].len())).find(|&i| ctx[0][i] != ctx[1][i]).unwrap_or_else(|| fail("the two call sites do not differ".into()));
+        let configs: [(&str, Option<Groups>); 4] = [
+            ("jemalloc alone", None),
+            ("no groups (nothing walked)", Some(groups(&ctx, d, &[]))),
+            ("walked, no selector holds", Some(groups(&ctx, d, &[&[0, 1]]))),
+            ("walked, A and B grouped", Some(groups(&ctx, d, &[&[0], &[1]]))),
+        ];
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+        let mut frames = vec![0.0; configs.len()];
+        for _ in 0..runs {
+            for (k, (_, g)) in configs.iter().enumerate() {
+                let (t, f) = once(&cmd, g.as_ref(), &fallback, &scratch);
+                times[k].push(t);
+                frames[k] = f;
+            }
+        }
+        let t: Vec<f64> = times.into_iter().map(median).collect();
+        worst = worst.max(t[2] - t[1]);
+        for (k, (what, _)) in configs.iter().enumerate() {
+            let ident = if k == 2 { format!("{:+.1}", t[2] - t[1]) } else { String::new() };
+            let walked = if frames[k] > 0.0 { format!("{:.1}", frames[k]) } else { String::new() };
+            rows.push(format!("| {} | {what} | {walked} | {:.1} | {:+.1} | {ident} |", d + 1, t[k], t[k] - t[0]));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+
+    let commit = host::output("git", &["rev-parse", "--short", "HEAD"]);
+    let date = host::output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+    let cpu = host::output("sh", &["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]);
+    let cores = host::output("nproc", &[]);
+    let mem = host::output("sh", &["-c", "awk '/MemTotal/ {printf \"%.0f GiB\", $2 / 1048576}' /proc/meminfo"]);
+    let table = format!(
+        "| walk depth | configuration | frames per walk | ns per malloc+free | added ns | identification ns |\n|---:|---|---:|---:|---:|---:|\n{}\n",
+        rows.join("\n")
+    );
+    print!("{table}");
+    println!("identification: at most {worst:.1} ns per allocation (target 50)");
+    let text = format!(
+        "# The grouped allocator's cost per allocation\n\n\
+         Machine: {} ({} cores, {}), shared with other jobs while measured. Date: {}. Commit: {}.\n\
+         Command: `make bench-group-runtime` (`heaplab-bench-group-runtime --runs {runs} --pairs {pairs}`).\n\n\
+         The workload (`crates/bench/programs/group_loop.c`) times {pairs} malloc/free pairs of 8 sizes (16 to\n\
+         256 bytes) made a few frames below two call sites A and B; each figure is the median of {runs} runs,\n\
+         configurations taking turns, with jemalloc as the fallback. The groups' selectors name the frame\n\
+         that tells A from B, so every allocation's walk reaches it (walk depth = its stack position + 1).\n\
+         *Identification* is what a walk and the selectors' evaluation add per allocation: the run whose\n\
+         selector never holds (every allocation walked, evaluated, then sent to jemalloc) minus the run\n\
+         with no groups (the library in place, nothing walked). Target: at most 50 ns.\n\
+         *A and B grouped*: identification plus bump allocation in the groups' chunks instead of jemalloc.\n\n\
+         {table}\nIdentification: at most {worst:.1} ns per allocation here.\n",
+        cpu.trim(),
+        cores.trim(),
+        mem.trim(),
+        date.trim(),
+        commit.trim()
+    );
+    let path = out_dir.join("group-runtime-results.md");
+    std::fs::write(&path, text).unwrap_or_else(|e| fail(format!("{}: {e}", path.display())));
+    eprintln!("wrote {}", path.display());
+}

@@ -1,0 +1,425 @@
+//! End-to-end tests of `heaplab run --groups`: a program traced with call stacks, groups built
+//! by hand from the trace's contexts (sites are the frames as module basename + file offset, as
+//! grouping names them), written with `heaplab_group::format::write` (which validates them),
+//! then the program run plainly and grouped. The oracle is the plain run: standard output, error
+//! and exit status must be identical, and `tests/programs/applied.c` checks every byte of its
+//! live blocks before it frees them, so an allocator that handed out overlapping memory, or
+//! lost bytes in a realloc, fails loudly. Identification is checked against the trace: the
+//! contexts of `tests/programs/lists.c` (A, B and C nodes, N each) must land in exactly the
+//! groups whose selectors name them, first match first, and the others must fall back.
+//! Covered: threads, fork, exec, calloc on reused memory, realloc in every direction, the
+//! aligned family, usable sizes, bad groups files (exit 2, program not started), and real
+//! programs (sqlite3, jq, xz, python3; health, mst and treeadd from ../shared) with hand-made
+//! and empty group sets.
+
+use crate::common::{heaplab_in, real_programs, prog, scratch_dir, Heaplab};
+use heaplab_group::{Group, GroupContext, Groups, Params, Site};
+use heaplab_trace::context::{basename, ModuleMap};
+use heaplab_trace::reader::Half;
+use heaplab_trace::TraceReader;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// A test program of `tests/programs/`, compiled once per run with `flags`.
+fn compiled(name: &str, flags: &[&str]) -> String {
+    static BINS: OnceLock<std::sync::Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let mut bins = BINS.get_or_init(Default::default).lock().unwrap();
+    bins.entry(name.to_string())
+        .or_insert_with(|| {
+            let dir = scratch_dir("group_run", &format!("program-{name}"));
+            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
+            let out = dir.join(name);
+            let st = Command::new("cc").args(flags).arg("-o").arg(&out).arg(&src).status();
+            assert!(st.is_ok_and(|s| s.success()), "cannot compile {name}.c: a C compiler (cc) is required");
+            out
+        })
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn lists() -> String {
+    compiled("lists", &["-O2", "-pthread"])
+}
+
+fn applied() -> String {
+    compiled("applied", &["-O2", "-pthread", "-rdynamic"])
+}
+
+/// A frame as grouping names it.
+type Frame = (String, u64);
+
+/// One call site of a traced run: its allocations and its frames (innermost first).
+struct Ctx {
+    count: u64,
+    frames: Vec<Frame>,
+}
+
+/// Traces `cmd` in `dir` with stacks of `depth` frames; returns its call sites in the order of
+/// their first allocation.
+fn contexts(dir: &Path, name: &str, depth: u32, cmd: &[&str], env: &[(&str, &str)]) -> Vec<Ctx> {
+    let out = format!("{name}.hltrace");
+    let d = depth.to_string();
+    let mut args = vec!["trace", "--no-follow-exec", "--stack-depth", &d, "-o", &out, "--"];
+    args.extend_from_slice(cmd);
+    let r = Heaplab::new(&args).dir(dir).envs(env).within(300).run();
+    assert_eq!(r.code, 0, "trace {cmd:?}: {}", r.stderr);
+    let path = dir.join(&out).to_string_lossy().into_owned();
+    let mut reader = TraceReader::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut order: Vec<u32> = Vec::new();
+    let mut counts: HashMap<u32, u64> = HashMap::new();
+    for step in reader.by_ref() {
+        let e = step.event;
+        if step.half == Half::Release || e.ptr_out == 0 || e.site == 0 {
+            continue;
+        }
+        let c = counts.entry(e.site).or_insert(0);
+        if *c == 0 {
+            order.push(e.site);
+        }
+        *c += 1;
+    }
+    let ending = reader.into_ending();
+    let map = ModuleMap::new(&ending.trailer.as_ref().expect("a trailer").modules);
+    order
+        .iter()
+        .filter_map(|id| {
+            let site = ending.sites.get(id)?;
+            let frames = site
+                .frames
+                .iter()
+                .map(|&a| match map.find(a) {
+                    Some(m) => (String::from_utf8_lossy(basename(&m.path)).into_owned(), a - m.start + m.offset),
+                    None => ("?".to_string(), a),
+                })
+                .collect();
+            Some(Ctx { count: counts[id], frames })
+        })
+        .collect()
+}
+
+/// Groups built by hand: sites numbered as they are first named, each with the deepest stack
+/// position it is used at; the walk depth follows.
+struct Builder {
+    g: Groups,
+    index: HashMap<Frame, u32>,
+}
+
+impl Builder {
+    fn new(ngroups: usize) -> Builder {
+        let g = Groups {
+            params: Params::default(),
+            command: vec!["test".into()],
+            affinity_distance: 128,
+            sites: Vec::new(),
+            contexts: Vec::new(),
+            edges: Vec::new(),
+            groups: vec![Group { members: Vec::new(), weight: 1, accesses: 1, selector: Vec::new() }; ngroups],
+            walk_depth: 0,
+        };
+        Builder { g, index: HashMap::new() }
+    }
+
+    /// The site of `frame` seen at stack position `depth`.
+    fn site(&mut self, frame: &Frame, depth: u32) -> u32 {
+        let n = self.g.sites.len() as u32;
+        let k = *self.index.entry(frame.clone()).or_insert(n);
+        if k == n {
+            self.g.sites.push(Site { module: frame.0.clone(), file_offset: frame.1, function: String::new(), max_depth: depth });
+        }
+        let s = &mut self.g.sites[k as usize];
+        s.max_depth = s.max_depth.max(depth);
+        k
+    }
+
+    /// Adds a context (its frames as sites) to `group`.
+    fn context(&mut self, c: &Ctx, group: Option<u32>) {
+        let sites = c.frames.iter().enumerate().map(|(d, f)| self.site(f, d as u32)).collect();
+        let i = self.g.contexts.len() as u32;
+        self.g.contexts.push(GroupContext { sites, group, accesses: 1, objects: c.count, bytes: c.count, kept: group.is_some() });
+        if let Some(k) = group {
+            self.g.groups[k as usize].members.push(i);
+        }
+    }
+
+    /// Adds a conjunction of (frame, stack position) to group k's selector.
+    fn select(&mut self, k: usize, conj: &[(&Frame, u32)]) {
+        let sites = conj.iter().map(|(f, d)| self.site(f, *d)).collect();
+        self.g.groups[k].selector.push(sites);
+    }
+
+    /// Writes the groups to `dir/name.hlgroups`.
+    fn write(mut self, dir: &Path, name: &str) -> String {
+        self.g.walk_depth = self.g.groups.iter().flat_map(|g| g.selector.iter().flatten()).map(|&s| self.g.sites[s as usize].max_depth + 1).max().unwrap_or(0);
+        let path = dir.join(format!("{name}.hlgroups")).to_string_lossy().into_owned();
+        heaplab_group::format::write(&path, &self.g).unwrap_or_else(|e| panic!("{path}: {e}"));
+        path
+    }
+}
+
+/// Groups every context of `ctxs` (but each `skip`-th, left ungrouped) round-robin into
+/// `ngroups` groups, each selected by the conjunction of all its frames.
+fn round_robin(dir: &Path, name: &str, ctxs: &[Ctx], ngroups: usize, skip: usize) -> String {
+    let mut b = Builder::new(ngroups);
+    let mut k = 0;
+    for (i, c) in ctxs.iter().enumerate() {
+        if (i + 1) % skip == 0 || c.frames.iter().any(|f| f.0 == "?") {
+            b.context(c, None);
+            continue;
+        }
+        b.context(c, Some((k % ngroups) as u32));
+        let conj: Vec<(&Frame, u32)> = c.frames.iter().enumerate().map(|(d, f)| (f, d as u32)).collect();
+        b.select(k % ngroups, &conj);
+        k += 1;
+    }
+    assert!(k >= ngroups, "{name}: too few contexts to group");
+    b.write(dir, name)
+}
+
+/// Runs `cmd` plainly, then grouped; requires the same standard output, error and exit status
+/// and returns the report.
+fn same_as_plain(dir: &Path, groups: &str, cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> Value {
+    let plain = Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir).envs(env.iter().copied()).env_remove("LD_PRELOAD").output().unwrap();
+    let report = dir.join("report.json");
+    let _ = std::fs::remove_file(&report);
+    let report_s = report.to_string_lossy().into_owned();
+    let mut args = vec!["run", "--quiet", "--groups", groups, "--report", &report_s];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    let r = Heaplab::new(&args).dir(dir).envs(env).within(300).run();
+    assert_eq!(r.code, plain.status.code().unwrap_or(-1), "{cmd:?} under {groups}: exit status differs; stderr: {}", r.stderr);
+    assert!(r.stdout == String::from_utf8_lossy(&plain.stdout), "{cmd:?} under {groups}: output differs from a plain run\n--- plain\n{}\n--- run\n{}\nstderr: {}", String::from_utf8_lossy(&plain.stdout), r.stdout, r.stderr);
+    assert!(r.stderr == String::from_utf8_lossy(&plain.stderr), "{cmd:?} under {groups}: standard error differs\n--- plain\n{}\n--- run\n{}", String::from_utf8_lossy(&plain.stderr), r.stderr);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(v["error"], Value::Null, "{v}");
+    assert_eq!(v["stray_frees"], 0, "{v}");
+    let fb = &v["fallback"];
+    let reasons: u64 = ["too_big", "aligned", "ungrouped", "exhausted"].iter().map(|k| fb[k].as_u64().unwrap()).sum();
+    assert_eq!(fb["count"].as_u64().unwrap(), reasons, "{v}");
+    let per_group: u64 = v["groups"].as_array().unwrap().iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert_eq!(v["grouped"]["count"].as_u64().unwrap(), per_group, "{v}");
+    assert_eq!(v["allocations"].as_u64().unwrap(), per_group + reasons, "{v}");
+    assert_eq!(fb["exhausted"], 0, "{v}");
+    v
+}
+
+fn n(v: &Value, path: &[&str]) -> u64 {
+    path.iter().fold(v, |v, k| if let Ok(i) = k.parse::<usize>() { &v[i] } else { &v[*k] }).as_u64().unwrap_or_else(|| panic!("{path:?} in {v}"))
+}
+
+/// The three node contexts of lists.c (A, B, C: allocated in that order, `count` each) and the
+/// first stack position at which each differs from the other two.
+fn abc(ctxs: &[Ctx], count: u64) -> [(&Ctx, usize); 3] {
+    let nodes: Vec<&Ctx> = ctxs.iter().filter(|c| c.count == count).collect();
+    assert_eq!(nodes.len(), 3, "lists: expected three contexts of {count} nodes");
+    let apart = |i: usize| (0..nodes[i].frames.len()).find(|&d| (0..3).all(|j| j == i || nodes[j].frames.get(d) != Some(&nodes[i].frames[d]))).expect("contexts that differ");
+    [(nodes[0], apart(0)), (nodes[1], apart(1)), (nodes[2], apart(2))]
+}
+
+#[test]
+fn lists_a_and_b_share_a_group_c_falls_back() {
+    let dir = scratch_dir("group_run", "lists");
+    let p = lists();
+    let ctxs = contexts(&dir, "lists", 8, &[&p, "500", "3"], &[]);
+    let [(a, da), (b, db), (c, _)] = abc(&ctxs, 500);
+    let mut g = Builder::new(1);
+    g.context(a, Some(0));
+    g.context(b, Some(0));
+    g.context(c, None);
+    g.select(0, &[(&a.frames[da], da as u32)]);
+    g.select(0, &[(&b.frames[db], db as u32)]);
+    let file = g.write(&dir, "ab");
+    for threads in ["1", "4"] {
+        let v = same_as_plain(&dir, &file, &[&p, "2000", "3", threads], &[], &[]);
+        let t: u64 = threads.parse().unwrap();
+        assert_eq!(n(&v, &["groups", "0", "count"]), 2 * 2000 * t, "A and B nodes, all of them: {v}");
+        assert!(n(&v, &["fallback", "ungrouped"]) >= 2000 * t, "C nodes fall back: {v}");
+        assert!(n(&v, &["chunks", "fresh"]) >= 1 && n(&v, &["fragmentation", "peak_resident_bytes"]) >= n(&v, &["grouped", "bytes"]), "{v}");
+        assert_eq!(n(&v, &["frees_grouped"]), 2 * 2000 * t, "{v}");
+        assert_eq!(n(&v, &["sites_unresolved"]), 0, "{v}");
+        assert_eq!(v["fallback_allocator"], "jemalloc", "{v}");
+        // The walker against glibc's backtrace(): the same groups, allocation for allocation.
+        let reference = same_as_plain(&dir, &file, &[&p, "2000", "3", threads], &[("HEAPLAB_UNWIND", "backtrace")], &[]);
+        assert_eq!((&reference["groups"], &reference["fallback"]), (&v["groups"], &v["fallback"]), "{reference}");
+    }
+}
+
+#[test]
+fn the_same_context_always_maps_to_the_same_group_first_match_first() {
+    let dir = scratch_dir("group_run", "identify");
+    let p = lists();
+    let ctxs = contexts(&dir, "lists", 8, &[&p, "300", "2"], &[]);
+    let [(a, da), (b, db), (c, dc)] = abc(&ctxs, 300);
+    // Group 0 selects A; group 1 a frame A, B and C share (the wrapper's call of malloc), so it
+    // takes B and C but not A, which group 0 matched first; group 2 selects B but comes too late.
+    let shared = (0..a.frames.len()).find(|&d| b.frames.get(d) == Some(&a.frames[d]) && c.frames.get(d) == Some(&a.frames[d])).expect("a frame the nodes share");
+    let mut g = Builder::new(3);
+    g.context(a, Some(0));
+    g.context(c, Some(1));
+    g.context(b, Some(2));
+    g.select(0, &[(&a.frames[da], da as u32)]);
+    g.select(1, &[(&a.frames[shared], shared as u32), (&c.frames[dc], dc as u32)]);
+    g.select(1, &[(&a.frames[shared], shared as u32)]);
+    g.select(2, &[(&b.frames[db], db as u32)]);
+    let file = g.write(&dir, "order");
+    for threads in ["1", "3"] {
+        let v = same_as_plain(&dir, &file, &[&p, "1000", "2", threads], &[], &[]);
+        let t: u64 = threads.parse().unwrap();
+        assert_eq!(n(&v, &["groups", "0", "count"]), 1000 * t, "{v}");
+        assert!(n(&v, &["groups", "1", "count"]) >= 2 * 1000 * t, "{v}");
+        assert_eq!(n(&v, &["groups", "2", "count"]), 0, "{v}");
+    }
+    // An empty group set: everything falls back, nothing is walked.
+    let empty = Builder::new(0).write(&dir, "empty");
+    let v = same_as_plain(&dir, &empty, &[&p, "1000", "2"], &[], &[]);
+    assert_eq!((n(&v, &["grouped", "count"]), n(&v, &["identification", "walks"])), (0, 0), "{v}");
+}
+
+#[test]
+fn every_allocation_call_is_exact_grouped() {
+    let dir = scratch_dir("group_run", "applied");
+    let p = applied();
+    for (name, cmd) in [
+        ("mix", vec![&p[..], "mix", "6"]),
+        ("threads", vec![&p[..], "threads", "8", "2"]),
+        ("fork", vec![&p[..], "fork", "3"]),
+        ("exec", vec![&p[..], "exec", "3"]),
+    ] {
+        let ctxs = contexts(&dir, name, 4, &cmd, &[]);
+        let file = round_robin(&dir, name, &ctxs, 3, 5);
+        for fallback in ["jemalloc", "glibc"] {
+            let v = same_as_plain(&dir, &file, &cmd, &[], &["--fallback", fallback]);
+            assert!(n(&v, &["grouped", "count"]) > 0, "{name}: {v}");
+            if name == "exec" {
+                assert_eq!(v["end"], "exec", "{v}");
+            }
+            if name == "mix" {
+                assert!(n(&v, &["fallback", "aligned"]) > 0 && n(&v, &["fallback", "too_big"]) > 0, "{v}");
+            }
+        }
+    }
+    // Tiny chunks: chunks fill, empty ones are reused or given back, calloc zeroes reused memory.
+    let ctxs = contexts(&dir, "small", 4, &[&p, "mix", "6"], &[]);
+    let file = round_robin(&dir, "small", &ctxs, 2, 7);
+    let mut g = heaplab_group::format::read(&file).unwrap();
+    g.params.chunk_size = 8192;
+    g.params.max_object_size = 2048;
+    g.params.spare_chunks = 1;
+    let small = dir.join("tiny.hlgroups").to_string_lossy().into_owned();
+    heaplab_group::format::write(&small, &g).unwrap();
+    let v = same_as_plain(&dir, &small, &[&p, "mix", "6"], &[], &[]);
+    assert!(n(&v, &["chunks", "reused"]) > 0 && n(&v, &["chunks", "returned"]) > 0, "{v}");
+}
+
+#[test]
+fn threads_program_and_fallback_allocators() {
+    let dir = scratch_dir("group_run", "threads");
+    let p = prog("threads");
+    let cmd = [&p[..], "4", "3000"];
+    let ctxs = contexts(&dir, "threads", 6, &cmd, &[]);
+    let file = round_robin(&dir, "threads", &ctxs, 2, 1000);
+    for fallback in ["jemalloc", "glibc", "mimalloc", "tcmalloc"] {
+        let v = same_as_plain(&dir, &file, &cmd, &[], &["--fallback", fallback]);
+        assert!(n(&v, &["grouped", "count"]) > 0, "{fallback}: {v}");
+    }
+}
+
+#[test]
+fn bad_groups_are_rejected_before_the_program_starts() {
+    let dir = scratch_dir("group_run", "bad");
+    let p = lists();
+    let ctxs = contexts(&dir, "lists", 8, &[&p, "100", "1"], &[]);
+    let good = std::fs::read(round_robin(&dir, "good", &ctxs, 1, 1000)).unwrap();
+    let marker = dir.join("started");
+    let cmd = format!("touch {}", marker.display());
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![("empty", Vec::new()), ("magic", [b"NOTGROUP".as_slice(), &good[8..]].concat()), ("truncated", good[..good.len() / 2].to_vec())];
+    let mut flipped = good.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x40;
+    cases.push(("flipped", flipped));
+    // Valid for the format, beyond the runtime: a selector site deeper than it walks.
+    let mut b = Builder::new(1);
+    b.context(&ctxs[0], Some(0));
+    b.select(0, &[(&ctxs[0].frames[0], 500)]);
+    let deep = std::fs::read(b.write(&dir, "deep")).unwrap();
+    cases.push(("deep", deep));
+    for (name, bytes) in cases {
+        let f = dir.join(format!("{name}.hlgroups"));
+        std::fs::write(&f, bytes).unwrap();
+        let r = heaplab_in(&dir, &["run", "--groups", &f.to_string_lossy(), "--", "sh", "-c", &cmd]);
+        assert_eq!(r.code, 2, "{name}: {}", r.stderr);
+        assert!(r.stderr.contains(&*f.to_string_lossy()), "{name}: the message names the file: {}", r.stderr);
+        assert!(!marker.exists(), "{name}: the program ran");
+    }
+    let good_file = dir.join("good.hlgroups").to_string_lossy().into_owned();
+    for args in [
+        vec!["run", "--groups", "no-such.hlgroups", "--", "true"],
+        vec!["run", "--groups", &good_file, "--", "no-such-program-here"],
+        vec!["run", "--groups", &good_file, "--layout", "x.hllayout", "--", "true"],
+        vec!["run", "--", "true"],
+        vec!["run", "--groups", &good_file, "--fallback", "no-such-allocator", "--", "true"],
+    ] {
+        let r = heaplab_in(&dir, &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn exit_status_and_streams_pass_through() {
+    let dir = scratch_dir("group_run", "status");
+    let empty = Builder::new(0).write(&dir, "empty");
+    let r = Heaplab::new(&["run", "--quiet", "--groups", &empty, "--", "sh", "-c", "echo out; echo err >&2; exit 7"]).dir(&dir).run();
+    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (7, "out\n", "err\n"));
+    let r = Heaplab::new(&["run", "--quiet", "--groups", &empty, "--", "sh", "-c", "kill -TERM $$"]).dir(&dir).run();
+    assert_eq!(r.code, 128 + 15);
+    let r = Heaplab::new(&["run", "--groups", &empty, "--", "true"]).dir(&dir).run();
+    assert!(r.code == 0 && r.stderr.starts_with("heaplab run: groups "), "{}", r.stderr);
+    let r = Heaplab::new(&["run", "--json", "--groups", &empty, "--", "true"]).dir(&dir).run();
+    let v: Value = serde_json::from_str(&r.stderr).unwrap_or_else(|e| panic!("{e}: {}", r.stderr));
+    assert_eq!(v["exit_status"]["code"], 0, "{v}");
+}
+
+/// A real program traced once with stacks, then run grouped (its contexts round-robin into
+/// three groups, and with no groups at all): its output must equal a plain run's.
+fn real(dir: &Path, name: &str, cmd: &[&str], env: &[(&str, &str)]) {
+    let mut ctxs = contexts(dir, name, 4, cmd, env);
+    ctxs.truncate(400);
+    let file = round_robin(dir, name, &ctxs, 3, 4);
+    let v = same_as_plain(dir, &file, cmd, env, &[]);
+    assert!(n(&v, &["grouped", "count"]) > 0, "{name}: {v}");
+    let empty = Builder::new(0).write(dir, &format!("{name}-empty"));
+    same_as_plain(dir, &empty, cmd, env, &["--fallback", "glibc"]);
+}
+
+#[test]
+fn real_programs_give_identical_output() {
+    let dir = scratch_dir("group_run", "real");
+    for (name, cmd, env) in real_programs(&dir) {
+        real(&dir, name, cmd, env);
+    }
+}
+
+/// Pointer-chasing workloads of `../shared/workloads` (HALO's health among them), built here,
+/// on small arguments: grouped by their own contexts, their output must equal a plain run's.
+#[test]
+fn shared_workloads_give_identical_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/workloads");
+    if !root.is_dir() {
+        println!("skipped: ../shared not found");
+        return;
+    }
+    let dir = scratch_dir("group_run", "workloads");
+    for (name, args) in [("health", &["6", "10", "1"][..]), ("mst", &["200"][..]), ("treeadd", &["12"][..])] {
+        let sources: Vec<PathBuf> = std::fs::read_dir(root.join(name)).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "c")).collect();
+        let bin = dir.join(name);
+        let st = Command::new("cc").args(["-O2", "-w", "-DTORONTO", "-std=gnu17", "-o"]).arg(&bin).args(&sources).arg("-lm").status().unwrap();
+        assert!(st.success(), "cannot build {name}");
+        let bin = bin.to_string_lossy().into_owned();
+        let mut cmd = vec![&bin[..]];
+        cmd.extend_from_slice(args);
+        real(&dir, name, &cmd, &[]);
+    }
+}

@@ -1,0 +1,40 @@
+//! Compiles the grouped allocator (`runtime/group.c` on the native layer of heaplab-trace,
+//! `../trace/native/`, in its client-served mode) into `libheaplab_group.so` in OUT_DIR;
+//! `src/run.rs` embeds it, so `heaplab run --groups` needs no install step. The runtime table's
+//! numbers the C reads come from the Rust definitions (`src/table.rs`) into the generated
+//! `heaplab_group_table.h`: the table has one definition.
+
+use heaplab_native_build::{rust_const, CBuild, CHeader};
+
+fn table_header() -> CHeader {
+    let table = "src/table.rs";
+    let magic = rust_const(table, "MAGIC");
+    let magic = magic.strip_prefix("b\"").and_then(|m| m.strip_suffix('"')).expect("MAGIC is a byte string literal");
+    let spare = rust_const("src/lib.rs", "MAX_SPARE_CHUNKS");
+    CHeader::new("heaplab_group_table.h", "The runtime table's numbers, from crates/group/src/table.rs and lib.rs.")
+        .define_str("HLG_MAGIC", magic.as_bytes(), "the first 8 bytes")
+        .define("HLG_VERSION", format!("{}u", rust_const(table, "VERSION")), "the version the runtime reads")
+        .define("HLG_HEADER", rust_const(table, "HEADER"), "bytes of the header")
+        .define("HLG_SITE_RECORD", rust_const(table, "SITE_RECORD"), "bytes per site record")
+        .define("HLG_PAIR_RECORD", rust_const(table, "PAIR_RECORD"), "bytes per group or conjunction record")
+        .define("HLG_MAX_SITES", rust_const(table, "MAX_SITES"), "selector sites at most")
+        .define("HLG_MAX_WALK", rust_const(table, "MAX_WALK"), "frames walked at most")
+        .define("HLG_MAX_SPARE", format!("({})", spare.replace(" << ", "u << ")), "spare chunks at most")
+}
+
+fn main() {
+    let generated = table_header().write();
+    CBuild::shared_library("libheaplab_group.so")
+        .source("../trace/native/interpose.c")
+        .source("../trace/native/unwind.c")
+        .source("../trace/native/modules.c")
+        .source("../trace/native/report.c")
+        .source("runtime/group.c")
+        .include("../trace/native")
+        .include("runtime")
+        .include(generated)
+        .flags(["-DHL_CLIENT_SERVES", "-DHL_COMPACT_TABLES"])
+        .lib("dl")
+        .lib("pthread")
+        .embed("HEAPLAB_GROUP_SO");
+}

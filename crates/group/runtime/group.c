@@ -1,0 +1,777 @@
+/* group.c — the grouped allocator behind `heaplab run --groups` (libheaplab_group.so): a client
+ * of the native layer in client-served mode (crates/trace/native/interpose.h, HL_CLIENT_SERVES).
+ *
+ * Owns: reading the runtime table the launcher writes (crates/group/src/run.rs defines it; its
+ * numbers come from the generated heaplab_group_table.h), turning the selectors' call sites
+ * (module basename, file offset) into addresses, identifying the group of each small allocation
+ * from the return addresses on its stack, serving groups by bump allocation from their own
+ * chunks, sending everything else to the fallback (the real allocator next in the chain), and
+ * the report at the end of the image.
+ *
+ * Identification (HALO §4.3 without binary rewriting). HALO's BOLT pass sets a bit of a global
+ * state vector while control is inside each selector call site; here the same bits are found
+ * at allocation time: the stack is walked (native/unwind.c, cached CFI) for `walk_depth` frames,
+ * each return address is looked up in a small open-addressing table of the selector sites'
+ * addresses, and the selectors (DNF over those bits) are evaluated in group order, first match
+ * wins. A walk that meets no selector site falls back without evaluating anything.
+ *
+ * Allocation (HALO §4.4). One virtual range is reserved at start (PROT_NONE, NORESERVE) and made
+ * accessible a chunk at a time, so "is this pointer ours" is one range check. Chunks are
+ * `chunk` bytes, aligned to their size; each group bumps through its current chunk. A chunk
+ * starts with its header (live count, bump top, group: found by masking a pointer) and two
+ * bitmaps, one bit per 8-byte granule: `bounds` (an object, or the alignment padding before
+ * one, starts here) and `live` (a live object starts here). An object runs from its start to
+ * the next boundary or the chunk's top, so sizes are exact without per-object headers. A chunk
+ * whose live count drops to 0 while it is not current is kept as a spare (up to
+ * `spare_chunks`) or its pages are given back (MADV_DONTNEED) and its address space reused.
+ * The current chunk holds one count of its own, so "empty and not current" is one decrement
+ * reaching 0, whether a free or the switch to a new chunk gets there.
+ *
+ * Deviation from HALO: objects of more than 8 bytes are 16-byte aligned (HALO: 8), because
+ * glibc and jemalloc guarantee 16 and compilers assume it (SSE moves of long double, max_align_t).
+ * Threads (HALO was single-threaded): a spin lock per group guards its chunks (bump, bitmaps,
+ * live counts) for allocations and frees alike, one lock operation per call where atomics on
+ * each counter and bitmap word would cost several; sizes are read without it. Hot counters are
+ * per thread.
+ * Nothing here calls the program's malloc: memory is mmap'd or static; the report is written
+ * with raw calls (native/report.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "heaplab_group_table.h"
+#include "interpose.h"
+#include "modules.h"
+#include "report.h"
+#include "unwind.h"
+
+#define GRANULE 8u
+#define HEADER 64u /* bytes of a chunk's header */
+#define MAX_MODULES 8192
+#define RESOLVE_EVERY 0x3fffu /* while sites are unresolved, a thread looks again this often (allocations) */
+
+/* ---- the table (copied out of the file into mmap'd arrays) ---- */
+static struct {
+    uint64_t walk_depth, max_object, chunk, spare;
+    uint32_t nsites, ngroups, nconj, nterms;
+} T;
+static uint64_t *site_off, *site_hash; /* file offset and basename hash per selector site */
+static uint32_t *group_conj;           /* per group: first conjunction, count (pairs) */
+static uint32_t *conj_term;            /* per conjunction: first term, count (pairs) */
+static uint32_t *terms;                /* site indices */
+static uint32_t words;                 /* 64-bit words of a site bitset */
+
+/* ---- site addresses: open addressing, insert-only (under resolve_lock), read lock-free ---- */
+struct slot {
+    _Atomic uint64_t addr; /* 0: empty */
+    uint32_t site;
+};
+static struct slot *slots;
+static uint64_t slot_mask, slot_used;
+static int slot_shift;
+static _Atomic uint64_t addr_lo = UINT64_MAX, addr_hi;
+static unsigned char *site_found;
+static _Atomic uint32_t unresolved;
+static atomic_flag resolve_lock = ATOMIC_FLAG_INIT;
+static struct hl_module *modules;
+static __thread uint32_t tick __attribute__((tls_model("initial-exec")));
+
+/* ---- chunks ---- */
+struct chunk {
+    int64_t refs;          /* live objects, + 1 while it is its group's current chunk */
+    _Atomic uint64_t top;  /* bump offset */
+    _Atomic uint32_t group;
+    uint32_t zeroed;       /* never handed out since its pages were last zero */
+};
+static unsigned char *range;
+static uint64_t range_len, chunks_max, bitmap_bytes, data_start;
+static _Atomic uint64_t carved;         /* chunks made accessible so far */
+static uint32_t *returned, *spares;     /* stacks of chunk indices (under chunk_lock) */
+static uint64_t nreturned, nspare;
+static atomic_flag chunk_lock = ATOMIC_FLAG_INIT;
+
+/* A group: its lock guards its current chunk and every chunk it holds objects in (their refs,
+ * bitmaps and tops), and its counters. */
+struct group_state {
+    atomic_flag lock;
+    struct chunk *cur;
+    uint64_t count, bytes; /* grouped allocations and their requested bytes */
+    uint64_t frees, live;  /* frees, and the bytes of its live objects */
+} __attribute__((aligned(64)));
+static struct group_state *groups;
+
+/* ---- counters (the report) ---- */
+enum why { W_SIZE, W_ALIGN, W_CONTEXT, W_EXHAUSTED, W_N };
+static const char *const why_name[W_N] = {"too_big", "aligned", "ungrouped", "exhausted"};
+/* Counters of the hot paths are per thread (a shared counter's cache line would bounce between
+ * threads on every allocation): each thread takes a block of its own on first use; the report
+ * sums them. Threads beyond MAX_THREAD_STATS share the last block, with atomic adds. */
+struct thread_stats { uint64_t walks, frames, fb_count[W_N], fb_bytes[W_N]; };
+#define MAX_THREAD_STATS 4096
+static struct thread_stats *thread_stats;
+static _Atomic uint32_t thread_stats_used;
+static __thread struct thread_stats *my_stats __attribute__((tls_model("initial-exec")));
+static __thread int my_stats_shared __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t stray_frees;
+static uint64_t chunks_fresh, chunks_reused, chunks_returned; /* under chunk_lock */
+/* The grouped heap's footprint: pages bumped into in chunks not yet emptied (spares excluded). */
+static _Atomic uint64_t resident_bytes, peak_resident, live_at_peak;
+static atomic_flag peak_lock = ATOMIC_FLAG_INIT;
+
+/* ---- configuration ---- */
+static int serving;
+static char table_path[4096], report_path[4096], groups_path[4096], error_text[512];
+
+static inline void spin_take(atomic_flag *l) {
+    while (atomic_flag_test_and_set_explicit(l, memory_order_acquire)) sched_yield();
+}
+static inline void spin_drop(atomic_flag *l) { atomic_flag_clear_explicit(l, memory_order_release); }
+
+static inline struct thread_stats *stats(void) {
+    if (HL_UNLIKELY(!my_stats)) {
+        uint32_t i = atomic_fetch_add(&thread_stats_used, 1);
+        my_stats_shared = i >= MAX_THREAD_STATS - 1;
+        my_stats = &thread_stats[my_stats_shared ? MAX_THREAD_STATS - 1 : i];
+    }
+    return my_stats;
+}
+static inline void stat_add(uint64_t *c, uint64_t v) {
+    if (HL_UNLIKELY(my_stats_shared)) atomic_fetch_add_explicit((_Atomic uint64_t *)c, v, memory_order_relaxed);
+    else *c += v;
+}
+
+/* ---- resolving sites to addresses ---- */
+
+static inline uint64_t slot_of(uint64_t a) { return (a * 0x9E3779B97F4A7C15ull) >> slot_shift; }
+
+static void insert_addr(uint64_t a, uint32_t site) {
+    if (slot_used * 2 >= slot_mask + 1) return; /* keep probes short; the site stays unresolved there */
+    for (uint64_t i = slot_of(a);; i = (i + 1) & slot_mask) {
+        uint64_t k = atomic_load_explicit(&slots[i].addr, memory_order_relaxed);
+        if (k == a) return;
+        if (k == 0) {
+            slots[i].site = site;
+            atomic_store_explicit(&slots[i].addr, a, memory_order_release);
+            slot_used++;
+            break;
+        }
+    }
+    if (a < atomic_load(&addr_lo)) atomic_store(&addr_lo, a);
+    if (a > atomic_load(&addr_hi)) atomic_store(&addr_hi, a);
+}
+
+/* Finds each site in the executable mappings now loaded (a site in a library loaded later is
+ * found by a later call). Returns at once when another thread is doing it. */
+static void resolve_sites(void) {
+    if (atomic_flag_test_and_set_explicit(&resolve_lock, memory_order_acquire)) return;
+    size_t n = hl_load_modules(modules, MAX_MODULES);
+    if (n != (size_t)-1) {
+        uint32_t missing = 0;
+        for (uint32_t s = 0; s < T.nsites; s++) {
+            for (size_t m = 0; m < n; m++)
+                if (modules[m].name_hash == site_hash[s] && site_off[s] >= modules[m].off && site_off[s] - modules[m].off < modules[m].hi - modules[m].lo) {
+                    insert_addr(modules[m].lo + site_off[s] - modules[m].off, s);
+                    site_found[s] = 1;
+                }
+            missing += !site_found[s];
+        }
+        atomic_store(&unresolved, missing);
+    }
+    atomic_flag_clear_explicit(&resolve_lock, memory_order_release);
+}
+
+static inline int64_t site_at(uint64_t a) {
+    for (uint64_t i = slot_of(a);; i = (i + 1) & slot_mask) {
+        uint64_t k = atomic_load_explicit(&slots[i].addr, memory_order_acquire);
+        if (k == a) return slots[i].site;
+        if (k == 0) return -1;
+    }
+}
+
+/* ---- identification ---- */
+
+/* The group of an allocation made from `ret` (-1: no selector holds). Inlined (as is
+ * grouped()) into the serving functions: every frame between the walker and the program's is
+ * one more step of every walk. */
+static inline __attribute__((always_inline)) int64_t identify(void *ret) {
+    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
+    void *pcs[HLG_MAX_WALK];
+    int n = 1;
+    pcs[0] = ret;
+    if (T.walk_depth > 1) n += hl_unwind_above(ret, hl_self.frame, pcs + 1, (int)T.walk_depth - 1);
+    struct thread_stats *st = stats();
+    stat_add(&st->walks, 1);
+    stat_add(&st->frames, (uint64_t)n);
+    uint64_t present[HLG_MAX_SITES / 64];
+    for (uint32_t w = 0; w < words; w++) present[w] = 0;
+    uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t a = (uint64_t)(uintptr_t)pcs[i];
+        if (a - lo > span) continue;
+        int64_t s = site_at(a);
+        if (s >= 0) present[s >> 6] |= 1ull << (s & 63), any = 1;
+    }
+    if (!any) return -1;
+    for (uint32_t g = 0; g < T.ngroups; g++)
+        for (uint32_t c = group_conj[2 * g], ce = c + group_conj[2 * g + 1]; c < ce; c++) {
+            uint32_t t = conj_term[2 * c], te = t + conj_term[2 * c + 1];
+            while (t < te && (present[terms[t] >> 6] >> (terms[t] & 63) & 1)) t++;
+            if (t == te) return g;
+        }
+    return -1;
+}
+
+/* ---- chunks ---- */
+
+static inline struct chunk *chunk_of(const void *p) { return (struct chunk *)((uintptr_t)p & ~(uintptr_t)(T.chunk - 1)); }
+static inline _Atomic uint64_t *bounds_of(struct chunk *c) { return (_Atomic uint64_t *)((unsigned char *)c + HEADER); }
+static inline _Atomic uint64_t *live_of(struct chunk *c) { return (_Atomic uint64_t *)((unsigned char *)c + HEADER + bitmap_bytes); }
+/* Bits change only under the chunk's group's lock, so no read-modify-write is needed; readers
+ * outside it (sizes) load words whole. */
+static inline void bit_set(_Atomic uint64_t *m, uint64_t g, int on) {
+    uint64_t w = atomic_load_explicit(&m[g >> 6], memory_order_relaxed), b = 1ull << (g & 63);
+    atomic_store_explicit(&m[g >> 6], on ? w | b : w & ~b, memory_order_relaxed);
+}
+static inline int bit_get(_Atomic uint64_t *m, uint64_t g) { return (int)(atomic_load_explicit(&m[g >> 6], memory_order_relaxed) >> (g & 63) & 1); }
+/* A chunk's footprint for bump top `top`: the pages from its first object's to the top's. */
+static inline uint64_t footprint(uint64_t top) {
+    uint64_t pg = (uint64_t)hl_page_size;
+    return top > data_start ? ((top + pg - 1) & ~(pg - 1)) - (data_start & ~(pg - 1)) : 0;
+}
+
+/* A chunk to bump through: a spare, a returned one, or a new one. NULL when the range is full. */
+static struct chunk *get_chunk(uint32_t g) {
+    struct chunk *c = NULL;
+    spin_take(&chunk_lock);
+    if (nspare) {
+        c = (struct chunk *)(range + (uint64_t)spares[--nspare] * T.chunk);
+        uint64_t used = (atomic_load_explicit(&c->top, memory_order_relaxed) / GRANULE + 7) / 8;
+        memset((void *)bounds_of(c), 0, used);
+        memset((void *)live_of(c), 0, used);
+        c->zeroed = 0;
+        chunks_reused++;
+    } else if (nreturned) {
+        c = (struct chunk *)(range + (uint64_t)returned[--nreturned] * T.chunk);
+        c->zeroed = 1;
+        chunks_reused++;
+    } else {
+        uint64_t k = atomic_load_explicit(&carved, memory_order_relaxed);
+        if (k < chunks_max && syscall(SYS_mprotect, range + k * T.chunk, T.chunk, PROT_READ | PROT_WRITE) == 0) {
+            c = (struct chunk *)(range + k * T.chunk);
+            c->zeroed = 1;
+            atomic_store_explicit(&carved, k + 1, memory_order_release);
+            chunks_fresh++;
+        }
+    }
+    spin_drop(&chunk_lock);
+    if (c) {
+        atomic_store_explicit(&c->group, g, memory_order_relaxed);
+        c->refs = 1;
+        atomic_store_explicit(&c->top, data_start, memory_order_release);
+    }
+    return c;
+}
+
+/* An empty chunk that is no group's current one: kept as a spare or its pages given back.
+ * Called under its group's lock. */
+static void put_chunk(struct chunk *c) {
+    uint32_t idx = (uint32_t)(((unsigned char *)c - range) / T.chunk);
+    atomic_store_explicit(&c->group, UINT32_MAX, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&resident_bytes, footprint(atomic_load_explicit(&c->top, memory_order_relaxed)), memory_order_relaxed);
+    spin_take(&chunk_lock);
+    if (nspare < T.spare) {
+        spares[nspare++] = idx;
+    } else {
+        madvise(c, T.chunk, MADV_DONTNEED); /* zeroes the header and bitmaps too */
+        returned[nreturned++] = idx;
+        chunks_returned++;
+    }
+    spin_drop(&chunk_lock);
+}
+
+/* Records the grouped heap's footprint after it grew to `resident`, with the live bytes then
+ * (the groups' counters read without their locks: a moment's view, off by the objects other
+ * threads allocate or free meanwhile). Runs once per page the bump pointers enter. */
+static void note_peak(uint64_t resident) {
+    if (resident <= atomic_load_explicit(&peak_resident, memory_order_relaxed) || atomic_flag_test_and_set_explicit(&peak_lock, memory_order_acquire)) return;
+    if (resident > atomic_load_explicit(&peak_resident, memory_order_relaxed)) {
+        uint64_t live = 0;
+        for (uint32_t g = 0; g < T.ngroups; g++) live += __atomic_load_n(&groups[g].live, __ATOMIC_RELAXED);
+        atomic_store_explicit(&peak_resident, resident, memory_order_relaxed);
+        atomic_store_explicit(&live_at_peak, live, memory_order_relaxed);
+    }
+    atomic_flag_clear_explicit(&peak_lock, memory_order_release);
+}
+
+/* Bump-allocates `size` bytes aligned to `align` (8 or 16) in group g; *zero says whether the
+ * memory is still zero. NULL when no chunk can be had. */
+static void *group_alloc(uint32_t g, uint64_t size, uint64_t align, int *zero) {
+    uint64_t sz = size ? (size + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
+    struct group_state *G = &groups[g];
+    spin_take(&G->lock);
+    struct chunk *c = G->cur;
+    uint64_t top = 0, off = 0;
+    if (c) {
+        top = atomic_load_explicit(&c->top, memory_order_relaxed);
+        off = (top + align - 1) & ~(align - 1);
+    }
+    if (!c || off + sz > T.chunk) {
+        struct chunk *n = get_chunk(g);
+        if (!n) {
+            spin_drop(&G->lock);
+            return NULL;
+        }
+        if (c && --c->refs == 0) put_chunk(c);
+        G->cur = c = n;
+        top = off = data_start; /* a multiple of 64 */
+    }
+    _Atomic uint64_t *bounds = bounds_of(c);
+    if (off != top) bit_set(bounds, top / GRANULE, 1); /* the padding is nobody's: the previous object ends there */
+    bit_set(bounds, off / GRANULE, 1);
+    bit_set(live_of(c), off / GRANULE, 1);
+    c->refs++;
+    /* Boundaries first, then the top (release): a reader that sees the new top sees them. */
+    atomic_store_explicit(&c->top, off + sz, memory_order_release);
+    G->count++;
+    G->bytes += size;
+    __atomic_store_n(&G->live, G->live + sz, __ATOMIC_RELAXED);
+    *zero = (int)c->zeroed;
+    uint64_t grew = footprint(off + sz) - footprint(top);
+    spin_drop(&G->lock);
+    if (grew) note_peak(atomic_fetch_add_explicit(&resident_bytes, grew, memory_order_relaxed) + grew);
+    return (unsigned char *)c + off;
+}
+
+/* The chunk and offset of one of our live objects at p; NULL when p is no live object's start
+ * (a stray pointer: never in a chunk not yet made accessible). */
+static struct chunk *live_chunk(const void *p, uint64_t *off_out) {
+    uint64_t idx = ((uintptr_t)p - (uintptr_t)range) / T.chunk;
+    if (idx >= atomic_load_explicit(&carved, memory_order_acquire)) return NULL;
+    struct chunk *c = chunk_of(p);
+    uint64_t off = (uint64_t)((const unsigned char *)p - (unsigned char *)c);
+    if (off < data_start || off % GRANULE || off >= atomic_load_explicit(&c->top, memory_order_acquire)) return NULL;
+    if (!bit_get(live_of(c), off / GRANULE)) return NULL;
+    *off_out = off;
+    return c;
+}
+
+/* Bytes from the object at `off` to the next boundary or the top. */
+static uint64_t extent(struct chunk *c, uint64_t off) {
+    uint64_t top = atomic_load_explicit(&c->top, memory_order_acquire);
+    _Atomic uint64_t *bounds = bounds_of(c);
+    uint64_t g = off / GRANULE + 1, end = top / GRANULE;
+    while (g < end) {
+        uint64_t w = atomic_load_explicit(&bounds[g >> 6], memory_order_relaxed) >> (g & 63);
+        if (w) {
+            g += (uint64_t)__builtin_ctzll(w);
+            break;
+        }
+        g = (g | 63) + 1;
+    }
+    return (g < end ? g : end) * GRANULE - off;
+}
+
+/* Frees one of our objects under its chunk's group's lock (one lock instead of an atomic per
+ * counter and bitmap word). A pointer that is no live object is counted and left alone. */
+static void group_free(void *p) {
+    uint64_t off;
+    struct chunk *c = live_chunk(p, &off);
+    while (c) {
+        uint32_t g = atomic_load_explicit(&c->group, memory_order_relaxed);
+        if (g >= T.ngroups) break;
+        struct group_state *G = &groups[g];
+        spin_take(&G->lock);
+        if (atomic_load_explicit(&c->group, memory_order_relaxed) != g) { /* recycled meanwhile: a stray pointer */
+            spin_drop(&G->lock);
+            continue;
+        }
+        if (off >= atomic_load_explicit(&c->top, memory_order_relaxed) || !bit_get(live_of(c), off / GRANULE)) {
+            spin_drop(&G->lock);
+            break;
+        }
+        bit_set(live_of(c), off / GRANULE, 0);
+        __atomic_store_n(&G->live, G->live - extent(c, off), __ATOMIC_RELAXED);
+        G->frees++;
+        if (--c->refs == 0) put_chunk(c);
+        spin_drop(&G->lock);
+        return;
+    }
+    atomic_fetch_add_explicit(&stray_frees, 1, memory_order_relaxed); /* a program error, left alone */
+}
+
+/* ---- serving ---- */
+
+static inline void count_fallback(int why, uint64_t size) {
+    struct thread_stats *st = stats();
+    stat_add(&st->fb_count[why], 1);
+    stat_add(&st->fb_bytes[why], size);
+}
+
+/* Serves an identified request of `bytes` (alignment `align`, 0 for none) from its group, or
+ * returns NULL with the reason counted. */
+static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint64_t align, void *ret, int *zero) {
+    int why;
+    if (bytes > T.max_object) why = W_SIZE;
+    else if (align > 16) why = W_ALIGN;
+    else {
+        int64_t g = T.ngroups ? identify(ret) : -1;
+        if (g < 0) why = W_CONTEXT;
+        else {
+            uint64_t natural = bytes <= 8 ? 8 : 16;
+            void *p = group_alloc((uint32_t)g, bytes, align > natural ? align : natural, zero);
+            if (p) return p;
+            why = W_EXHAUSTED;
+        }
+    }
+    count_fallback(why, bytes);
+    return NULL;
+}
+
+void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) {
+    uint64_t bytes = size;
+    if (!serving || (op == HL_CALLOC && __builtin_mul_overflow(extra, size, &bytes)) || !hl_valid_align(op, extra))
+        return hl_real_alloc(op, size, extra, err);
+    /* valloc and pvalloc want pages (pvalloc whole pages): never grouped. */
+    uint64_t align = op == HL_CALLOC || op == HL_MALLOC ? 0 : op == HL_VALLOC || op == HL_PVALLOC ? (uint64_t)hl_page_size : extra;
+    int zero = 0;
+    void *p = grouped(bytes, align, ret, &zero);
+    if (!p) return hl_real_alloc(op, size, extra, err);
+    if (op == HL_CALLOC && !zero) memset(p, 0, bytes);
+    return p;
+}
+
+void hl_serve_free(void *p) { group_free(p); }
+
+size_t hl_serve_usable(void *p) {
+    uint64_t off;
+    struct chunk *c = live_chunk(p, &off);
+    return c ? extent(c, off) : 0;
+}
+
+/* realloc between the groups and the fallback, in every direction. A grouped block that still
+ * holds the new size stays where it is; otherwise the new block is an allocation like any other
+ * (identified when `identify_it`). */
+void *hl_serve_realloc(void *old, size_t bytes, void *ret, int identify_it) {
+    uint64_t old_off = 0, have = 0;
+    struct chunk *oc = NULL;
+    int mine = old && hl_owns(old);
+    if (mine) {
+        oc = live_chunk(old, &old_off);
+        if (!oc) { /* not a live block of ours: a program error, left alone */
+            atomic_fetch_add_explicit(&stray_frees, 1, memory_order_relaxed);
+            errno = ENOMEM;
+            return NULL;
+        }
+        have = extent(oc, old_off);
+    }
+    if (old && bytes == 0) { /* realloc(p, 0) frees p (glibc's answer, kept for our blocks) */
+        if (mine) {
+            group_free(old);
+            return NULL;
+        }
+        return hl_real.realloc(old, 0);
+    }
+    if (mine && bytes <= have) return old;
+    void *p = NULL;
+    int zero = 0;
+    if (identify_it && serving) p = grouped(bytes, 0, ret, &zero);
+    if (p) {
+        if (mine) {
+            memcpy(p, old, have < bytes ? have : bytes);
+            group_free(old);
+        } else if (old) {
+            size_t n = hl_real.usable(old);
+            memcpy(p, old, n < bytes ? n : bytes);
+            hl_real.free(old);
+        }
+        return p;
+    }
+    if (!mine) return hl_real.realloc(old, bytes);
+    void *q = hl_real.malloc(bytes);
+    if (!q) return NULL; /* the old block stays as it was */
+    memcpy(q, old, have < bytes ? have : bytes);
+    group_free(old);
+    return q;
+}
+
+/* ---- loading the table ---- */
+
+static void say2(const char *a, const char *b) {
+    hl_say("heaplab run: ");
+    hl_say(a);
+    hl_say(b);
+    hl_say("\n");
+}
+
+static int fail(const char *why) {
+    size_t n = 0;
+    const char *parts[] = {table_path, ": ", why};
+    for (size_t i = 0; i < 3; i++)
+        for (const char *c = parts[i]; *c && n + 1 < sizeof error_text; c++) error_text[n++] = *c;
+    error_text[n] = 0;
+    say2(error_text, "; running the program without groups");
+    return -1;
+}
+
+static uint64_t get64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static uint32_t get32(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static void *table_map(uint64_t bytes) {
+    void *m = sys_mmap(NULL, bytes ? bytes : 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+/* Reads and checks the table, copies it into the runtime's arrays, reserves the range. */
+static int load_table(void) {
+    int f = open(table_path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return fail("cannot open the runtime table");
+    struct stat st;
+    if (fstat(f, &st) != 0 || st.st_size < HLG_HEADER) return close(f), fail("runtime table too short");
+    uint64_t total = (uint64_t)st.st_size;
+    const unsigned char *m = mmap(NULL, total, PROT_READ, MAP_PRIVATE, f, 0);
+    close(f);
+    if (m == MAP_FAILED) return fail("cannot map the runtime table");
+    int rc = -1;
+    if (memcmp(m, HLG_MAGIC, 8) != 0 || get64(m + 8) != HLG_VERSION) {
+        fail("not a runtime table of this version");
+        goto out;
+    }
+    T.walk_depth = get64(m + 16);
+    T.max_object = get64(m + 24);
+    T.chunk = get64(m + 32);
+    T.spare = get64(m + 40);
+    uint64_t ns = get64(m + 48), ng = get64(m + 56), nc = get64(m + 64), nt = get64(m + 72), names = get64(m + 80);
+    uint64_t at_sites = HLG_HEADER, at_groups = at_sites + ns * HLG_SITE_RECORD, at_conj = at_groups + ng * HLG_PAIR_RECORD;
+    uint64_t at_terms = at_conj + nc * HLG_PAIR_RECORD, at_names = at_terms + nt * 4;
+    if (ns > HLG_MAX_SITES || ng > nc || nc > total || nt > total || names > total || at_names + names != total || get64(m + 88) != total ||
+        T.walk_depth > HLG_MAX_WALK || T.chunk < 4096 || (T.chunk & (T.chunk - 1)) || T.max_object > T.chunk / 2 || T.spare > HLG_MAX_SPARE) {
+        fail("inconsistent runtime table");
+        goto out;
+    }
+    T.nsites = (uint32_t)ns, T.ngroups = (uint32_t)ng, T.nconj = (uint32_t)nc, T.nterms = (uint32_t)nt;
+    site_off = table_map(ns * 16);
+    site_hash = site_off ? site_off + ns : NULL;
+    group_conj = table_map(ng * 8);
+    conj_term = table_map(nc * 8);
+    terms = table_map(nt * 4);
+    site_found = table_map(ns);
+    modules = table_map(sizeof *modules * MAX_MODULES);
+    if (!site_off || !group_conj || !conj_term || !terms || !site_found || !modules) {
+        fail("cannot map the runtime's tables");
+        goto out;
+    }
+    for (uint64_t s = 0; s < ns; s++) {
+        const unsigned char *r = m + at_sites + s * HLG_SITE_RECORD;
+        uint64_t name_at = get32(r + 8), name_len = get32(r + 12);
+        if (name_at > names || name_len > names - name_at) {
+            fail("a site's module name lies outside the table");
+            goto out;
+        }
+        site_off[s] = get64(r);
+        site_hash[s] = hl_fnv1a((const char *)m + at_names + name_at, name_len);
+    }
+    for (uint64_t i = 0; i < 2 * ng; i++) group_conj[i] = get32(m + at_groups + 4 * i);
+    for (uint64_t i = 0; i < 2 * nc; i++) conj_term[i] = get32(m + at_conj + 4 * i);
+    for (uint64_t i = 0; i < nt; i++) terms[i] = get32(m + at_terms + 4 * i);
+    for (uint64_t g = 0; g < ng; g++)
+        if (group_conj[2 * g] > nc || group_conj[2 * g + 1] > nc - group_conj[2 * g]) {
+            fail("a group's conjunctions lie outside the table");
+            goto out;
+        }
+    for (uint64_t c = 0; c < nc; c++)
+        if (conj_term[2 * c] > nt || conj_term[2 * c + 1] > nt - conj_term[2 * c]) {
+            fail("a conjunction's sites lie outside the table");
+            goto out;
+        }
+    for (uint64_t t = 0; t < nt; t++)
+        if (terms[t] >= ns) {
+            fail("a selector names a site the table lacks");
+            goto out;
+        }
+    words = (uint32_t)((ns + 63) / 64);
+    /* Site addresses: a few slots per site (a basename may be mapped more than once). */
+    uint64_t size = 64;
+    while (size < ns * 8) size <<= 1;
+    slots = table_map(size * sizeof *slots);
+    groups = table_map((ng ? ng : 1) * sizeof *groups);
+    thread_stats = sys_mmap(NULL, sizeof *thread_stats * MAX_THREAD_STATS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (thread_stats == MAP_FAILED) thread_stats = NULL;
+    if (!slots || !groups || !thread_stats) {
+        fail("cannot map the runtime's tables");
+        goto out;
+    }
+    slot_mask = size - 1;
+    slot_shift = 64 - __builtin_ctzll(size);
+    /* The range: as large as the system lets us reserve, aligned to the chunk size. */
+    bitmap_bytes = T.chunk / GRANULE / 8;
+    data_start = HEADER + 2 * bitmap_bytes;
+    for (uint64_t len = 64ull << 30; len >= T.chunk * 16 && !range; len >>= 1) {
+        unsigned char *r = sys_mmap(NULL, len + T.chunk, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (r == MAP_FAILED) continue;
+        uintptr_t base = ((uintptr_t)r + T.chunk - 1) & ~(uintptr_t)(T.chunk - 1);
+        if (base > (uintptr_t)r) sys_munmap(r, base - (uintptr_t)r);
+        if ((uintptr_t)r + T.chunk > base) sys_munmap((void *)(base + len), (uintptr_t)r + T.chunk - base);
+        range = (unsigned char *)base;
+        range_len = len;
+    }
+    chunks_max = range_len / T.chunk;
+    returned = table_map(chunks_max * 4);
+    spares = table_map((T.spare ? T.spare : 1) * 4);
+    if (!range || !returned || !spares) {
+        fail("cannot reserve the grouped heap");
+        goto out;
+    }
+    if (T.walk_depth > 1) hl_unwind_init();
+    resolve_sites();
+    rc = 0;
+out:
+    munmap((void *)m, total);
+    return rc;
+}
+
+/* ---- the report ---- */
+
+/* The report, written once when the image that claimed the run ends (native/report.c calls
+ * it; `end`: how the image ended). Async-signal-safe: counters are
+ * read without the locks. */
+void hl_write_report(const char *end) {
+    if (!*report_path) return;
+    static struct hl_out o;
+    o.n = 0;
+    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, walks = 0, frames = 0, why[W_N] = {0};
+    uint32_t used = atomic_load(&thread_stats_used);
+    for (uint32_t t = 0; thread_stats && t < used && t < MAX_THREAD_STATS; t++) {
+        walks += thread_stats[t].walks, frames += thread_stats[t].frames;
+        for (int w = 0; w < W_N; w++) why[w] += thread_stats[t].fb_count[w], fb += thread_stats[t].fb_count[w], fbb += thread_stats[t].fb_bytes[w];
+    }
+    for (uint32_t g = 0; groups && g < T.ngroups; g++) gc += groups[g].count, gb += groups[g].bytes, frees += groups[g].frees;
+    hl_put(&o, "{\n  \"groups_file\": ");
+    hl_put_str(&o, groups_path);
+    hl_put(&o, ",\n  \"error\": ");
+    if (*error_text) hl_put_str(&o, error_text);
+    else hl_put(&o, "null");
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "walk_depth", T.walk_depth);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "max_object_size", T.max_object);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "chunk_size", T.chunk);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "spare_chunks", T.spare);
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "selector_sites", T.nsites);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "sites_unresolved", atomic_load(&unresolved));
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "allocations", gc + fb);
+    hl_put(&o, ",\n  \"grouped\": {");
+    hl_key_u(&o, "count", gc);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "bytes", gb);
+    hl_put(&o, "},\n  \"groups\": [");
+    for (uint32_t g = 0; groups && g < T.ngroups; g++) {
+        hl_put(&o, g ? ", {" : "{");
+        hl_key_u(&o, "count", groups[g].count);
+        hl_put(&o, ", ");
+        hl_key_u(&o, "bytes", groups[g].bytes);
+        hl_put(&o, "}");
+    }
+    hl_put(&o, "],\n  \"fallback\": {");
+    hl_key_u(&o, "count", fb);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "bytes", fbb);
+    for (int w = 0; w < W_N; w++) {
+        hl_put(&o, ", ");
+        hl_key_u(&o, why_name[w], why[w]);
+    }
+    hl_put(&o, "},\n  \"identification\": {");
+    hl_key_u(&o, "walks", walks);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "frames", frames);
+    hl_put(&o, "},\n  \"chunks\": {");
+    hl_key_u(&o, "fresh", chunks_fresh);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "reused", chunks_reused);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "returned", chunks_returned);
+    hl_put(&o, "},\n  \"fragmentation\": {");
+    uint64_t pr = atomic_load(&peak_resident), pl = atomic_load(&live_at_peak);
+    hl_key_u(&o, "peak_resident_bytes", pr);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "live_bytes", pl);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "bytes", pr - pl);
+    hl_put(&o, ", \"ratio\": ");
+    hl_put_ratio(&o, pr - pl, pr);
+    hl_put(&o, "},\n  ");
+    hl_key_u(&o, "frees_grouped", frees);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "stray_frees", atomic_load(&stray_frees));
+    hl_put(&o, ",\n  ");
+    hl_key_u(&o, "peak_rss_bytes", hl_peak_rss());
+    hl_put(&o, ",\n  \"end\": ");
+    hl_put_str(&o, end);
+    hl_put(&o, "\n}\n");
+    hl_write_out(report_path, &o);
+}
+
+/* ---- the layer's hooks ---- */
+
+/* Reads HEAPLAB_GROUP (lines of key=value: table, report, claim, groups). Only the image that
+ * removes the claim file groups: the one the launcher started. Images started later by exec
+ * inherit the variable, find no claim, and run with the fallback alone (the groups name call
+ * sites of the launched program; another program's would not match them). */
+void hl_on_init(void) {
+    const char *conf = getenv("HEAPLAB_GROUP");
+    static char claim_path[4096];
+    if (!conf) return;
+    const struct hl_conf_key keys[] = {{"table=", table_path, sizeof table_path},
+                                       {"report=", report_path, sizeof report_path},
+                                       {"claim=", claim_path, sizeof claim_path},
+                                       {"groups=", groups_path, sizeof groups_path}};
+    hl_read_conf(conf, keys, sizeof keys / sizeof keys[0]);
+    if (!*table_path || !hl_claim_run(claim_path)) return;
+    hl_watch_fork();
+    if (load_table() != 0) return;
+    hl_own_base = (uintptr_t)range;
+    hl_own_len = range_len;
+    serving = 1;
+    atomic_store(&hl_active, 1);
+}
+
+/* A fork child goes on grouping (the selectors name code, which it shares) in its copy of the
+ * heap; only the root image reports. Every lock is held across fork so the child's copies are
+ * consistent. */
+void hl_on_fork_prepare(void) {
+    spin_take(&resolve_lock);
+    for (uint32_t g = 0; groups && g < T.ngroups; g++) spin_take(&groups[g].lock);
+    spin_take(&chunk_lock);
+    spin_take(&peak_lock);
+}
+static void fork_release(void) {
+    spin_drop(&peak_lock);
+    spin_drop(&chunk_lock);
+    for (uint32_t g = 0; groups && g < T.ngroups; g++) spin_drop(&groups[g].lock);
+    spin_drop(&resolve_lock);
+}
+void hl_on_fork_parent(void) { fork_release(); }
+void hl_on_fork_child(void) { fork_release(); }
