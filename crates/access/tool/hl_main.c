@@ -535,7 +535,8 @@ static UInt *seen_id = NULL, *seen_tag = NULL;
 static UInt seen_mask = 0, q_stamp = 0;
 
 /* HALO's co-allocatability of blocks u and v (of full contexts x and y): no block allocated
- * between them came from x or y, so pools of x and y would have placed them side by side. With
+ * between them came from x or y, so pools of x and y would have placed them side by side (the
+ * chains hold small blocks only: a large one would not have gone to the pool). With
  * a the older: a's next from x is at or after b, and b's previous from y at or before a (for
  * x == y: a and b are consecutive allocations from x). */
 static inline Bool co_allocatable(ULong u, ULong v) {
@@ -765,8 +766,10 @@ static void *new_block(ThreadId tid, SizeT req, SizeT align, Bool zero) {
     b->next = ~0ULL;
     b->prev1 = 0;
     b->fctx = 0;
-    if (n_modules) {
-        b->fctx = full_context_of(ips, n); /* may move fctxs */
+    if (n_modules) b->fctx = full_context_of(ips, n);
+    /* Blocks above the maximum grouped size never enter a group's pool, so they do not
+     * separate the small blocks of their context (they are left out of the chains). */
+    if (n_modules && req <= (SizeT)clo_max_grouped) {
         FullContext *x = &fctxs[b->fctx];
         if (x->last != ~0ULL) {
             blocks[x->last].next = n_blocks;
