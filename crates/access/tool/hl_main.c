@@ -62,6 +62,7 @@ typedef struct {
     UInt fctx;        /* its full context (when recorded) */
     ULong prev1;      /* 1 + the id of the previous block of the same full context; 0 = none */
     ULong next;       /* the id of the next block of the same full context; ~0 = none yet */
+    UInt seen;        /* the affinity traversal that last counted it (no double counting) */
     struct Adj *adj; /* its incoming co-access edges, or NULL */
 } Block;
 
@@ -529,10 +530,10 @@ static inline void coacc_add(UInt from, ULong to) {
 static ULong *q_id = NULL;
 static UInt *q_bytes = NULL;
 static UInt q_cap = 0, q_head = 0, q_len = 0;
-/* The sources already counted in the current traversal (no double counting): an
- * open-addressed set whose entries are valid when tagged with the traversal's stamp. */
-static UInt *seen_id = NULL, *seen_tag = NULL;
-static UInt seen_mask = 0, q_stamp = 0;
+static ULong q_last = ~0ULL; /* the newest entry's block */
+/* The current traversal's number: a block whose `seen` holds it is counted already (its
+ * record is in cache anyway, having just been accessed). */
+static UInt q_stamp = 0;
 
 /* HALO's co-allocatability of blocks u and v (of full contexts x and y): no block allocated
  * between them came from x or y, so pools of x and y would have placed them side by side (the
@@ -546,15 +547,16 @@ static inline Bool co_allocatable(ULong u, ULong v) {
 
 /* A new macro-access to block v: one traversal of the queue feeds the graphs asked for. */
 static void affinity_access(ULong v, UWord sz) {
-    if (q_len && q_id[(q_head + q_cap - 1) % q_cap] == v) return; /* same macro-access */
+    if (v == q_last) return; /* same macro-access */
     /* Large objects never form context edges but still take queue space: they are real
      * accesses between the others (HALO's tool leaves them out of its queue). */
     Bool ctx_v = ctx_graph && blocks[v].size <= (SizeT)clo_max_grouped;
     if (block_graph || ctx_v) {
         if (++q_stamp == 0) {
-            VG_(memset)(seen_tag, 0, (seen_mask + 1) * sizeof(UInt));
+            for (ULong b = 0; b < n_blocks; b++) blocks[b].seen = 0;
             q_stamp = 1;
         }
+        blocks[v].seen = q_stamp;
         ULong sum = 0;
         UInt idx = q_head;
         for (UInt k = 0; k < q_len; k++) {
@@ -562,22 +564,20 @@ static void affinity_access(ULong v, UWord sz) {
             sum += q_bytes[idx];
             if (sum >= (ULong)clo_affinity) break;
             UInt u = (UInt)q_id[idx];
-            if (u == v) continue;
-            UInt j = (UInt)mix64(u) & seen_mask;
-            while (seen_tag[j] == q_stamp && seen_id[j] != u) j = (j + 1) & seen_mask;
-            if (seen_tag[j] == q_stamp) continue;
-            seen_tag[j] = q_stamp;
-            seen_id[j] = u;
+            Block *bu = &blocks[u];
+            if (bu->seen == q_stamp) continue; /* v itself, or counted already */
+            bu->seen = q_stamp;
             if (block_graph) coacc_add(u, v);
-            if (ctx_v && blocks[u].size <= (SizeT)clo_max_grouped && co_allocatable(u, v)) {
-                UInt x = blocks[u].fctx, y = blocks[v].fctx;
+            if (ctx_v && bu->size <= (SizeT)clo_max_grouped && co_allocatable(u, v)) {
+                UInt x = bu->fctx, y = blocks[v].fctx;
                 edges_add(&cedges, x < y ? x : y, x < y ? y : x);
             }
         }
     }
     q_id[q_head] = v;
     q_bytes[q_head] = sz ? (UInt)sz : 1;
-    q_head = (q_head + 1) % q_cap;
+    q_last = v;
+    if (++q_head == q_cap) q_head = 0;
     if (q_len < q_cap) q_len++;
 }
 
@@ -760,6 +760,7 @@ static void *new_block(ThreadId tid, SizeT req, SizeT align, Bool zero) {
     b->free_at = ~0ULL;
     b->reads = b->writes = 0;
     b->adj = NULL;
+    b->seen = 0;
     Addr ips[HL_MAX_DEPTH];
     UInt n = alloc_stack(tid, ips, n_modules ? HL_MAX_DEPTH : (UInt)clo_depth);
     b->ctx = context_of(ips, n < (UInt)clo_depth ? n : (UInt)clo_depth);
@@ -1068,10 +1069,6 @@ static void hl_post_clo_init(void) {
     q_cap = (UInt)clo_affinity;
     q_id = VG_(malloc)("hl.q", q_cap * sizeof(ULong));
     q_bytes = VG_(malloc)("hl.q", q_cap * sizeof(UInt));
-    for (seen_mask = 1; seen_mask < 2 * q_cap; seen_mask *= 2) {}
-    seen_id = VG_(calloc)("hl.seen", seen_mask, sizeof(UInt));
-    seen_tag = VG_(calloc)("hl.seen", seen_mask, sizeof(UInt));
-    seen_mask--;
     coacc.max = (ULong)clo_max_edges;
     coacc.floor = 1;
     edges_init(&friends, (ULong)clo_max_edges);
