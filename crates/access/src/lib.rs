@@ -104,6 +104,8 @@ pub struct ProfileInfo {
     /// Basenames of the modules whose frames make up the full contexts (the main executable
     /// first).
     pub context_modules: Vec<String>,
+    /// Context affinity weight dropped by the memory bound (the lightest edges go first).
+    pub context_affinity_dropped: u64,
 }
 
 /// One run's access profile.
@@ -137,7 +139,8 @@ pub use format::{read, write, FormatError};
 /// What one allocation context's blocks add up to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ContextTotals {
-    /// Index into [`AccessProfile::contexts`].
+    /// Index into [`AccessProfile::contexts`] (into [`AccessProfile::full_contexts`] for
+    /// [`AccessProfile::full_context_totals`]).
     pub context: u32,
     /// Blocks allocated there.
     pub blocks: u64,
@@ -152,16 +155,19 @@ pub struct ContextTotals {
 impl AccessProfile {
     /// Per-context totals, most accessed first (ties: fewer blocks, then context index).
     pub fn context_totals(&self) -> Vec<ContextTotals> {
-        let mut t: Vec<ContextTotals> = (0..self.contexts.len()).map(|c| ContextTotals { context: c as u32, ..Default::default() }).collect();
-        for b in &self.blocks {
-            let x = &mut t[b.context as usize];
-            x.blocks += 1;
-            x.bytes += b.size;
-            x.reads += b.reads;
-            x.writes += b.writes;
-        }
-        t.sort_by_key(|x| (std::cmp::Reverse(x.reads + x.writes), x.blocks, x.context));
-        t
+        totals(self.contexts.len(), self.blocks.iter().map(|b| (b.context, b)))
+    }
+
+    /// Per-full-context totals, in the same order as [`AccessProfile::context_totals`] (empty
+    /// when the profile has no full contexts).
+    pub fn full_context_totals(&self) -> Vec<ContextTotals> {
+        let n = self.full_contexts.len();
+        totals(n, self.blocks.iter().filter(|b| (b.full_context as usize) < n).map(|b| (b.full_context, b)))
+    }
+
+    /// The total weight of the context affinity graph.
+    pub fn context_affinity_weight(&self) -> u64 {
+        self.context_affinity.iter().map(|e| e.weight).sum()
     }
 
     /// The share of all loads and stores that touched the heap (0 when none ran).
@@ -172,4 +178,18 @@ impl AccessProfile {
             self.info.heap_accesses as f64 / self.info.accesses as f64
         }
     }
+}
+
+/// Totals of `n` contexts over (context index, block) pairs, most accessed first.
+fn totals<'a>(n: usize, blocks: impl Iterator<Item = (u32, &'a AccessBlock)>) -> Vec<ContextTotals> {
+    let mut t: Vec<ContextTotals> = (0..n).map(|c| ContextTotals { context: c as u32, ..Default::default() }).collect();
+    for (c, b) in blocks {
+        let x = &mut t[c as usize];
+        x.blocks += 1;
+        x.bytes += b.size;
+        x.reads += b.reads;
+        x.writes += b.writes;
+    }
+    t.sort_by_key(|x| (std::cmp::Reverse(x.reads + x.writes), x.blocks, x.context));
+    t
 }

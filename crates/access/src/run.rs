@@ -21,6 +21,42 @@ pub const MAX_AFFINITY: u64 = 1 << 20;
 pub const MAX_STACK_DEPTH: u32 = 64;
 /// Edges each graph holds at most (the memory bound; see `docs`): about 100 MiB per graph.
 pub const DEFAULT_MAX_EDGES: u64 = 1 << 22;
+/// HALO's maximum grouped object size: larger blocks form no context edges.
+pub const DEFAULT_MAX_GROUPED: u64 = 4096;
+/// The largest maximum grouped size the tool takes.
+pub const MAX_GROUPED_LIMIT: u64 = 1 << 40;
+/// The most context modules (the executable included).
+pub const MAX_CONTEXT_MODULES: usize = 32;
+
+/// Which affinity graphs the tool builds from its queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Graph {
+    /// The co-access graph between blocks (for layouts).
+    Blocks,
+    /// HALO's affinity graph between full contexts (for grouping); needs full contexts.
+    Contexts,
+    /// Both.
+    Both,
+    /// Neither (blocks, counts and friends only).
+    None,
+}
+
+impl Graph {
+    /// The name the tool takes (`--hl-graph`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Graph::Blocks => "blocks",
+            Graph::Contexts => "contexts",
+            Graph::Both => "both",
+            Graph::None => "none",
+        }
+    }
+
+    /// Whether the context graph is built.
+    pub fn contexts(self) -> bool {
+        matches!(self, Graph::Contexts | Graph::Both)
+    }
+}
 
 /// How to profile a run.
 #[derive(Clone, Debug)]
@@ -31,12 +67,48 @@ pub struct RunOptions {
     pub affinity_distance: u64,
     /// Edges each graph holds at most before its lightest are dropped.
     pub max_edges: u64,
+    /// Whether full contexts (HALO's reduced call stacks) are recorded.
+    pub full_contexts: bool,
+    /// File names of modules whose frames count in full contexts besides the executable's.
+    pub context_modules: Vec<String>,
+    /// The graphs built.
+    pub graph: Graph,
+    /// Blocks larger than this form no context edges.
+    pub max_grouped_size: u64,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { stack_depth: 1, affinity_distance: DEFAULT_AFFINITY, max_edges: DEFAULT_MAX_EDGES }
+        RunOptions {
+            stack_depth: 1,
+            affinity_distance: DEFAULT_AFFINITY,
+            max_edges: DEFAULT_MAX_EDGES,
+            full_contexts: false,
+            context_modules: Vec::new(),
+            graph: Graph::Blocks,
+            max_grouped_size: DEFAULT_MAX_GROUPED,
+        }
     }
+}
+
+/// The context modules of a run of `program` (its path as found): the executable's file name
+/// as valgrind maps it (symbolic links resolved), then `extra` without repeats.
+fn context_modules(program: &Path, extra: &[String]) -> Result<Vec<String>, RunError> {
+    let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    let exe = real.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut out = vec![exe];
+    for m in extra {
+        if m.is_empty() || m.contains('/') || m.contains('\0') {
+            return Err(RunError::Usage(format!("context module {m:?}: expected a file name such as libfoo.so.1 (no folder)")));
+        }
+        if !out.contains(m) {
+            out.push(m.clone());
+        }
+    }
+    if out.len() > MAX_CONTEXT_MODULES {
+        return Err(RunError::Usage(format!("{} context modules: at most {MAX_CONTEXT_MODULES}, the executable included", out.len())));
+    }
+    Ok(out)
 }
 
 /// A profiled run.
@@ -117,9 +189,16 @@ pub fn run(command: &[String], output: &Path, opts: &RunOptions) -> Result<Profi
     if !(1..=MAX_AFFINITY).contains(&opts.affinity_distance) {
         return Err(RunError::Usage(format!("affinity distance {}: expected 1 to {MAX_AFFINITY} bytes", opts.affinity_distance)));
     }
+    if !(1..=MAX_GROUPED_LIMIT).contains(&opts.max_grouped_size) {
+        return Err(RunError::Usage(format!("maximum grouped size {}: expected 1 to {MAX_GROUPED_LIMIT} bytes", opts.max_grouped_size)));
+    }
+    if opts.graph.contexts() && !opts.full_contexts {
+        return Err(RunError::Usage("a context graph needs full contexts (--contexts)".into()));
+    }
     let valgrind = available()?;
     let program = command.first().ok_or_else(|| RunError::Usage("no program to profile".into()))?;
     let resolved = find_program(program).ok_or_else(|| RunError::NotFound(program.clone()))?;
+    let modules = if opts.full_contexts { context_modules(&resolved, &opts.context_modules)? } else { Vec::new() };
     let lib = crate::tool::install(Path::new(crate::tool::SYSTEM_LIB)).map_err(RunError::Install)?;
     let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = output.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
@@ -132,6 +211,9 @@ pub fn run(command: &[String], output: &Path, opts: &RunOptions) -> Result<Profi
         .arg(format!("--hl-depth={}", opts.stack_depth))
         .arg(format!("--hl-affinity={}", opts.affinity_distance))
         .arg(format!("--hl-max-edges={}", opts.max_edges))
+        .arg(format!("--hl-graph={}", opts.graph.name()))
+        .arg(format!("--hl-max-grouped={}", opts.max_grouped_size))
+        .args(modules.iter().map(|m| format!("--hl-module={m}")))
         .arg(&resolved)
         .args(&command[1..]);
     // SAFETY: the closure runs in the child between fork and exec and only makes a raw syscall.

@@ -5,12 +5,16 @@
  * heap-event clock. Every load and store (plain, guarded, dirty helpers' memory, CAS, LL/SC) is
  * instrumented and attributed to the live block holding its address (a last-block cache, then
  * an AVL interval tree), counting reads and writes per block. Heap accesses feed HALO's
- * affinity queue, which builds the co-access graph in memory; 8-byte stores of a pointer into
- * another live block add friend edges. At exit it writes the .hlaccess file (format: the module
- * doc of crates/access/src/format.rs) and nothing else: the profile is not a trace.
+ * affinity queue, which builds the co-access graph between blocks and/or HALO's affinity graph
+ * between full contexts (§4.1-4.2: the allocation's whole call stack reduced to the frames of
+ * the program's own modules) in memory; 8-byte stores of a pointer into another live block add
+ * friend edges. At exit it writes the .hlaccess file (format: the module doc of
+ * crates/access/src/format.rs) and nothing else: the profile is not a trace.
  *
  * Options (passed by `heaplab access`): --hl-out=FILE, --hl-depth=N (frames per context),
- * --hl-affinity=A (affinity distance in bytes), --hl-max-edges=N (memory bound of each graph).
+ * --hl-affinity=A (affinity distance in bytes), --hl-max-edges=N (memory bound of each graph),
+ * --hl-module=NAME (repeatable: a context module's file name, the executable's first; any
+ * turns full contexts on), --hl-graph=blocks|contexts|both|none, --hl-max-grouped=BYTES.
  */
 #include "pub_tool_basics.h"
 #include "pub_tool_tooliface.h"
@@ -40,6 +44,12 @@ static const HChar *clo_out = NULL;
 static Long clo_depth = 1;
 static Long clo_affinity = 128; /* HALO's evaluated affinity distance */
 static Long clo_max_edges = 1 << 22;
+#define HL_MAX_MODULES 32
+static const HChar *clo_modules[HL_MAX_MODULES];
+static UInt n_modules = 0;
+static ULong module_hash[HL_MAX_MODULES]; /* fnv1a of each name, for the stable keys */
+static Bool block_graph = True, ctx_graph = False, any_graph = True;
+static Long clo_max_grouped = 4096; /* HALO's maximum grouped object size */
 
 /* ---- blocks ----------------------------------------------------------------------------- */
 
@@ -49,6 +59,10 @@ typedef struct {
     ULong alloc_at, free_at;
     ULong reads, writes;
     UInt ctx;
+    UInt fctx;        /* its full context (when recorded) */
+    ULong prev1;      /* 1 + the id of the previous block of the same full context; 0 = none */
+    ULong next;       /* the id of the next block of the same full context; ~0 = none yet */
+    UInt seen;        /* the affinity traversal that last counted it (no double counting) */
     struct Adj *adj; /* its incoming co-access edges, or NULL */
 } Block;
 
@@ -135,10 +149,56 @@ typedef struct {
     const HChar *files[HL_MAX_DEPTH]; /* full path of the mapped file, or NULL */
 } Context;
 
+/* A full context (HALO's reduced context): the frames in context modules, recursion collapsed;
+ * `depths` the deepest raw stack position each frame was seen at; `last` the id of its latest
+ * block (~0 = none), whose `next` the next allocation from it fills in. */
+typedef struct {
+    Context c;
+    UInt depths[HL_MAX_DEPTH];
+    ULong last;
+} FullContext;
+
+/* Interning by stable key: open addressing, index + 1 in each slot, 0 = empty. */
+typedef struct {
+    ULong *keys;
+    UInt *slots;
+    UInt cap;
+} KeyIndex;
+
+/* The index of `key` in `t` (which holds `n` keys), or `n` after inserting it as the new one. */
+static UInt key_index(KeyIndex *t, ULong key, UInt n) {
+    if ((n + 1) * 2 > t->cap) {
+        UInt cap = t->cap ? t->cap * 2 : 1024;
+        UInt *slots = VG_(calloc)("hl.ctxslots", cap, sizeof(UInt));
+        ULong *keys = VG_(calloc)("hl.ctxslots", cap, sizeof(ULong));
+        for (UInt i = 0; i < t->cap; i++) {
+            if (!t->slots[i]) continue;
+            UInt j = (UInt)(t->keys[i] ^ (t->keys[i] >> 29)) & (cap - 1);
+            while (slots[j]) j = (j + 1) & (cap - 1);
+            slots[j] = t->slots[i];
+            keys[j] = t->keys[i];
+        }
+        if (t->slots) VG_(free)(t->slots), VG_(free)(t->keys);
+        t->slots = slots;
+        t->keys = keys;
+        t->cap = cap;
+    }
+    UInt j = (UInt)(key ^ (key >> 29)) & (t->cap - 1);
+    while (t->slots[j]) {
+        if (t->keys[j] == key) return t->slots[j] - 1;
+        j = (j + 1) & (t->cap - 1);
+    }
+    t->slots[j] = n + 1;
+    t->keys[j] = key;
+    return n;
+}
+
 static Context *ctxs = NULL;
 static UInt n_ctxs = 0, cap_ctxs = 0;
-static UInt *ctx_slots = NULL; /* open addressing: index + 1, 0 = empty */
-static UInt ctx_slot_cap = 0;
+static KeyIndex ctx_index;
+static FullContext *fctxs = NULL;
+static UInt n_fctxs = 0, cap_fctxs = 0;
+static KeyIndex fctx_index;
 
 static inline ULong mix(ULong h, ULong v) {
     h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -170,29 +230,18 @@ static Bool frame_file(Addr a, const HChar **file, ULong *off) {
     return True;
 }
 
-/* The key of one frame: the rule of crates/trace/src/context.rs. */
+/* The key of a frame at `off` in a file whose basename hashes (fnv1a) to `base_hash`: the rule
+ * of crates/trace/src/context.rs. */
+static inline ULong stable_key(ULong base_hash, ULong off) { return base_hash ^ (off * 0x9E3779B97F4A7C15ULL); }
+
+/* The key of one frame (its address itself when no file is mapped there). */
 static ULong frame_key(Addr a, const HChar **file, ULong *off) {
     if (!frame_file(a, file, off)) {
         *file = NULL;
         *off = 0;
         return a;
     }
-    return fnv1a(base_name(*file)) ^ (*off * 0x9E3779B97F4A7C15ULL);
-}
-
-static void ctx_table_grow(void) {
-    UInt cap = ctx_slot_cap ? ctx_slot_cap * 2 : 1024;
-    UInt *slots = VG_(calloc)("hl.ctxslots", cap, sizeof(UInt));
-    for (UInt i = 0; i < ctx_slot_cap; i++) {
-        if (!ctx_slots[i]) continue;
-        ULong k = ctxs[ctx_slots[i] - 1].key;
-        UInt j = (UInt)(k ^ (k >> 29)) & (cap - 1);
-        while (slots[j]) j = (j + 1) & (cap - 1);
-        slots[j] = ctx_slots[i];
-    }
-    if (ctx_slots) VG_(free)(ctx_slots);
-    ctx_slots = slots;
-    ctx_slot_cap = cap;
+    return stable_key(fnv1a(base_name(*file)), *off);
 }
 
 static Bool is_preload(Addr a) {
@@ -201,29 +250,28 @@ static Bool is_preload(Addr a) {
     return frame_file(a, &f, &off) && VG_(strncmp)(base_name(f), "vgpreload_", 10) == 0;
 }
 
-/* The context of the allocation being made by `tid`: `clo_depth` frames from the return address
- * into the program (the replacement functions' own frames are skipped). */
-static UInt context_of(ThreadId tid) {
+/* The call stack of the allocation being made by `tid`, at most `max` frames from the return
+ * address into the program (the replacement functions' own frames are skipped). Valgrind
+ * reports caller frames as return address - 1 (inside the call); stable keys are made of
+ * return addresses, as the preload libraries and the runtime's stack walker see them. */
+static UInt alloc_stack(ThreadId tid, Addr *ips, UInt max) {
     Addr raw[HL_MAX_DEPTH + 4];
-    UInt got = VG_(get_StackTrace)(tid, raw, (UInt)clo_depth + 3, NULL, NULL, 0);
-    Addr ips[HL_MAX_DEPTH];
-    UInt n = 0;
-    UInt i = 0;
+    UInt got = VG_(get_StackTrace)(tid, raw, max + 3, NULL, NULL, 0);
+    UInt n = 0, i = 0;
     while (i < got && is_preload(i == 0 ? raw[i] : raw[i] + 1)) i++;
-    /* Valgrind reports caller frames as return address - 1 (inside the call); the stable key
-     * is made of return addresses, as the preload libraries see them. */
-    for (; i < got && n < (UInt)clo_depth; i++) ips[n++] = i == 0 ? raw[i] : raw[i] + 1;
+    for (; i < got && n < max; i++) ips[n++] = i == 0 ? raw[i] : raw[i] + 1;
+    return n;
+}
+
+/* The context of `n` frames `ips` (innermost first). */
+static UInt context_of(const Addr *ips, UInt n) {
     const HChar *files[HL_MAX_DEPTH];
     ULong offs[HL_MAX_DEPTH];
     ULong h = 0x6a09e667f3bcc909ULL;
     for (UInt k = 0; k < n; k++) h = mix(h, frame_key(ips[k], &files[k], &offs[k]));
     h |= 1;
-    if ((n_ctxs + 1) * 2 > ctx_slot_cap) ctx_table_grow();
-    UInt j = (UInt)(h ^ (h >> 29)) & (ctx_slot_cap - 1);
-    while (ctx_slots[j]) {
-        if (ctxs[ctx_slots[j] - 1].key == h) return ctx_slots[j] - 1;
-        j = (j + 1) & (ctx_slot_cap - 1);
-    }
+    UInt id = key_index(&ctx_index, h, n_ctxs);
+    if (id < n_ctxs) return id;
     if (n_ctxs == cap_ctxs) {
         cap_ctxs = cap_ctxs ? cap_ctxs * 2 : 256;
         ctxs = VG_(realloc)("hl.ctxs", ctxs, cap_ctxs * sizeof(Context));
@@ -236,8 +284,66 @@ static UInt context_of(ThreadId tid) {
         c->offs[k] = offs[k];
         c->files[k] = files[k] ? VG_(strdup)("hl.file", files[k]) : NULL;
     }
-    ctx_slots[j] = ++n_ctxs;
-    return n_ctxs - 1;
+    return n_ctxs++;
+}
+
+/* Which context module `file` is (its basename compared), or -1. */
+static Int context_module(const HChar *file) {
+    const HChar *b = base_name(file);
+    for (UInt m = 0; m < n_modules; m++)
+        if (VG_(strcmp)(b, clo_modules[m]) == 0) return (Int)m;
+    return -1;
+}
+
+/* The full context of the raw stack `ips` (`n` frames, innermost first): the frames in context
+ * modules, each return address kept at its innermost occurrence only (HALO keeps the most
+ * recent (function, call site) pair; a return address is one call site of one function). */
+static UInt full_context_of(const Addr *ips, UInt n) {
+    Addr kept[HL_MAX_DEPTH];
+    UInt depth[HL_MAX_DEPTH];
+    ULong offs[HL_MAX_DEPTH];
+    const HChar *files[HL_MAX_DEPTH];
+    UInt m = 0;
+    ULong h = 0x6a09e667f3bcc909ULL;
+    for (UInt i = 0; i < n; i++) {
+        const HChar *f;
+        ULong off;
+        if (!frame_file(ips[i], &f, &off)) continue;
+        Int mod = context_module(f);
+        if (mod < 0) continue;
+        UInt k = 0;
+        while (k < m && kept[k] != ips[i]) k++;
+        if (k < m) continue; /* recursion: kept already, further in */
+        kept[m] = ips[i];
+        depth[m] = i;
+        offs[m] = off;
+        files[m] = f;
+        m++;
+        h = mix(h, stable_key(module_hash[mod], off));
+    }
+    h |= 1;
+    UInt id = key_index(&fctx_index, h, n_fctxs);
+    if (id < n_fctxs) {
+        FullContext *x = &fctxs[id];
+        for (UInt k = 0; k < m && k < x->c.n; k++)
+            if (depth[k] > x->depths[k]) x->depths[k] = depth[k];
+        return id;
+    }
+    if (n_fctxs == cap_fctxs) {
+        cap_fctxs = cap_fctxs ? cap_fctxs * 2 : 64;
+        fctxs = VG_(realloc)("hl.fctxs", fctxs, cap_fctxs * sizeof(FullContext));
+    }
+    FullContext *x = &fctxs[n_fctxs];
+    x->c.key = h;
+    x->c.n = m;
+    x->last = ~0ULL;
+    for (UInt k = 0; k < m; k++) {
+        x->c.ips[k] = kept[k];
+        x->c.offs[k] = offs[k];
+        x->c.files[k] = VG_(strdup)("hl.file", files[k]);
+        x->depths[k] = depth[k];
+    }
+    return n_fctxs++;
 }
 
 /* ---- weighted edge tables (co-access, friends) -------------------------------------------- */
@@ -258,6 +364,9 @@ typedef struct {
 } Edges;
 
 static Edges coacc, friends; /* coacc: only used, max, floor and dropped */
+/* The context affinity graph: undirected, keyed by (lower context << 32 | higher). Contexts are
+ * few, so this table stays small and cache-resident; it is bounded all the same. */
+static Edges cedges;
 
 /* The edges into one block, in the order they first occurred: a program that repeats an
  * access pattern repeats the order of a traversal's sources, so the slot after the last match
@@ -421,35 +530,54 @@ static inline void coacc_add(UInt from, ULong to) {
 static ULong *q_id = NULL;
 static UInt *q_bytes = NULL;
 static UInt q_cap = 0, q_head = 0, q_len = 0;
-/* The sources already counted in the current traversal (no double counting): an
- * open-addressed set whose entries are valid when tagged with the traversal's stamp. */
-static UInt *seen_id = NULL, *seen_tag = NULL;
-static UInt seen_mask = 0, q_stamp = 0;
+static ULong q_last = ~0ULL; /* the newest entry's block */
+/* The current traversal's number: a block whose `seen` holds it is counted already (its
+ * record is in cache anyway, having just been accessed). */
+static UInt q_stamp = 0;
 
+/* HALO's co-allocatability of blocks u and v (of full contexts x and y): no block allocated
+ * between them came from x or y, so pools of x and y would have placed them side by side (the
+ * chains hold small blocks only: a large one would not have gone to the pool). With
+ * a the older: a's next from x is at or after b, and b's previous from y at or before a (for
+ * x == y: a and b are consecutive allocations from x). */
+static inline Bool co_allocatable(ULong u, ULong v) {
+    ULong a = u < v ? u : v, b = u < v ? v : u;
+    return blocks[a].next >= b && blocks[b].prev1 <= a + 1;
+}
+
+/* A new macro-access to block v: one traversal of the queue feeds the graphs asked for. */
 static void affinity_access(ULong v, UWord sz) {
-    if (q_len && q_id[(q_head + q_cap - 1) % q_cap] == v) return; /* same macro-access */
-    if (++q_stamp == 0) {
-        VG_(memset)(seen_tag, 0, (seen_mask + 1) * sizeof(UInt));
-        q_stamp = 1;
-    }
-    ULong sum = 0;
-    UInt idx = q_head;
-    for (UInt k = 0; k < q_len; k++) {
-        idx = idx ? idx - 1 : q_cap - 1;
-        sum += q_bytes[idx];
-        if (sum >= (ULong)clo_affinity) break;
-        UInt u = (UInt)q_id[idx];
-        if (u == v) continue;
-        UInt j = (UInt)mix64(u) & seen_mask;
-        while (seen_tag[j] == q_stamp && seen_id[j] != u) j = (j + 1) & seen_mask;
-        if (seen_tag[j] == q_stamp) continue;
-        seen_tag[j] = q_stamp;
-        seen_id[j] = u;
-        coacc_add(u, v);
+    if (v == q_last) return; /* same macro-access */
+    /* Large objects never form context edges but still take queue space: they are real
+     * accesses between the others (HALO's tool leaves them out of its queue). */
+    Bool ctx_v = ctx_graph && blocks[v].size <= (SizeT)clo_max_grouped;
+    if (block_graph || ctx_v) {
+        if (++q_stamp == 0) {
+            for (ULong b = 0; b < n_blocks; b++) blocks[b].seen = 0;
+            q_stamp = 1;
+        }
+        blocks[v].seen = q_stamp;
+        ULong sum = 0;
+        UInt idx = q_head;
+        for (UInt k = 0; k < q_len; k++) {
+            idx = idx ? idx - 1 : q_cap - 1;
+            sum += q_bytes[idx];
+            if (sum >= (ULong)clo_affinity) break;
+            UInt u = (UInt)q_id[idx];
+            Block *bu = &blocks[u];
+            if (bu->seen == q_stamp) continue; /* v itself, or counted already */
+            bu->seen = q_stamp;
+            if (block_graph) coacc_add(u, v);
+            if (ctx_v && bu->size <= (SizeT)clo_max_grouped && co_allocatable(u, v)) {
+                UInt x = bu->fctx, y = blocks[v].fctx;
+                edges_add(&cedges, x < y ? x : y, x < y ? y : x);
+            }
+        }
     }
     q_id[q_head] = v;
     q_bytes[q_head] = sz ? (UInt)sz : 1;
-    q_head = (q_head + 1) % q_cap;
+    q_last = v;
+    if (++q_head == q_cap) q_head = 0;
     if (q_len < q_cap) q_len++;
 }
 
@@ -474,7 +602,7 @@ static VG_REGPARM(2) void hl_read(Addr a, UWord sz) {
     if (!hit(a, &id)) return;
     n_heap++;
     blocks[id].reads++;
-    affinity_access(id, sz);
+    if (any_graph) affinity_access(id, sz);
 }
 
 static VG_REGPARM(2) void hl_write(Addr a, UWord sz) {
@@ -482,7 +610,7 @@ static VG_REGPARM(2) void hl_write(Addr a, UWord sz) {
     if (!hit(a, &id)) return;
     n_heap++;
     blocks[id].writes++;
-    affinity_access(id, sz);
+    if (any_graph) affinity_access(id, sz);
 }
 
 /* An 8-byte store of `v` at `a`: a write, and a friend edge when `v` points into another block. */
@@ -491,7 +619,7 @@ static VG_REGPARM(2) void hl_write8(Addr a, UWord v) {
     if (!hit(a, &id)) return;
     n_heap++;
     blocks[id].writes++;
-    affinity_access(id, 8);
+    if (any_graph) affinity_access(id, 8);
     if (v - heap_lo >= heap_hi - heap_lo) return;
     ULong to;
     if (v - v_lo < v_span) {
@@ -632,7 +760,24 @@ static void *new_block(ThreadId tid, SizeT req, SizeT align, Bool zero) {
     b->free_at = ~0ULL;
     b->reads = b->writes = 0;
     b->adj = NULL;
-    b->ctx = context_of(tid);
+    b->seen = 0;
+    Addr ips[HL_MAX_DEPTH];
+    UInt n = alloc_stack(tid, ips, n_modules ? HL_MAX_DEPTH : (UInt)clo_depth);
+    b->ctx = context_of(ips, n < (UInt)clo_depth ? n : (UInt)clo_depth);
+    b->next = ~0ULL;
+    b->prev1 = 0;
+    b->fctx = 0;
+    if (n_modules) b->fctx = full_context_of(ips, n);
+    /* Blocks above the maximum grouped size never enter a group's pool, so they do not
+     * separate the small blocks of their context (they are left out of the chains). */
+    if (n_modules && req <= (SizeT)clo_max_grouped) {
+        FullContext *x = &fctxs[b->fctx];
+        if (x->last != ~0ULL) {
+            blocks[x->last].next = n_blocks;
+            b->prev1 = x->last + 1;
+        }
+        x->last = n_blocks;
+    }
     Live *l = VG_(OSetGen_AllocNode)(live, sizeof(Live));
     l->addr = (Addr)p;
     l->size = req;
@@ -793,6 +938,24 @@ static void out_adj(Out *o) {
     VG_(free)(weight);
 }
 
+/* A context's key and frames, each frame followed by its depth when `depths` is given. */
+static void out_context(Out *o, const Context *x, const UInt *depths) {
+    DiEpoch ep = VG_(current_DiEpoch)();
+    out_u64(o, x->key);
+    out_var(o, x->n);
+    for (UInt k = 0; k < x->n; k++) {
+        const HChar *fn = NULL;
+        /* A return address may be the first byte after its function: name the call. */
+        Addr at = x->ips[k] ? x->ips[k] - 1 : 0;
+        if (!VG_(get_fnname)(ep, at, &fn)) fn = NULL;
+        out_var(o, x->ips[k]);
+        out_str(o, x->files[k]);
+        out_var(o, x->offs[k]);
+        out_str(o, fn);
+        if (depths) out_var(o, depths[k]);
+    }
+}
+
 static Int hl_pid = 0;
 
 static void write_profile(void) {
@@ -812,25 +975,17 @@ static void write_profile(void) {
     out_u64(&o, coacc.dropped);
     out_u64(&o, friends.dropped);
     out_u64(&o, 1 + (ULong)nargs);
+    out_u64(&o, ctx_graph ? (ULong)clo_max_grouped : 0);
+    out_u64(&o, n_modules);
+    out_u64(&o, n_fctxs);
+    out_u64(&o, cedges.used);
+    out_u64(&o, cedges.dropped);
     tl_assert(o.len == HLA_HEADER_FIXED);
     out_str(&o, VG_(args_the_exename));
     for (Word i = 0; i < nargs; i++) out_str(&o, *(HChar **)VG_(indexXA)(args, i));
-    DiEpoch ep = VG_(current_DiEpoch)();
-    for (UInt c = 0; c < n_ctxs; c++) {
-        Context *x = &ctxs[c];
-        out_u64(&o, x->key);
-        out_var(&o, x->n);
-        for (UInt k = 0; k < x->n; k++) {
-            const HChar *fn = NULL;
-            /* A return address may be the first byte after its function: name the call. */
-            Addr at = x->ips[k] ? x->ips[k] - 1 : 0;
-            if (!VG_(get_fnname)(ep, at, &fn)) fn = NULL;
-            out_var(&o, x->ips[k]);
-            out_str(&o, x->files[k]);
-            out_var(&o, x->offs[k]);
-            out_str(&o, fn);
-        }
-    }
+    for (UInt m = 0; m < n_modules; m++) out_str(&o, clo_modules[m]);
+    for (UInt c = 0; c < n_ctxs; c++) out_context(&o, &ctxs[c], NULL);
+    for (UInt c = 0; c < n_fctxs; c++) out_context(&o, &fctxs[c].c, fctxs[c].depths);
     ULong prev = 0;
     for (ULong b = 0; b < n_blocks; b++) {
         Block *x = &blocks[b];
@@ -840,10 +995,12 @@ static void write_profile(void) {
         out_var(&o, x->free_at == ~0ULL ? 0 : x->free_at - x->alloc_at);
         out_var(&o, x->reads);
         out_var(&o, x->writes);
+        if (n_fctxs) out_var(&o, x->fctx);
         prev = x->alloc_at;
     }
     out_adj(&o);
     out_edges(&o, &friends);
+    out_edges(&o, &cedges);
     out_bytes(&o, HLA_END, 8);
     ULong h = 0xcbf29ce484222325ULL;
     for (SizeT i = 0; i < o.len; i++) h = (h ^ o.buf[i]) * 0x100000001b3ULL;
@@ -871,10 +1028,21 @@ static void write_profile(void) {
 /* ---- tool lifecycle ----------------------------------------------------------------------- */
 
 static Bool hl_process_cmd_line_option(const HChar *arg) {
+    const HChar *module, *graph;
     if VG_STR_CLO (arg, "--hl-out", clo_out) {
     } else if VG_BINT_CLO (arg, "--hl-depth", clo_depth, 1, HL_MAX_DEPTH) {
     } else if VG_BINT_CLO (arg, "--hl-affinity", clo_affinity, 1, 1 << 20) {
     } else if VG_BINT_CLO (arg, "--hl-max-edges", clo_max_edges, 1024, 1LL << 32) {
+    } else if VG_BINT_CLO (arg, "--hl-max-grouped", clo_max_grouped, 0, 1LL << 40) {
+    } else if VG_STR_CLO (arg, "--hl-module", module) {
+        if (n_modules == HL_MAX_MODULES) VG_(fmsg_bad_option)(arg, "heaplab: at most %d context modules\n", HL_MAX_MODULES);
+        clo_modules[n_modules] = module;
+        module_hash[n_modules++] = fnv1a(module);
+    } else if VG_STR_CLO (arg, "--hl-graph", graph) {
+        block_graph = VG_(strcmp)(graph, "blocks") == 0 || VG_(strcmp)(graph, "both") == 0;
+        ctx_graph = VG_(strcmp)(graph, "contexts") == 0 || VG_(strcmp)(graph, "both") == 0;
+        if (!block_graph && !ctx_graph && VG_(strcmp)(graph, "none") != 0)
+            VG_(fmsg_bad_option)(arg, "heaplab: --hl-graph takes blocks, contexts, both or none\n");
     } else
         return VG_(replacement_malloc_process_cmd_line_option)(arg);
     return True;
@@ -884,21 +1052,23 @@ static void hl_print_usage(void) {
     VG_(printf)("    --hl-out=FILE           the .hlaccess profile to write [required]\n"
                 "    --hl-depth=N            frames per allocation context [1]\n"
                 "    --hl-affinity=A         affinity distance in bytes [128]\n"
-                "    --hl-max-edges=N        edges held per graph [4194304]\n");
+                "    --hl-max-edges=N        edges held per graph [4194304]\n"
+                "    --hl-module=NAME        a context module's file name (repeatable; the executable first)\n"
+                "    --hl-graph=WHICH        blocks, contexts, both or none [blocks]\n"
+                "    --hl-max-grouped=BYTES  larger blocks form no context edges [4096]\n");
 }
 
 static void hl_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
 
 static void hl_post_clo_init(void) {
     if (!clo_out) VG_(fmsg_bad_option)("--hl-out", "heaplab: --hl-out=FILE is required\n");
+    if (ctx_graph && !n_modules) VG_(fmsg_bad_option)("--hl-graph", "heaplab: a context graph needs --hl-module\n");
+    any_graph = block_graph || ctx_graph;
+    edges_init(&cedges, (ULong)clo_max_edges);
     hl_pid = VG_(getpid)();
     q_cap = (UInt)clo_affinity;
     q_id = VG_(malloc)("hl.q", q_cap * sizeof(ULong));
     q_bytes = VG_(malloc)("hl.q", q_cap * sizeof(UInt));
-    for (seen_mask = 1; seen_mask < 2 * q_cap; seen_mask *= 2) {}
-    seen_id = VG_(calloc)("hl.seen", seen_mask, sizeof(UInt));
-    seen_tag = VG_(calloc)("hl.seen", seen_mask, sizeof(UInt));
-    seen_mask--;
     coacc.max = (ULong)clo_max_edges;
     coacc.floor = 1;
     edges_init(&friends, (ULong)clo_max_edges);

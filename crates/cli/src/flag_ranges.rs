@@ -46,6 +46,8 @@ pub const ACCESS_STACK_DEPTH: Whole = Whole::new(1, heaplab_access::run::MAX_STA
 pub const AFFINITY_DISTANCE: Whole = Whole::new(1, heaplab_access::run::MAX_AFFINITY);
 /// `access --max-edges`: edges held per graph (16 bytes each at twice that many slots).
 pub const ACCESS_MAX_EDGES: Whole = Whole::new(1024, 1 << 28);
+/// `access --max-grouped-size`: bytes (the tool's bound).
+pub const MAX_GROUPED_SIZE: Whole = Whole::new(1, heaplab_access::run::MAX_GROUPED_LIMIT);
 /// `plan --time-limit`: seconds, fractions allowed (one week at most: the planner's
 /// [`heaplab_plan::MAX_TIME_LIMIT_SECS`]).
 pub const TIME_LIMIT: Seconds = Seconds { max: heaplab_plan::MAX_TIME_LIMIT_SECS };

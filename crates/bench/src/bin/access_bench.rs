@@ -1,7 +1,8 @@
 //! `heaplab-bench-access`: the access profiler's slowdown, behind `make bench-access`. Builds
 //! the programs of `../shared/workloads/` into `target/workloads/` (flags from its README), runs
 //! each on a modest input alone, under `valgrind --tool=none` (the translation floor), under
-//! `valgrind --tool=dhat` (comparable per-access work) and under `heaplab access`, and writes
+//! `valgrind --tool=dhat` (comparable per-access work) and under `heaplab access` (as layouts
+//! use it, and with `--contexts --graph contexts` as grouping uses it), and writes
 //! `bench/access-results.md` and `.json`: wall times, slowdowns against the plain run, and what
 //! the profile holds (heap accesses, blocks, edges), with machine, date and commit.
 
@@ -171,16 +172,20 @@ fn main() {
         v.extend(["-o".into(), profile.to_string_lossy().into_owned(), "--".into()]);
         v
     };
-    // The graph-free run goes first: the profile read afterwards is the default run's.
-    let configs: [(&str, Vec<String>); 5] = [
+    // The default run goes last: the profile read afterwards is its.
+    let configs: [(&str, Vec<String>); 6] = [
         ("plain", vec![]),
         ("none", vec!["valgrind".into(), "-q".into(), "--tool=none".into()]),
         ("dhat", vec!["valgrind".into(), "-q".into(), "--tool=dhat".into(), "--dhat-out-file=/dev/null".into()]),
         ("no-graph", heaplab_cmd(&["--affinity-distance", "1"])),
+        ("contexts", heaplab_cmd(&["--contexts", "--graph", "contexts"])),
         ("heaplab", heaplab_cmd(&[])),
     ];
     let mut rows = Vec::new();
-    println!("{:<10} {:>9} {:>8} {:>8} {:>10} {:>9} {:>13} {:>9} {:>11}", "workload", "plain s", "none ×", "dhat ×", "no-graph ×", "heaplab ×", "heap accesses", "blocks", "co-access");
+    println!(
+        "{:<10} {:>9} {:>8} {:>8} {:>10} {:>10} {:>9} {:>13} {:>9} {:>11}",
+        "workload", "plain s", "none ×", "dhat ×", "no-graph ×", "contexts ×", "heaplab ×", "heap accesses", "blocks", "co-access"
+    );
     for w in WORKLOADS.iter().filter(|w| o.only.is_empty() || o.only.iter().any(|n| n == w.name)) {
         let exe = match build(w, &shared, &bin) {
             Ok(e) => e,
@@ -213,13 +218,14 @@ fn main() {
             _ => Value::Null,
         };
         println!(
-            "{:<10} {:>9} {:>8} {:>8} {:>10} {:>9} {:>13} {:>9} {:>11}",
+            "{:<10} {:>9} {:>8} {:>8} {:>10} {:>10} {:>9} {:>13} {:>9} {:>11}",
             w.name,
             plain.map_or("—".into(), |p| format!("{p:.3}")),
             cells[0],
             cells[1],
             cells[2],
             cells[3],
+            cells[4],
             heap,
             blocks,
             edges
@@ -228,7 +234,7 @@ fn main() {
             "workload": w.name,
             "args": w.args,
             "seconds": secs,
-            "slowdown": {"none": slow("none"), "dhat": slow("dhat"), "no-graph": slow("no-graph"), "heaplab": slow("heaplab")},
+            "slowdown": {"none": slow("none"), "dhat": slow("dhat"), "no-graph": slow("no-graph"), "contexts": slow("contexts"), "heaplab": slow("heaplab")},
             "heap_accesses": heap,
             "accesses": prof.as_ref().map(|p| p.info.accesses),
             "blocks": blocks,
@@ -252,18 +258,19 @@ fn write_results(o: &Opts, rows: &[Value]) {
     md += "# Access profiler slowdown (`make bench-access`)\n\n";
     md += &format!("Machine: {}. Date: {date}. Commit: {commit}. Median of {} run(s) per cell; wall time.\n\n", machine.describe(), o.runs);
     md += "Slowdown = wall time under the tool / wall time of the plain program (gcc -O2, glibc), valgrind's start-up included.\n";
-    md += "`none` is valgrind's translation alone, `dhat` its heap profiler (per-access work like ours), `heaplab` is `heaplab access` with its defaults (stack depth 1, affinity distance 128), `no-graph` the same with `--affinity-distance 1` (blocks, counts and friends, no co-access graph): the attribution's cost alone.\n\n";
-    md += "| workload | args | plain s | none × | dhat × | no-graph × | heaplab × | heap accesses | blocks | co-access edges |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    md += "`none` is valgrind's translation alone, `dhat` its heap profiler (per-access work like ours), `heaplab` is `heaplab access` with its defaults (stack depth 1, affinity distance 128), `no-graph` the same with `--affinity-distance 1` (blocks, counts and friends, no co-access graph): the attribution's cost alone; `contexts` is `--contexts --graph contexts` (full contexts of up to 64 frames and HALO's context affinity graph, no block graph): what grouping profiles cost.\n\n";
+    md += "| workload | args | plain s | none × | dhat × | no-graph × | contexts × | heaplab × | heap accesses | blocks | co-access edges |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     let f = |v: &Value| v.as_f64().map_or("—".to_string(), |x| format!("{x:.1}"));
     for r in rows {
         md += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r["workload"].as_str().unwrap_or(""),
             r["args"].as_array().map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" ")).unwrap_or_default(),
             r["seconds"]["plain"].as_f64().map_or("—".into(), |x| format!("{x:.3}")),
             f(&r["slowdown"]["none"]),
             f(&r["slowdown"]["dhat"]),
             f(&r["slowdown"]["no-graph"]),
+            f(&r["slowdown"]["contexts"]),
             f(&r["slowdown"]["heaplab"]),
             r["heap_accesses"],
             r["blocks"],
@@ -271,10 +278,10 @@ fn write_results(o: &Opts, rows: &[Value]) {
         );
     }
     let g = |k: &str| geo(k).map_or("—".into(), |x| format!("{x:.1}"));
-    md += &format!("| **geometric mean** | | | {} | {} | {} | {} | | | |\n", g("none"), g("dhat"), g("no-graph"), g("heaplab"));
+    md += &format!("| **geometric mean** | | | {} | {} | {} | {} | {} | | | |\n", g("none"), g("dhat"), g("no-graph"), g("contexts"), g("heaplab"));
     std::fs::create_dir_all(&o.out).expect("the output folder can be made");
     let json = json!({"machine": machine.describe(), "date": date, "commit": commit, "runs": o.runs, "rows": rows,
-        "geomean": {"none": geo("none"), "dhat": geo("dhat"), "no-graph": geo("no-graph"), "heaplab": geo("heaplab")}});
+        "geomean": {"none": geo("none"), "dhat": geo("dhat"), "no-graph": geo("no-graph"), "contexts": geo("contexts"), "heaplab": geo("heaplab")}});
     std::fs::write(o.out.join("access-results.md"), &md).expect("results written");
     std::fs::write(o.out.join("access-results.json"), serde_json::to_string_pretty(&json).unwrap() + "\n").expect("results written");
     println!("\nwrote {}", o.out.join("access-results.md").display());

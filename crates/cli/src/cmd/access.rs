@@ -1,9 +1,11 @@
 //! `heaplab access`: run a program under the heaplab valgrind tool (`heaplab_access::run`) and
-//! print the profile's summary: blocks, accesses, heap share, the graphs, the top contexts.
+//! print the profile's summary: blocks, accesses, heap share, the graphs, the top contexts and,
+//! with `--contexts`, the full contexts and their affinity graph.
 
 use crate::Failure;
 use clap::Args;
-use heaplab_access::run::{RunOptions, DEFAULT_AFFINITY};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use heaplab_access::run::{Graph, RunOptions, DEFAULT_AFFINITY, DEFAULT_MAX_GROUPED};
 use heaplab_access::AccessProfile;
 use heaplab_model::units::{bytes, grouped};
 use heaplab_trace::launch::describe_status;
@@ -15,7 +17,8 @@ pub const ACCESS_HELP: &str = "\
 Run PROGRAM under valgrind with heaplab's own tool and write its access profile: every heap
 block in allocation order (size asked for, allocation context, lifetime in heap events, loads
 and stores that touched it), the co-access graph and the friend graph. The profile feeds
-`heaplab layout --access` (strategies that place blocks used together next to each other).
+`heaplab layout --access` (strategies that place blocks used together next to each other)
+and, with --contexts, `heaplab group` (HALO's grouping of allocation contexts).
 
 What is measured:
   blocks      every malloc, calloc, realloc (a new block), aligned allocation and C++ new, as
@@ -31,6 +34,17 @@ What is measured:
               accesses (--affinity-distance, default 128 as HALO chose), once per u.
   friends     an 8-byte store, into block u, of a pointer into another live block v adds 1 to
               the edge u -> v.
+With --contexts (HALO's profile, §4.1-4.2):
+  full contexts  the allocation's whole call stack (up to 64 frames) reduced to the frames in
+              the program's own modules (the executable, plus each --context-module), each
+              return address kept at its innermost occurrence (recursion collapsed), with the
+              deepest stack position each frame was seen at. Every block names its own.
+  context graph  a heap access to block v (of full context y) adds 1 to the undirected edge
+              {x, y} for every other block u (of context x) in the same window, when both are at
+              most --max-grouped-size bytes and co-allocatable: no allocation made between the
+              two came from x or y.
+--graph picks what the window feeds: blocks, contexts, both (the default with --contexts)
+or none; the block graph is the costly one, so `--graph contexts` profiles faster.
 Memory is bounded: each graph holds at most --max-edges edges; when full its lightest edges
 are dropped (weight 1, then 2, 4, ...) and the dropped weight is reported.
 
@@ -46,6 +60,8 @@ that replaces itself with exec leaves no profile: profile the program it starts 
 Examples:
   heaplab access -o health.hlaccess -- ./health 9 20 1
   heaplab access --contexts -o sq.hlaccess -- sqlite3 db.sqlite < script.sql
+  heaplab access --contexts --graph contexts -o prog.hlaccess -- ./prog small-input
+  heaplab access --contexts --context-module libmine.so.1 -o p.hlaccess -- ./prog
   heaplab access --affinity-distance 512 --json -o t.hlaccess -- ./treeadd 16 2> summary.json";
 
 /// Arguments of `heaplab access`.
@@ -54,10 +70,22 @@ pub struct AccessArgs {
     /// The profile to write (.hlaccess).
     #[arg(short, long, value_name = "FILE")]
     output: String,
-    /// Record allocation contexts deep enough to tell wrappers apart (stack depth 4 unless
-    /// --stack-depth says otherwise).
+    /// Record full contexts (HALO's) and their affinity graph, and allocation contexts deep
+    /// enough to tell wrappers apart (stack depth 4 unless --stack-depth says otherwise).
     #[arg(long)]
     contexts: bool,
+    /// A module (file name, like libfoo.so.1) whose frames count in full contexts besides the
+    /// executable's; repeatable. Needs --contexts.
+    #[arg(long = "context-module", value_name = "NAME", requires = "contexts")]
+    context_modules: Vec<String>,
+    /// The graphs the access window feeds: blocks (co-access, for layouts), contexts (HALO's,
+    /// for grouping; needs --contexts), both, or none [default: both with --contexts, else
+    /// blocks].
+    #[arg(long, value_name = "WHICH", value_parser = graph_parser())]
+    graph: Option<Graph>,
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_GROUPED, value_parser = crate::flag_ranges::MAX_GROUPED_SIZE.parser::<u64>(),
+        help = crate::flag_ranges::MAX_GROUPED_SIZE.help("Blocks larger than this form no context edges (HALO's maximum grouped object size)."))]
+    max_grouped_size: u64,
     #[arg(long, value_name = "N", value_parser = crate::flag_ranges::ACCESS_STACK_DEPTH.parser::<u32>(),
         help = crate::flag_ranges::ACCESS_STACK_DEPTH.help("Frames per allocation context, from the return address into the program [default: 1, or 4 with --contexts]."))]
     stack_depth: Option<u32>,
@@ -81,6 +109,13 @@ pub struct AccessArgs {
 /// The stack depth `--contexts` asks for when `--stack-depth` is not given.
 const CONTEXTS_DEPTH: u32 = 4;
 
+/// `--graph`.
+const GRAPHS: [(&str, Graph); 4] = [("blocks", Graph::Blocks), ("contexts", Graph::Contexts), ("both", Graph::Both), ("none", Graph::None)];
+
+fn graph_parser() -> impl TypedValueParser<Value = Graph> {
+    PossibleValuesParser::new(GRAPHS.map(|(n, _)| n)).map(|s| GRAPHS.iter().find(|(n, _)| *n == s).map(|(_, g)| *g).expect("clap checked the name"))
+}
+
 /// `heaplab access`.
 pub fn access(a: AccessArgs) -> Result<(), Failure> {
     if a.output == "-" {
@@ -89,7 +124,19 @@ pub fn access(a: AccessArgs) -> Result<(), Failure> {
     crate::outputs::check_writable(&a.output)?;
     let output = std::path::absolute(&a.output).map_err(|e| Failure::Input(format!("{}: {e}", a.output)))?;
     let stack_depth = a.stack_depth.unwrap_or(if a.contexts { CONTEXTS_DEPTH } else { 1 });
-    let opts = RunOptions { stack_depth, affinity_distance: a.affinity_distance, max_edges: a.max_edges };
+    let graph = a.graph.unwrap_or(if a.contexts { Graph::Both } else { Graph::Blocks });
+    if graph.contexts() && !a.contexts {
+        return Err(Failure::Input(format!("--graph {}: the context graph needs --contexts", graph.name())));
+    }
+    let opts = RunOptions {
+        stack_depth,
+        affinity_distance: a.affinity_distance,
+        max_edges: a.max_edges,
+        full_contexts: a.contexts,
+        context_modules: a.context_modules.clone(),
+        graph,
+        max_grouped_size: a.max_grouped_size,
+    };
     let run = heaplab_access::run::run(&a.command, &output, &opts)?;
     let program = &a.command[0];
     let status = run.status;
@@ -159,6 +206,26 @@ fn summary_text(a: &AccessArgs, p: &AccessProfile, run: &heaplab_access::run::Pr
         dropped(i.coaccess_dropped)
     );
     let _ = writeln!(w, "friends        {} edges, weight {}{}", grouped(p.friends.len() as u64), grouped(weight(&p.friends)), dropped(i.friends_dropped));
+    if !p.info.context_modules.is_empty() {
+        let deepest = p.full_contexts.iter().filter_map(|c| c.depths.last()).max();
+        let _ = writeln!(
+            w,
+            "full contexts  {} in {}{}",
+            grouped(p.full_contexts.len() as u64),
+            p.info.context_modules.join(", "),
+            deepest.map_or(String::new(), |d| format!("; deepest frame at stack depth {d}"))
+        );
+    }
+    if p.info.max_grouped_size > 0 {
+        let _ = writeln!(
+            w,
+            "context graph  {} edges, weight {} (blocks up to {} B, co-allocatable){}",
+            grouped(p.context_affinity.len() as u64),
+            grouped(p.context_affinity_weight()),
+            p.info.max_grouped_size,
+            dropped(i.context_affinity_dropped)
+        );
+    }
     if p.blocks.is_empty() {
         let _ = writeln!(w, "note           no heap block seen: a statically linked program's allocator cannot be replaced by valgrind");
     }
@@ -169,8 +236,33 @@ fn summary_text(a: &AccessArgs, p: &AccessProfile, run: &heaplab_access::run::Pr
             let _ = writeln!(w, "               {:>14} {:>10} {:>10}  {}", grouped(t.reads + t.writes), grouped(t.blocks), bytes(t.bytes), frame_text(p, t.context));
         }
     }
-    let _ = writeln!(w, "next           heaplab layout PROG.hltrace --access {} --strategy plan-affinity -o PROG.hllayout", a.output);
+    let full = p.full_context_totals();
+    if !full.is_empty() && a.top > 0 {
+        let _ = writeln!(w, "top full contexts {:>11} {:>10} {:>10}  frames, innermost first", "accesses", "blocks", "bytes");
+        for t in full.iter().take(a.top) {
+            let _ = writeln!(w, "               {:>14} {:>10} {:>10}  {}", grouped(t.reads + t.writes), grouped(t.blocks), bytes(t.bytes), full_text(p, t.context));
+        }
+    }
+    if p.info.max_grouped_size > 0 {
+        let _ = writeln!(w, "next           heaplab group {} -o PROG.hlgroups", a.output);
+    } else {
+        let _ = writeln!(w, "next           heaplab layout PROG.hltrace --access {} --strategy plan-affinity -o PROG.hllayout", a.output);
+    }
     w
+}
+
+/// A full context's frames as people read them: functions (or file+offset), innermost first.
+fn full_text(p: &AccessProfile, context: u32) -> String {
+    let c = &p.full_contexts[context as usize];
+    if c.frames.is_empty() {
+        return "(no frame in the context modules)".into();
+    }
+    let names: Vec<String> = c
+        .frames
+        .iter()
+        .map(|f| if f.function.is_empty() { format!("{}+0x{:x}", String::from_utf8_lossy(heaplab_trace::context::basename(&f.module)), f.file_offset) } else { f.function.clone() })
+        .collect();
+    names.join(" < ")
 }
 
 fn summary_json(a: &AccessArgs, p: &AccessProfile, run: &heaplab_access::run::Profiled, file_bytes: u64) -> Value {
@@ -188,6 +280,23 @@ fn summary_json(a: &AccessArgs, p: &AccessProfile, run: &heaplab_access::run::Pr
                 "reads": t.reads,
                 "writes": t.writes,
                 "frames": c.frames.iter().map(|f| json!({"ip": f.ip, "module": f.module, "file_offset": f.file_offset, "function": f.function})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let full: Vec<Value> = p
+        .full_context_totals()
+        .iter()
+        .take(a.top)
+        .map(|t| {
+            let c = &p.full_contexts[t.context as usize];
+            json!({
+                "index": t.context,
+                "key": format!("{:016x}", c.key),
+                "blocks": t.blocks,
+                "bytes": t.bytes,
+                "reads": t.reads,
+                "writes": t.writes,
+                "frames": c.frames.iter().zip(&c.depths).map(|(f, d)| json!({"ip": f.ip, "module": f.module, "file_offset": f.file_offset, "function": f.function, "depth": d})).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -215,5 +324,11 @@ fn summary_json(a: &AccessArgs, p: &AccessProfile, run: &heaplab_access::run::Pr
         "coaccess": {"edges": p.coaccess.len(), "weight": weight(&p.coaccess), "dropped": i.coaccess_dropped},
         "friends": {"edges": p.friends.len(), "weight": weight(&p.friends), "dropped": i.friends_dropped},
         "top_contexts": contexts,
+        "context_modules": i.context_modules,
+        "full_contexts": p.full_contexts.len(),
+        "max_grouped_size": i.max_grouped_size,
+        "context_affinity": {"edges": p.context_affinity.len(), "self_edges": p.context_affinity.iter().filter(|e| e.from == e.to).count(),
+            "weight": p.context_affinity_weight(), "dropped": i.context_affinity_dropped},
+        "top_full_contexts": full,
     })
 }

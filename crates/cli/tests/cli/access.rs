@@ -201,16 +201,33 @@ fn missing_program_and_bad_options_exit_2() {
 #[test]
 fn bad_profiles_are_rejected_with_the_file_named() {
     let dir = scratch!("bad");
+    let full = heaplab_access::FullContext { key: heaplab_trace::context::context_key([]), frames: vec![], depths: vec![] };
     let good = heaplab_access::format::to_bytes(&AccessProfile {
-        blocks: vec![heaplab_access::AccessBlock { size: 8, context: 0, alloc_at: 0, free_at: 1, reads: 1, writes: 2, full_context: u32::MAX }],
+        blocks: vec![heaplab_access::AccessBlock { size: 8, context: 0, alloc_at: 0, free_at: 1, reads: 1, writes: 2, full_context: 0 }],
         contexts: vec![heaplab_access::Context { key: 3, frames: vec![] }],
+        full_contexts: vec![full],
+        context_affinity: vec![Edge { from: 0, to: 0, weight: 1 }],
         ..Default::default()
     });
-    let cases: [(&str, Vec<u8>, &str); 4] = [
+    // A change in the body, with the checksum redone: only the reader's checks can see it.
+    let resealed = |at: usize, byte: u8| {
+        let mut b = good.clone();
+        b[at] = byte;
+        let body = b.len() - 8;
+        let sum = heaplab_trace::context::fnv1a(&b[..body]);
+        b[body..].copy_from_slice(&sum.to_le_bytes());
+        b
+    };
+    // The last bytes before the end marker: the block's full context, then the context edge.
+    let edge = good.len() - 16 - 3;
+    let cases: [(&str, Vec<u8>, &str); 7] = [
         ("magic.hlaccess", b"HLTRACE\0 not a profile at all, just some bytes".to_vec(), "bad magic"),
         ("version.hlaccess", { let mut b = good.clone(); b[8] = 9; b }, "version 9"),
         ("short.hlaccess", good[..good.len() - 5].to_vec(), "truncated"),
         ("flip.hlaccess", { let mut b = good.clone(); b[100] ^= 1; b }, "corrupt"),
+        ("full-index.hlaccess", resealed(edge - 1, 1), "full context 1 out of range"),
+        ("edge.hlaccess", resealed(edge + 1, 1), "context edge 0"),
+        ("key.hlaccess", resealed(good.len() - 16 - 11 - 8, 0), "does not match its frames"),
     ];
     for (name, bytes, what) in cases {
         let path = dir.join(name);

@@ -11,6 +11,7 @@
 mod common;
 
 mod access;
+mod access_contexts;
 mod decide;
 mod measure;
 mod fuzz;

@@ -1,0 +1,54 @@
+/* Test program for `heaplab access --contexts` (the expected profile is computed in
+ * tests/cli/access_contexts.rs, by HALO's rules, from the same sequences).
+ *
+ * contexts: ten blocks from three allocation sites p, q, r, allocated in the order
+ *   p q p r q p P r q p   (P: a 5000-byte block from p, above the maximum grouped size)
+ * each of its own size (48 + 8 * i bytes; P 5000), then 300 eight-byte reads of block
+ * (x >> 16) % 10, x stepping x = x * 1103515245 + 12345 (32 bits) from 1.
+ *
+ * contexts recurse D: a list of D nodes built by a recursive function, each node allocated
+ * before the call that builds the rest (D full-context depths, one context for all but the
+ * first node). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile uint64_t *objs[10];
+
+__attribute__((noinline)) static volatile uint64_t *site_p(size_t n) { return calloc(1, n); }
+__attribute__((noinline)) static volatile uint64_t *site_q(size_t n) { return calloc(1, n); }
+__attribute__((noinline)) static volatile uint64_t *site_r(size_t n) { return calloc(1, n); }
+
+struct node {
+    struct node *next;
+    long depth;
+};
+
+__attribute__((noinline)) static struct node *build(long d) {
+    if (d == 0) return NULL;
+    struct node *n = malloc(sizeof *n);
+    n->depth = d;
+    n->next = build(d - 1); /* not a tail call: the store comes after */
+    return n;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "recurse")) {
+        long sum = 0;
+        for (struct node *n = build(atol(argv[2])), *next; n; n = next) next = n->next, sum += n->depth, free(n);
+        return sum == 0;
+    }
+    const char *order = "pqprqpPrqp";
+    for (int i = 0; i < 10; i++) {
+        size_t n = order[i] == 'P' ? 5000 : 48 + 8 * (size_t)i;
+        objs[i] = order[i] == 'q' ? site_q(n) : order[i] == 'r' ? site_r(n) : site_p(n);
+    }
+    uint32_t x = 1;
+    uint64_t sum = 0;
+    for (int k = 0; k < 300; k++) {
+        x = x * 1103515245u + 12345u;
+        sum += objs[(x >> 16) % 10][0];
+    }
+    for (int i = 0; i < 10; i++) free((void *)objs[i]);
+    return (int)sum;
+}
