@@ -570,7 +570,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
     let mut frag = String::from("## Fragmentation of the grouped heap at its peak (HALO's table 1)\n\n| workload | resident grouped | live grouped | fragmentation | HALO |\n|---|---|---|---|---|\n");
     for mm in all {
         let rep = mm.cell(GROUPED).map(|c| &c.report).cloned().unwrap_or(Value::Null);
-        let (res, live) = (num(&rep, "/fragmentation/resident_bytes"), num(&rep, "/fragmentation/live_bytes"));
+        let (res, live) = (num(&rep, "/fragmentation/peak_resident_bytes"), num(&rep, "/fragmentation/live_bytes"));
         let halo = HALO_FRAGMENTATION.iter().find(|h| h.0 == mm.workload.name).map(|h| format!("{} ({})", h.1, h.2)).unwrap_or_else(|| "—".into());
         match (res, live) {
             (Some(r), Some(l)) if r > 0.0 => frag.push_str(&format!("| {} | {} | {} | {:.2}% ({}) | {halo} |\n", mm.workload.name, kib(r), kib(l), 100.0 * (r - l) / r, kib(r - l))),
