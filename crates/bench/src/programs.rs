@@ -346,3 +346,31 @@ pub fn has_command(heaplab: &Path, cmd: &str) -> bool {
     Command::new(heaplab).args([cmd, "--help"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
 }
 
+
+/// Leaves the bench (and so every child) the traced group's small environment: python copies
+/// every variable into its heap, so one more variable between profile and measured run would
+/// change it.
+pub fn isolate_env() {
+    let keep = traced::base_env();
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if !keep.iter().any(|(n, _)| *n == k) {
+            std::env::remove_var(&k);
+        }
+    }
+    for (k, v) in &keep {
+        std::env::set_var(k, v);
+    }
+}
+
+/// The commit measured, marked when the tree has uncommitted changes (take it before anything
+/// can change the tree).
+pub fn measured_commit() -> String {
+    let commit = host::output("git", &["rev-parse", "--short", "HEAD"]);
+    let dirty = !host::output("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    if dirty {
+        format!("{commit} (with uncommitted changes)")
+    } else {
+        commit
+    }
+}

@@ -412,21 +412,9 @@ fn kib(b: f64) -> String {
 
 fn main() {
     let o = parse_args();
-    // The same small environment for every child (python copies its environment into its heap).
-    let keep = traced::base_env();
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy().into_owned();
-        if !keep.iter().any(|(n, _)| *n == k) {
-            std::env::remove_var(&k);
-        }
-    }
-    for (k, v) in &keep {
-        std::env::set_var(k, v);
-    }
+    isolate_env();
     let t0 = Instant::now();
-    let commit = host::output("git", &["rev-parse", "--short", "HEAD"]);
-    let dirty = !host::output("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
-    let commit = if dirty { format!("{commit} (with uncommitted changes)") } else { commit };
+    let commit = measured_commit();
     if !o.heaplab.is_file() {
         die(&format!("{}: no heaplab binary (cargo build --release -p heaplab-cli)", o.heaplab.display()));
     }
