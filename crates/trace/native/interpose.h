@@ -114,6 +114,33 @@ static inline uint64_t hl_hex(const char **s, const char *end) {
     return v;
 }
 
+/* One line of /proc/self/maps, [line, eol): the mapped range, whether it is executable, the
+ * file offset, and the path as [path, eol) (empty for an anonymous mapping). */
+struct hl_maps_line {
+    uint64_t lo, hi, off;
+    int exec;
+    const char *path;
+};
+static inline struct hl_maps_line hl_parse_maps_line(const char *line, const char *eol) {
+    struct hl_maps_line m;
+    const char *s = line;
+    m.lo = hl_hex(&s, eol);
+    s++;
+    m.hi = hl_hex(&s, eol);
+    s++;
+    m.exec = s + 3 < eol && s[2] == 'x';
+    s += 5;
+    m.off = s < eol ? hl_hex(&s, eol) : 0;
+    const char *path = s;
+    for (int field = 0; field < 2 && path < eol; field++) { /* skip dev and inode */
+        while (path < eol && *path == ' ') path++;
+        while (path < eol && *path != ' ') path++;
+    }
+    while (path < eol && *path == ' ') path++;
+    m.path = path;
+    return m;
+}
+
 /* Registers the client's fork hooks (pthread_atfork). */
 void hl_watch_fork(void);
 /* Installs the handler that calls hl_on_fatal_signal on SIGSEGV, SIGBUS, SIGILL, SIGFPE and

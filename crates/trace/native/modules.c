@@ -26,25 +26,12 @@ size_t hl_load_modules(struct hl_module *m, size_t cap) {
     for (const char *line = buf, *end = buf + n; line < end && k < cap;) {
         const char *eol = memchr(line, '\n', (size_t)(end - line));
         if (!eol) eol = end;
-        const char *s = line;
-        uint64_t lo = hl_hex(&s, eol);
-        s++;
-        uint64_t hi = hl_hex(&s, eol);
-        s++;
-        int exec = s + 3 < eol && s[2] == 'x';
-        s += 5;
-        uint64_t off = s < eol ? hl_hex(&s, eol) : 0;
-        const char *path = s;
-        for (int field = 0; field < 2 && path < eol; field++) { /* skip dev and inode */
-            while (path < eol && *path == ' ') path++;
-            while (path < eol && *path != ' ') path++;
-        }
-        while (path < eol && *path == ' ') path++;
-        if (exec && path < eol && hi > lo) {
-            const char *base = path;
-            for (const char *c = path; c < eol; c++)
+        struct hl_maps_line l = hl_parse_maps_line(line, eol);
+        if (l.exec && l.path < eol && l.hi > l.lo) {
+            const char *base = l.path;
+            for (const char *c = l.path; c < eol; c++)
                 if (*c == '/') base = c + 1;
-            m[k++] = (struct hl_module){lo, hi, off, hl_fnv1a(base, (size_t)(eol - base))};
+            m[k++] = (struct hl_module){l.lo, l.hi, l.off, hl_fnv1a(base, (size_t)(eol - base))};
         }
         line = eol + 1;
     }

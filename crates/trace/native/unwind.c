@@ -429,13 +429,10 @@ static void find_stack(uintptr_t sp) {
         have += (size_t)n;
         char *line = buf, *end = buf + have, *eol;
         while ((eol = memchr(line, '\n', (size_t)(end - line)))) {
-            const char *s = line;
-            uint64_t lo = hl_hex(&s, eol);
-            s++;
-            uint64_t hi = hl_hex(&s, eol);
-            if (lo <= sp && sp < hi) {
-                stack_lo = lo;
-                stack_hi = hi;
+            struct hl_maps_line l = hl_parse_maps_line(line, eol);
+            if (l.lo <= sp && sp < l.hi) {
+                stack_lo = l.lo;
+                stack_hi = l.hi;
                 syscall(SYS_close, f);
                 return;
             }

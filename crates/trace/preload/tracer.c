@@ -692,27 +692,14 @@ static void write_trailer(int kind, int code, int from_signal) {
     while (stack_depth && *line && mods < 4000 && p < body + scap - 4200) {
         const char *eol = strchr(line, '\n');
         if (!eol) eol = line + strlen(line);
-        const char *s = line;
-        uint64_t lo = hl_hex(&s, eol);
-        s++;
-        uint64_t hi = hl_hex(&s, eol);
-        s++;
-        int exec = s + 3 < eol && s[2] == 'x';
-        s += 5;
-        uint64_t off = hl_hex(&s, eol);
-        const char *path = s;
-        for (int field = 0; field < 2 && path < eol; field++) { /* skip dev and inode */
-            while (path < eol && *path == ' ') path++;
-            while (path < eol && *path != ' ') path++;
-        }
-        while (path < eol && *path == ' ') path++;
-        size_t plen = (size_t)(eol - path);
-        if (exec && plen > 0 && plen < 4096) {
-            p = put_varint(p, lo);
-            p = put_varint(p, hi);
-            p = put_varint(p, off);
+        struct hl_maps_line l = hl_parse_maps_line(line, eol);
+        size_t plen = (size_t)(eol - l.path);
+        if (l.exec && plen > 0 && plen < 4096) {
+            p = put_varint(p, l.lo);
+            p = put_varint(p, l.hi);
+            p = put_varint(p, l.off);
             p = put_varint(p, plen);
-            memcpy(p, path, plen);
+            memcpy(p, l.path, plen);
             p += plen;
             mods++;
         }
