@@ -1,0 +1,11 @@
+//! The heap report: what users of heaptrack and memray open a trace for (where the peak comes
+//! from, which call sites allocate most or most often, what is temporary, what leaks, how the
+//! heap grows, what changed between two runs), beside what only heaplab knows (the optimal
+//! plan's peak and the allocators' waste).
+//!
+//! [`model`] holds the report's data: one [`model::Report`] per trace, one
+//! [`model::DiffReport`] per pair. It is aggregated (per call site, a bounded number of
+//! timeline points and snapshots), so it stays small whatever the trace's size, and it is what
+//! every view reads: the terminal tables, `--json` and the HTML page.
+
+pub mod model;
