@@ -9,7 +9,7 @@ VENV     := .venv
 VPY      := $(VENV)/bin/python
 VENV_ABS := $(abspath $(VENV))
 
-.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-group-runtime bench-study bench-decide bench-access bench-apply bench-group bench-deps deps trace-deps study-deps clean \
+.PHONY: all build demo test fuzz bench bench-quick bench-trace bench-apply-runtime bench-group-runtime bench-study bench-decide bench-access bench-apply bench-group bench-deps deps trace-deps study-deps report-deps clean \
         python python-test wheel bench-python bench-onnx bench-torch bench-dask
 
 all: build
@@ -51,7 +51,16 @@ study-deps:
 	  else echo "run as root: apt-get install -y $(STUDY_PKGS)" >&2; exit 2; fi; \
 	fi
 
-build: deps trace-deps study-deps
+# The HTML report's test renders it in a real browser (headless Chromium): its script must run
+# without an error in an actual engine. Installed the same way as the trace deps.
+report-deps:
+	@command -v chromium >/dev/null || { \
+	  echo "installing for the report's browser test (missing: chromium)"; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "run as root: apt-get install -y chromium" >&2; exit 2; fi; }
+
+build: deps trace-deps study-deps report-deps
 	$(CARGO) build --release --workspace
 
 # The main job on a generated default: a neural-network-like instance of 2,000 buffers is
@@ -68,7 +77,7 @@ demo: build
 
 # The venv comes first: some Rust tests compare with independent Python implementations in it
 # (scipy, pymcdm, pyperf).
-test: deps trace-deps study-deps $(VENV)/.requirements
+test: deps trace-deps study-deps report-deps $(VENV)/.requirements
 	$(CARGO) test --workspace
 	$(MAKE) python-test
 

@@ -8,4 +8,5 @@
 //! timeline points and snapshots), so it stays small whatever the trace's size, and it is what
 //! every view reads: the terminal tables, `--json` and the HTML page.
 
+pub mod html;
 pub mod model;
