@@ -12,4 +12,5 @@
 //! checks one against CI limits.
 
 pub mod model;
+pub mod analyse;
 pub mod symbols;
