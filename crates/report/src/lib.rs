@@ -12,5 +12,10 @@
 //! checks one against CI limits.
 
 pub mod model;
+pub mod oracle;
 pub mod analyse;
+pub mod diff;
+pub mod html;
+pub mod limits;
 pub mod symbols;
+pub mod text;
