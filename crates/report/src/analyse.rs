@@ -221,7 +221,7 @@ pub fn analyse<R: Read>(reader: &mut TraceReader<R>, opts: &Options, progress: O
     let mut threads = AddressMap::<()>::default();
     let mut last_ns = 0u64;
     let mut read = 0u64;
-    while let Some(step) = reader.next() {
+    for step in reader.by_ref() {
         read += 1;
         if read & 0xffff == 0 {
             if let Some(c) = progress {
