@@ -12,7 +12,7 @@ mod picture;
 mod progress;
 mod trace_input;
 
-use cmd::{access, check, compare, convert, frag, gen, group, group_info, layout, layout_info, plan, plot, rank, replay, run, stats, study, trace, trace_info};
+use cmd::{access, check, compare, convert, frag, gen, group, group_info, layout, layout_info, plan, plot, rank, replay, report, run, stats, study, trace, trace_info};
 pub use failure::Failure;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -55,6 +55,10 @@ enum Command {
     /// Replay a trace under an allocator and record where it puts every block (placed jobs).
     #[command(long_about = replay::REPLAY_HELP)]
     Replay(replay::ReplayArgs),
+    /// The heap report of a trace: peak and where it comes from, top sites, temporaries, leaks,
+    /// the oracle gap; as text, JSON or a self-contained HTML page; diffs; CI limits.
+    #[command(long_about = report::REPORT_HELP)]
+    Report(report::ReportArgs),
     /// Measure the 2-D fragmentation of placed jobs: external, internal, per mapping, over time.
     #[command(long_about = frag::FRAG_HELP)]
     Frag(frag::FragArgs),
@@ -114,6 +118,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Access(a) => access::access(a),
         Command::Replay(a) => replay::replay(a),
+        Command::Report(a) => report::report(a),
         Command::Frag(a) => frag::frag(a),
         Command::Study(a) => study::study(a),
         Command::Compare(a) => compare::compare(a),

@@ -11,12 +11,12 @@
     var s = v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
     return s.indexOf('.') < 0 ? s : s.replace(/0+$/, '').replace(/\.$/, '');
   }
+  // As heaplab_model::units::bytes.
   function fmtBytes(n) {
-    var units = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
-    if (n < 1024) return n + ' B';
-    var v = n / 1024, u = 0;
-    while (v >= 1023.995 && u < units.length - 1) { v /= 1024; u++; }
-    return sig3(v) + ' ' + units[u];
+    var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+    var x = n, u = 0;
+    while (x >= 1024 && u + 1 < units.length) { x /= 1024; u++; }
+    return u === 0 ? n + ' B' : x.toFixed(2) + ' ' + units[u];
   }
   function fmtDur(ns) {
     if (ns < 1e3) return ns + ' ns';

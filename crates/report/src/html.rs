@@ -16,6 +16,7 @@ mod flame;
 mod tests;
 
 use crate::model::{DiffReport, Frame, Meta, Report, Site, SiteFigures, Summary};
+use heaplab_model::units::{bytes, grouped as count};
 use std::fmt::Write;
 
 /// Rows each site table shows at most (the JSON report has every site).
@@ -735,34 +736,6 @@ fn sig3(v: f64) -> String {
         format!("{v:.2}")
     };
     if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
-}
-
-/// Bytes in binary units: "512 B", "1.5 KiB", "12.3 MiB".
-fn bytes(n: u64) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64 / 1024.0;
-    let mut u = 0;
-    while v >= 1023.995 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    format!("{} {}", sig3(v), UNITS[u])
-}
-
-/// A count with thousands separated: "1,234,567".
-fn count(n: u64) -> String {
-    let s = n.to_string();
-    let mut o = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            o.push(',');
-        }
-        o.push(c);
-    }
-    o
 }
 
 /// A duration: "850 ns", "12.3 µs", "4.56 ms", "1.23 s", "2 min 3 s".

@@ -6,7 +6,16 @@
 //! [`model`] holds the report's data: one [`model::Report`] per trace, one
 //! [`model::DiffReport`] per pair. It is aggregated (per call site, a bounded number of
 //! timeline points and snapshots), so it stays small whatever the trace's size, and it is what
-//! every view reads: the terminal tables, `--json` and the HTML page.
+//! every view reads: the terminal tables ([`text`]), `--json` and the HTML page ([`html`]).
+//! [`analyse`] builds a report from a trace in one pass, with call sites symbolised by
+//! [`symbols`]; [`oracle`] adds the optimal plan; [`diff`] compares two reports; [`limits`]
+//! checks one against CI limits.
 
-pub mod html;
 pub mod model;
+pub mod oracle;
+pub mod analyse;
+pub mod diff;
+pub mod html;
+pub mod limits;
+pub mod symbols;
+pub mod text;

@@ -239,7 +239,7 @@ pub struct SiteDiff {
 }
 
 /// The per-site figures a diff compares.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SiteFigures {
     /// Allocation calls.
     pub calls: u64,

@@ -71,7 +71,9 @@ impl Staging {
         if target.as_os_str().is_empty() {
             return Err(OutDirError::EmptyName);
         }
-        if target.exists() && !(target.is_dir() && (target.join("results.json").is_file() || std::fs::read_dir(&target).is_ok_and(|mut d| d.next().is_none()))) {
+        // A previous report: a study's or compare's (results.json) or a heap report (report.json).
+        let previous = target.join("results.json").is_file() || target.join("report.json").is_file();
+        if target.exists() && !(target.is_dir() && (previous || std::fs::read_dir(&target).is_ok_and(|mut d| d.next().is_none()))) {
             return Err(OutDirError::NotAReport(target));
         }
         let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();

@@ -18,6 +18,7 @@ pub mod plan;
 pub mod plot;
 pub mod rank;
 pub mod replay;
+pub mod report;
 pub mod run;
 pub mod stats;
 pub mod study;

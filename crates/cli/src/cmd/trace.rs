@@ -50,11 +50,16 @@ Ctrl-C at the terminal reaches it directly); heaplab waits for it to end and lea
 OUTPUT. If heaplab itself is killed (SIGKILL), the program gets SIGTERM; its trace is at OUTPUT
 all the same, without the summary.
 
-Exit status: 0 when the program exited 0; 1 when it exited with another status or a cap ended
-it (the trace is complete and kept); 2 when it was killed by a signal (the trace is kept and
+Exit status: 0 when the program exited 0; 1 when it exited with another status, a cap ended
+it, or it passed a CI limit (the trace is complete and kept); 2 when it was killed by a signal (the trace is kept and
 readable up to that point; a program ended by SIGPIPE, as in `heaplab trace ... -- yes | head`,
 counts as killed), could not be started, or produced no trace (statically linked and setuid
 programs ignore LD_PRELOAD).
+
+CI limits: --limit-peak 200MiB, --limit-leaks 1MiB, --limit-allocations N: once the program has
+exited 0, its trace (the main process's) is analysed as `heaplab report` does, and heaplab exits 1
+when it passes a limit, naming the largest call sites on standard error. A program that failed
+keeps its own exit status (the limits are then not checked).
 
 Environment: HEAPLAB_PRELOAD=/path/lib.so uses that tracer library instead of the built-in one;
 HEAPLAB_UNWIND=backtrace walks stacks with glibc's backtrace() (the reference; many times slower).
@@ -65,6 +70,7 @@ Examples:
   heaplab trace --stack-depth 0 -o fast.hltrace -- ./server
   heaplab trace --only python3 -o py.hltrace -- ./run-tests.sh
   heaplab trace --max-size 2GiB --max-time 60 -o long.hltrace -- ./server
+  heaplab trace --limit-peak 200MiB --limit-leaks 1MiB -o run.hltrace -- ./test-suite
   heaplab trace --no-follow-exec -o sh.hltrace -- sh -c 'seq 1000 | sort | xz > /dev/null'";
 
 /// Frames per call site when `--stack-depth` is not given: measured by `make bench-trace`
@@ -110,6 +116,8 @@ pub struct TraceArgs {
     /// Write the summary as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    limits: crate::cmd::report::LimitArgs,
     /// The program and its arguments (put them after `--`).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM")]
     command: Vec<String>,
@@ -133,6 +141,7 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
     if let Some(n) = a.only.iter().find(|n| n.is_empty() || n.contains('/')) {
         return Err(Failure::Input(format!("--only {n:?}: expected a program name such as python3 (no path)")));
     }
+    let limits = a.limits.limits()?;
     let max_bytes = a.max_size.as_deref().map(parse_bytes).transpose().map_err(|e| Failure::Input(format!("--max-size {e}")))?;
     if max_bytes == Some(0) {
         return Err(Failure::Input("--max-size 0: expected at least 1 byte".into()));
@@ -234,6 +243,17 @@ pub fn trace(a: TraceArgs) -> Result<(), Failure> {
     match &a.summary {
         Some(f) => files::write_atomic(f, |w| w.write_all(text.as_bytes())).map_err(|e| Failure::Input(format!("{f}: cannot write: {e}")))?,
         None => eprint!("{text}"),
+    }
+    if limits.any() {
+        // The program's own failure decides the exit status; limits are checked on a clean run.
+        if code.is_err() {
+            eprintln!("heaplab: CI limits not checked: the program did not exit 0");
+            return code;
+        }
+        let main = index.main_process();
+        let file = main.file.as_deref().map(|f| shown(Path::new(f))).unwrap_or_else(|| a.output.clone());
+        let report = crate::cmd::report::build(&file, None, false, crate::cmd::report::OracleMode::Off, 1.0, None)?;
+        crate::cmd::report::check_limits(&report, &limits)?;
     }
     code
 }

@@ -22,6 +22,7 @@ mod layout;
 mod plan;
 mod plot;
 mod replay;
+mod report;
 mod run;
 mod study;
 mod trace;
