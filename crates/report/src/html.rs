@@ -99,7 +99,7 @@ pub fn render_diff(d: &DiffReport) -> String {
 fn head(o: &mut String, title: &str) {
     let _ = write!(
         o,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta name=\"color-scheme\" content=\"light dark\"><title>{}</title>\
          <style>{CSS}</style></head><body>\
@@ -224,9 +224,9 @@ fn oracle_gap(o: &mut String, or: &crate::model::Oracle) {
     let _ = write!(
         o,
         "<p>Knowing the whole trace in advance, {plan} packs every block into {}. The allocator's \
-         pages touched by live blocks peaked at {}: {} more than that plan, the memory its \
-         layout choices cost this program. No layout needs less than the lower bound, {} (the \
-         peak of live bytes).</p></div>",
+         pages touched by live blocks peaked at {} ({} over that plan): what its layout choices \
+         cost this program. No layout needs less than the lower bound, {} (the peak of live \
+         bytes).</p></div>",
         bytes(or.plan_bytes),
         bytes(real),
         pct_over(real, or.plan_bytes),
@@ -262,14 +262,40 @@ fn flame_section(o: &mut String, r: &Report, flame: &flame::Flame) {
                  <button type=\"button\" id=\"flame-reset\" hidden>zoom out</button></div>\
                  <p class=\"hint\">Outermost frame at the top; each box's width is the bytes live \
                  under that call path. Hover for bytes, click to zoom.</p>\
-                 <div id=\"flame-graph\">{}</div><p id=\"flame-info\" class=\"hint\">&nbsp;</p>",
+                 <div id=\"flame-graph\">{}</div><p id=\"flame-info\" class=\"hint\">&nbsp;</p>{}",
                 dur(ns),
                 bytes(live),
-                flame.svg(0)
+                flame.svg(0),
+                cut_stacks_note(r)
             );
         }
     }
     o.push_str("</section>");
+}
+
+/// A note when stacks at the peak were cut at the recorded depth: their paths start below the
+/// program's entry, so one call path can show under several top boxes.
+fn cut_stacks_note(r: &Report) -> String {
+    const ENTRIES: [&str; 7] = ["_start", "__libc_start_main", "__libc_start_call_main", "__libc_start_main_impl", "start_thread", "clone", "clone3"];
+    let depth = r.meta.stack_depth as usize;
+    let Some(peak) = r.snapshots.first() else { return String::new() };
+    let cut = |site: u32| {
+        r.sites.get(site as usize).is_some_and(|s| {
+            s.stack.len() >= depth
+                && s.stack.last().and_then(|&i| r.frames.get(i as usize)).is_some_and(|f| !ENTRIES.contains(&f.function.as_str()))
+        })
+    };
+    let n = peak.sites.iter().filter(|(site, _)| cut(*site)).count();
+    if depth == 0 || n == 0 {
+        return String::new();
+    }
+    format!(
+        "<p class=\"hint\">{} of the {} sites live here have stacks cut at {depth} frames: their \
+         paths start below the program's entry, so one call path can show under several top \
+         boxes. Trace with a larger <code>--stack-depth</code> to see whole paths.</p>",
+        count(n as u64),
+        count(peak.sites.len() as u64)
+    )
 }
 
 // ---- site tables ----
@@ -322,8 +348,8 @@ fn sites_section(o: &mut String, r: &Report) {
     let mut stacks = StackRefs::default();
     o.push_str(
         "<section id=\"sites\"><h2>Top call sites</h2><p class=\"hint\">A site is a distinct \
-         call stack. Each row names its innermost frame in the program (allocator and C library \
-         frames skipped); open it for the whole stack. Click a heading to sort.</p><div class=\"tabs\">",
+         call stack. Each row names its innermost named frame in the program (allocator, C \
+         library and allocation-wrapper frames such as xmalloc skipped); open it for the whole stack. Click a heading to sort.</p><div class=\"tabs\">",
     );
     let tables: [(&str, &str, Col, &str); 4] = [
         ("by-peak", "By bytes at the peak", Col::Peak, "of the peak"),
@@ -434,7 +460,7 @@ fn num_cell(o: &mut String, v: u64, is_bytes: bool) {
 /// stack so that it is written once per page.
 fn site_cell(o: &mut String, frames: &[Frame], stack: &[u32], key: usize, stacks: &mut StackRefs) {
     let (name, loc) = match useful_frame(frames, stack) {
-        Some(f) => (short(&label(f), 120), location(f)),
+        Some(f) => (short(&label(f), 120), if f.function.is_empty() { String::new() } else { location(f) }),
         None => ("[no stack recorded]".to_string(), String::new()),
     };
     let _ = write!(
@@ -516,11 +542,22 @@ fn is_plumbing(f: &Frame) -> bool {
         || MODULES.iter().any(|m| f.module.starts_with(m))
 }
 
-/// The innermost frame of a stack (innermost first) that is the program's, or the innermost
-/// frame when all are plumbing.
+/// Whether a frame is likely an allocation wrapper of the program or a library (xmalloc,
+/// sqlite3Malloc, g_malloc, PyMem_Realloc, ...): named after allocating.
+fn is_wrapper(f: &Frame) -> bool {
+    f.function.to_ascii_lowercase().contains("alloc")
+}
+
+/// The frame that names a site in tables: the innermost frame of its stack (innermost first)
+/// that is named and is neither plumbing nor an allocation wrapper; else the innermost that is
+/// not plumbing; else the innermost.
 fn useful_frame<'a>(frames: &'a [Frame], stack: &[u32]) -> Option<&'a Frame> {
     let all: Vec<&Frame> = stack.iter().filter_map(|&i| frames.get(i as usize)).collect();
-    all.iter().find(|f| !is_plumbing(f)).or(all.first()).copied()
+    all.iter()
+        .find(|f| !f.function.is_empty() && !is_plumbing(f) && !is_wrapper(f))
+        .or_else(|| all.iter().find(|f| !is_plumbing(f)))
+        .or(all.first())
+        .copied()
 }
 
 // ---- histograms, allocators, notes ----
@@ -531,7 +568,7 @@ fn histogram_section(o: &mut String, r: &Report) {
         o,
         "<figure><figcaption>Requests by size</figcaption>{}</figure>\
          <figure><figcaption>Blocks by lifetime (leaks not counted)</figcaption>{}</figure>",
-        charts::histogram(&r.sizes, bytes),
+        charts::histogram(&r.sizes, charts::size_label),
         charts::histogram(&r.lifetimes, dur)
     );
     o.push_str("</div><p class=\"legend\"><span class=\"key count\"></span>blocks (left axis) \
@@ -577,20 +614,28 @@ fn notes_section(o: &mut String, notes: &[String]) {
 
 fn diff_summary_section(o: &mut String, b: &Summary, a: &Summary) {
     o.push_str("<section id=\"summary\"><h2>Summary</h2><div class=\"cards\">");
-    let rows: [(&str, u64, u64, bool); 7] = [
+    let rows: [(&str, u64, u64, bool); 6] = [
         ("Peak heap", b.peak_bytes, a.peak_bytes, true),
         ("Peak RSS", b.peak_rss.unwrap_or(0), a.peak_rss.unwrap_or(0), true),
         ("Allocated", b.bytes_allocated, a.bytes_allocated, true),
         ("Calls", b.allocations, a.allocations, false),
         ("Temporaries", b.temporary, a.temporary, false),
         ("Leaked", b.leaked_bytes, a.leaked_bytes, true),
-        ("Leaked blocks", b.leaked_blocks, a.leaked_blocks, false),
     ];
     for (title, before, after, is_bytes) in rows {
         let f = |v| if is_bytes { bytes(v) } else { count(v) };
+        if title == "Peak RSS" && (b.peak_rss.is_none() || a.peak_rss.is_none()) {
+            card(o, title, "–", "not recorded in both traces");
+            continue;
+        }
+        let extra = if title == "Leaked" {
+            format!("; {} → {} blocks", count(b.leaked_blocks), count(a.leaked_blocks))
+        } else {
+            String::new()
+        };
         let _ = write!(
             o,
-            "<div class=\"card\"><h3>{title}</h3><div class=\"big {}\">{}</div><p>{} → {} ({})</p></div>",
+            "<div class=\"card\"><h3>{title}</h3><div class=\"big {}\">{}</div><p>{} → {} ({}){extra}</p></div>",
             delta_class(after as i128 - before as i128),
             delta(after as i128 - before as i128, is_bytes),
             f(before),
@@ -774,8 +819,10 @@ fn pct_over(v: u64, base: u64) -> String {
 }
 
 fn pct_change(before: u64, after: u64) -> String {
-    if before == 0 {
-        if after == 0 { "no change".into() } else { "new".into() }
+    if before == after {
+        "no change".into()
+    } else if before == 0 {
+        "new".into()
     } else {
         pct_over(after, before)
     }

@@ -23,6 +23,7 @@ mod plan;
 mod plot;
 mod replay;
 mod report;
+mod report_html;
 mod run;
 mod study;
 mod trace;

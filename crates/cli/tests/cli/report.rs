@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// report.c compiled with debug info into `dir` (-O0: each loop's call is one call site).
-fn compile(dir: &Path) -> String {
+pub fn compile(dir: &Path) -> String {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/report.c");
     let out = dir.join("report");
     let st = Command::new("cc").args(["-O0", "-g", "-o"]).arg(&out).arg(&src).status();
@@ -17,7 +17,7 @@ fn compile(dir: &Path) -> String {
 }
 
 /// Traces report.c with argument `n` into `dir/name`.
-fn traced(dir: &Path, prog: &str, n: u32, name: &str) -> String {
+pub fn traced(dir: &Path, prog: &str, n: u32, name: &str) -> String {
     let r = heaplab_in(dir, &["trace", "--stack-depth", "16", "-o", name, "--", prog, &n.to_string()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     name.to_string()

@@ -8,21 +8,28 @@ use super::{bytes, esc, sig3};
 use crate::model::{AllocatorRow, Bin, TimePoint};
 use std::fmt::Write;
 
+/// A size as an axis label: short, in binary units ("64 B", "1 KiB", "1.5 MiB").
+pub(super) fn size_label(v: u64) -> String {
+    let units = &BYTE_UNITS;
+    let u = units.iter().rev().find(|u| u.0 <= v as f64).unwrap_or(&units[0]);
+    format!("{} {}", sig3(v as f64 / u.0), u.1)
+}
+
 /// Points of a timeline drawn at most (more are merged, keeping each group's maximum).
 const MAX_POINTS: usize = 2400;
 
-/// A step of 1, 2 or 5 times a power of ten, at least `raw`.
+/// The step of 1, 2 or 5 times a power of ten nearest to `raw`.
 fn nice_step(raw: f64) -> f64 {
     if raw <= 0.0 || !raw.is_finite() {
         return 1.0;
     }
     let p = 10f64.powf(raw.log10().floor());
     let m = raw / p;
-    p * if m <= 1.0 {
+    p * if m < 1.5 {
         1.0
-    } else if m <= 2.0 {
+    } else if m < 3.0 {
         2.0
-    } else if m <= 5.0 {
+    } else if m < 7.0 {
         5.0
     } else {
         10.0
