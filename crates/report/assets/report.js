@@ -212,7 +212,8 @@
     function select(i) {
       var s = data.snapshots[i];
       st.snap = i; st.zoom = null; st.t = tree(s);
-      caption.textContent = (s.ns === data.peak_ns && i === 0 ? 'At the peak (' : 'At ') + fmtDur(s.ns) + '): ' + fmtBytes(s.live) + ' live.';
+      var when = i === 0 && s.ns === data.peak_ns ? 'At the peak (' + fmtDur(s.ns) + ')' : 'At ' + fmtDur(s.ns);
+      caption.textContent = when + ': ' + fmtBytes(s.live) + ' live.';
       moments.forEach(function (m) { m.classList.toggle('on', +m.getAttribute('data-i') === i); });
       var m = moments[i];
       if (cursor && m) { cursor.setAttribute('x1', m.getAttribute('x1')); cursor.setAttribute('x2', m.getAttribute('x1')); }

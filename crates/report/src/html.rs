@@ -487,13 +487,13 @@ fn site_cell(o: &mut String, frames: &[Frame], stack: &[u32], key: usize, stacks
 fn stack_frame(o: &mut String, f: &Frame) {
     let _ = write!(
         o,
-        "<li{}><b>{}</b>{} <code>{}</code> <small>{}+{:#x}</small></li>",
+        "<li{}><b>{}</b>{} <code>{}</code> <small>{}</small></li>",
         if is_plumbing(f) { " class=\"dim\"" } else { "" },
         esc(&short(&label(f), 400)),
         if f.inlined { " <em>inlined</em>" } else { "" },
         esc(&if f.file.is_empty() { String::new() } else { format!("{}:{}", f.file, f.line) }),
-        esc(&f.module),
-        f.offset
+        // An unnamed frame's label is already its module and offset.
+        if f.function.is_empty() { String::new() } else { esc(&format!("{}+{:#x}", f.module, f.offset)) },
     );
 }
 

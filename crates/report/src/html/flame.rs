@@ -12,9 +12,12 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Snapshots the page keeps (the peak and evenly spaced others).
-const MAX_SNAPSHOTS: usize = 32;
+const MAX_SNAPSHOTS: usize = 64;
 /// Sites per snapshot the page keeps; the smaller ones join the snapshot's "other" bytes.
 const SITES_PER_SNAPSHOT: usize = 300;
+/// Nodes of the call-path tree at most: a site whose path would pass it joins its snapshot's
+/// "other" bytes (snapshots are taken peak first, so the peak's sites come first).
+const MAX_NODES: usize = 6000;
 /// Width of the drawing in SVG units, and height of one row.
 pub(super) const WIDTH: f64 = 1200.0;
 const ROW: f64 = 18.0;
@@ -60,22 +63,31 @@ impl Flame {
             let dropped: u64 = sites.iter().skip(SITES_PER_SNAPSHOT).map(|x| x.1).sum();
             sites.truncate(SITES_PER_SNAPSHOT);
             let mut leaves: HashMap<u32, u64> = HashMap::new();
+            let mut dropped = dropped;
             for (site, b) in sites {
-                let leaf = *leaf_of.entry(site).or_insert_with(|| {
-                    let path = path(r, site);
-                    let mut parent = u32::MAX;
-                    for (l, frame) in path {
-                        let name = *name_ix.entry(l.clone()).or_insert_with(|| {
-                            f.names.push(name(&l, frame));
-                            f.names.len() as u32 - 1
-                        });
-                        parent = *node_ix.entry((parent, name)).or_insert_with(|| {
-                            f.nodes.push((parent, name));
-                            f.nodes.len() as u32 - 1
-                        });
+                let leaf = match leaf_of.get(&site) {
+                    Some(&leaf) => leaf,
+                    None => {
+                        let path = path(r, site);
+                        if f.nodes.len() + path.len() > MAX_NODES {
+                            dropped += b;
+                            continue;
+                        }
+                        let mut parent = u32::MAX;
+                        for (l, frame) in path {
+                            let name = *name_ix.entry(l.clone()).or_insert_with(|| {
+                                f.names.push(name(&l, frame));
+                                f.names.len() as u32 - 1
+                            });
+                            parent = *node_ix.entry((parent, name)).or_insert_with(|| {
+                                f.nodes.push((parent, name));
+                                f.nodes.len() as u32 - 1
+                            });
+                        }
+                        leaf_of.insert(site, parent);
+                        parent
                     }
-                    parent
-                });
+                };
                 *leaves.entry(leaf).or_default() += b;
             }
             let mut leaves: Vec<(u32, u64)> = leaves.into_iter().collect();

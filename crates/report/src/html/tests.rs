@@ -329,7 +329,16 @@ fn the_embedded_data_draws_every_kept_snapshot() {
 
 #[test]
 fn the_page_stays_small_with_100000_sites() {
-    let r = synthetic(100_000, 16, false);
+    let mut r = synthetic(100_000, 16, false);
+    // Many moments of many unrelated sites: the flame graph's data must stay bounded too.
+    let mut g = Lcg(3);
+    r.snapshots = (0..200u64)
+        .map(|k| {
+            let sites: Vec<(u32, u64)> = (0..1000).map(|j| (1 + g.below(99_999) as u32, 1_000_000 - j * 900)).collect();
+            let live = sites.iter().map(|s| s.1).sum::<u64>() + 12345;
+            Snapshot { ns: k * 10_000_000, live_bytes: live, sites, other_bytes: 12345 }
+        })
+        .collect();
     let html = render_report(&r);
     eprintln!("report of 100,000 sites: {} bytes", html.len());
     assert!(html.len() < 2_000_000, "{} bytes", html.len());
