@@ -422,7 +422,7 @@ fn site_table(
     for (rank, &i) in top.iter().enumerate() {
         let s = &r.sites[i];
         let _ = write!(o, "<tr><td data-v=\"{}\">{}</td>", rank + 1, rank + 1);
-        site_cell(o, &r.frames, &s.stack, i, stacks);
+        site_cell(o, &r.frames, &s.stack, i, stacks, "");
         for &c in cols {
             num_cell(o, c.value(s), c.is_bytes());
         }
@@ -456,16 +456,16 @@ fn num_cell(o: &mut String, v: u64, is_bytes: bool) {
     let _ = write!(o, "<td data-v=\"{v}\">{}</td>", if is_bytes { bytes(v) } else { count(v) });
 }
 
-/// A site's cell: its innermost useful frame, expanding to its whole stack. `key` names the
-/// stack so that it is written once per page.
-fn site_cell(o: &mut String, frames: &[Frame], stack: &[u32], key: usize, stacks: &mut StackRefs) {
+/// A site's cell: its innermost useful frame after `tag` (HTML), expanding to its whole stack.
+/// `key` names the stack so that it is written once per page.
+fn site_cell(o: &mut String, frames: &[Frame], stack: &[u32], key: usize, stacks: &mut StackRefs, tag: &str) {
     let (name, loc) = match useful_frame(frames, stack) {
         Some(f) => (short(&label(f), 120), if f.function.is_empty() { String::new() } else { location(f) }),
         None => ("[no stack recorded]".to_string(), String::new()),
     };
     let _ = write!(
         o,
-        "<td class=\"site\"><details><summary><b>{}</b> <small>{}</small></summary>",
+        "<td class=\"site\"><details><summary>{tag}<b>{}</b> <small>{}</small></summary>",
         esc(&name),
         esc(&loc)
     );
@@ -656,10 +656,8 @@ fn diff_sites_section(o: &mut String, d: &DiffReport) {
     // The largest changes of each figure, so that a site whose calls doubled shows even when
     // its peak did not move; ordered by the change of peak bytes, then of bytes.
     let mut shown = std::collections::BTreeSet::new();
-    let mut changed = 0;
     for k in keys {
         let mut ix: Vec<usize> = (0..d.sites.len()).filter(|&i| change(i, k) > 0).collect();
-        changed = changed.max(ix.len());
         shown.extend(top_by(&mut ix, TABLE_ROWS, |i| change(i, k)));
     }
     let mut shown: Vec<usize> = shown.into_iter().collect();
@@ -687,13 +685,12 @@ fn diff_sites_section(o: &mut String, d: &DiffReport) {
         let is_new = s.before.calls == 0 && s.after.calls > 0;
         let is_gone = s.after.calls == 0 && s.before.calls > 0;
         o.push_str("<tr>");
-        let mut cell = String::new();
-        site_cell(&mut cell, &d.frames, &s.stack, i, &mut stacks);
-        if is_new || is_gone {
-            let tag = if is_new { "<span class=\"tag new\">new</span> " } else { "<span class=\"tag gone\">gone</span> " };
-            cell = cell.replacen("<summary>", &format!("<summary>{tag}"), 1);
-        }
-        o.push_str(&cell);
+        let tag = match (is_new, is_gone) {
+            (true, _) => "<span class=\"tag new\">new</span> ",
+            (_, true) => "<span class=\"tag gone\">gone</span> ",
+            _ => "",
+        };
+        site_cell(o, &d.frames, &s.stack, i, &mut stacks, tag);
         num_cell(o, s.before.peak_bytes, true);
         num_cell(o, s.after.peak_bytes, true);
         for (k, is_bytes) in [(keys[0], true), (keys[1], true), (keys[2], false), (keys[3], false), (keys[4], true)] {
@@ -710,7 +707,6 @@ fn diff_sites_section(o: &mut String, d: &DiffReport) {
         if more > 0 { format!("{} more changed sites not shown (the JSON diff lists them). ", count(more as u64)) } else { String::new() },
         count(unchanged as u64)
     );
-    let _ = changed;
 }
 
 // ---- header ----
