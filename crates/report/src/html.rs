@@ -469,7 +469,9 @@ fn site_cell(o: &mut String, frames: &[Frame], stack: &[u32], key: usize, stacks
         esc(&name),
         esc(&loc)
     );
-    if stacks.written.insert(key) {
+    if stack.is_empty() {
+        o.push_str("<p class=\"ref\">No stack was recorded for these allocations (<code>heaplab trace --stack-depth N</code> records them).</p>");
+    } else if stacks.written.insert(key) {
         let _ = write!(o, "<ol class=\"stack\" id=\"stack-{key}\">");
         for &fi in stack {
             match frames.get(fi as usize) {
