@@ -243,7 +243,7 @@ fn timeline_section(o: &mut String, r: &Report, flame: &flame::Flame) {
         o,
         "<section id=\"timeline\"><h2>Heap over time</h2><p class=\"hint\">Live requested bytes. \
          The ticks under the axis are the moments the flame graph can show{}.</p>{}</section>",
-        if flame.moments().is_empty() { "" } else { ": click the chart to pick one" },
+        if flame.moments().is_empty() { "" } else { "<span class=\"js-only\">: click the chart to pick one</span>" },
         charts::timeline(&[("live", &r.timeline)], tmax, peak, flame.moments())
     );
 }
@@ -261,7 +261,7 @@ fn flame_section(o: &mut String, r: &Report, flame: &flame::Flame) {
                  <button type=\"button\" id=\"flame-next\" hidden>later ▶</button>\
                  <button type=\"button\" id=\"flame-reset\" hidden>zoom out</button></div>\
                  <p class=\"hint\">Outermost frame at the top; each box's width is the bytes live \
-                 under that call path. Hover for bytes, click to zoom.</p>\
+                 under that call path. Hover for bytes<span class=\"js-only\">, click to zoom</span>.</p>\
                  <div id=\"flame-graph\">{}</div><p id=\"flame-info\" class=\"hint\">&nbsp;</p>{}",
                 dur(ns),
                 bytes(live),
@@ -349,7 +349,7 @@ fn sites_section(o: &mut String, r: &Report) {
     o.push_str(
         "<section id=\"sites\"><h2>Top call sites</h2><p class=\"hint\">A site is a distinct \
          call stack. Each row names its innermost named frame in the program (allocator, C \
-         library and allocation-wrapper frames such as xmalloc skipped); open it for the whole stack. Click a heading to sort.</p><div class=\"tabs\">",
+         library and allocation-wrapper frames such as xmalloc skipped); open it for the whole stack.<span class=\"js-only\"> Click a heading to sort.</span></p><div class=\"tabs\">",
     );
     let tables: [(&str, &str, Col, &str); 4] = [
         ("by-peak", "By bytes at the peak", Col::Peak, "of the peak"),
@@ -670,7 +670,7 @@ fn diff_sites_section(o: &mut String, d: &DiffReport) {
     o.push_str(
         "<section id=\"sites\"><h2>Sites by change of peak bytes</h2><p class=\"hint\">Sites of both \
          runs matched by their stack's key; <span class=\"tag new\">new</span> only in the later \
-         run, <span class=\"tag gone\">gone</span> only in the earlier one. Click a heading to sort.</p>",
+         run, <span class=\"tag gone\">gone</span> only in the earlier one.<span class=\"js-only\"> Click a heading to sort.</span></p>",
     );
     if shown.is_empty() {
         o.push_str("<p>No site changed.</p></section>");
