@@ -92,6 +92,7 @@ struct chunk {
     _Atomic uint64_t top;  /* bump offset */
     _Atomic uint32_t group;
     uint32_t zeroed;       /* never handed out since its pages were last zero */
+    uint64_t high;         /* the highest top since it was taken: its pages up to there are resident */
 };
 static unsigned char *range;
 static uint64_t range_len, chunks_max, bitmap_bytes, data_start;
@@ -256,7 +257,7 @@ static struct chunk *get_chunk(uint32_t g) {
     spin_take(&chunk_lock);
     if (nspare) {
         c = (struct chunk *)(range + (uint64_t)spares[--nspare] * T.chunk);
-        uint64_t used = (atomic_load_explicit(&c->top, memory_order_relaxed) / GRANULE + 7) / 8;
+        uint64_t used = (c->high / GRANULE + 7) / 8;
         memset((void *)bounds_of(c), 0, used);
         memset((void *)live_of(c), 0, used);
         c->zeroed = 0;
@@ -278,6 +279,7 @@ static struct chunk *get_chunk(uint32_t g) {
     if (c) {
         atomic_store_explicit(&c->group, g, memory_order_relaxed);
         c->refs = 1;
+        c->high = data_start;
         atomic_store_explicit(&c->top, data_start, memory_order_release);
     }
     return c;
@@ -288,7 +290,7 @@ static struct chunk *get_chunk(uint32_t g) {
 static void put_chunk(struct chunk *c) {
     uint32_t idx = (uint32_t)(((unsigned char *)c - range) / T.chunk);
     atomic_store_explicit(&c->group, UINT32_MAX, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&resident_bytes, footprint(atomic_load_explicit(&c->top, memory_order_relaxed)), memory_order_relaxed);
+    atomic_fetch_sub_explicit(&resident_bytes, footprint(c->high), memory_order_relaxed);
     spin_take(&chunk_lock);
     if (nspare < T.spare) {
         spares[nspare++] = idx;
@@ -298,6 +300,19 @@ static void put_chunk(struct chunk *c) {
         chunks_returned++;
     }
     spin_drop(&chunk_lock);
+}
+
+/* The group's current chunk when its last object was freed: bumping starts again at its first
+ * object, so that short-lived objects reuse the lines and pages just freed instead of moving on
+ * into cold memory (what bump allocation alone does to a context whose objects die young). The
+ * pages stay resident (`high` keeps them counted). Called under the group's lock; no live
+ * object is left in the chunk for anyone to be reading. */
+static void restart(struct chunk *c) {
+    uint64_t used = (atomic_load_explicit(&c->top, memory_order_relaxed) / GRANULE + 7) / 8;
+    memset((void *)bounds_of(c), 0, used);
+    memset((void *)live_of(c), 0, used);
+    c->zeroed = 0;
+    atomic_store_explicit(&c->top, data_start, memory_order_release);
 }
 
 /* Records the grouped heap's footprint after it grew to `resident`, with the live bytes then
@@ -347,7 +362,11 @@ static void *group_alloc(uint32_t g, uint64_t size, uint64_t align, int *zero) {
     G->bytes += size;
     __atomic_store_n(&G->live, G->live + sz, __ATOMIC_RELAXED);
     *zero = (int)c->zeroed;
-    uint64_t grew = footprint(off + sz) - footprint(top);
+    uint64_t grew = 0;
+    if (off + sz > c->high) {
+        grew = footprint(off + sz) - footprint(c->high);
+        c->high = off + sz;
+    }
     spin_drop(&G->lock);
     if (grew) note_peak(atomic_fetch_add_explicit(&resident_bytes, grew, memory_order_relaxed) + grew);
     return (unsigned char *)c + off;
@@ -404,6 +423,7 @@ static void group_free(void *p) {
         __atomic_store_n(&G->live, G->live - extent(c, off), __ATOMIC_RELAXED);
         G->frees++;
         if (--c->refs == 0) put_chunk(c);
+        else if (c->refs == 1 && G->cur == c) restart(c);
         spin_drop(&G->lock);
         return;
     }

@@ -237,7 +237,11 @@ fn lists_a_and_b_share_a_group_c_falls_back() {
         let t: u64 = threads.parse().unwrap();
         assert_eq!(n(&v, &["groups", "0", "count"]), 2 * 2000 * t, "A and B nodes, all of them: {v}");
         assert!(n(&v, &["fallback", "ungrouped"]) >= 2000 * t, "C nodes fall back: {v}");
-        assert!(n(&v, &["chunks", "fresh"]) >= 1 && n(&v, &["fragmentation", "peak_resident_bytes"]) >= n(&v, &["grouped", "bytes"]), "{v}");
+        // One thread frees its lists only at the end, so nothing is reused; threads that finish
+        // early empty the shared current chunk, which later threads then bump through again.
+        let resident = n(&v, &["fragmentation", "peak_resident_bytes"]);
+        assert!(n(&v, &["chunks", "fresh"]) >= 1 && resident >= n(&v, &["fragmentation", "live_bytes"]), "{v}");
+        assert!(t > 1 || resident >= n(&v, &["grouped", "bytes"]), "{v}");
         assert_eq!(n(&v, &["frees_grouped"]), 2 * 2000 * t, "{v}");
         assert_eq!(n(&v, &["sites_unresolved"]), 0, "{v}");
         assert_eq!(v["fallback_allocator"], "jemalloc", "{v}");
