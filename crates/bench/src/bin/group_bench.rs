@@ -182,10 +182,31 @@ fn prepare(o: &Opts, w: &Workload) -> Prepared {
     if let Some(Ok(g)) = &prep.groups {
         let out = std::process::Command::new(&o.heaplab).args(["group-info", &g.display().to_string(), "--json"]).stdin(std::process::Stdio::null()).output();
         if let Some(out) = out.ok().filter(|x| x.status.success()) {
-            prep.info = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            prep.info = serde_json::from_slice(&out.stdout).map(trim_info).unwrap_or(Value::Null);
         }
     }
     prep
+}
+
+/// Edges, grouped contexts and misclassified contexts of a workload kept in the results file
+/// (all are in its `.hlgroups`).
+const LISTED: usize = 50;
+
+/// `group-info --json` with only the most accessed grouped contexts, the heaviest edges and the
+/// first misclassified contexts: an interpreter's profile has thousands of deep contexts, which
+/// would make the results file tens of megabytes while the groups are what it is read for.
+fn trim_info(mut info: Value) -> Value {
+    if let Some(list) = info.get_mut("context_list").and_then(Value::as_array_mut) {
+        list.retain(|c| !c["group"].is_null());
+        list.sort_by_key(|c| std::cmp::Reverse(c["accesses"].as_u64().unwrap_or(0)));
+        list.truncate(LISTED);
+    }
+    for key in ["edge_list", "misclassified"] {
+        if let Some(list) = info.get_mut(key).and_then(Value::as_array_mut) {
+            list.truncate(LISTED);
+        }
+    }
+    info
 }
 
 #[derive(Clone, Debug, Default)]
