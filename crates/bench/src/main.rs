@@ -50,7 +50,7 @@ Options:
   --no-baseline         skip the second run `heaplab plan --algorithm boxing` (the boxing
                         algorithm alone, same --time-limit and --plan-seed) made for generated
                         instances of 10^4 to 10^5 buffers and traced programs (the boxing target)
-  --no-traced           skip the traced group (python3, sqlite3, perl, jq traced with
+  --no-traced           skip the traced group (python3, sqlite3, perl, jq and a jq sort traced with
                         `heaplab trace` on generated inputs, converted and planned)
   --keep                keep the generated instances and placements (their folder is printed)
   -h, --help            this help
@@ -301,7 +301,7 @@ fn main() -> ExitCode {
                         }
                     }
                     for w in found {
-                        let name = format!("{}{}", w.program, scale.suffix());
+                        let name = format!("{}{}", w.name, scale.suffix());
                         jobs.push(Job {
                             name: format!("traced/{name}"),
                             group: "traced",
@@ -584,7 +584,7 @@ fn at_capacity(opts: &Opts, input: &Path, out: &Path, capacity: u64, kill: Durat
 fn trace_and_convert(opts: &Opts, w: &traced::Workload, hlbin: &Path, kill: Duration, tag: &str, row: &mut Row) {
     let trace = hlbin.with_extension("hltrace");
     let mut t = Traced { program: w.program.to_string(), what: w.what.clone(), command: w.command_line(), ..Default::default() };
-    eprint!("{tag}: tracing {} … ", w.program);
+    eprint!("{tag}: tracing {} … ", w.name);
     let mut c = Command::new(&opts.heaplab);
     c.args(["trace", "-o"]).arg(&trace).arg("--").arg(&w.exe).args(&w.args);
     // A fixed environment (no LD_PRELOAD of ours either: the tracer manages it).

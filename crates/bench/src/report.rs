@@ -25,6 +25,12 @@ pub struct Row {
     pub seconds: Option<f64>,
     /// Wall seconds of the `plan` process.
     pub wall: Option<f64>,
+    /// The plan's time limit, seconds (as its JSON reports it).
+    pub time_limit: Option<f64>,
+    /// Seconds heaplab spent planning (reading and writing excluded), and of those, validating
+    /// placements (or, from a binary that does not report it, in the `assembling` stage).
+    pub plan_seconds: Option<f64>,
+    pub validation_seconds: Option<f64>,
     /// User CPU seconds of the `plan` process.
     pub user: Option<f64>,
     /// Peak RSS of the `plan` process, bytes.
@@ -147,6 +153,9 @@ impl Baseline {
     }
 }
 
+/// The share of the time limit a plan may run over it ([`Row::within_limit`]).
+pub const LIMIT_SLACK: f64 = 0.10;
+
 /// Slack allowed when comparing the two wall times for "no more time": each is one run on a
 /// possibly shared machine.
 pub const TIME_SLACK: f64 = 0.05;
@@ -166,7 +175,30 @@ impl Row {
         self.algorithm = v.get("algorithm").map(|a| a.as_str().map(str::to_string).unwrap_or_else(|| a.to_string()));
         self.optimal = v.get("optimal").and_then(Value::as_bool);
         self.seconds = v.get("seconds").and_then(Value::as_f64);
+        self.time_limit = v.get("time_limit").and_then(Value::as_f64);
+        self.plan_seconds = v.get("plan_seconds").and_then(Value::as_f64);
+        self.validation_seconds = v.get("validation_seconds").and_then(Value::as_f64).or_else(|| {
+            v.get("stages").and_then(Value::as_array).map(|st| {
+                st.iter()
+                    .filter(|x| x.get("stage").and_then(Value::as_str) == Some("assembling"))
+                    .filter_map(|x| x.get("seconds").and_then(Value::as_f64))
+                    .sum()
+            })
+        });
         self.plan_json = Some(v);
+    }
+
+    /// Planning time over the time limit, seconds (negative when the plan stopped early):
+    /// `plan_seconds − time_limit`, reading and writing excluded.
+    pub fn over_limit(&self) -> Option<f64> {
+        Some(self.plan_seconds? - self.time_limit?)
+    }
+
+    /// The time limit's promise: planning ends within the limit plus 10%, validation aside
+    /// (reading and writing are outside `plan_seconds` already).
+    pub fn within_limit(&self) -> Option<bool> {
+        let limit = self.time_limit?;
+        Some(self.plan_seconds? - self.validation_seconds.unwrap_or(0.0) <= limit * (1.0 + LIMIT_SLACK))
     }
 
     /// Issue 3's fragmentation test: the full planner's fragmentation is at most half of what
@@ -213,6 +245,10 @@ impl Row {
             "optimal": self.optimal,
             "plan_seconds_reported": self.seconds,
             "plan_wall_seconds": self.wall,
+            "time_limit_seconds": self.time_limit,
+            "validation_seconds": self.validation_seconds,
+            "over_limit_seconds": self.over_limit(),
+            "within_limit": self.within_limit(),
             "plan_user_cpu_seconds": self.user,
             "plan_peak_rss_bytes": self.max_rss,
             "valid": self.valid,
@@ -319,8 +355,8 @@ fn yes_no(b: Option<bool>) -> String {
 /// The Markdown table printed to stdout and written to results.md.
 pub fn table(rows: &[Row]) -> String {
     let mut s = String::from(
-        "| instance | n | max load | makespan | frag % | boxing alone % | ≤ half | algorithm | optimal | time s | boxing s | no more time | CPU s | peak RSS MiB | valid | check s | minimalloc (ref) | idealloc (ref) |\n\
-         |---|--:|--:|--:|--:|--:|---|---|---|--:|--:|---|--:|--:|---|--:|---|---|\n",
+        "| instance | n | max load | makespan | frag % | boxing alone % | ≤ half | algorithm | optimal | time s | over limit s | boxing s | no more time | CPU s | peak RSS MiB | valid | check s | minimalloc (ref) | idealloc (ref) |\n\
+         |---|--:|--:|--:|--:|--:|---|---|---|--:|--:|--:|---|--:|--:|---|--:|---|---|\n",
     );
     let opt = |x: Option<String>| x.unwrap_or_else(|| "?".into());
     for r in rows {
@@ -348,7 +384,7 @@ pub fn table(rows: &[Row]) -> String {
             ),
         };
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.name,
             fig(r.n.map(grouped)),
             fig(r.max_load.map(grouped)),
@@ -359,6 +395,11 @@ pub fn table(rows: &[Row]) -> String {
             algorithm,
             fig(r.optimal.map(|o| if o { "yes".into() } else { "no".into() })),
             r.wall.map(|w| format!("{w:.2}")).unwrap_or(DASH.into()),
+            match (r.over_limit(), r.within_limit()) {
+                (Some(o), Some(false)) => format!("**{o:+.2}**"),
+                (Some(o), _) => format!("{o:+.2}"),
+                _ => DASH.into(),
+            },
             boxing_s,
             yes_no(r.no_more_time()),
             r.user.map(|u| format!("{u:.2}")).unwrap_or(DASH.into()),
@@ -441,6 +482,23 @@ pub fn target_summary(rows: &[Row]) -> Option<String> {
     ))
 }
 
+/// The time limit's line under the table: how many rows planned within their limit plus
+/// [`LIMIT_SLACK`], and the worst.
+pub fn limit_summary(rows: &[Row]) -> Option<String> {
+    let with: Vec<&Row> = rows.iter().filter(|r| r.within_limit().is_some()).collect();
+    let worst = with.iter().max_by(|a, b| a.over_limit().unwrap_or(0.0).total_cmp(&b.over_limit().unwrap_or(0.0)))?;
+    let within = with.iter().filter(|r| r.within_limit() == Some(true)).count();
+    Some(format!(
+        "Time limit (planning within the limit + {:.0}%, reading, validation and writing aside): {within} of {} \
+         rows; the most over it: {} ({:+.2} s over {} s).",
+        LIMIT_SLACK * 100.0,
+        with.len(),
+        worst.name,
+        worst.over_limit().unwrap_or(0.0),
+        worst.time_limit.unwrap_or(0.0),
+    ))
+}
+
 /// Writes `results.md` and `results.json` into `dir` (created if needed), each atomically.
 pub fn write_results(dir: &Path, m: &Machine, rows: &[Row], notes: &[String], table: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
@@ -466,6 +524,15 @@ pub fn write_results(dir: &Path, m: &Machine, rows: &[Row], notes: &[String], ta
          *valid* and *check s* come from a separate `heaplab check INPUT OUT` run. \
          *frag %* = (makespan − max load) / max load.\n\n",
     );
+    md.push_str(
+        "*over limit s* is the planning time (`plan_seconds` of the JSON: reading and writing \
+         excluded) minus the time limit; negative when the plan stopped early, in bold when it \
+         ran past the limit by more than 10% besides validation (`validation_seconds`).\n\n",
+    );
+    if let Some(t) = limit_summary(rows) {
+        md.push_str(&t);
+        md.push_str("\n\n");
+    }
     md.push_str(BASELINE_NOTE);
     md.push_str("\n\n");
     if let Some(t) = target_summary(rows) {
@@ -565,6 +632,31 @@ mod tests {
     }
 
     #[test]
+    fn over_limit_is_planning_time_past_the_limit_with_its_slack() {
+        let plan = |secs: f64, assembling: f64| {
+            let mut r = Row::new("x", "generated", Path::new("x.csv"));
+            r.take_plan_json(json!({"n": 10, "time_limit": 3.0, "plan_seconds": secs,
+                "stages": [{"stage": "heuristics", "seconds": secs - assembling}, {"stage": "assembling", "seconds": assembling}]}));
+            r
+        };
+        assert_eq!(plan(1.0, 0.0).within_limit(), Some(true));
+        assert!((plan(1.0, 0.0).over_limit().unwrap() + 2.0).abs() < 1e-9);
+        assert_eq!(plan(3.29, 0.0).within_limit(), Some(true));
+        assert_eq!(plan(3.31, 0.0).within_limit(), Some(false));
+        // Validation is outside the promise (reported, or the assembling stage's).
+        assert_eq!(plan(3.5, 0.4).within_limit(), Some(true));
+        let mut r = Row::new("x", "generated", Path::new("x.csv"));
+        r.take_plan_json(json!({"time_limit": 3.0, "plan_seconds": 3.6, "validation_seconds": 0.35, "stages": []}));
+        assert_eq!(r.within_limit(), Some(true));
+        let rows = [plan(1.0, 0.0), plan(3.5, 0.0)];
+        let t = table(&rows);
+        assert!(t.contains("| **+0.50** |") && t.contains("| -2.00 |"), "{t}");
+        let s = limit_summary(&rows).unwrap();
+        assert!(s.contains("1 of 2 rows") && s.contains("+0.50 s over 3 s"), "{s}");
+        assert_eq!(Row::new("x", "generated", Path::new("x.csv")).within_limit(), None);
+    }
+
+    #[test]
     fn table_has_baseline_columns_and_dashes_without_one() {
         let rows = [row(100, 100, 1.0, Some((110, 2.0))), row(100, 100, 1.0, None)];
         let t = table(&rows);
@@ -572,8 +664,8 @@ mod tests {
         let cols = |l: &str| l.split('|').count();
         assert!(lines[0].contains("| boxing alone % | ≤ half |") && lines[0].contains("| boxing s | no more time |"));
         assert!(lines.iter().all(|l| cols(l) == cols(lines[0])));
-        assert!(lines[2].contains("| 10.00 | yes |") && lines[2].contains("| 1.00 | 2.00 | yes |"));
-        assert!(lines[3].contains("| 0.00 | — | — |") && lines[3].contains("| 1.00 | — | — |"));
+        assert!(lines[2].contains("| 10.00 | yes |") && lines[2].contains("| 1.00 | — | 2.00 | yes |"));
+        assert!(lines[3].contains("| 0.00 | — | — |") && lines[3].contains("| 1.00 | — | — | — |"));
         let s = target_summary(&rows).unwrap();
         assert!(s.contains("1 of 1 rows meet it"), "{s}");
         assert!(target_summary(&rows[1..]).is_none());

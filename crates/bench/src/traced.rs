@@ -19,8 +19,11 @@ use std::path::{Path, PathBuf};
 /// One program run to trace.
 #[derive(Debug, Clone)]
 pub struct Workload {
-    /// The program's name (`python3`, `sqlite3`, ...); the row is `traced/NAME`.
+    /// The program's name (`python3`, `sqlite3`, ...).
     pub program: &'static str,
+    /// The workload's name: the program's, or more where one program runs two (`jq-sort`);
+    /// the row is `traced/NAME`.
+    pub name: &'static str,
     /// The real binary that runs (never a shell wrapper: see `heaplab_trace::launch::find_binary`).
     pub exe: PathBuf,
     /// Its arguments (input files named relative to `cwd`).
@@ -66,8 +69,9 @@ impl Workload {
     }
 }
 
-/// The programs of the group, in table order.
-pub const PROGRAMS: [&str; 4] = ["python3", "sqlite3", "perl", "jq"];
+/// The workloads of the group, in table order: a program's name, or `PROGRAM-what` for a
+/// second workload of one program.
+pub const PROGRAMS: [&str; 5] = ["python3", "sqlite3", "perl", "jq", "jq-sort"];
 
 /// Python: a dict of `n` records (strings, lists), a third deleted, the rest formatted, joined,
 /// sent through JSON and split into a sorted word set. Run with `PYTHONMALLOC=malloc` so every
@@ -138,6 +142,34 @@ pub fn jq_records(records: usize) -> String {
 /// The jq filter run over [`jq_records`].
 pub const JQ_FILTER: &str = "select(.id % 3 == 0) | {id, tags, name: (.name | ascii_upcase)}";
 
+/// jq: one JSON array of `records` records, for [`JQ_SORT_FILTER`].
+pub fn jq_array(records: usize) -> String {
+    let mut s = String::from("[");
+    for i in 0..records {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(
+            s,
+            "{{\"a\":{},\"b\":{}.{:03},\"name\":\"{}\",\"tags\":[{},{},{}]}}",
+            i * 13 % 21,
+            i * 7919 % 10007,
+            i * 31 % 1000,
+            "x".repeat(1 + i % 20),
+            i % 10,
+            i * 3 % 10,
+            i * 7 % 10
+        );
+    }
+    s.push_str("]\n");
+    s
+}
+
+/// The jq filter run over [`jq_array`]: the whole array parsed and held while a filtered copy
+/// is sorted, so that most blocks live long above a churn of short ones (the shape that costs a
+/// greedy placer most).
+pub const JQ_SORT_FILTER: &str = "map(select(.a > 10)) | sort_by(.b) | length";
+
 /// xmllint: a catalogue of `records` records (attributes, nested elements, text of varying
 /// length), one per line.
 #[allow(dead_code)] // the apply bench's input; the traced group does not run xmllint
@@ -170,7 +202,8 @@ pub enum Scale {
 }
 
 impl Scale {
-    /// (python3 records, sqlite3 rows, perl keys, jq records).
+    /// (python3 records, sqlite3 rows, perl keys, jq records; the jq sort's records are the
+    /// same number).
     fn counts(self) -> (usize, usize, usize, usize) {
         match self {
             Scale::Small => (800, 2000, 8000, 3000),
@@ -194,8 +227,11 @@ pub fn workloads(dir: &Path, scale: Scale) -> std::io::Result<(Vec<Workload>, Ve
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for program in PROGRAMS {
-        let Some(exe) = heaplab_trace::launch::find_binary(program) else {
-            missing.push(program);
+        let binary = program.split('-').next().unwrap_or(program);
+        let Some(exe) = heaplab_trace::launch::find_binary(binary) else {
+            if !missing.contains(&binary) {
+                missing.push(binary);
+            }
             continue;
         };
         let cwd = dir.join(format!("traced-{program}{}", scale.suffix()));
@@ -205,6 +241,7 @@ pub fn workloads(dir: &Path, scale: Scale) -> std::io::Result<(Vec<Workload>, Ve
                 std::fs::write(cwd.join("script.py"), python_script(py_n))?;
                 Workload {
                     program,
+                    name: program,
                     exe,
                     cwd,
                     args: vec!["-s".into(), "script.py".into()],
@@ -216,6 +253,7 @@ pub fn workloads(dir: &Path, scale: Scale) -> std::io::Result<(Vec<Workload>, Ve
                 std::fs::write(cwd.join("script.sql"), sql_script(sql_rows))?;
                 Workload {
                     program,
+                    name: program,
                     exe,
                     cwd,
                     args: vec![":memory:".into(), ".read script.sql".into()],
@@ -227,6 +265,7 @@ pub fn workloads(dir: &Path, scale: Scale) -> std::io::Result<(Vec<Workload>, Ve
                 std::fs::write(cwd.join("script.pl"), perl_script(perl_keys))?;
                 Workload {
                     program,
+                    name: program,
                     exe,
                     cwd,
                     args: vec!["script.pl".into()],
@@ -238,11 +277,24 @@ pub fn workloads(dir: &Path, scale: Scale) -> std::io::Result<(Vec<Workload>, Ve
                 std::fs::write(cwd.join("records.json"), jq_records(jq_n))?;
                 Workload {
                     program,
+                    name: program,
                     exe,
                     cwd,
                     args: vec!["-c".into(), JQ_FILTER.into(), "records.json".into()],
                     env: vec![],
                     what: format!("filter and reshape {jq_n} JSON records"),
+                }
+            }
+            "jq-sort" => {
+                std::fs::write(cwd.join("array.json"), jq_array(jq_n))?;
+                Workload {
+                    program: "jq",
+                    name: program,
+                    exe,
+                    cwd,
+                    args: vec![JQ_SORT_FILTER.into(), "array.json".into()],
+                    env: vec![],
+                    what: format!("filter and sort an array of {jq_n} JSON records (most blocks long-lived under a churn of short ones)"),
                 }
             }
             _ => unreachable!("every program of PROGRAMS has a workload"),
@@ -264,6 +316,8 @@ mod tests {
         assert_eq!(jq_records(3000), jq_records(3000));
         assert_eq!(sql_script(2000).matches("insert into").count(), 2000);
         assert_eq!(jq_records(3000).lines().count(), 3000);
+        assert_eq!(jq_array(300), jq_array(300));
+        assert_eq!(jq_array(300).matches("\"a\":").count(), 300);
         assert_eq!(xml_records(50), xml_records(50));
         assert_eq!(xml_records(50).matches("<rec ").count(), 50);
         assert!(!sql_script(2000).contains("random"));
@@ -275,7 +329,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("heaplab-bench-test-w-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (found, missing) = workloads(&dir, Scale::Small).unwrap();
-        assert_eq!(found.len() + missing.len(), PROGRAMS.len());
+        for p in PROGRAMS {
+            assert!(found.iter().any(|w| w.name == p) || missing.iter().any(|m| p.starts_with(m)), "{p}");
+        }
         let (large, _) = workloads(&dir, Scale::Large).unwrap();
         assert_eq!(large.len(), found.len());
         for w in found.iter().chain(&large) {

@@ -15,14 +15,28 @@
 //! - `p` is live at `q`'s start (`a_p ≤ a_q < c_p`): a *stabbing* query, or
 //! - `p` starts strictly inside `q` (`a_q < a_p < c_q`): a *range* query on start ranks.
 //!
-//! The two cases are disjoint and together exact, so two segment trees over the start ranks
-//! suffice:
-//! - `cover`: a placed buffer's address range is added at the O(log n) canonical nodes of its
-//!   `[a, c)`; the stabbing query unions the sets on the leaf-to-root path of `a_q`;
-//! - `starts`: a placed buffer's address range is added at every node on the path from leaf
-//!   `a_p` to the root (except the left spine, whose nodes contain leaf 0 and so are never
-//!   canonical for a range `[a_q + 1, c_q)`); the range query unions the canonical nodes of
-//!   `[a_q + 1, c_q)`.
+//! The two cases are disjoint and together exact. One segment tree over the start ranks holds
+//! them, in two kinds of node:
+//! - *low* nodes (subtrees of at least 2^8 leaves at the bottom) keep per-buffer sets:
+//!   `cover`, where a placed buffer's address range is added at the canonical nodes of its
+//!   `[a, c)` within a low subtree, so that the stabbing query unions the sets on the path from
+//!   leaf `a_q` up to its low subtree's root; and `starts`, where it is added on the path from
+//!   leaf `a_p` up to that root, so that the range query unions the canonical nodes of
+//!   `[a_q + 1, c_q)` within the subtree;
+//! - *high* nodes (the top levels, at most 256 nodes) keep unions: `full`, the addresses taken
+//!   at some tick of the node's range, and `pending`, those of buffers covering the whole range
+//!   that the children have not received yet (a lazy segment tree: a query pushes them one
+//!   level down on its way, into a high child's sets or a low child's `cover`). A query takes
+//!   the `full` set of each high node inside its range whole, and the low subtrees at its two
+//!   ends as above.
+//!
+//! Why two kinds: per-buffer sets cannot coalesce when neighbouring addresses belong to
+//! buffers of different time ranges (long-lived buffers under a churn of short ones: an
+//! interpreter's or a parser's heap), so a query there walked every buffer placed below its
+//! answer, quadratic in all (a jq heap of 2.3·10^5 buffers: 60 s for first fit by size). A
+//! union over a long time range is a few intervals on such heaps, and the merge below gallops
+//! over everything it covers. Unions at every node would cost one interval per hole per node
+//! (on a heap fragmented at every tick, many times the buffers), hence only the top levels.
 //!
 //! Each node holds a coalesced set of address intervals (sorted, disjoint, touching ones
 //! merged), so a densely packed stack of a thousand buffers is one interval and a query's cost
@@ -46,13 +60,10 @@
 //! sets, touching each set's intervals below the answer about once. `tightest_fit`: a walk over
 //! every free gap of the union (it must compare them all).
 //!
-//! The worst case is quadratic overall, and real heaps reach it: long-lived buffers stacked
-//! under a churn of short ones (an interpreter or parser; a jq trace of 3·10^5 buffers) put
-//! neighbouring address ranges into different sets, as their lifetimes decompose into
-//! different nodes. No set coalesces, a query walks about every buffer placed below its answer
-//! (2.5·10^4 intervals a query there, 65 s for first fit by size) and an insertion out of
-//! address order shifts sets of that length. Hence [`Occupancy::work`], by which every greedy
-//! loop looks at its deadline, and insertion in address order where the offsets are known.
+//! A push costs its pending intervals times two insertions per child. The worst case stays
+//! quadratic (sets that coalesce nowhere), so [`Occupancy::work`] counts every step, and every
+//! greedy loop looks at its deadline by it; insertion in address order is cheapest where the
+//! offsets are known.
 
 use heaplab_model::{align_up, Buffer};
 use std::cmp::Reverse;
@@ -109,6 +120,11 @@ impl Pool {
     #[inline]
     fn get(&self, (at, len): (u32, u32)) -> &[(u64, u64)] {
         &self.slots[at as usize..(at + len) as usize]
+    }
+
+    /// Empties set `h`, keeping its block for the next insertions.
+    fn clear(&mut self, h: Handle) {
+        self.heads[h as usize].len = 0;
     }
 
     /// Adds `[start, end)` to set `*h` (creating it when `*h == 0`), merging every interval
@@ -180,24 +196,46 @@ fn first_ending_after(v: &[(u64, u64)], x: u64, cursor: &mut usize) -> Option<(u
     v.get(k).copied()
 }
 
+/// Subtrees of at least `2^LOW_HEIGHT` leaves keep the per-buffer sets (`cover`, `starts`);
+/// nodes above keep coalesced unions (`full`, `pending`), at most [`HIGH_NODES`] of them. Fewer
+/// high nodes save memory on heaps fragmented at every tick (a union costs one interval per
+/// hole, and a long-lived buffer is copied into every low subtree it covers); more coalesce
+/// more of a query into few sets. On a jq heap of 2.3·10^5 buffers, 256 high nodes took first
+/// fit by size from 60 s to 4 s for 180 MB of sets; 1,800 took the sets to 900 MB.
+pub(crate) const LOW_HEIGHT: u32 = 8;
+
+/// The most high nodes (the top eight levels of the tree).
+const HIGH_NODES: usize = 256;
+
 /// Placed buffers indexed by time, answering "lowest / tightest free address range during
 /// buffer `i`'s lifetime" for the buffers it was built over.
 pub struct Occupancy<'a> {
     buffers: &'a [Buffer],
     /// Per buffer, its leaf range `[a, c)` over the ranks of the distinct lowers.
     span: Vec<(u32, u32)>,
-    /// Leaves of both trees (a power of two); node `k` has children `2k`, `2k + 1`.
+    /// Leaves of the tree (a power of two); node `k` has children `2k`, `2k + 1`.
     leaves: usize,
-    /// Stabbing tree: sets of buffers whose leaf range covers the node's.
+    /// Nodes below this index are *high* (they hold unions); the others are *low*.
+    high: usize,
+    /// High nodes: the addresses taken at some tick of the node's range, complete once the
+    /// pending sets of its ancestors are pushed down.
+    full: Vec<Handle>,
+    /// High nodes: the addresses of buffers covering the node's whole range that its children
+    /// have not received yet.
+    pending: Vec<Handle>,
+    /// Low nodes: buffers whose leaf range covers the node's, within its low subtree (the
+    /// canonical nodes of their range, and what high parents push down).
     cover: Vec<Handle>,
-    /// Start tree: sets of buffers whose start leaf lies under the node.
+    /// Low nodes: buffers whose start leaf lies under the node.
     starts: Vec<Handle>,
     pool: Pool,
-    /// Reused query buffers: the gathered sets, a scan cursor into each, and the merge heap
-    /// of (next interval start, set).
+    /// Reused query buffers: the gathered sets (as handles, then as ranges), a scan cursor into
+    /// each, the merge heap of (next interval start, set), and a copy of a set being pushed.
+    handles: Vec<Handle>,
     sets: Vec<(u32, u32)>,
     cursors: Vec<usize>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
+    moving: Vec<(u64, u64)>,
     /// See [`Occupancy::work`].
     work: u64,
 }
@@ -206,6 +244,17 @@ impl<'a> Occupancy<'a> {
     /// An empty index over the lifetimes of `buffers`; queries and insertions name buffers by
     /// their index there. Panics beyond 2^32 buffers.
     pub fn new(buffers: &'a [Buffer]) -> Self {
+        Self::build(buffers, LOW_HEIGHT, HIGH_NODES)
+    }
+
+    /// [`Occupancy::new`] with low subtrees of `2^low_height` leaves and no cap on the high
+    /// nodes (tests try small heights, so that small instances have high nodes).
+    #[cfg(test)]
+    pub(crate) fn with_low_height(buffers: &'a [Buffer], low_height: u32) -> Self {
+        Self::build(buffers, low_height, usize::MAX)
+    }
+
+    fn build(buffers: &'a [Buffer], low_height: u32, max_high: usize) -> Self {
         assert!(buffers.len() < u32::MAX as usize, "more than 2^32 buffers");
         let mut lowers: Vec<u64> = buffers.iter().map(|b| b.lower).collect();
         lowers.sort_unstable();
@@ -216,24 +265,33 @@ impl<'a> Occupancy<'a> {
             .collect();
         let leaves = lowers.len().max(2).next_power_of_two();
         drop(lowers);
+        // Nodes of height `low_height` and more are high, up to `max_high` of them (the top
+        // levels: both bounds are powers of two).
+        let high = ((2 * leaves) >> low_height).min(max_high);
         Occupancy {
             buffers,
             span,
             leaves,
+            high,
+            full: vec![0; high],
+            pending: vec![0; high],
             cover: vec![0; 2 * leaves],
             starts: vec![0; 2 * leaves],
             pool: Pool::new(),
+            handles: Vec::with_capacity(128),
             sets: Vec::with_capacity(128),
             cursors: Vec::with_capacity(128),
             heap: BinaryHeap::with_capacity(128),
+            moving: Vec::new(),
             work: 0,
         }
     }
 
-    /// Steps taken so far by the queries (sets gathered, intervals visited) and insertions
-    /// (sets touched, intervals shifted): proportional to the time spent, so a caller can check
-    /// a deadline after a fixed amount of work rather than a fixed number of buffers (one query
-    /// can visit every interval placed so far), and a test can bound the work without a clock.
+    /// Steps taken so far by the queries (sets gathered, intervals visited, intervals pushed
+    /// down) and insertions (sets touched, intervals shifted): proportional to the time spent,
+    /// so a caller can check a deadline after a fixed amount of work rather than a fixed
+    /// number of buffers (one query can visit every interval placed so far), and a test can
+    /// bound the work without a clock.
     pub fn work(&self) -> u64 {
         self.work
     }
@@ -242,59 +300,146 @@ impl<'a> Occupancy<'a> {
     pub fn insert(&mut self, i: usize, offset: u64) {
         let (a, c) = self.span[i];
         let end = offset + self.buffers[i].size;
-        let (mut lo, mut hi) = (a as usize + self.leaves, c as usize + self.leaves);
-        while lo < hi {
-            if lo & 1 == 1 {
-                self.work += self.pool.insert(&mut self.cover[lo], offset, end);
-                lo += 1;
-            }
-            if hi & 1 == 1 {
-                hi -= 1;
-                self.work += self.pool.insert(&mut self.cover[hi], offset, end);
-            }
-            lo /= 2;
-            hi /= 2;
+        self.insert_at(1, 0, self.leaves, a as usize, c as usize, (offset, end));
+        // The start sets, from the start leaf up to its low subtree's root (also when the
+        // buffer covers a high node whole and its insertion stopped there).
+        let mut k = a as usize + self.leaves;
+        while k >= self.high.max(1) {
+            self.work += self.pool.insert(&mut self.starts[k], offset, end);
+            k /= 2;
         }
-        let mut node = a as usize + self.leaves;
-        // The left spine (powers of two) holds leaf 0, never inside a range query.
-        while !node.is_power_of_two() {
-            self.work += self.pool.insert(&mut self.starts[node], offset, end);
-            node /= 2;
+    }
+
+    /// Adds `iv`, taken by a buffer over leaves `[a, c)`, at node `node` (leaves `[lo, hi)`)
+    /// and below. A high node gets it in its union, and in its pending set when the buffer
+    /// covers it (its descendants receive it when a query passes); the first low node on the
+    /// way is a low subtree's root, where the cover sets take over.
+    fn insert_at(&mut self, node: usize, lo: usize, hi: usize, a: usize, c: usize, iv: (u64, u64)) {
+        if node >= self.high {
+            self.insert_low(node, lo, hi, a, c, iv);
+            return;
+        }
+        self.work += self.pool.insert(&mut self.full[node], iv.0, iv.1);
+        if a <= lo && hi <= c {
+            self.work += self.pool.insert(&mut self.pending[node], iv.0, iv.1);
+            return;
+        }
+        let mid = (lo + hi) / 2;
+        if a < mid {
+            self.insert_at(2 * node, lo, mid, a, c, iv);
+        }
+        if mid < c {
+            self.insert_at(2 * node + 1, mid, hi, a, c, iv);
+        }
+    }
+
+    /// Adds `iv` to the cover sets of the canonical nodes of `[a, c)` under low node `node`.
+    fn insert_low(&mut self, node: usize, lo: usize, hi: usize, a: usize, c: usize, iv: (u64, u64)) {
+        if a <= lo && hi <= c {
+            self.work += self.pool.insert(&mut self.cover[node], iv.0, iv.1);
+            return;
+        }
+        let mid = (lo + hi) / 2;
+        if a < mid {
+            self.insert_low(2 * node, lo, mid, a, c, iv);
+        }
+        if mid < c {
+            self.insert_low(2 * node + 1, mid, hi, a, c, iv);
+        }
+    }
+
+    /// Hands high node `node`'s pending intervals to its children: to the union and pending
+    /// set of a high child, to the cover set of a low one.
+    fn push(&mut self, node: usize) {
+        let h = self.pending[node];
+        if h == 0 || self.pool.range(h).1 == 0 {
+            return;
+        }
+        self.moving.clear();
+        self.moving.extend_from_slice(self.pool.get(self.pool.range(h)));
+        self.pool.clear(h);
+        for child in [2 * node, 2 * node + 1] {
+            for &(s, e) in &self.moving {
+                if child < self.high {
+                    self.work += self.pool.insert(&mut self.full[child], s, e);
+                    self.work += self.pool.insert(&mut self.pending[child], s, e);
+                } else {
+                    self.work += self.pool.insert(&mut self.cover[child], s, e);
+                }
+            }
+        }
+    }
+
+    /// Collects into `self.handles` sets whose union is the address space taken at some tick
+    /// of leaves `[a, c)` under node `node` (leaves `[lo, hi)`), pushing pending sets down on
+    /// the way so that the unions gathered are complete.
+    fn gather_at(&mut self, node: usize, lo: usize, hi: usize, a: usize, c: usize) {
+        if node >= self.high {
+            // A low subtree: a buffer meets `[a', c')` when it is live at `a'` (a cover set on
+            // the path from that leaf up to here) or starts inside `(a', c')` (start sets of
+            // that range's canonical nodes); the two are disjoint. When the query began
+            // further left, a buffer live at `a' = lo` that started before is live at `lo - 1`
+            // too, and gathered there: only those starting in `[lo, c')` are left.
+            let first = if a < lo {
+                lo
+            } else {
+                let mut k = a + self.leaves;
+                while k >= node {
+                    self.handles.push(self.cover[k]);
+                    k /= 2;
+                }
+                a + 1
+            };
+            let c = c.min(hi);
+            let (mut l, mut r) = (first + self.leaves, c + self.leaves);
+            while l < r {
+                if l & 1 == 1 {
+                    self.handles.push(self.starts[l]);
+                    l += 1;
+                }
+                if r & 1 == 1 {
+                    r -= 1;
+                    self.handles.push(self.starts[r]);
+                }
+                l /= 2;
+                r /= 2;
+            }
+            return;
+        }
+        if self.full[node] == 0 {
+            return; // nothing taken at any tick of this range
+        }
+        if a <= lo && hi <= c {
+            self.handles.push(self.full[node]);
+            return;
+        }
+        self.push(node);
+        let mid = (lo + hi) / 2;
+        if a < mid {
+            self.gather_at(2 * node, lo, mid, a, c);
+        }
+        if mid < c {
+            self.gather_at(2 * node + 1, mid, hi, a, c);
         }
     }
 
     /// Collects into `self.sets` the sets whose union is the address space taken during buffer
     /// `i`'s lifetime.
     fn gather(&mut self, i: usize) {
+        self.handles.clear();
         self.sets.clear();
         self.cursors.clear();
         let (a, c) = self.span[i];
-        let mut node = a as usize + self.leaves;
-        while node >= 1 {
-            if self.cover[node] != 0 {
-                self.sets.push(self.pool.range(self.cover[node]));
+        self.gather_at(1, 0, self.leaves, a as usize, c as usize);
+        // Ranges are read once every push is done: a push may move a set in the pool.
+        for k in 0..self.handles.len() {
+            let h = self.handles[k];
+            if h != 0 && self.pool.range(h).1 > 0 {
+                self.sets.push(self.pool.range(h));
             }
-            node /= 2;
-        }
-        let (mut lo, mut hi) = (a as usize + 1 + self.leaves, c as usize + self.leaves);
-        while lo < hi {
-            if lo & 1 == 1 {
-                if self.starts[lo] != 0 {
-                    self.sets.push(self.pool.range(self.starts[lo]));
-                }
-                lo += 1;
-            }
-            if hi & 1 == 1 {
-                hi -= 1;
-                if self.starts[hi] != 0 {
-                    self.sets.push(self.pool.range(self.starts[hi]));
-                }
-            }
-            lo /= 2;
-            hi /= 2;
         }
         self.cursors.resize(self.sets.len(), usize::MAX);
-        self.work += 1 + self.sets.len() as u64;
+        self.work += 1 + self.handles.len() as u64;
     }
 
     /// Lowest aligned offset free during buffer `i`'s lifetime (first fit).
@@ -393,3 +538,4 @@ impl<'a> Occupancy<'a> {
         }
     }
 }
+

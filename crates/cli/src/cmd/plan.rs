@@ -228,6 +228,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             "seconds": total,
             "read_seconds": read_s,
             "plan_seconds": outcome.seconds,
+            "validation_seconds": outcome.validation_seconds,
             "output": if fits { a.output.clone() } else { None },
             "valid": true,
         });
