@@ -1,7 +1,7 @@
 //! The terminal view, in the manner of `heaptrack_print`: the summary, then the top call sites
 //! by bytes live at the peak, by bytes allocated, by calls, by temporary allocations, and the
-//! leaks, each with its stack (a few frames, innermost first); the live sites at one moment
-//! (`--at`); and the diff of two reports.
+//! leaks, each named as [`crate::naming`] says and shown with its stack (a few frames, innermost
+//! first); the live sites at one moment (`--at`); and the diff of two reports.
 
 use crate::model::{DiffReport, Frame, Report, Site, SiteFigures, Snapshot};
 use heaplab_model::units::{bytes, grouped};
@@ -39,10 +39,9 @@ fn short_path(p: &str) -> &str {
     &p[cut + 1..]
 }
 
-/// The name of a site: its innermost named frame, else its innermost frame.
+/// The name of a site: the frame [`crate::naming::site_frame`] picks, as a line.
 pub fn site_name(frames: &[Frame], stack: &[u32]) -> String {
-    let named = stack.iter().map(|&i| &frames[i as usize]).find(|f| !f.function.is_empty());
-    match named.or_else(|| stack.first().map(|&i| &frames[i as usize])) {
+    match crate::naming::site_frame(frames, stack) {
         Some(f) => frame_text(f),
         None => "(unknown call site: not recorded)".into(),
     }
@@ -123,7 +122,7 @@ fn section(out: &mut String, r: &Report, title: &str, top: usize, key: impl Fn(&
     v.sort_by_key(|s| (std::cmp::Reverse(key(s)), s.key));
     let _ = writeln!(out, "\n{title}");
     for s in v.iter().take(top) {
-        let _ = writeln!(out, "  {}", line(s));
+        let _ = writeln!(out, "  {} from {}", line(s), site_name(&r.frames, &s.stack));
         stack_lines(out, &r.frames, &s.stack, STACK_FRAMES, "      ");
     }
     if v.len() > top {
@@ -176,7 +175,7 @@ pub fn render_at(r: &Report, ns: u64, top: usize) -> String {
     let _ = writeln!(out, "live at {}{exact}: {} ({} B) of which {} sites below", seconds(snap.ns), bytes(snap.live_bytes), grouped(snap.live_bytes), snap.sites.len().min(top));
     for &(i, b) in snap.sites.iter().take(top) {
         let s = &r.sites[i as usize];
-        let _ = writeln!(out, "  {} ({}) live, {} calls in the whole run", bytes(b), share(b, snap.live_bytes), grouped(s.calls));
+        let _ = writeln!(out, "  {} ({}) live, {} calls in the whole run, from {}", bytes(b), share(b, snap.live_bytes), grouped(s.calls), site_name(&r.frames, &s.stack));
         stack_lines(&mut out, &r.frames, &s.stack, STACK_FRAMES, "      ");
     }
     let rest: u64 = snap.sites.iter().skip(top).map(|x| x.1).sum::<u64>() + snap.other_bytes;
@@ -223,7 +222,7 @@ pub fn render_diff(d: &DiffReport, top: usize) -> String {
         let (x, y): (&SiteFigures, &SiteFigures) = (&s.before, &s.after);
         let _ = writeln!(
             out,
-            "  peak {} ({} → {}), allocated {} ({} → {}), calls {} → {}{tag}",
+            "  peak {} ({} → {}), allocated {} ({} → {}), calls {} → {}{tag}, from {}",
             signed(delta(x.peak_bytes, y.peak_bytes)),
             bytes(x.peak_bytes),
             bytes(y.peak_bytes),
@@ -231,7 +230,8 @@ pub fn render_diff(d: &DiffReport, top: usize) -> String {
             bytes(x.bytes),
             bytes(y.bytes),
             grouped(x.calls),
-            grouped(y.calls)
+            grouped(y.calls),
+            site_name(&d.frames, &s.stack)
         );
         stack_lines(&mut out, &d.frames, &s.stack, STACK_FRAMES, "      ");
     }

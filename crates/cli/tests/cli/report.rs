@@ -66,7 +66,7 @@ fn the_known_program_reports_its_peak_top_site_leaks_and_temporaries_exactly() {
     let text = heaplab_in(&dir, &["report", &t, "--top", "3"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.contains("1,112,288 B requested"), "{}", text.stdout);
-    for want in ["MOST MEMORY AT THE PEAK", "at make_table (programs/report.c:", "MOST TEMPORARY", "LEAKS", "at leak_some"] {
+    for want in ["MOST MEMORY AT THE PEAK", "from make_table (programs/report.c:", "at make_table (programs/report.c:", "MOST TEMPORARY", "LEAKS", "from leak_some"] {
         assert!(text.stdout.contains(want), "{want} missing:\n{}", text.stdout);
     }
     // --at the peak's moment: the nodes and the table are live.
@@ -131,7 +131,7 @@ fn ci_limits_exit_1_naming_the_site() {
     let prog = compile(&dir);
     let r = heaplab_in(&dir, &["trace", "--stack-depth", "16", "--limit-peak", "1MB", "-o", "a.hltrace", "--", &prog]);
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("--limit-peak passed") && r.stderr.contains("make_table"), "{}", r.stderr);
+    assert!(r.stderr.contains("--limit-peak passed") && r.stderr.contains("at the peak: make_table"), "{}", r.stderr);
     let r = heaplab_in(&dir, &["trace", "--stack-depth", "16", "--limit-peak", "2MiB", "--limit-leaks", "12288", "--limit-allocations", "154", "-o", "b.hltrace", "--", &prog]);
     assert_eq!(r.code, 0, "limits met exactly pass: {}", r.stderr);
     let r = heaplab_in(&dir, &["report", "b.hltrace", "--limit-leaks", "1KiB"]);

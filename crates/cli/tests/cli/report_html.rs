@@ -135,4 +135,14 @@ fn report_pages_of_real_programs_work_in_chromium() {
     let size = std::fs::metadata(&page).unwrap().len();
     assert!(size < 2_000_000, "the page of sqlite3's report is {size} bytes");
     check(&chrome, &page, &SCRIPTED, &STATIC);
+    // One naming rule: the terminal names the top site as the page does, past sqlite3's
+    // allocation wrapper.
+    let html = std::fs::read_to_string(&page).unwrap();
+    let by_peak = &html[html.find("id=\"by-peak\"").expect("the by-peak table")..];
+    let page_name = &by_peak[by_peak.find("<b>").unwrap() + 3..by_peak.find("</b>").unwrap()];
+    let text = heaplab_in(&dir, &["report", "sqlite.hltrace", "--top", "1"]);
+    let line = text.stdout.lines().skip_while(|l| !l.starts_with("MOST MEMORY AT THE PEAK")).nth(1).unwrap_or_default();
+    let text_name = line.split(" from ").nth(1).unwrap_or_default();
+    assert!(text_name.starts_with(&format!("{page_name} ")), "page: {page_name}; terminal: {line}");
+    assert!(!page_name.contains("alloc") && !page_name.contains("Malloc"), "the top site named by a wrapper: {page_name}");
 }

@@ -393,25 +393,6 @@ fn numbers_read_well() {
 }
 
 #[test]
-fn the_useful_frame_skips_the_allocator() {
-    let frames = vec![
-        frame("malloc", "", 0, "libc.so.6", 1, false),
-        frame("operator new(unsigned long)", "", 0, "libstdc++.so.6", 2, false),
-        frame("std::__new_allocator<int>::allocate", "new_allocator.h", 151, "demo", 3, true),
-        frame("grow", "v.c", 9, "demo", 3, false),
-        frame("__strdup", "", 0, "libc.so.6", 4, false),
-        frame("", "", 0, "libsqlite3.so.0", 5, false),
-        frame("sqlite3Malloc", "", 0, "libsqlite3.so.0", 6, false),
-        frame("sqlite3BtreeInsert", "", 0, "libsqlite3.so.0", 7, false),
-    ];
-    assert_eq!(useful_frame(&frames, &[5, 6, 5, 7]).unwrap().function, "sqlite3BtreeInsert", "wrappers and unnamed frames skipped");
-    assert_eq!(useful_frame(&frames, &[0, 5, 6]).unwrap().offset, 5, "no named frame: the innermost not plumbing");
-    assert_eq!(useful_frame(&frames, &[0, 1, 2, 3]).unwrap().function, "grow");
-    assert_eq!(useful_frame(&frames, &[4, 0]).unwrap().function, "__strdup", "all plumbing: the innermost");
-    assert!(useful_frame(&frames, &[]).is_none());
-}
-
-#[test]
 fn empty_reports_render() {
     let html = render_report(&Report::default());
     check_nesting(&html);
