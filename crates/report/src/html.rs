@@ -543,7 +543,7 @@ fn allocators_section(o: &mut String, r: &Report) {
         return;
     }
     o.push_str("<section id=\"allocators\"><h2>Allocators beside the plan</h2><div class=\"pair\">");
-    o.push_str("<table class=\"sortable\"><thead><tr><th data-sort=\"t\">Allocator</th><th data-sort=\"n\">Peak resident</th>\
+    o.push_str("<table class=\"sortable\"><thead><tr><th data-sort=\"t\">Allocator</th><th data-sort=\"n\">Peak (pages of live blocks)</th>\
                 <th data-sort=\"n\">Over the plan</th><th data-sort=\"n\">Fragmentation</th></tr></thead><tbody>");
     for a in &r.allocators {
         let _ = write!(o, "<tr><td>{}</td>", esc(&a.name));

@@ -106,9 +106,22 @@ pub fn summary(out: &mut String, r: &Report) {
             bytes(o.allocator_pages_bytes)
         );
     }
+}
+
+/// The allocators replaying the trace, beside the plan and the lower bound when planned.
+pub fn allocators(out: &mut String, r: &Report) {
+    if r.allocators.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nALLOCATORS REPLAYING THE TRACE (peak: pages touched by live blocks; fragmentation: 2-D, external)");
+    let _ = writeln!(out, "  {:<16} {:>12} {:>14} {:>14}", "allocator", "peak", "fragmentation", "over the plan");
     for a in &r.allocators {
-        let over = a.over_plan_pct.map(|p| format!(", {p:+.1}% over the plan")).unwrap_or_default();
-        let _ = writeln!(out, "allocator      {:<10} peak {}, fragmentation {:.1}%{over}", a.name, bytes(a.peak_bytes), a.fragmentation_pct);
+        let over = a.over_plan_pct.map(|p| format!("{p:+.1}%")).unwrap_or_else(|| "—".into());
+        let _ = writeln!(out, "  {:<16} {:>12} {:>13.1}% {:>14}", a.name, bytes(a.peak_bytes), a.fragmentation_pct, over);
+    }
+    if let Some(o) = &r.oracle {
+        let _ = writeln!(out, "  {:<16} {:>12}", if o.proven_optimal { "optimal plan" } else { "plan" }, bytes(o.plan_bytes));
+        let _ = writeln!(out, "  {:<16} {:>12}", "lower bound", bytes(o.lower_bound));
     }
 }
 
@@ -134,6 +147,7 @@ fn section(out: &mut String, r: &Report, title: &str, top: usize, key: impl Fn(&
 pub fn render(r: &Report, top: usize) -> String {
     let mut out = String::new();
     summary(&mut out, r);
+    allocators(&mut out, r);
     let s = &r.summary;
     section(&mut out, r, "MOST MEMORY AT THE PEAK (bytes live when the heap peaked)", top, |x| x.peak_bytes, |x| {
         format!("{} at the peak ({}), {} calls, {} allocated, {} most live at once", bytes(x.peak_bytes), share(x.peak_bytes, s.peak_bytes), grouped(x.calls), bytes(x.bytes), bytes(x.max_live_bytes))

@@ -1,5 +1,5 @@
 //! The HTML report of real programs in a real browser: `heaplab report -o` on traces of
-//! `tests/programs/report.c` (known call sites) and of sqlite3 building and querying a table,
+//! `tests/programs/report.c` (known call sites; its allocators beside the plan under glibc) and of sqlite3 building and querying a table,
 //! and `--diff` of two runs, opened in headless Chromium. With the script, the page must run
 //! without a console message or an error, set its ready marker and pass its self-test of the
 //! interaction (opened as `#selftest`: a click on the timeline's last moment redraws the flame
@@ -106,13 +106,15 @@ fn report_pages_of_real_programs_work_in_chromium() {
     let prog = compile(&dir);
     let a = traced(&dir, &prog, 1, "a.hltrace");
     let b = traced(&dir, &prog, 3, "b.hltrace");
-    for args in [&["report", &a, "-o", "known"][..], &["report", &a, "--diff", &b, "-o", "diff"]] {
+    for args in [&["report", &a, "-o", "known", "--replay", "glibc"][..], &["report", &a, "--diff", &b, "-o", "diff"]] {
         let r = heaplab_in(&dir, args);
         assert_eq!(r.code, 0, "{}", r.stderr);
     }
     let mut want = SCRIPTED.to_vec();
     want.extend(["<b>make_table</b>", "id=\"oracle\""]);
-    check(&chrome, &dir.join("known/index.html"), &want, &STATIC);
+    let mut static_want = STATIC.to_vec();
+    static_want.extend(["<section id=\"allocators\">", "<svg class=\"chart alloc\""]);
+    check(&chrome, &dir.join("known/index.html"), &want, &static_want);
     check(
         &chrome,
         &dir.join("diff/index.html"),
