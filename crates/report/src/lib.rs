@@ -20,3 +20,5 @@ pub mod limits;
 pub mod naming;
 pub mod symbols;
 pub mod text;
+#[doc(hidden)]
+pub mod browser;
