@@ -6,8 +6,8 @@
 //! runtime, the allocators and heaplab's preload) are passed over, and so is a program's
 //! allocation wrapper (xmalloc, g_malloc, sqlite3Malloc, PyMem_Malloc, ...) when the stack
 //! holds its caller: the caller says what the memory is for. heaptrack names a site by its
-//! innermost frame (its table of sqlite3 shows `sqlite3Malloc` where this shows
-//! `sqlite3BtreeInsert`); the whole stack is shown beside the name in every view.
+//! innermost frame (on sqlite3, an unnamed static function under `sqlite3Malloc`, where this
+//! names `sqlite3BtreeInsert`); the whole stack is shown beside the name in every view.
 //!
 //! A wrapper is recognised by its name alone: the last word of its base name (after the last
 //! `::`, arguments and template arguments cut, words split at `_`) is `alloc`, `malloc`,
