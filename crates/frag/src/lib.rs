@@ -138,6 +138,10 @@ pub struct Frag {
     pub end_time: u64,
     /// Jobs with a usable size of 0, which cover nothing and are left out.
     pub empty_jobs: u64,
+    /// Peak bytes of the distinct pages touched by live blocks (usable sizes): the heap's
+    /// resident size as far as its blocks show it, the measure the trace's statistics give
+    /// the traced allocator (`peak_pages_bytes`).
+    pub peak_pages_bytes: u64,
 }
 
 impl Frag {
@@ -334,6 +338,9 @@ pub fn compute(jobs: &[Job], mappings: usize, opts: &FragOptions) -> Result<Frag
     let mut pages: AddressMap<Page> = AddressMap::default();
     let mut gaps: Vec<Integrator> = (0..nmaps).map(|_| Integrator::new()).collect();
     let mut load = vec![0u64; nmaps];
+    // Pages touched = pages where a live block starts or ends (the entries of `pages`) + the
+    // pages live blocks cover whole (no other block can touch those).
+    let mut inner_pages = 0u64;
     let (mut s, mut e) = (0usize, 0usize);
 
     while e < order_end.len() {
@@ -371,6 +378,12 @@ pub fn compute(jobs: &[Job], mappings: usize, opts: &FragOptions) -> Result<Frag
         }
         // The pages where the block starts and ends; pages it covers whole have no gap.
         let (p0, p1) = (a >> shift, (b - 1) >> shift);
+        let inner = p1.saturating_sub(p0).saturating_sub(1);
+        if release {
+            inner_pages -= inner;
+        } else {
+            inner_pages += inner;
+        }
         for p in [p0, p1] {
             let (ps, pe) = (p << shift, (p << shift).saturating_add(page));
             let clip = b.min(pe) - a.max(ps);
@@ -405,6 +418,10 @@ pub fn compute(jobs: &[Job], mappings: usize, opts: &FragOptions) -> Result<Frag
             if p0 == p1 {
                 break;
             }
+        }
+        if !release {
+            let touched = (pages.len() as u64).saturating_add(inner_pages);
+            out.peak_pages_bytes = out.peak_pages_bytes.max(touched.saturating_mul(page));
         }
     }
     for m in &out.mappings {

@@ -191,6 +191,29 @@ fn incremental_equals_brute_force() {
     }
 }
 
+/// The peak of pages touched by live blocks against counting them at every allocation.
+#[test]
+fn peak_pages_equal_brute_force() {
+    for seed in 1..40 {
+        let jobs = random_placement(seed, 150);
+        for page in [16u64, 64, 4096] {
+            let f = compute(&jobs, 3, &FragOptions { page_size: page, buckets: 0 }).unwrap();
+            let want = jobs
+                .iter()
+                .map(|at| {
+                    let live = jobs.iter().filter(|j| j.start <= at.start && at.start < j.end && j.usable > 0);
+                    let pages: std::collections::BTreeSet<u64> = live.flat_map(|j| j.address / page..=(j.address + j.usable - 1) / page).collect();
+                    pages.len() as u64 * page
+                })
+                .max()
+                .unwrap_or(0);
+            assert_eq!(f.peak_pages_bytes, want, "seed {seed}, page {page}");
+        }
+    }
+    // One block over three pages and a half: four pages.
+    assert_eq!(run(&[job(0, 0, 0, 1, 3 * 4096 + 100, 3 * 4096 + 100, 4096)], 4096).peak_pages_bytes, 4 * 4096);
+}
+
 /// `measure` on a placed CSV file: the file's page size is the default, an asked one wins, the
 /// figures are `compute`'s, and an invalid placement or a missing file is an error naming it.
 #[test]

@@ -16,6 +16,7 @@ mod flame;
 mod tests;
 
 use crate::model::{DiffReport, Frame, Meta, Report, Site, SiteFigures, Summary};
+use crate::naming::{is_plumbing, site_frame};
 use heaplab_model::units::{bytes, grouped as count};
 use std::fmt::Write;
 
@@ -349,7 +350,7 @@ fn sites_section(o: &mut String, r: &Report) {
     o.push_str(
         "<section id=\"sites\"><h2>Top call sites</h2><p class=\"hint\">A site is a distinct \
          call stack. Each row names its innermost named frame in the program (allocator, C \
-         library and allocation-wrapper frames such as xmalloc skipped); open it for the whole stack.<span class=\"js-only\"> Click a heading to sort.</span></p><div class=\"tabs\">",
+         library and allocation wrappers such as xmalloc passed over when their caller is known); open it for the whole stack.<span class=\"js-only\"> Click a heading to sort.</span></p><div class=\"tabs\">",
     );
     let tables: [(&str, &str, Col, &str); 4] = [
         ("by-peak", "By bytes at the peak", Col::Peak, "of the peak"),
@@ -459,7 +460,7 @@ fn num_cell(o: &mut String, v: u64, is_bytes: bool) {
 /// A site's cell: its innermost useful frame after `tag` (HTML), expanding to its whole stack.
 /// `key` names the stack so that it is written once per page.
 fn site_cell(o: &mut String, frames: &[Frame], stack: &[u32], key: usize, stacks: &mut StackRefs, tag: &str) {
-    let (name, loc) = match useful_frame(frames, stack) {
+    let (name, loc) = match site_frame(frames, stack) {
         Some(f) => (short(&label(f), 120), if f.function.is_empty() { String::new() } else { location(f) }),
         None => ("[no stack recorded]".to_string(), String::new()),
     };
@@ -522,46 +523,6 @@ fn location(f: &Frame) -> String {
     }
 }
 
-/// Whether a frame is the heap's plumbing rather than the program: the allocator's entry
-/// points, C++ allocation wrappers, and code in the C library, the C++ runtime, the loader,
-/// the allocators and heaplab's own tracer.
-fn is_plumbing(f: &Frame) -> bool {
-    const FUNCTIONS: [&str; 16] = [
-        "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
-        "memalign", "valloc", "pvalloc", "strdup", "strndup", "__strdup", "_Znwm", "_Znam", "__libc_memalign",
-    ];
-    const PREFIXES: [&str; 7] = [
-        "operator new", "operator delete", "__libc_", "__gnu_cxx::new_allocator", "std::__new_allocator",
-        "std::allocator", "__gnu_cxx::__alloc_traits",
-    ];
-    const MODULES: [&str; 9] = [
-        "libc.so", "libc-", "ld-linux", "libstdc++", "libgcc_s", "libheaplab", "libjemalloc", "libmimalloc", "libtcmalloc",
-    ];
-    FUNCTIONS.contains(&f.function.as_str())
-        || PREFIXES.iter().any(|p| f.function.starts_with(p))
-        || f.function.starts_with("_Znw")
-        || f.function.starts_with("_Zna")
-        || MODULES.iter().any(|m| f.module.starts_with(m))
-}
-
-/// Whether a frame is likely an allocation wrapper of the program or a library (xmalloc,
-/// sqlite3Malloc, g_malloc, PyMem_Realloc, ...): named after allocating.
-fn is_wrapper(f: &Frame) -> bool {
-    f.function.to_ascii_lowercase().contains("alloc")
-}
-
-/// The frame that names a site in tables: the innermost frame of its stack (innermost first)
-/// that is named and is neither plumbing nor an allocation wrapper; else the innermost that is
-/// not plumbing; else the innermost.
-fn useful_frame<'a>(frames: &'a [Frame], stack: &[u32]) -> Option<&'a Frame> {
-    let all: Vec<&Frame> = stack.iter().filter_map(|&i| frames.get(i as usize)).collect();
-    all.iter()
-        .find(|f| !f.function.is_empty() && !is_plumbing(f) && !is_wrapper(f))
-        .or_else(|| all.iter().find(|f| !is_plumbing(f)))
-        .or(all.first())
-        .copied()
-}
-
 // ---- histograms, allocators, notes ----
 
 fn histogram_section(o: &mut String, r: &Report) {
@@ -582,7 +543,7 @@ fn allocators_section(o: &mut String, r: &Report) {
         return;
     }
     o.push_str("<section id=\"allocators\"><h2>Allocators beside the plan</h2><div class=\"pair\">");
-    o.push_str("<table class=\"sortable\"><thead><tr><th data-sort=\"t\">Allocator</th><th data-sort=\"n\">Peak resident</th>\
+    o.push_str("<table class=\"sortable\"><thead><tr><th data-sort=\"t\">Allocator</th><th data-sort=\"n\">Peak (pages of live blocks)</th>\
                 <th data-sort=\"n\">Over the plan</th><th data-sort=\"n\">Fragmentation</th></tr></thead><tbody>");
     for a in &r.allocators {
         let _ = write!(o, "<tr><td>{}</td>", esc(&a.name));

@@ -9,7 +9,7 @@
 //! every view reads: the terminal tables ([`text`]), `--json` and the HTML page ([`html`]).
 //! [`analyse`] builds a report from a trace in one pass, with call sites symbolised by
 //! [`symbols`]; [`oracle`] adds the optimal plan; [`diff`] compares two reports; [`limits`]
-//! checks one against CI limits.
+//! checks one against CI limits. [`naming`] says which frame names a site, for every view.
 
 pub mod model;
 pub mod oracle;
@@ -17,5 +17,8 @@ pub mod analyse;
 pub mod diff;
 pub mod html;
 pub mod limits;
+pub mod naming;
 pub mod symbols;
 pub mod text;
+#[doc(hidden)]
+pub mod browser;

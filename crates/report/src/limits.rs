@@ -3,7 +3,7 @@
 //! most to it.
 
 use crate::model::Report;
-use crate::text::{frame_text, stack_lines, STACK_FRAMES};
+use crate::text::{site_name, stack_lines, STACK_FRAMES};
 use heaplab_model::units::{bytes, grouped};
 use std::fmt::Write as _;
 
@@ -96,10 +96,9 @@ pub fn describe(report: &Report, violations: &[Violation]) -> String {
                 Kind::Leaks => bytes(s.leaked_bytes),
                 Kind::Allocations => grouped(s.calls),
             };
-            let name = s.stack.first().map(|&f| frame_text(&report.frames[f as usize])).unwrap_or_else(|| "(unknown call site)".into());
-            let _ = writeln!(out, "  {figure} {of}: {name}");
-            if s.stack.len() > 1 {
-                stack_lines(&mut out, &report.frames, &s.stack[1..], STACK_FRAMES - 1, "      ");
+            let _ = writeln!(out, "  {figure} {of}: {}", site_name(&report.frames, &s.stack));
+            if !s.stack.is_empty() {
+                stack_lines(&mut out, &report.frames, &s.stack, STACK_FRAMES, "      ");
             }
         }
     }

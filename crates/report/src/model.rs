@@ -187,17 +187,29 @@ pub struct Oracle {
     pub allocator_pages_bytes: u64,
 }
 
-/// One allocator replaying the trace.
+/// One allocator replaying the trace (`heaplab replay`), its placement measured by
+/// `heaplab frag`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct AllocatorRow {
     /// Its name (glibc, jemalloc, mimalloc, tcmalloc, ...).
     pub name: String,
-    /// Peak resident bytes of its heap during the replay.
+    /// Peak bytes of the pages its live blocks touched during the replay: its resident heap as
+    /// far as the blocks show it (the measure of [`Oracle::allocator_pages_bytes`]).
     pub peak_bytes: u64,
-    /// 2-D fragmentation in percent (address-time area wasted; see `heaplab frag`).
+    /// 2-D (external) fragmentation in percent: address-time area wasted below live blocks
+    /// page by page, over the blocks' area (see `heaplab frag`).
     pub fragmentation_pct: f64,
     /// Its peak over the plan's, in percent.
     pub over_plan_pct: Option<f64>,
+}
+
+impl AllocatorRow {
+    /// The row of allocator `name` whose replay peaked at `peak_bytes` with external
+    /// fragmentation `external` (a ratio), compared with the plan when `oracle` has one.
+    pub fn new(name: &str, peak_bytes: u64, external: f64, oracle: Option<&Oracle>) -> AllocatorRow {
+        let over_plan_pct = oracle.filter(|o| o.plan_bytes > 0).map(|o| (peak_bytes as f64 - o.plan_bytes as f64) * 100.0 / o.plan_bytes as f64);
+        AllocatorRow { name: name.to_string(), peak_bytes, fragmentation_pct: external * 100.0, over_plan_pct }
+    }
 }
 
 /// Two reports compared site by site.

@@ -1,7 +1,7 @@
 //! The terminal view, in the manner of `heaptrack_print`: the summary, then the top call sites
 //! by bytes live at the peak, by bytes allocated, by calls, by temporary allocations, and the
-//! leaks, each with its stack (a few frames, innermost first); the live sites at one moment
-//! (`--at`); and the diff of two reports.
+//! leaks, each named as [`crate::naming`] says and shown with its stack (a few frames, innermost
+//! first); the live sites at one moment (`--at`); and the diff of two reports.
 
 use crate::model::{DiffReport, Frame, Report, Site, SiteFigures, Snapshot};
 use heaplab_model::units::{bytes, grouped};
@@ -39,10 +39,9 @@ fn short_path(p: &str) -> &str {
     &p[cut + 1..]
 }
 
-/// The name of a site: its innermost named frame, else its innermost frame.
+/// The name of a site: the frame [`crate::naming::site_frame`] picks, as a line.
 pub fn site_name(frames: &[Frame], stack: &[u32]) -> String {
-    let named = stack.iter().map(|&i| &frames[i as usize]).find(|f| !f.function.is_empty());
-    match named.or_else(|| stack.first().map(|&i| &frames[i as usize])) {
+    match crate::naming::site_frame(frames, stack) {
         Some(f) => frame_text(f),
         None => "(unknown call site: not recorded)".into(),
     }
@@ -107,9 +106,22 @@ pub fn summary(out: &mut String, r: &Report) {
             bytes(o.allocator_pages_bytes)
         );
     }
+}
+
+/// The allocators replaying the trace, beside the plan and the lower bound when planned.
+pub fn allocators(out: &mut String, r: &Report) {
+    if r.allocators.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nALLOCATORS REPLAYING THE TRACE (peak: pages touched by live blocks; fragmentation: 2-D, external)");
+    let _ = writeln!(out, "  {:<16} {:>12} {:>14} {:>14}", "allocator", "peak", "fragmentation", "over the plan");
     for a in &r.allocators {
-        let over = a.over_plan_pct.map(|p| format!(", {p:+.1}% over the plan")).unwrap_or_default();
-        let _ = writeln!(out, "allocator      {:<10} peak {}, fragmentation {:.1}%{over}", a.name, bytes(a.peak_bytes), a.fragmentation_pct);
+        let over = a.over_plan_pct.map(|p| format!("{p:+.1}%")).unwrap_or_else(|| "—".into());
+        let _ = writeln!(out, "  {:<16} {:>12} {:>13.1}% {:>14}", a.name, bytes(a.peak_bytes), a.fragmentation_pct, over);
+    }
+    if let Some(o) = &r.oracle {
+        let _ = writeln!(out, "  {:<16} {:>12}", if o.proven_optimal { "optimal plan" } else { "plan" }, bytes(o.plan_bytes));
+        let _ = writeln!(out, "  {:<16} {:>12}", "lower bound", bytes(o.lower_bound));
     }
 }
 
@@ -123,7 +135,7 @@ fn section(out: &mut String, r: &Report, title: &str, top: usize, key: impl Fn(&
     v.sort_by_key(|s| (std::cmp::Reverse(key(s)), s.key));
     let _ = writeln!(out, "\n{title}");
     for s in v.iter().take(top) {
-        let _ = writeln!(out, "  {}", line(s));
+        let _ = writeln!(out, "  {} from {}", line(s), site_name(&r.frames, &s.stack));
         stack_lines(out, &r.frames, &s.stack, STACK_FRAMES, "      ");
     }
     if v.len() > top {
@@ -135,6 +147,7 @@ fn section(out: &mut String, r: &Report, title: &str, top: usize, key: impl Fn(&
 pub fn render(r: &Report, top: usize) -> String {
     let mut out = String::new();
     summary(&mut out, r);
+    allocators(&mut out, r);
     let s = &r.summary;
     section(&mut out, r, "MOST MEMORY AT THE PEAK (bytes live when the heap peaked)", top, |x| x.peak_bytes, |x| {
         format!("{} at the peak ({}), {} calls, {} allocated, {} most live at once", bytes(x.peak_bytes), share(x.peak_bytes, s.peak_bytes), grouped(x.calls), bytes(x.bytes), bytes(x.max_live_bytes))
@@ -176,7 +189,7 @@ pub fn render_at(r: &Report, ns: u64, top: usize) -> String {
     let _ = writeln!(out, "live at {}{exact}: {} ({} B) of which {} sites below", seconds(snap.ns), bytes(snap.live_bytes), grouped(snap.live_bytes), snap.sites.len().min(top));
     for &(i, b) in snap.sites.iter().take(top) {
         let s = &r.sites[i as usize];
-        let _ = writeln!(out, "  {} ({}) live, {} calls in the whole run", bytes(b), share(b, snap.live_bytes), grouped(s.calls));
+        let _ = writeln!(out, "  {} ({}) live, {} calls in the whole run, from {}", bytes(b), share(b, snap.live_bytes), grouped(s.calls), site_name(&r.frames, &s.stack));
         stack_lines(&mut out, &r.frames, &s.stack, STACK_FRAMES, "      ");
     }
     let rest: u64 = snap.sites.iter().skip(top).map(|x| x.1).sum::<u64>() + snap.other_bytes;
@@ -223,7 +236,7 @@ pub fn render_diff(d: &DiffReport, top: usize) -> String {
         let (x, y): (&SiteFigures, &SiteFigures) = (&s.before, &s.after);
         let _ = writeln!(
             out,
-            "  peak {} ({} → {}), allocated {} ({} → {}), calls {} → {}{tag}",
+            "  peak {} ({} → {}), allocated {} ({} → {}), calls {} → {}{tag}, from {}",
             signed(delta(x.peak_bytes, y.peak_bytes)),
             bytes(x.peak_bytes),
             bytes(y.peak_bytes),
@@ -231,7 +244,8 @@ pub fn render_diff(d: &DiffReport, top: usize) -> String {
             bytes(x.bytes),
             bytes(y.bytes),
             grouped(x.calls),
-            grouped(y.calls)
+            grouped(y.calls),
+            site_name(&d.frames, &s.stack)
         );
         stack_lines(&mut out, &d.frames, &s.stack, STACK_FRAMES, "      ");
     }

@@ -74,18 +74,23 @@ pub fn replay_with_progress(trace: &str, alloc: &heaplab_replay::Allocator, allo
     Ok(heaplab_replay::replay_file(trace, alloc, &opts, Some(&counter))?)
 }
 
+/// The trace file to replay for `input`: a run index (.hlrun) names it (its process with the
+/// most events, or the one `process` names). Only a regular file is looked into: the replay
+/// reads its trace twice, so a pipe is refused by the replay itself.
+pub fn trace_file(input: &str, process: Option<&str>) -> Result<String, Failure> {
+    if std::fs::metadata(input).is_ok_and(|m| m.is_file()) {
+        let (t, _) = crate::trace_input::select_trace(heaplab_model::Input::open(input)?, process)?;
+        Ok(t.name().to_string())
+    } else {
+        Ok(input.to_string())
+    }
+}
+
 /// `heaplab replay`.
 pub fn replay(a: ReplayArgs) -> Result<(), Failure> {
     crate::outputs::check_outputs(&[&a.output], &[&a.input])?;
     let alloc = heaplab_replay::resolve(&a.allocator)?;
-    // A run index names the trace to replay. Only a regular file is looked into first: the
-    // replay reads its trace twice, so a pipe is refused by the replay itself.
-    let trace = if std::fs::metadata(&a.input).is_ok_and(|m| m.is_file()) {
-        let (t, _) = crate::trace_input::select_trace(heaplab_model::Input::open(&a.input)?, a.process.as_deref())?;
-        t.name().to_string()
-    } else {
-        a.input.clone()
-    };
+    let trace = trace_file(&a.input, a.process.as_deref())?;
     let (p, st) = replay_with_progress(&trace, &alloc, a.allow_truncated)?;
     heaplab_replay::placed::write(&a.output, &p).map_err(|e| crate::outputs::cannot_write(&a.output, e))?;
     if st.failed_in_replay > 0 {

@@ -9,7 +9,7 @@ use heaplab_model::units::{grouped, parse_bytes};
 use heaplab_model::Input;
 use heaplab_report::analyse::{analyse, Options};
 use heaplab_report::limits::{self, Limits};
-use heaplab_report::model::Report;
+use heaplab_report::model::{AllocatorRow, Report};
 use heaplab_trace::TraceReader;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -33,18 +33,24 @@ self-contained page, no network) and DIR/report.json. --json prints the report's
 --diff AFTER compares two traces of the same program site by site (sites match across runs
 whatever the load addresses): the sites whose bytes at the peak changed most come first.
 
+Allocators beside the plan: --replay glibc,jemalloc replays the trace under each allocator (as
+`heaplab replay` does) and measures its placement (as `heaplab frag` does): its peak (bytes of the
+pages its live blocks touched), its 2-D fragmentation, and how far its peak is over the optimal
+plan. --placed a.hlplaced,b.hlplaced shows replays already made the same way.
+
 CI limits: --limit-peak, --limit-leaks (sizes: 200MiB, 1,048,576, ...) and --limit-allocations
 exit 1 when the trace passes one, naming the largest sites on standard error. `heaplab trace`
 takes the same flags and checks them once the program has exited 0.
 
 Exit status: 0 success; 1 a limit was passed; 2 bad input (not a trace, damaged without
---allow-truncated, a missing file).
+--allow-truncated, a missing file, an unknown or missing allocator, a placed file that is not).
 
 Examples:
   heaplab trace --stack-depth 16 -o run.hltrace -- ./prog args
   heaplab report run.hltrace --top 20
   heaplab report run.hltrace -o report/            # report/index.html, report/report.json
   heaplab report run.hltrace --at 40%
+  heaplab report run.hltrace --replay glibc,jemalloc,mimalloc,tcmalloc -o report/
   heaplab report before.hltrace --diff after.hltrace -o diff/
   heaplab report run.hltrace --limit-peak 200MiB --limit-leaks 1MiB";
 
@@ -130,8 +136,41 @@ pub struct ReportArgs {
     /// Report the usable part of a damaged (truncated) trace instead of failing.
     #[arg(long)]
     allow_truncated: bool,
+    /// Replay the trace under these allocators (comma-separated: glibc, jemalloc, mimalloc,
+    /// tcmalloc, or paths of shared libraries) and show each one's peak and 2-D fragmentation
+    /// beside the plan.
+    #[arg(long, value_name = "ALLOCATORS", help_heading = "Allocators beside the plan")]
+    replay: Option<String>,
+    /// Placed files of this trace already replayed (`heaplab replay -o`), comma-separated:
+    /// shown as --replay shows its replays.
+    #[arg(long, value_name = "FILES", value_delimiter = ',', help_heading = "Allocators beside the plan")]
+    placed: Vec<String>,
     #[command(flatten)]
     limits: LimitArgs,
+}
+
+/// Adds to `report` a row per allocator of `allocs` replaying its trace (`input`, or the
+/// process of a run index), then a row per placed file, each measured as `heaplab frag` does.
+fn allocator_rows(report: &mut Report, input: &str, process: Option<&str>, allow_truncated: bool, allocs: &[heaplab_replay::Allocator], placed: &[String]) -> Result<(), Failure> {
+    if !allocs.is_empty() {
+        let trace = crate::cmd::replay::trace_file(input, process)?;
+        for al in allocs {
+            let (p, _) = crate::cmd::replay::replay_with_progress(&trace, al, allow_truncated)?;
+            let opts = heaplab_frag::FragOptions { page_size: p.meta.page_size as u64, buckets: 0 };
+            let f = heaplab_frag::fragmentation(&p, &opts).map_err(|e| Failure::Work(format!("the replay under {} is not a valid placement: {e}", al.name)))?;
+            report.allocators.push(AllocatorRow::new(&al.name, f.peak_pages_bytes, f.total.external_ratio(), report.oracle.as_ref()));
+        }
+    }
+    for path in placed {
+        let m = heaplab_frag::measure(path, None, 0).map_err(|e| Failure::Input(e.to_string()))?;
+        let file_name = |p: &str| std::path::Path::new(p).file_name().map(|n| n.to_os_string());
+        if !m.placed.meta.trace.is_empty() && file_name(&m.placed.meta.trace) != file_name(&report.meta.trace) {
+            report.notes.push(format!("{path} is a replay of {}, not of {}", m.placed.meta.trace, report.meta.trace));
+        }
+        let name = if m.placed.meta.allocator.is_empty() { path.clone() } else { m.placed.meta.allocator.clone() };
+        report.allocators.push(AllocatorRow::new(&name, m.frag.peak_pages_bytes, m.frag.total.external_ratio(), report.oracle.as_ref()));
+    }
+    Ok(())
 }
 
 /// A moment asked for by `--at`.
@@ -213,12 +252,17 @@ pub fn report(a: ReportArgs) -> Result<(), Failure> {
     if moment.is_some() && (a.diff.is_some() || a.output.is_some() || a.json) {
         return Err(Failure::Input("--at prints the live sites of one moment: it goes without --diff, -o and --json".into()));
     }
+    let allocs = a.replay.as_deref().map(heaplab_replay::resolve_list).transpose()?.unwrap_or_default();
+    if (!allocs.is_empty() || !a.placed.is_empty()) && (moment.is_some() || a.diff.is_some()) {
+        return Err(Failure::Input("--replay and --placed add allocators to the report of one trace: they go without --at and --diff".into()));
+    }
     let staging = a.output.as_deref().map(crate::outputs::report_dir).transpose()?;
     let at_ns = match moment {
         Some(Moment::Ns(ns)) => Some(ns),
         _ => None,
     };
-    let report = build(&a.input, a.process.as_deref(), a.allow_truncated, a.oracle, a.plan_time_limit, at_ns)?;
+    let mut report = build(&a.input, a.process.as_deref(), a.allow_truncated, a.oracle, a.plan_time_limit, at_ns)?;
+    allocator_rows(&mut report, &a.input, a.process.as_deref(), a.allow_truncated, &allocs, &a.placed)?;
     if let Some(m) = moment {
         let ns = match m {
             Moment::Ns(ns) => ns,

@@ -1,79 +1,34 @@
 //! The HTML report of real programs in a real browser: `heaplab report -o` on traces of
-//! `tests/programs/report.c` (known call sites) and of sqlite3 building and querying a table,
-//! and `--diff` of two runs, opened in headless Chromium. With the script, the page must run
-//! without a console message or an error, set its ready marker and pass its self-test of the
-//! interaction (opened as `#selftest`: a click on the timeline's last moment redraws the flame
-//! graph, a click on a box zooms, a heading sorts its table); without it, the server-drawn
-//! charts, flame graph and tables must be there (the page opened with its scripts removed).
+//! `tests/programs/report.c` (known call sites; its allocators beside the plan under glibc),
+//! of sqlite3 building and querying a table, and `--diff` of two runs, opened in headless
+//! Chromium (`heaplab_report::browser`). With the script, the page must run without a console
+//! message or an error, set its ready marker and pass its self-test of the interaction (opened
+//! as `#selftest`: a click on the timeline's last moment redraws the flame graph, a click on a
+//! box zooms, a heading sorts its table); without it, the server-drawn charts, flame graph and
+//! tables must be there (the page opened with its scripts removed).
 //! Screenshots are left beside the pages under the scratch directory for people to look at.
 //! Skipped when Chromium is not installed (`make test` installs it).
 
 use crate::common::{heaplab_in, need};
 use crate::report::{compile, traced};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-/// Chromium's command, when installed.
-fn chromium() -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .flat_map(|d| ["chromium", "chromium-browser", "google-chrome"].map(|c| d.join(c)))
-            .find(|c| c.is_file())
-    })
-}
-
-/// Runs headless Chromium on `url` with `args`, its output into files beside `page` (a pipe
-/// would fill and stall it); returns (stdout, stderr). Killed after a minute.
-fn browse(chrome: &Path, page: &Path, url: &str, args: &[&str]) -> (String, String) {
-    let (out, err) = (page.with_extension("out"), page.with_extension("err"));
-    let mut child = Command::new(chrome)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"])
-        .args(["--virtual-time-budget=5000", "--no-first-run", "--disable-extensions"])
-        .args(args)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .expect("chromium starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("chromium ran for over a minute on {url}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
-    (read(&out), read(&err))
-}
+use heaplab_report::browser;
+use std::path::Path;
 
 /// Opens `page` with its script: no console message, no error, the ready marker set, and each
 /// of `want` in the DOM afterwards (the self-test's results among them); then without its
 /// script: each of `static_want` in the DOM; and saves a screenshot as `page`.png.
 fn check(chrome: &Path, page: &Path, want: &[&str], static_want: &[&str]) {
-    let url = format!("file://{}", page.display());
-    let (dom, log) = browse(chrome, page, &format!("{url}#selftest"), &["--dump-dom"]);
-    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught")).collect();
-    assert!(console.is_empty(), "{}: console messages: {console:#?}", page.display());
-    assert!(dom.contains("data-ready=\"yes\""), "{}: the script did not finish; stderr: {log}", page.display());
-    let errors = dom.find("id=\"js-errors\"").map(|i| &dom[i..(i + 400).min(dom.len())]).unwrap_or("no error box");
-    assert!(dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"), "{}: {errors}", page.display());
-    for w in want {
-        assert!(dom.contains(w), "{}: no {w} after the script ran", page.display());
-    }
+    browser::check_scripted(chrome, page, want);
     // Headless Chromium's --dump-dom needs scripts enabled, so the page is opened without its
     // scripts instead: what a browser with JavaScript off shows.
     let bare = page.with_extension("noscript.html");
     std::fs::write(&bare, without_scripts(&std::fs::read_to_string(page).unwrap())).unwrap();
-    let (dom, log) = browse(chrome, &bare, &format!("file://{}", bare.display()), &["--dump-dom"]);
+    let (dom, log) = browser::browse(chrome, &bare, &format!("file://{}", bare.display()), &["--dump-dom"]);
     assert!(dom.contains("</main>") && !dom.contains("data-ready"), "{}: {log}", bare.display());
     for w in static_want {
         assert!(dom.contains(w), "{}: no {w} without the script", page.display());
     }
-    let png = page.with_extension("png");
-    let (_, log) = browse(chrome, page, &url, &[&format!("--screenshot={}", png.display()), "--window-size=1400,1800"]);
-    assert!(png.is_file(), "no screenshot: {log}");
+    browser::screenshot(chrome, page);
 }
 
 /// `html` without its `<script>` elements.
@@ -97,7 +52,7 @@ const STATIC: [&str; 6] = ["id=\"timeline-svg\"", "<circle class=\"peak\"", "<sv
 
 #[test]
 fn report_pages_of_real_programs_work_in_chromium() {
-    let Some(chrome) = chromium() else {
+    let Some(chrome) = browser::chromium() else {
         eprintln!("skipped: chromium not found");
         return;
     };
@@ -106,13 +61,15 @@ fn report_pages_of_real_programs_work_in_chromium() {
     let prog = compile(&dir);
     let a = traced(&dir, &prog, 1, "a.hltrace");
     let b = traced(&dir, &prog, 3, "b.hltrace");
-    for args in [&["report", &a, "-o", "known"][..], &["report", &a, "--diff", &b, "-o", "diff"]] {
+    for args in [&["report", &a, "-o", "known", "--replay", "glibc"][..], &["report", &a, "--diff", &b, "-o", "diff"]] {
         let r = heaplab_in(&dir, args);
         assert_eq!(r.code, 0, "{}", r.stderr);
     }
     let mut want = SCRIPTED.to_vec();
     want.extend(["<b>make_table</b>", "id=\"oracle\""]);
-    check(&chrome, &dir.join("known/index.html"), &want, &STATIC);
+    let mut static_want = STATIC.to_vec();
+    static_want.extend(["<section id=\"allocators\">", "<svg class=\"chart alloc\""]);
+    check(&chrome, &dir.join("known/index.html"), &want, &static_want);
     check(
         &chrome,
         &dir.join("diff/index.html"),
@@ -135,4 +92,14 @@ fn report_pages_of_real_programs_work_in_chromium() {
     let size = std::fs::metadata(&page).unwrap().len();
     assert!(size < 2_000_000, "the page of sqlite3's report is {size} bytes");
     check(&chrome, &page, &SCRIPTED, &STATIC);
+    // One naming rule: the terminal names the top site as the page does, past sqlite3's
+    // allocation wrapper.
+    let html = std::fs::read_to_string(&page).unwrap();
+    let by_peak = &html[html.find("id=\"by-peak\"").expect("the by-peak table")..];
+    let page_name = &by_peak[by_peak.find("<b>").unwrap() + 3..by_peak.find("</b>").unwrap()];
+    let text = heaplab_in(&dir, &["report", "sqlite.hltrace", "--top", "1"]);
+    let line = text.stdout.lines().skip_while(|l| !l.starts_with("MOST MEMORY AT THE PEAK")).nth(1).unwrap_or_default();
+    let text_name = line.split(" from ").nth(1).unwrap_or_default();
+    assert!(text_name.starts_with(&format!("{page_name} ")), "page: {page_name}; terminal: {line}");
+    assert!(!page_name.contains("alloc") && !page_name.contains("Malloc"), "the top site named by a wrapper: {page_name}");
 }

@@ -5,7 +5,8 @@
 //! script draws any moment with the same layout (widths proportional to bytes, children
 //! largest first, boxes under a third of a pixel left out).
 
-use super::{esc, is_plumbing, label, location, pct, short, bytes};
+use super::{esc, label, location, pct, short, bytes};
+use crate::naming::is_plumbing;
 use crate::model::Report;
 use serde_json::{json, Value};
 use std::collections::HashMap;

@@ -4,8 +4,7 @@
 
 use super::*;
 use crate::model::{AllocatorRow, Bin, DiffReport, Frame, Meta, Oracle, Report, Site, SiteDiff, SiteFigures, Snapshot, Summary, TimePoint};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
 /// A name no page may let through unescaped.
 const HOSTILE: &str = "</script><script>alert(1)</script><!--";
@@ -393,25 +392,6 @@ fn numbers_read_well() {
 }
 
 #[test]
-fn the_useful_frame_skips_the_allocator() {
-    let frames = vec![
-        frame("malloc", "", 0, "libc.so.6", 1, false),
-        frame("operator new(unsigned long)", "", 0, "libstdc++.so.6", 2, false),
-        frame("std::__new_allocator<int>::allocate", "new_allocator.h", 151, "demo", 3, true),
-        frame("grow", "v.c", 9, "demo", 3, false),
-        frame("__strdup", "", 0, "libc.so.6", 4, false),
-        frame("", "", 0, "libsqlite3.so.0", 5, false),
-        frame("sqlite3Malloc", "", 0, "libsqlite3.so.0", 6, false),
-        frame("sqlite3BtreeInsert", "", 0, "libsqlite3.so.0", 7, false),
-    ];
-    assert_eq!(useful_frame(&frames, &[5, 6, 5, 7]).unwrap().function, "sqlite3BtreeInsert", "wrappers and unnamed frames skipped");
-    assert_eq!(useful_frame(&frames, &[0, 5, 6]).unwrap().offset, 5, "no named frame: the innermost not plumbing");
-    assert_eq!(useful_frame(&frames, &[0, 1, 2, 3]).unwrap().function, "grow");
-    assert_eq!(useful_frame(&frames, &[4, 0]).unwrap().function, "__strdup", "all plumbing: the innermost");
-    assert!(useful_frame(&frames, &[]).is_none());
-}
-
-#[test]
 fn empty_reports_render() {
     let html = render_report(&Report::default());
     check_nesting(&html);
@@ -422,61 +402,17 @@ fn empty_reports_render() {
 
 // ---- in a real browser ----
 
-/// Chromium's command, when installed (`make test` installs it).
-fn chromium() -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .flat_map(|d| ["chromium", "chromium-browser", "google-chrome"].map(|c| d.join(c)))
-            .find(|c| c.is_file())
-    })
-}
-
-/// Runs headless Chromium on `url` with `args`, its output into files beside `file` (a pipe
-/// would fill and stall it); returns (stdout, stderr). Killed after a minute.
-fn browse(chrome: &Path, file: &Path, url: &str, args: &[&str]) -> (String, String) {
-    let (out, err) = (file.with_extension("out"), file.with_extension("err"));
-    let mut child = Command::new(chrome)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"])
-        .args(["--virtual-time-budget=5000", "--no-first-run", "--disable-extensions"])
-        .args(args)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .expect("chromium starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("chromium ran for over a minute on {url}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
-    (read(&out), read(&err))
-}
-
-/// Renders `html` in Chromium: its script runs without an error, sets the ready marker and
-/// passes its self-test of the interaction; a screenshot is saved as `png`.
-fn check_in_browser(chrome: &Path, html: &str, file: &Path, png: &Path, want: &[&str]) {
+/// Writes `html` as `file` and opens it in Chromium: its script runs without an error, sets
+/// the ready marker and passes its self-test of the interaction; a screenshot is saved beside.
+fn check_in_browser(chrome: &Path, html: &str, file: &Path, want: &[&str]) {
     std::fs::write(file, html).unwrap();
-    let url = format!("file://{}", file.display());
-    let (dom, log) = browse(chrome, file, &format!("{url}#selftest"), &["--dump-dom"]);
-    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught")).collect();
-    assert!(console.is_empty(), "console messages: {console:#?}");
-    assert!(dom.contains("data-ready=\"yes\""), "the script did not finish; stderr: {log}");
-    assert!(dom.contains("<pre id=\"js-errors\" hidden=\"\"></pre>"), "errors on the page: {}", &dom[dom.find("js-errors").unwrap()..][..400]);
-    for w in want {
-        assert!(dom.contains(w), "the page after its script has no {w}");
-    }
-    let (_, log) = browse(chrome, file, &url, &[&format!("--screenshot={}", png.display()), "--window-size=1400,1800"]);
-    assert!(png.is_file(), "no screenshot: {log}");
+    crate::browser::check_scripted(chrome, file, want);
+    crate::browser::screenshot(chrome, file);
 }
 
 #[test]
 fn the_page_works_in_a_real_browser() {
-    let Some(chrome) = chromium() else {
+    let Some(chrome) = crate::browser::chromium() else {
         eprintln!("skipped: chromium not found");
         return;
     };
@@ -487,7 +423,6 @@ fn the_page_works_in_a_real_browser() {
         &chrome,
         &render_report(&synthetic(60, 14, true)),
         &dir.join("synthetic.html"),
-        &dir.join("synthetic.png"),
         &[
             "class=\"tabbar\"",
             "data-drawn=\"js\"",
@@ -502,7 +437,6 @@ fn the_page_works_in_a_real_browser() {
         &chrome,
         &render_diff(&synthetic_diff(60)),
         &dir.join("synthetic-diff.html"),
-        &dir.join("synthetic-diff.png"),
         &["\"sorted\":true", "id=\"timeline-svg\""],
     );
 }
