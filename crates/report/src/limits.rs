@@ -88,7 +88,7 @@ pub fn describe(report: &Report, violations: &[Violation]) -> String {
             Kind::Leaks => ("leaked", bytes(v.value), bytes(v.limit), "leaked"),
             Kind::Allocations => ("allocations", grouped(v.value), grouped(v.limit), "calls"),
         };
-        let _ = writeln!(out, "{} passed: {what} {value} > {limit}; the largest sites:", v.kind.flag());
+        let _ = writeln!(out, "{} exceeded: {what} {value} > {limit}; the largest sites:", v.kind.flag());
         for &i in &v.sites {
             let s = &report.sites[i];
             let figure = match v.kind {
@@ -123,7 +123,7 @@ mod tests {
         assert_eq!((v[0].kind, v[0].sites.clone()), (Kind::Peak, vec![1, 0]));
         assert_eq!((v[1].kind, v[1].sites.clone()), (Kind::Allocations, vec![0, 1]));
         let text = describe(&r, &v);
-        assert!(text.contains("--limit-peak passed: peak heap 300 B > 299 B"), "{text}");
+        assert!(text.contains("--limit-peak exceeded: peak heap 300 B > 299 B"), "{text}");
         assert!(text.contains("big"));
         assert!(check(&r, &Limits { peak: Some(300), ..Limits::default() }, 5).is_empty());
     }

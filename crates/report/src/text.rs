@@ -79,7 +79,7 @@ pub fn summary(out: &mut String, r: &Report) {
     let s = &r.summary;
     let cmd = if m.command.is_empty() { m.executable.clone() } else { m.command.join(" ") };
     let _ = writeln!(out, "heap report    {cmd} (pid {}), {}", m.pid, m.trace);
-    let _ = writeln!(out, "trace          {}; {} threads, stack depth {}, {}", m.ending, m.threads, m.stack_depth, seconds(m.duration_ns));
+    let _ = writeln!(out, "trace          {}; {} thread{}, stack depth {}, {}", m.ending, m.threads, if m.threads == 1 { "" } else { "s" }, m.stack_depth, seconds(m.duration_ns));
     let _ = writeln!(out, "peak heap      {} ({} B requested) at {}, {} blocks live", bytes(s.peak_bytes), grouped(s.peak_bytes), seconds(s.peak_ns), grouped(s.peak_blocks));
     if let Some(rss) = s.peak_rss {
         let _ = writeln!(out, "peak RSS       {} (kernel VmHWM: code, stacks, libraries and allocator overhead included)", bytes(rss));
@@ -150,7 +150,7 @@ pub fn render(r: &Report, top: usize) -> String {
     allocators(&mut out, r);
     let s = &r.summary;
     section(&mut out, r, "MOST MEMORY AT THE PEAK (bytes live when the heap peaked)", top, |x| x.peak_bytes, |x| {
-        format!("{} at the peak ({}), {} calls, {} allocated, {} most live at once", bytes(x.peak_bytes), share(x.peak_bytes, s.peak_bytes), grouped(x.calls), bytes(x.bytes), bytes(x.max_live_bytes))
+        format!("{} at the peak ({}), {} call{}, {} allocated, {} most live at once", bytes(x.peak_bytes), share(x.peak_bytes, s.peak_bytes), grouped(x.calls), if x.calls == 1 { "" } else { "s" }, bytes(x.bytes), bytes(x.max_live_bytes))
     });
     section(&mut out, r, "MOST BYTES ALLOCATED", top, |x| x.bytes, |x| format!("{} allocated ({}) in {} calls", bytes(x.bytes), share(x.bytes, s.bytes_allocated), grouped(x.calls)));
     section(&mut out, r, "MOST CALLS", top, |x| x.calls, |x| format!("{} calls ({}), {} allocated", grouped(x.calls), share(x.calls, s.allocations), bytes(x.bytes)));

@@ -42,7 +42,7 @@ CI limits: --limit-peak, --limit-leaks (sizes: 200MiB, 1,048,576, ...) and --lim
 exit 1 when the trace passes one, naming the largest sites on standard error. `heaplab trace`
 takes the same flags and checks them once the program has exited 0.
 
-Exit status: 0 success; 1 a limit was passed; 2 bad input (not a trace, damaged without
+Exit status: 0 success; 1 a limit was exceeded; 2 bad input (not a trace, damaged without
 --allow-truncated, a missing file, an unknown or missing allocator, a placed file that is not).
 
 Examples:

@@ -51,7 +51,7 @@ OUTPUT. If heaplab itself is killed (SIGKILL), the program gets SIGTERM; its tra
 all the same, without the summary.
 
 Exit status: 0 when the program exited 0; 1 when it exited with another status, a cap ended
-it, or it passed a CI limit (the trace is complete and kept); 2 when it was killed by a signal (the trace is kept and
+it, or it exceeded a CI limit (the trace is complete and kept); 2 when it was killed by a signal (the trace is kept and
 readable up to that point; a program ended by SIGPIPE, as in `heaplab trace ... -- yes | head`,
 counts as killed), could not be started, or produced no trace (statically linked and setuid
 programs ignore LD_PRELOAD).

@@ -131,12 +131,12 @@ fn ci_limits_exit_1_naming_the_site() {
     let prog = compile(&dir);
     let r = heaplab_in(&dir, &["trace", "--stack-depth", "16", "--limit-peak", "1MB", "-o", "a.hltrace", "--", &prog]);
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("--limit-peak passed") && r.stderr.contains("at the peak: make_table"), "{}", r.stderr);
+    assert!(r.stderr.contains("--limit-peak exceeded") && r.stderr.contains("at the peak: make_table"), "{}", r.stderr);
     let r = heaplab_in(&dir, &["trace", "--stack-depth", "16", "--limit-peak", "2MiB", "--limit-leaks", "12288", "--limit-allocations", "154", "-o", "b.hltrace", "--", &prog]);
     assert_eq!(r.code, 0, "limits met exactly pass: {}", r.stderr);
     let r = heaplab_in(&dir, &["report", "b.hltrace", "--limit-leaks", "1KiB"]);
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("--limit-leaks passed") && r.stderr.contains("leak_some"), "{}", r.stderr);
+    assert!(r.stderr.contains("--limit-leaks exceeded") && r.stderr.contains("leak_some"), "{}", r.stderr);
     let r = heaplab_in(&dir, &["report", "b.hltrace", "--limit-allocations", "100", "--json"]);
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("make_nodes"), "{}", r.stderr);
