@@ -60,7 +60,7 @@ report-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "run as root: apt-get install -y chromium" >&2; exit 2; fi; }
 
-build: deps trace-deps study-deps report-deps
+build: deps trace-deps study-deps
 	$(CARGO) build --release --workspace
 
 # The main job on a generated default: a neural-network-like instance of 2,000 buffers is
