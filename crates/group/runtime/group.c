@@ -95,6 +95,12 @@ static _Atomic uint32_t unresolved;
 static atomic_flag resolve_lock = ATOMIC_FLAG_INIT;
 static struct hl_module *modules;
 static __thread uint32_t tick __attribute__((tls_model("initial-exec")));
+/* Per thread: whether its walks pause at first-group sites (identify()), judged over PACE_WALKS
+ * walks by the frames that stopping early saved against the pauses it took, and looked at again
+ * after PACE_OFF_WALKS walks without pausing. */
+#define PACE_WALKS 4096u
+#define PACE_OFF_WALKS 65536u
+static __thread struct { uint32_t walks, pauses, saved, off; } pace __attribute__((tls_model("initial-exec")));
 
 /* ---- chunks ---- */
 struct chunk {
@@ -268,8 +274,11 @@ static inline __attribute__((always_inline)) int64_t identify(void *ret) {
         else best = mark_site((uint32_t)s, present, best);
     }
     if (best != 0 && depth > 1) {
-        /* The walk pauses only at frames that may be first-group sites: only they can end it. */
+        /* The walk pauses only at frames that may be first-group sites: only they can end it.
+         * Pausing costs a call per pause; a thread whose pauses seldom end its walks stops
+         * pausing for a while (the answer is the same either way, only the frames walked differ). */
         uint64_t flo = atomic_load_explicit(&first_lo, memory_order_relaxed), fspan = atomic_load_explicit(&first_hi, memory_order_relaxed) - flo;
+        if (pace.off) flo = 1, fspan = 0; /* no return address is 1 */
         struct hl_walk w;
         int stepwise = hl_walk_start(&w, ret, hl_self.frame) == 0;
         while (stepwise && n < depth) {
@@ -286,7 +295,15 @@ static inline __attribute__((always_inline)) int64_t identify(void *ret) {
             }
             n += k;
             if (narrow && any && first_holding(present[0], 1) == 0) best = 0;
-            if (best == 0) break;
+            pace.pauses++;
+            if (best == 0) {
+                pace.saved += (uint32_t)(depth - n);
+                break;
+            }
+        }
+        if (++pace.walks == (pace.off ? PACE_OFF_WALKS : PACE_WALKS)) {
+            pace.off = !pace.off && pace.saved * 2 < pace.pauses; /* a pause costs about half a frame's step */
+            pace.walks = pace.pauses = pace.saved = 0;
         }
         if (!stepwise) { /* the walk needs the fallback unwinder: all of it at once */
             for (uint32_t w = 0; w < words; w++) present[w] = 0;
