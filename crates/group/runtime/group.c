@@ -10,10 +10,11 @@
  *
  * Identification (HALO §4.3 without binary rewriting). HALO's BOLT pass sets a bit of a global
  * state vector while control is inside each selector call site; here the same bits are found
- * at allocation time: the stack is walked (native/unwind.c, cached CFI) for `walk_depth` frames,
- * each return address is looked up in a small open-addressing table of the selector sites'
- * addresses, and the selectors (DNF over those bits) are evaluated in group order, first match
- * wins. A walk that meets no selector site falls back without evaluating anything.
+ * at allocation time: the stack is walked (native/unwind.c, cached CFI) for up to `walk_depth`
+ * frames, each return address is looked up in a small open-addressing table of the selector
+ * sites' addresses, and each site met re-checks only the conjunctions naming it; the first group
+ * in order whose selector holds wins, so the walk stops as soon as the first group's does. A walk
+ * that meets no selector site falls back.
  *
  * Allocation (HALO §4.4). One virtual range is reserved at start (PROT_NONE, NORESERVE) and made
  * accessible a chunk at a time, so "is this pointer ours" is one range check. Chunks are
@@ -70,6 +71,13 @@ static uint32_t *group_conj;           /* per group: first conjunction, count (p
 static uint32_t *conj_term;            /* per conjunction: first term, count (pairs) */
 static uint32_t *terms;                /* site indices */
 static uint32_t words;                 /* 64-bit words of a site bitset */
+static uint32_t *site_conj_at, *site_conj; /* per site: the conjunctions naming it (from, to) */
+static uint32_t *conj_group;           /* per conjunction: its group */
+static uint64_t *conj_mask;            /* per conjunction: its sites as a bitset when all are below 64, else 0 */
+static int narrow;                     /* at most 64 sites: sites and conjunctions are masks of one word */
+static struct flat { uint64_t mask; uint32_t group; } *flat; /* with `narrow`: the conjunctions in group order */
+static uint32_t nflat;
+static uint32_t always;                /* the first group with an empty conjunction (ngroups: none) */
 
 /* ---- site addresses: open addressing, insert-only (under resolve_lock), read lock-free ---- */
 struct slot {
@@ -80,11 +88,19 @@ static struct slot *slots;
 static uint64_t slot_mask, slot_used;
 static int slot_shift;
 static _Atomic uint64_t addr_lo = UINT64_MAX, addr_hi;
+static _Atomic uint64_t first_lo = UINT64_MAX, first_hi; /* the same for the first group's sites */
+static unsigned char *site_first;      /* per site: named by the first group's selector */
 static unsigned char *site_found;
 static _Atomic uint32_t unresolved;
 static atomic_flag resolve_lock = ATOMIC_FLAG_INIT;
 static struct hl_module *modules;
 static __thread uint32_t tick __attribute__((tls_model("initial-exec")));
+/* Per thread: whether its walks pause at first-group sites (identify()), judged over PACE_WALKS
+ * walks by the frames that stopping early saved against the pauses it took, and looked at again
+ * after PACE_OFF_WALKS walks without pausing. */
+#define PACE_WALKS 4096u
+#define PACE_OFF_WALKS 65536u
+static __thread struct { uint32_t walks, pauses, saved, off; } pace __attribute__((tls_model("initial-exec")));
 
 /* ---- chunks ---- */
 struct chunk {
@@ -169,6 +185,10 @@ static void insert_addr(uint64_t a, uint32_t site) {
     }
     if (a < atomic_load(&addr_lo)) atomic_store(&addr_lo, a);
     if (a > atomic_load(&addr_hi)) atomic_store(&addr_hi, a);
+    if (site_first[site]) {
+        if (a < atomic_load(&first_lo)) atomic_store(&first_lo, a);
+        if (a > atomic_load(&first_hi)) atomic_store(&first_hi, a);
+    }
 }
 
 /* Finds each site in the executable mappings now loaded (a site in a library loaded later is
@@ -201,36 +221,105 @@ static inline int64_t site_at(uint64_t a) {
 
 /* ---- identification ---- */
 
-/* The group of an allocation made from `ret` (-1: no selector holds). Inlined (as is
+/* Marks site s present and returns the first group (in the file's order) whose selector holds
+ * on the sites marked so far, given `best`, the answer before it: only the conjunctions naming s
+ * can have become true. A site met again (recursion) changes nothing. */
+static inline uint32_t mark_site(uint32_t s, uint64_t *present, uint32_t best) {
+    uint64_t bit = 1ull << (s & 63);
+    if (present[s >> 6] & bit) return best;
+    present[s >> 6] |= bit;
+    for (uint32_t i = site_conj_at[s], e = site_conj_at[s + 1]; i < e; i++) {
+        uint32_t c = site_conj[i];
+        if (conj_group[c] >= best) continue;
+        if (conj_mask[c]) { /* all its sites among the first 64: one test */
+            if ((present[0] & conj_mask[c]) == conj_mask[c]) best = conj_group[c];
+            continue;
+        }
+        uint32_t t = conj_term[2 * c], te = t + conj_term[2 * c + 1];
+        while (t < te && (present[terms[t] >> 6] >> (terms[t] & 63) & 1)) t++;
+        if (t == te) best = conj_group[c];
+    }
+    return best;
+}
+
+/* With at most 64 sites (`narrow`: every conjunction a mask), the first group whose selector
+ * holds for `present` among groups [0, upto), else `upto`: a mask test per conjunction, cheaper
+ * than re-checking conjunctions as each site is met. */
+static inline uint32_t first_holding(uint64_t present, uint32_t upto) {
+    for (uint32_t i = 0; i < nflat && flat[i].group < upto; i++)
+        if ((present & flat[i].mask) == flat[i].mask) return flat[i].group;
+    return upto;
+}
+
+/* The group of an allocation made from `ret` (-1: no selector holds, or the walk met no
+ * selector site). The selectors are evaluated as the walk meets their sites, and the walk stops
+ * as soon as the first group's selector holds: no later frame can change that answer (the first
+ * group in the file's order wins), so allocations of the most accessed group cost only the
+ * frames up to their deciding sites. Otherwise it goes on to the walk depth. Inlined (as is
  * grouped()) into the serving functions: every frame between the walker and the program's is
  * one more step of every walk. */
 static inline __attribute__((always_inline)) int64_t identify(void *ret) {
     if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
     void *pcs[HLG_MAX_WALK];
-    int n = 1;
-    pcs[0] = ret;
-    if (T.walk_depth > 1) n += hl_unwind_above(ret, hl_self.frame, pcs + 1, (int)T.walk_depth - 1);
-    struct thread_stats *st = stats();
-    stat_add(&st->walks, 1);
-    stat_add(&st->frames, (uint64_t)n);
     uint64_t present[HLG_MAX_SITES / 64];
     for (uint32_t w = 0; w < words; w++) present[w] = 0;
     uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
-    int any = 0;
-    for (int i = 0; i < n; i++) {
-        uint64_t a = (uint64_t)(uintptr_t)pcs[i];
-        if (a - lo > span) continue;
-        int64_t s = site_at(a);
-        if (s >= 0) present[s >> 6] |= 1ull << (s & 63), any = 1;
+    int depth = (int)T.walk_depth, n = 1, any = 0;
+    uint32_t best = always;
+    pcs[0] = ret;
+    int64_t s = (uint64_t)(uintptr_t)ret - lo <= span ? site_at((uint64_t)(uintptr_t)ret) : -1;
+    if (s >= 0) {
+        any = 1;
+        if (narrow) present[0] |= 1ull << s, best = first_holding(present[0], 1) == 0 ? 0 : always;
+        else best = mark_site((uint32_t)s, present, best);
     }
-    if (!any) return -1;
-    for (uint32_t g = 0; g < T.ngroups; g++)
-        for (uint32_t c = group_conj[2 * g], ce = c + group_conj[2 * g + 1]; c < ce; c++) {
-            uint32_t t = conj_term[2 * c], te = t + conj_term[2 * c + 1];
-            while (t < te && (present[terms[t] >> 6] >> (terms[t] & 63) & 1)) t++;
-            if (t == te) return g;
+    if (best != 0 && depth > 1) {
+        /* The walk pauses only at frames that may be first-group sites: only they can end it.
+         * Pausing costs a call per pause; a thread whose pauses seldom end its walks stops
+         * pausing for a while (the answer is the same either way, only the frames walked differ). */
+        uint64_t flo = atomic_load_explicit(&first_lo, memory_order_relaxed), fspan = atomic_load_explicit(&first_hi, memory_order_relaxed) - flo;
+        if (pace.off) flo = 1, fspan = 0; /* no return address is 1 */
+        struct hl_walk w;
+        int stepwise = hl_walk_start(&w, ret, hl_self.frame) == 0;
+        while (stepwise && n < depth) {
+            int k = hl_walk_more(&w, pcs + n, depth - n, flo, fspan);
+            if (k < 0) stepwise = 0;
+            if (k <= 0) break;
+            for (int i = n; i < n + k; i++) {
+                uint64_t a = (uint64_t)(uintptr_t)pcs[i];
+                if (a - lo <= span && (s = site_at(a)) >= 0) {
+                    any = 1;
+                    if (narrow) present[0] |= 1ull << s;
+                    else best = mark_site((uint32_t)s, present, best);
+                }
+            }
+            n += k;
+            if (narrow && any && first_holding(present[0], 1) == 0) best = 0;
+            pace.pauses++;
+            if (best == 0) {
+                pace.saved += (uint32_t)(depth - n);
+                break;
+            }
         }
-    return -1;
+        if (++pace.walks == (pace.off ? PACE_OFF_WALKS : PACE_WALKS)) {
+            pace.off = !pace.off && pace.saved * 2 < pace.pauses; /* a pause costs about half a frame's step */
+            pace.walks = pace.pauses = pace.saved = 0;
+        }
+        if (!stepwise) { /* the walk needs the fallback unwinder: all of it at once */
+            for (uint32_t w = 0; w < words; w++) present[w] = 0;
+            any = 0, best = always;
+            n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1);
+            for (int i = 0; i < n; i++) {
+                uint64_t a = (uint64_t)(uintptr_t)pcs[i];
+                if (a - lo <= span && (s = site_at(a)) >= 0) any = 1, best = mark_site((uint32_t)s, present, best);
+            }
+        }
+    }
+    if (narrow && any && best != 0) best = first_holding(present[0], T.ngroups);
+    struct thread_stats *st = stats();
+    stat_add(&st->walks, 1);
+    stat_add(&st->frames, (uint64_t)n);
+    return any && best < T.ngroups ? (int64_t)best : -1;
 }
 
 /* ---- chunks ---- */
@@ -628,6 +717,48 @@ static int load_table(void) {
             goto out;
         }
     words = (uint32_t)((ns + 63) / 64);
+    /* Each site's conjunctions (counting sort by site), and each conjunction's group. */
+    site_first = table_map(ns);
+    for (uint32_t c = ng ? group_conj[0] : 0, ce = ng ? c + group_conj[1] : 0; site_first && c < ce; c++)
+        for (uint32_t t = conj_term[2 * c], te = t + conj_term[2 * c + 1]; t < te; t++) site_first[terms[t]] = 1;
+    site_conj_at = table_map((ns + 1) * 4);
+    site_conj = table_map(nt * 4);
+    conj_group = table_map(nc * 4);
+    conj_mask = table_map(nc * 8);
+    if (!site_first || !site_conj_at || !site_conj || !conj_group || !conj_mask) {
+        fail("cannot map the runtime's tables");
+        goto out;
+    }
+    always = (uint32_t)ng;
+    for (uint64_t c = 0; c < nc; c++) conj_group[c] = UINT32_MAX; /* a conjunction of no group never decides */
+    for (uint64_t g = ng; g-- > 0;)
+        for (uint32_t c = group_conj[2 * g], ce = c + group_conj[2 * g + 1]; c < ce; c++) {
+            conj_group[c] = (uint32_t)g;
+            if (conj_term[2 * c + 1] == 0) always = (uint32_t)g;
+        }
+    for (uint64_t c = 0; c < nc; c++) {
+        uint64_t mask = 0;
+        int wide = 0;
+        for (uint32_t t = conj_term[2 * c], te = t + conj_term[2 * c + 1]; t < te; t++) {
+            if (terms[t] < 64) mask |= 1ull << terms[t];
+            else wide = 1;
+        }
+        conj_mask[c] = wide ? 0 : mask; /* 0 for an empty one too: it holds for any mask */
+    }
+    narrow = ns <= 64;
+    flat = table_map(nc * sizeof *flat);
+    if (!flat) {
+        fail("cannot map the runtime's tables");
+        goto out;
+    }
+    for (uint32_t g = 0; g < ng; g++)
+        for (uint32_t c = group_conj[2 * g], ce = c + group_conj[2 * g + 1]; c < ce; c++) flat[nflat++] = (struct flat){conj_mask[c], g};
+    for (uint64_t t = 0; t < nt; t++) site_conj_at[terms[t] + 1]++;
+    for (uint64_t i = 0; i < ns; i++) site_conj_at[i + 1] += site_conj_at[i];
+    for (uint64_t c = 0; c < nc; c++)
+        for (uint32_t t = conj_term[2 * c], te = t + conj_term[2 * c + 1]; t < te; t++) site_conj[site_conj_at[terms[t]]++] = (uint32_t)c;
+    for (uint64_t i = ns; i > 0; i--) site_conj_at[i] = site_conj_at[i - 1]; /* back to each run's start */
+    site_conj_at[0] = 0;
     /* Site addresses: a few slots per site (a basename may be mapped more than once). */
     uint64_t size = 64;
     while (size < ns * 8) size <<= 1;

@@ -389,13 +389,11 @@ static uint64_t decode(uint64_t a) {
     return rule_step(st.cfa_reg == REG_RBP, st.cfa_off, st.how[0] == HOW_OFFSET, st.off[0]);
 }
 
-static uint64_t rule_for(uint64_t a) {
-    struct rule_slot *t = get_table();
-    if (HL_UNLIKELY(!t)) return decode(a);
-    uint32_t s = slot_of(a);
-    for (int probe = 0; probe < RULE_PROBES; probe++, s = (s + 1) & (RULE_SLOTS - 1)) {
+/* The table's slow path: a rule not cached yet (decoded and inserted), or a full probe run. */
+static __attribute__((noinline)) uint64_t rule_miss(struct rule_slot *t, uint64_t a, uint32_t s, int probe) {
+    for (; probe < RULE_PROBES; probe++, s = (s + 1) & (RULE_SLOTS - 1)) {
         uint64_t k = atomic_load_explicit(&t[s].pc, memory_order_acquire);
-        if (HL_LIKELY(k == a)) return atomic_load_explicit(&t[s].rule, memory_order_relaxed);
+        if (k == a) return atomic_load_explicit(&t[s].rule, memory_order_relaxed);
         if (k == (a | PENDING)) break; /* another thread is decoding it now */
         if (k == 0) {
             counts.decoded++;
@@ -410,6 +408,16 @@ static uint64_t rule_for(uint64_t a) {
     }
     counts.decoded++;
     return decode(a);
+}
+
+/* The rule for code address `a`: its first slot inline (the hit every walk's frames take once
+ * the rules are cached), anything else out of line. */
+static inline __attribute__((always_inline)) uint64_t rule_for(uint64_t a) {
+    struct rule_slot *t = get_table();
+    if (HL_UNLIKELY(!t)) return decode(a);
+    uint32_t s = slot_of(a);
+    if (HL_LIKELY(atomic_load_explicit(&t[s].pc, memory_order_acquire) == a)) return atomic_load_explicit(&t[s].rule, memory_order_relaxed);
+    return rule_miss(t, a, s, 0);
 }
 
 /* ---- the thread's stack: the mapping holding its stack pointer, from /proc/self/maps ---- */
@@ -445,6 +453,29 @@ static void find_stack(uintptr_t sp) {
     syscall(SYS_close, f);
 }
 
+/* One frame: from code address *a with stack pointer *sp and frame register *bp (the stack
+ * between lo and hi) to its caller's, whose return address goes to *ra. 1: stepped; 0: the
+ * stack ends here (or its CFI leaves it); -1: the frame's CFI needs the fallback. */
+static inline __attribute__((always_inline)) int step_one(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra) {
+    uint64_t r = rule_for(*a);
+    int kind = rule_kind(r);
+    if (kind == R_END) return 0;
+    if (kind != R_STEP) return -1;
+    uintptr_t cfa = (r & R_CFA_RBP ? *bp : *sp) + (uintptr_t)rule_cfa_off(r);
+    if (cfa <= *sp || cfa < lo + 8 || cfa > hi) return 0; /* outside the stack: bad CFI or its end */
+    uintptr_t ret = *(const uintptr_t *)(cfa - 8);
+    if (r & R_RBP_SAVED) {
+        uintptr_t at = cfa + (uintptr_t)rule_rbp_off(r);
+        if (at < lo || at + 8 > hi) return 0;
+        *bp = *(const uintptr_t *)at;
+    }
+    *sp = cfa;
+    if (ret == 0) return 0; /* a zero return address ends the stack too */
+    *ra = ret;
+    *a = ret - 1;
+    return 1;
+}
+
 /* Steps frames from code address `a` (the pc itself for the first frame of a walk, a return
  * address - 1 after that) with stack pointer `sp` and frame register `bp`: `skip` frames are
  * not returned, then as keep() says. Returns the frames kept, or -1 when a frame's CFI needs
@@ -455,27 +486,16 @@ static inline __attribute__((always_inline)) int steps(uint64_t a, uintptr_t sp,
     uintptr_t lo = sp, hi = stack_hi;
     int n = 0, k = 0, found = !after;
     while (n < want && k < max) {
-        uint64_t r = rule_for(a);
-        int kind = rule_kind(r);
-        if (kind == R_END) break;
-        if (kind != R_STEP) return -1;
-        uintptr_t cfa = (r & R_CFA_RBP ? bp : sp) + (uintptr_t)rule_cfa_off(r);
-        if (cfa <= sp || cfa < lo + 8 || cfa > hi) break; /* outside the stack: bad CFI or its end */
-        uintptr_t ra = *(const uintptr_t *)(cfa - 8);
-        if (r & R_RBP_SAVED) {
-            uintptr_t at = cfa + (uintptr_t)rule_rbp_off(r);
-            if (at < lo || at + 8 > hi) break;
-            bp = *(const uintptr_t *)at;
-        }
-        sp = cfa;
-        if (ra == 0) break; /* a zero return address ends the stack too */
+        uintptr_t ra;
+        int r = step_one(&a, &sp, &bp, lo, hi, &ra);
+        if (r < 0) return -1;
+        if (r == 0) break;
         n++;
         if (n > skip) {
             if (found) pcs[k++] = (void *)ra;
             else if ((void *)ra == after) found = 1;
             else if (n - skip >= HL_UNWIND_SEARCH) return 0;
         }
-        a = ra - 1;
     }
     return found ? k : 0;
 }
@@ -571,9 +591,53 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
     int k = steps((uint64_t)(uintptr_t)ret - 1, (uintptr_t)(f + 2), f[0], 0, NULL, pcs, max);
     return k >= 0 ? k : hl_unwind_after(ret, pcs, max);
 }
+
+int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
+    const uintptr_t *f = frame;
+    w->ended = 1;
+    if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&mode, memory_order_relaxed) != HL_UNWIND_RULES) return -1;
+    counts.walks++;
+    w->a = (uint64_t)(uintptr_t)ret - 1;
+    w->sp = w->lo = (uintptr_t)(f + 2);
+    w->bp = f[0];
+    if (HL_UNLIKELY(w->sp < stack_lo || w->sp >= stack_hi)) find_stack(w->sp);
+    w->hi = stack_hi;
+    w->ended = 0;
+    return 0;
+}
+
+int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span) {
+    if (w->ended) return 0;
+    /* In locals: stores to pcs could otherwise alias the walk's state. */
+    uint64_t a = w->a;
+    uintptr_t sp = w->sp, bp = w->bp, slo = w->lo, shi = w->hi;
+    int k = 0;
+    while (k < max) {
+        uintptr_t ra;
+        int r = step_one(&a, &sp, &bp, slo, shi, &ra);
+        if (r < 0) return -1;
+        if (r == 0) {
+            w->ended = 1;
+            break;
+        }
+        pcs[k++] = (void *)ra;
+        if (ra - lo <= span) break;
+    }
+    w->a = a, w->sp = sp, w->bp = bp;
+    return k;
+}
 #else
 int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
     (void)frame;
     return hl_unwind_after(ret, pcs, max);
+}
+int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
+    (void)ret, (void)frame;
+    w->ended = 1;
+    return -1;
+}
+int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span) {
+    (void)w, (void)pcs, (void)max, (void)lo, (void)span;
+    return -1;
 }
 #endif

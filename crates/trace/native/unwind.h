@@ -33,6 +33,16 @@ int hl_unwind_after(const void *ret, void **pcs, int max);
  * puts it (or NULL) makes this hl_unwind_after. */
 int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max);
 
+/* hl_unwind_above's walk in steps, for a caller that stops as soon as it knows enough:
+ * hl_walk_start begins above `ret` (0; -1 when `frame` does not hold it or the walk needs the
+ * fallback, so the caller takes hl_unwind_above instead). Each hl_walk_more appends up to `max`
+ * further return addresses to `pcs`, stopping after the first one in [lo, lo + span] (the
+ * addresses the caller looks for), and returns how many (0 once the stack has ended; -1 when a
+ * frame needs the fallback: the caller starts over with hl_unwind_above). */
+struct hl_walk { uint64_t a; uintptr_t sp, bp, lo, hi; int ended; };
+int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame);
+int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span);
+
 /* How walks are made from now on, in every thread: with the cached rules (the default), with
  * backtrace() itself (the reference), or both, hl_unwind_after writing a line to stderr for
  * each of its first few walks whose two stacks differ (a test of the walker on real programs). */
