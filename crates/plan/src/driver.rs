@@ -437,7 +437,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 let bs: Vec<Buffer> = c.buffers.iter().map(|&i| buffers[i as usize]).collect();
                 (c.buffers, Cow::Owned(bs))
             };
-            let max_load = heaplab_sweep::max_load(&bs);
+            let max_load = c.max_load;
             let keep_runners_up = if bs.len() <= policy.runners_up_max_buffers { policy.runners_up } else { 0 };
             Part {
                 max_load,
