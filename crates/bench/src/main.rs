@@ -40,6 +40,9 @@ Options:
   --plan-seed N         passed to `heaplab plan --seed` [default: the CLI's own]
   --max-n N             largest generated instance: 10^3 … 10^7 by powers of ten [default: 1000000;
                         make bench passes 10000000]
+  --min-n N             smallest generated instance [default: 1000]; with --max-n, a run of the
+                        large rows alone (e.g. --min-n 1e7 --max-n 1e7 --kinds random)
+  --no-shared           skip the shared benchmark set (for a run of generated rows alone)
   --quick               shared set plus generated 10^3 and 10^4 only (the baseline and the
                         traced group still run)
   --kinds K,K,...       generated kinds [default: random,nn,malloc,tight]
@@ -64,7 +67,9 @@ struct Opts {
     seed: u64,
     plan_seed: Option<String>,
     max_n: usize,
+    min_n: usize,
     quick: bool,
+    shared_set: bool,
     kinds: Vec<String>,
     huge_kinds: Vec<String>,
     shared: PathBuf,
@@ -82,7 +87,9 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         seed: 1,
         plan_seed: None,
         max_n: 1_000_000,
+        min_n: 0,
         quick: false,
+        shared_set: true,
         kinds: ["random", "nn", "malloc", "tight"].iter().map(|s| s.to_string()).collect(),
         huge_kinds: ["random", "nn", "malloc"].iter().map(|s| s.to_string()).collect(),
         shared: PathBuf::from("../shared/benchmarks"),
@@ -122,15 +129,20 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                 v.parse::<u64>().map_err(|_| format!("--plan-seed: expected an unsigned integer, got '{v}'"))?;
                 o.plan_seed = Some(v);
             }
-            "--max-n" => {
+            "--max-n" | "--min-n" => {
                 let v = value(flag)?;
                 // Allow 1e6 as well as 1000000.
                 let x = num(flag, v.clone())?;
                 if x.fract() != 0.0 {
-                    return Err(format!("--max-n: expected an integer, got '{v}'"));
+                    return Err(format!("{flag}: expected an integer, got '{v}'"));
                 }
-                o.max_n = x as usize;
+                if flag == "--max-n" {
+                    o.max_n = x as usize;
+                } else {
+                    o.min_n = x as usize;
+                }
             }
+            "--no-shared" => o.shared_set = false,
             "--quick" => o.quick = true,
             "--keep" => o.keep = true,
             "--no-baseline" => o.baseline = false,
@@ -255,7 +267,9 @@ fn main() -> ExitCode {
 
     let mut notes: Vec<String> = Vec::new();
     let mut jobs: Vec<Job> = Vec::new();
-    if opts.shared.is_dir() {
+    if !opts.shared_set {
+        notes.push("shared benchmark set not run (--no-shared)".to_string());
+    } else if opts.shared.is_dir() {
         jobs.extend(shared_jobs(&opts.shared));
     } else {
         let msg = format!("skipped: {} not found (the shared benchmark set)", opts.shared.display());
@@ -264,7 +278,7 @@ fn main() -> ExitCode {
         eprintln!("heaplab-bench: {msg}");
         notes.push(msg);
     }
-    let sizes: Vec<usize> = [1_000, 10_000, 100_000, 1_000_000, 10_000_000].into_iter().filter(|&n| n <= opts.max_n).collect();
+    let sizes: Vec<usize> = [1_000, 10_000, 100_000, 1_000_000, 10_000_000].into_iter().filter(|&n| opts.min_n <= n && n <= opts.max_n).collect();
     for kind in &opts.kinds {
         for &n in &sizes {
             // 10^7 is the streaming/memory check (issue #3), run for the kinds asked for.

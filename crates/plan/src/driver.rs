@@ -437,7 +437,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 let bs: Vec<Buffer> = c.buffers.iter().map(|&i| buffers[i as usize]).collect();
                 (c.buffers, Cow::Owned(bs))
             };
-            let max_load = heaplab_sweep::max_load(&bs);
+            let max_load = c.max_load;
             let keep_runners_up = if bs.len() <= policy.runners_up_max_buffers { policy.runners_up } else { 0 };
             Part {
                 max_load,
@@ -556,6 +556,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         };
         let unit = t.elapsed();
         part.first_fit_seconds = unit.as_secs_f64() / first.relative_cost();
+        let first_fit_seconds = part.first_fit_seconds;
         let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
         post(index, top);
         // At the target (the global lower bound, or the capacity) nothing better is needed: the
@@ -565,7 +566,9 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         results.extend(
             rest.par_iter()
                 .filter_map(|h| {
-                    let predicted = unit.mul_f64(h.relative_cost());
+                    // Relative costs are to first fit by size, which the first one's time
+                    // was scaled to.
+                    let predicted = Duration::from_secs_f64(first_fit_seconds * h.relative_cost());
                     if Instant::now() + predicted > heuristics_deadline || run.cancelled() {
                         return None;
                     }

@@ -50,6 +50,10 @@ use heaplab_model::{align_up, Buffer};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+/// Stack of each exact-search thread: the search recurses once per placed buffer (up to
+/// [`crate::Policy::exact_max_buffers`] deep). Reserved, not touched, beyond what it uses.
+const SEARCH_STACK_BYTES: usize = 64 << 20;
+
 /// How a decision search ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -464,7 +468,9 @@ pub fn decide_portfolio(problem: &Problem, capacity: u64, strategies: &[Strategy
     };
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
-            scope.spawn(|| loop {
+            // The search recurses once per placed buffer: thousands of frames deep on a
+            // component at the size limit, past the default 2 MiB a thread gets.
+            let spawned = std::thread::Builder::new().stack_size(SEARCH_STACK_BYTES).spawn_scoped(scope, || loop {
                 let job = next.fetch_add(1, Ordering::Relaxed);
                 let winner = best.lock().expect("portfolio lock").as_ref().map(|(w, _)| *w);
                 if winner.is_some_and(|w| job > w) || stopped_outside() {
@@ -503,6 +509,7 @@ pub fn decide_portfolio(problem: &Problem, capacity: u64, strategies: &[Strategy
                     }
                 }
             });
+            spawned.expect("cannot start an exact-search thread");
         }
     });
     let stats = SearchStats { nodes: nodes.into_inner() };

@@ -6,7 +6,7 @@
 //! and left out of the map, so the map stays disjoint and every later clash with a correctly
 //! placed buffer is still found. Validity (no clash at all) is therefore decided exactly.
 
-use crate::{Event, Sweep};
+use crate::Sweep;
 use heaplab_model::Buffer;
 use std::collections::BTreeMap;
 
@@ -114,34 +114,75 @@ pub fn validate(buffers: &[Buffer], offsets: &[u64]) -> Validation {
     if !v.overflowing.is_empty() {
         return v;
     }
+    let chunks = if buffers.len() >= PARALLEL_MIN_BUFFERS { rayon::current_num_threads().clamp(1, 16) } else { 1 };
+    clashes(buffers, offsets, chunks, &mut v);
+    v
+}
+
+/// Instances from this size on are validated in time slices on every core.
+const PARALLEL_MIN_BUFFERS: usize = 1 << 20;
+
+/// Finds the clashing buffers (alignment and overflow already checked) in `chunks` time slices
+/// swept in parallel. A slice starts from the buffers live across its first tick, put in the
+/// map in start order without reporting the overlaps among them: each such overlap began in
+/// an earlier slice and was reported there. So the placement is found valid exactly when the
+/// sweep in one piece finds it so; on an invalid one the count of clashing buffers may differ.
+fn clashes(buffers: &[Buffer], offsets: &[u64], chunks: usize, v: &mut Validation) {
+    use rayon::prelude::*;
     let sweep = Sweep::new(buffers);
-    // offset → (end, buffer index) of live, pairwise disjoint buffers.
-    let mut live: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
-    for (t, e) in sweep.events(buffers) {
-        match e {
-            Event::Free(i) => {
-                if let Some(&(_, j)) = live.get(&offsets[i]) {
-                    if j as usize == i {
-                        live.remove(&offsets[i]);
-                    }
+    let n = buffers.len();
+    // Slice k takes the allocations at ticks [cut[k], cut[k + 1]).
+    let mut cut: Vec<u64> = (0..chunks).map(|k| if k == 0 { 0 } else { buffers[sweep.by_lower[k * n / chunks] as usize].lower }).collect();
+    cut.dedup();
+    let slices: Vec<(usize, Vec<Clash>)> = (0..cut.len())
+        .into_par_iter()
+        .map(|k| {
+            let (from, to) = (cut[k], cut.get(k + 1).copied().unwrap_or(u64::MAX));
+            let a0 = sweep.by_lower.partition_point(|&i| buffers[i as usize].lower < from);
+            let a1 = sweep.by_lower.partition_point(|&i| buffers[i as usize].lower < to);
+            let f0 = sweep.by_upper.partition_point(|&i| buffers[i as usize].upper <= from);
+            // offset → (end, buffer index) of live, pairwise disjoint buffers.
+            let mut live: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
+            for &i in sweep.by_lower[..a0].iter().filter(|&&i| buffers[i as usize].upper > from) {
+                let (o, end) = (offsets[i as usize], offsets[i as usize] + buffers[i as usize].size);
+                if live.range(..end).next_back().is_none_or(|(_, &(e, _))| e <= o) {
+                    live.insert(o, (end, i));
                 }
             }
-            Event::Alloc(i) => {
+            let (mut count, mut found) = (0usize, Vec::new());
+            let (mut a, mut f) = (a0, f0);
+            while a < a1 {
+                let i = sweep.by_lower[a] as usize;
+                // Frees first at equal ticks (half-open lifetimes).
+                if let Some(&j) = sweep.by_upper.get(f).filter(|&&j| buffers[j as usize].upper <= buffers[i].lower) {
+                    f += 1;
+                    let j = j as usize;
+                    if live.get(&offsets[j]).is_some_and(|&(_, k)| k as usize == j) {
+                        live.remove(&offsets[j]);
+                    }
+                    continue;
+                }
+                a += 1;
                 let (o, end) = (offsets[i], offsets[i] + buffers[i].size);
                 let below = live.range(..=o).next_back().filter(|(_, &(e, _))| e > o);
                 let above = live.range(o..).next().filter(|(&s, _)| s < end);
                 if let Some((_, &(_, j))) = below.or(above) {
-                    v.clashing_buffers += 1;
-                    if v.clashes.len() < MAX_LISTED {
-                        v.clashes.push(Clash { a: j as usize, b: i, tick: t });
+                    count += 1;
+                    if found.len() < MAX_LISTED {
+                        found.push(Clash { a: j as usize, b: i, tick: buffers[i].lower });
                     }
                 } else {
                     live.insert(o, (end, i as u32));
                 }
             }
-        }
+            (count, found)
+        })
+        .collect();
+    for (count, found) in slices {
+        v.clashing_buffers += count;
+        let room = MAX_LISTED - v.clashes.len();
+        v.clashes.extend(found.into_iter().take(room));
     }
-    v
 }
 
 #[cfg(test)]
@@ -217,6 +258,16 @@ mod tests {
             let off: Vec<u64> = (0..n).map(|_| rnd(24)).collect();
             let expect = brute_valid(&bs, &off);
             assert_eq!(validate(&bs, &off).is_valid(), expect, "{bs:?} {off:?}");
+            // In time slices: the same verdict, and on a valid placement the same everything.
+            for chunks in [2, 3, 5] {
+                let mut w = Validation { makespan: validate(&bs, &off).makespan, ..Default::default() };
+                w.misaligned = validate(&bs, &off).misaligned;
+                clashes(&bs, &off, chunks, &mut w);
+                assert_eq!(w.is_valid(), expect, "{chunks} slices: {bs:?} {off:?}");
+                if expect {
+                    assert_eq!(w, validate(&bs, &off));
+                }
+            }
             if expect {
                 valid += 1
             } else {
