@@ -27,6 +27,8 @@ mod raster;
 mod scale;
 mod svg;
 
+pub use svg::esc as escape_markup;
+
 use heaplab_model::Buffer;
 pub use mapped::{Mapped, Region};
 

@@ -5,8 +5,9 @@ use crate::raster::{plot_area, Canvas};
 use crate::{hex, scale, Scene};
 use std::fmt::Write;
 
-/// Escapes text for XML content and attribute values.
-pub(crate) fn esc(s: &str) -> String {
+/// Escapes text for XML and HTML content and attribute values (quoted with either quote); the
+/// one escaper of every SVG and HTML page heaplab writes.
+pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -14,6 +15,7 @@ pub(crate) fn esc(s: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
             // Control characters are not allowed in XML 1.0.
             c if (c as u32) < 0x20 && c != '\t' => out.push(' '),
             c => out.push(c),

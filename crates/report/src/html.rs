@@ -704,20 +704,7 @@ fn meta_line(m: &Meta) -> String {
 // ---- formatting ----
 
 /// Text for HTML content and attribute values.
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub(crate) use heaplab_plot::escape_markup as esc;
 
 /// At most `n` characters, an ellipsis marking a cut.
 fn short(s: &str, n: usize) -> String {

@@ -15,9 +15,7 @@ use std::path::Path;
 
 const MIB: f64 = 1048576.0;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
+use heaplab_plot::escape_markup as esc;
 
 /// A file-name-safe form of a workload name.
 pub fn slug(name: &str) -> String {
