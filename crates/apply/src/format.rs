@@ -28,9 +28,8 @@
 //! (that is a bug of whoever built it); [`read`] refuses a damaged or invalid file, naming it.
 
 use crate::{slot, Entry, Layout, LayoutContext, GRANULE};
-use heaplab_model::{Buffer, ErrorClass, InputError, InputErrorKind};
+use heaplab_model::{Buffer, InputError, InputErrorKind};
 use heaplab_trace::context::fnv1a;
-use std::fmt;
 
 /// The file's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"HLLAYOUT";
@@ -50,32 +49,8 @@ const CONTEXT_RECORD: u64 = 24;
 const ENTRY_RECORD: u64 = 16;
 const INFO_RECORD: u64 = 32;
 
-/// Why a layout could not be written.
-#[derive(Debug)]
-pub enum WriteError {
-    /// The layout breaks a rule of the format (a bug of the strategy that built it).
-    Invalid(String),
-    /// The file could not be written.
-    Io(String, std::io::Error),
-}
-
-impl WriteError {
-    /// Both are failures of the work, not of the caller's input.
-    pub fn class(&self) -> ErrorClass {
-        ErrorClass::WorkFailed
-    }
-}
-
-impl fmt::Display for WriteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WriteError::Invalid(m) => write!(f, "refusing to write an invalid layout: {m}"),
-            WriteError::Io(path, e) => write!(f, "{path}: cannot write: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for WriteError {}
+/// Why a layout could not be written (the format's rules, or the file).
+pub use heaplab_model::files::WriteError;
 
 /// The planned entries as buffers over their slots, with the entries they came from
 /// (context index, entry index), for the validator and for pictures.
@@ -161,7 +136,7 @@ pub fn validate(layout: &Layout) -> Result<(), String> {
 
 /// The file's bytes for a valid layout.
 pub fn to_bytes(layout: &Layout) -> Result<Vec<u8>, WriteError> {
-    validate(layout).map_err(WriteError::Invalid)?;
+    validate(layout).map_err(|m| WriteError::Invalid("an invalid layout", m))?;
     let n: u64 = layout.contexts.iter().map(|c| c.entries.len() as u64).sum();
     let name = layout.strategy.as_bytes();
     let padded = name.len().div_ceil(8) * 8;

@@ -58,8 +58,8 @@ impl From<heaplab_group::GroupError> for Failure {
     }
 }
 
-impl From<heaplab_group::format::WriteError> for Failure {
-    fn from(e: heaplab_group::format::WriteError) -> Self {
+impl From<heaplab_model::files::WriteError> for Failure {
+    fn from(e: heaplab_model::files::WriteError) -> Self {
         Failure::of(e.class(), e.to_string())
     }
 }

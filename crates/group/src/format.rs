@@ -31,9 +31,8 @@
 
 use crate::{Group, GroupContext, GroupEdge, Groups, Params, Site};
 use heaplab_model::varint::{get_varint, put_varint};
-use heaplab_model::{ErrorClass, InputError, InputErrorKind};
+use heaplab_model::{InputError, InputErrorKind};
 use heaplab_trace::context::fnv1a;
-use std::fmt;
 
 /// The file's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"HLGROUPS";
@@ -43,32 +42,8 @@ pub const VERSION: u32 = 1;
 pub const END: &[u8; 8] = b"HLG-END\0";
 const HEADER: usize = 128;
 
-/// Why groups could not be written.
-#[derive(Debug)]
-pub enum WriteError {
-    /// The groups break a rule of the format (a bug of whoever built them).
-    Invalid(String),
-    /// The file could not be written.
-    Io(String, std::io::Error),
-}
-
-impl WriteError {
-    /// Both are failures of the work, not of the caller's input.
-    pub fn class(&self) -> ErrorClass {
-        ErrorClass::WorkFailed
-    }
-}
-
-impl fmt::Display for WriteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WriteError::Invalid(m) => write!(f, "refusing to write invalid groups: {m}"),
-            WriteError::Io(path, e) => write!(f, "{path}: cannot write: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for WriteError {}
+/// Why groups could not be written (the format's rules, or the file).
+pub use heaplab_model::files::WriteError;
 
 /// Checks every rule of the format; the error says which and where.
 pub fn validate(g: &Groups) -> Result<(), String> {
@@ -131,7 +106,7 @@ fn put_str(b: &mut Vec<u8>, s: &str) {
 
 /// The file's bytes for valid groups.
 pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
-    validate(g).map_err(WriteError::Invalid)?;
+    validate(g).map_err(|m| WriteError::Invalid("invalid groups", m))?;
     let p = &g.params;
     let mut b = Vec::with_capacity(HEADER + 16 * (g.sites.len() + g.contexts.len() + g.edges.len()));
     b.extend_from_slice(MAGIC);

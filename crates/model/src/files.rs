@@ -2,7 +2,7 @@
 //! by magic, through [`Input`], `-` for standard input) and atomic output (a temporary file
 //! renamed into place, so a failed run never leaves a half-written file).
 
-use crate::error::{InputError, InputErrorKind as K};
+use crate::error::{ErrorClass, InputError, InputErrorKind as K};
 use crate::input::{FileKind, Input, Wanted};
 use crate::{binary, csv, Instance, Semantics};
 use std::fs::File;
@@ -143,3 +143,31 @@ pub fn write(path: &str, inst: &Instance, offsets: Option<&[u64]>) -> std::io::R
         Format::Binary => write_atomic(path, |w| binary::write(w, inst, offsets)),
     }
 }
+
+/// Why a file of one of heaplab's own formats (a layout, groups) could not be written.
+#[derive(Debug)]
+pub enum WriteError {
+    /// The content breaks a rule of the format (a bug of whoever built it): what it is (for
+    /// example "an invalid layout") and the rule.
+    Invalid(&'static str, String),
+    /// The file could not be written.
+    Io(String, std::io::Error),
+}
+
+impl WriteError {
+    /// Both are failures of the work, not of the caller's input.
+    pub fn class(&self) -> ErrorClass {
+        ErrorClass::WorkFailed
+    }
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteError::Invalid(what, m) => write!(f, "refusing to write {what}: {m}"),
+            WriteError::Io(path, e) => write!(f, "{path}: cannot write: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for WriteError {}

@@ -141,7 +141,7 @@ pub fn layout(a: LayoutArgs) -> Result<(), Failure> {
         StrategyError::NeedsProfile(_) => Failure::Input(e.to_string()),
         StrategyError::Invalid(_) => Failure::Work(e.to_string()),
     })?;
-    format::write(&a.output, &built.layout).map_err(|e| Failure::of(e.class(), e.to_string()))?;
+    format::write(&a.output, &built.layout)?;
     if let Some(p) = &a.plot {
         write_layout_plot(p, &built.layout, &format!("{} ({})", a.output, strategy.name()))?;
     }
