@@ -23,6 +23,7 @@ mod programs;
 use programs::*;
 
 use heaplab_apply::report::RunReport;
+use heaplab_trace::runtime_report::RuntimeReport;
 use heaplab_decide::hpt::{analyse, InAppVerdict, Options};
 use heaplab_decide::ranktest::{rank_sum, Alternative};
 use heaplab_decide::results::{pyperf_checks, Better, Configuration, Metric, Results, Series};
@@ -381,7 +382,7 @@ fn read_report(path: &Path) -> Result<(RunReport, Value), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut r = RunReport::parse_runtime(&path.display().to_string(), &text)?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    r.wall_seconds = v["wall_seconds"].as_f64().ok_or_else(|| format!("{}: no wall_seconds", path.display()))?;
+    r.common.wall_seconds = v["wall_seconds"].as_f64().ok_or_else(|| format!("{}: no wall_seconds", path.display()))?;
     Ok((r, v))
 }
 
@@ -414,10 +415,10 @@ fn measure_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scrat
         Config::Allocator { .. } => (Sample { wall: run.wall, rss: run.peak(RssMethod::Rusage) }, fp, None),
         Config::Layout { .. } => {
             let (r, v) = read_report(&report)?;
-            if let Some(e) = &r.error {
+            if let Some(e) = &r.common.error {
                 return Err(format!("the layout was not applied: {e}"));
             }
-            (Sample { wall: r.wall_seconds, rss: r.peak_rss_bytes }, fp, Some((r, v)))
+            (Sample { wall: r.common.wall_seconds, rss: r.common.peak_rss_bytes }, fp, Some((r, v)))
         }
     })
 }
@@ -812,7 +813,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
             let walls: Vec<f64> = cell.samples.iter().map(|s| s.wall).collect();
             let rss: Vec<f64> = cell.samples.iter().map(|s| s.rss as f64).collect();
             let (mat, fb) = match &cell.report {
-                Some(r) => (format!("{:.2}%", 100.0 * r.match_rate), grouped(r.fallback)),
+                Some(r) => (format!("{:.2}%", 100.0 * r.match_rate), grouped(r.common.fallback_count)),
                 None => ("—".into(), "—".into()),
             };
             let entries = cell.layout.as_ref().map(|f| grouped(f.entries)).unwrap_or_else(|| "—".into());
@@ -956,7 +957,7 @@ mod tests {
         });
         std::fs::write(&p, report.to_string()).unwrap();
         let (r, v) = read_report(&p).unwrap();
-        assert_eq!((r.planned, r.allocations, r.fallback, r.peak_rss_bytes, r.wall_seconds), (10, 12, 2, 2097152, 0.25));
+        assert_eq!((r.planned, r.allocations, r.common.fallback_count, r.common.peak_rss_bytes, r.common.wall_seconds), (10, 12, 2, 2097152, 0.25));
         assert_eq!(r.first_mismatch.as_ref().map(|m| (m.ordinal, m.size)), Some((3, 48)));
         assert_eq!(v["region_bytes"], 4096);
         std::fs::write(&p, "{\"strategy\": \"plan\"}").unwrap();

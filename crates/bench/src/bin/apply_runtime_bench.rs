@@ -13,9 +13,9 @@
 #[allow(dead_code)] // only `output` is needed here
 mod host;
 
-use heaplab_apply::run::{run, RunOptions};
+use heaplab_apply::run::run;
 use heaplab_apply::strategy::{build, Strategy, StrategyOptions};
-use heaplab_trace::launch::{launch, LaunchOptions};
+use heaplab_trace::launch::{launch, LaunchOptions, RuntimeOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -47,7 +47,7 @@ fn once(cmd: &[String], layout: Option<&str>, fallback: &heaplab_replay::allocat
             }
         }
         Some(l) => {
-            let opts = RunOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
+            let opts = RuntimeOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
             let a = run(l, cmd, &opts, |c| c.stdout(file())).unwrap_or_else(|e| fail(e.to_string()));
             if !a.status.success() {
                 fail(format!("{cmd:?} under {l} failed"));

@@ -15,10 +15,10 @@
 #[allow(dead_code)] // only `output` is needed here
 mod host;
 
-use heaplab_group::run::{run, RunOptions};
+use heaplab_group::run::run;
 use heaplab_group::{Group, GroupContext, Groups, Params, Site};
 use heaplab_trace::context::{basename, ModuleMap};
-use heaplab_trace::launch::{launch, LaunchOptions};
+use heaplab_trace::launch::{launch, LaunchOptions, RuntimeOptions};
 use heaplab_trace::reader::Half;
 use heaplab_trace::TraceReader;
 use std::collections::HashMap;
@@ -54,8 +54,8 @@ fn once(cmd: &[String], groups: Option<&Groups>, fallback: &heaplab_replay::allo
             }
         }
         Some(g) => {
-            let opts = RunOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone(), groups_file: "bench".into() };
-            let a = run(g, cmd, &opts, |c| c.stdout(file())).unwrap_or_else(|e| fail(e.to_string()));
+            let opts = RuntimeOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
+            let a = run(g, "bench", cmd, &opts, |c| c.stdout(file())).unwrap_or_else(|e| fail(e.to_string()));
             if !a.status.success() {
                 fail(format!("{cmd:?} grouped failed"));
             }
