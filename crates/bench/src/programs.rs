@@ -1,8 +1,8 @@
 //! The programs the apply and group benches measure, and how they are measured alike: the
 //! pointer-chasing workloads of `../shared/workloads/` (built here) and Debian programs on
 //! generated inputs, each with a small input to profile and a large one to measure; output
-//! fingerprints; cachegrind started without valgrind's launcher. Included by those benches with
-//! `#[path]`.
+//! fingerprints; cachegrind started without valgrind's launcher; the measuring itself
+//! ([`measure`]). Included by those benches with `#[path]`.
 
 use heaplab_decide::runner::Cachegrind;
 use heaplab_study::stats::{median, quantile};
@@ -16,6 +16,8 @@ pub mod traced;
 #[path = "host.rs"]
 #[allow(dead_code)]
 pub mod host;
+#[path = "measure.rs"]
+pub mod measure;
 
 /// Cachegrind's cache geometry, fixed: this machine reports a bogus L3 (valgrind reads 384 MiB,
 /// 1-way), so the simulated caches are stated instead of detected: lscpu's 48 KiB 12-way L1D
