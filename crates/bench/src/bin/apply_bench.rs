@@ -97,68 +97,32 @@ fn die(m: &str) -> ! {
     std::process::exit(2)
 }
 
-/// Parsed command line.
-struct Opts {
-    heaplab: PathBuf,
-    out: PathBuf,
-    work: PathBuf,
-    shared: PathBuf,
-    runs: usize,
-    only: Vec<String>,
-    cachegrind: bool,
+/// The apply bench's own options.
+struct ApplyOpts {
+    /// Fallback allocator of the cache strategies' runs.
     fallback: String,
+    /// Frames per allocation context of the cache strategies.
     stack_depth: u32,
-    quick: bool,
+    /// Whether the cache strategies also run profiled on the measured input itself.
     same: bool,
 }
 
+/// The command line.
+type Opts = programs::Opts<ApplyOpts>;
+
 fn parse_args() -> Opts {
-    let quick_env = std::env::var("HEAPLAB_BENCH_APPLY_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
-    let mut o = Opts {
-        heaplab: PathBuf::from("target/release/heaplab"),
-        out: PathBuf::new(),
-        work: PathBuf::from("target/bench-apply"),
-        shared: PathBuf::from("../shared"),
-        runs: 0,
-        only: Vec::new(),
-        cachegrind: true,
-        fallback: "jemalloc".into(),
-        stack_depth: 4,
-        quick: quick_env,
-        same: true,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut val = |name: &str| args.next().unwrap_or_else(|| die(&format!("{name} needs a value\n{USAGE}")));
-        match a.as_str() {
-            "--heaplab" => o.heaplab = PathBuf::from(val("--heaplab")),
-            "--out" => o.out = PathBuf::from(val("--out")),
-            "--work" => o.work = PathBuf::from(val("--work")),
-            "--shared" => o.shared = PathBuf::from(val("--shared")),
-            "--runs" => o.runs = val("--runs").parse().ok().filter(|n| *n >= 3).unwrap_or_else(|| die("--runs: expected a number of at least 3")),
-            "--only" => o.only = val("--only").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
-            "--no-cachegrind" => o.cachegrind = false,
-            "--fallback" => o.fallback = val("--fallback"),
-            "--stack-depth" => o.stack_depth = val("--stack-depth").parse().ok().filter(|n| (1..=64).contains(n)).unwrap_or_else(|| die("--stack-depth: expected 1 to 64")),
-            "--quick" => o.quick = true,
-            "--no-same" => o.same = false,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0)
-            }
-            _ => die(&format!("unknown option {a}\n{USAGE}")),
+    let own = ApplyOpts { fallback: "jemalloc".into(), stack_depth: 4, same: true };
+    let o = Opts::parse("apply", USAGE, own, |own, a, val| {
+        match a {
+            "--fallback" => own.fallback = val("--fallback"),
+            "--stack-depth" => own.stack_depth = val("--stack-depth").parse().ok().filter(|n| (1..=64).contains(n)).unwrap_or_else(|| die("--stack-depth: expected 1 to 64")),
+            "--no-same" => own.same = false,
+            _ => return false,
         }
-    }
-    if o.runs == 0 {
-        o.runs = if o.quick { 4 } else { 11 };
-    }
-    if o.out.as_os_str().is_empty() {
-        o.out = PathBuf::from(if o.quick { "out/bench-apply-quick" } else { "bench" });
-    }
-    // Children run in other folders.
-    o.heaplab = std::path::absolute(&o.heaplab).unwrap_or_else(|e| die(&format!("{}: {e}", o.heaplab.display())));
-    if heaplab_replay::resolve(&o.fallback).is_err() {
-        die(&format!("--fallback {}: unknown allocator", o.fallback));
+        true
+    });
+    if heaplab_replay::resolve(&o.own.fallback).is_err() {
+        die(&format!("--fallback {}: unknown allocator", o.own.fallback));
     }
     o
 }
@@ -208,9 +172,9 @@ fn configs(o: &Opts) -> Vec<Config> {
         })
         .collect();
     c.push(Config::Layout { name: "plan".into(), strategy: "plan".into(), same_input: true, fallback: "glibc".into() });
-    c.extend(CACHE_STRATEGIES.iter().map(|s| Config::Layout { name: s.to_string(), strategy: s.to_string(), same_input: false, fallback: o.fallback.clone() }));
-    if o.same {
-        c.extend(CACHE_STRATEGIES.iter().map(|s| Config::Layout { name: format!("{s}{SAME}"), strategy: s.to_string(), same_input: true, fallback: o.fallback.clone() }));
+    c.extend(CACHE_STRATEGIES.iter().map(|s| Config::Layout { name: s.to_string(), strategy: s.to_string(), same_input: false, fallback: o.own.fallback.clone() }));
+    if o.own.same {
+        c.extend(CACHE_STRATEGIES.iter().map(|s| Config::Layout { name: format!("{s}{SAME}"), strategy: s.to_string(), same_input: true, fallback: o.own.fallback.clone() }));
     }
     c
 }
@@ -243,7 +207,7 @@ fn prepare(o: &Opts, w: &Workload, commands: &Commands) -> Prepared {
         prep.steps.push((name.to_string(), secs));
         Ok(())
     };
-    let depth = o.stack_depth.to_string();
+    let depth = o.own.stack_depth.to_string();
     let small_trace = step("trace small", with(strs(&["trace", "--stack-depth", &depth, "-o", &p("small.hltrace")]), &w.small), &w.small);
     let access = if !commands.access {
         Err("heaplab access is not in this heaplab build".to_string())
@@ -275,7 +239,7 @@ fn prepare(o: &Opts, w: &Workload, commands: &Commands) -> Prepared {
         };
         layouts.push((s.to_string(), r));
     }
-    if o.same {
+    if o.own.same {
         let access_large = match &access {
             Err(e) => Err(e.clone()),
             Ok(()) => step("access large", with(strs(&["access", "-o", &p("large.hlaccess")]), &w.large), &w.large),
@@ -541,7 +505,7 @@ fn results(all: &[Measured], configs: &[Config], stack_depth: u32) -> Results {
 /// Markdown, JSON files (name → document), and whether every row completed cleanly.
 fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)], configs: &[Config], commands: &Commands, seconds: f64) -> (String, Vec<(String, Value)>, bool) {
     let m = Machine::detect();
-    let res = results(all, configs, o.stack_depth);
+    let res = results(all, configs, o.own.stack_depth);
     let analysis = analyse(&res, &Options::default());
     let mut clean = missing.is_empty();
     let mut md = String::from("# Layouts applied to running programs (`make bench-apply`)\n\n");
@@ -570,8 +534,8 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
          *fallback*. The rows STRATEGY-same are the same strategies profiled on the measured input itself (its trace and `heaplab access` \
          profile, global ordinals, `--fallback {fb}`): what the strategies do when the layout covers every block, as libstaticmalloc's \
          profile covered its runs.\n\n",
-        d = o.stack_depth,
-        fb = o.fallback
+        d = o.own.stack_depth,
+        fb = o.own.fallback
     ));
     let absent: Vec<&str> = [("access", commands.access), ("layout", commands.layout), ("run", commands.run)].iter().filter(|(_, h)| !h).map(|(n, _)| *n).collect();
     if !absent.is_empty() {
@@ -634,7 +598,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
     // for the rows profiled on the small input and (when measured) on the same input.
     let mut cache_summary = Vec::new();
     for (suffix, family) in [("", "profiled on the small input"), (SAME, "profiled on the measured input itself")] {
-        if !suffix.is_empty() && !o.same {
+        if !suffix.is_empty() && !o.own.same {
             continue;
         }
         let (mut wins, mut lines) = (0, Vec::new());
@@ -805,8 +769,8 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
         json!({
             "machine": {"cpu": m.cpu, "cores": m.cores, "os": m.os, "kernel": m.kernel},
             "commit": commit, "runs": o.runs, "quick": o.quick, "seconds": seconds,
-            "cache_geometry": CACHE_GEOMETRY, "fallback_of_cache_strategies": o.fallback, "stack_depth": o.stack_depth,
-            "configurations": configs.iter().map(|c| json!({"name": c.name(), "description": c.describe(o.stack_depth)})).collect::<Vec<_>>(),
+            "cache_geometry": CACHE_GEOMETRY, "fallback_of_cache_strategies": o.own.fallback, "stack_depth": o.own.stack_depth,
+            "configurations": configs.iter().map(|c| json!({"name": c.name(), "description": c.describe(o.own.stack_depth)})).collect::<Vec<_>>(),
             "missing_workloads": missing.iter().map(|(n, w)| json!({"workload": n, "why": w})).collect::<Vec<_>>(),
             "missing_commands": absent,
             "targets": js_targets,

@@ -78,57 +78,8 @@ fn die(m: &str) -> ! {
     std::process::exit(2)
 }
 
-struct Opts {
-    heaplab: PathBuf,
-    out: PathBuf,
-    work: PathBuf,
-    shared: PathBuf,
-    runs: usize,
-    only: Vec<String>,
-    cachegrind: bool,
-    quick: bool,
-}
-
-fn parse_args() -> Opts {
-    let quick_env = std::env::var("HEAPLAB_BENCH_GROUP_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
-    let mut o = Opts {
-        heaplab: PathBuf::from("target/release/heaplab"),
-        out: PathBuf::new(),
-        work: PathBuf::from("target/bench-group"),
-        shared: PathBuf::from("../shared"),
-        runs: 0,
-        only: Vec::new(),
-        cachegrind: true,
-        quick: quick_env,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut val = |name: &str| args.next().unwrap_or_else(|| die(&format!("{name} needs a value\n{USAGE}")));
-        match a.as_str() {
-            "--heaplab" => o.heaplab = PathBuf::from(val("--heaplab")),
-            "--out" => o.out = PathBuf::from(val("--out")),
-            "--work" => o.work = PathBuf::from(val("--work")),
-            "--shared" => o.shared = PathBuf::from(val("--shared")),
-            "--runs" => o.runs = val("--runs").parse().ok().filter(|n| *n >= 3).unwrap_or_else(|| die("--runs: expected a number of at least 3")),
-            "--only" => o.only = val("--only").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
-            "--no-cachegrind" => o.cachegrind = false,
-            "--quick" => o.quick = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0)
-            }
-            _ => die(&format!("unknown option {a}\n{USAGE}")),
-        }
-    }
-    if o.runs == 0 {
-        o.runs = if o.quick { 4 } else { 11 };
-    }
-    if o.out.as_os_str().is_empty() {
-        o.out = PathBuf::from(if o.quick { "out/bench-group-quick" } else { "bench" });
-    }
-    o.heaplab = std::path::absolute(&o.heaplab).unwrap_or_else(|e| die(&format!("{}: {e}", o.heaplab.display())));
-    o
-}
+/// The command line: the shared options alone.
+type Opts = programs::Opts<()>;
 
 /// A configuration measured: an allocator by LD_PRELOAD (glibc: none), or grouped.
 #[derive(Clone, Debug)]
@@ -360,7 +311,7 @@ fn kib(b: f64) -> String {
 }
 
 fn main() {
-    let o = parse_args();
+    let o = Opts::parse("group", USAGE, (), |_, _, _| false);
     isolate_env();
     let t0 = Instant::now();
     let commit = measured_commit();
