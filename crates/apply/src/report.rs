@@ -160,16 +160,11 @@ impl RunReport {
         if self.resyncs > 0 {
             s += &format!(" The expected sequence was picked up again after {} mismatches.", grouped(self.resyncs));
         }
-        if self.common.stray_frees > 0 {
-            s += &format!(" {} frees of region addresses that were no live block were ignored.", grouped(self.common.stray_frees));
-        }
-        s + &self.common.ending()
+        s + &self.common.stray_frees("region addresses that were no live block") + &self.common.ending()
     }
 }
 
 impl RuntimeReport for RunReport {
-    /// Reads the runtime's JSON (`what` names its source in errors); the launcher's fields are
-    /// left empty for it to fill.
     fn parse_runtime(what: &str, text: &str) -> Result<RunReport, String> {
         let f = Fields::parse(what, "the runtime's report", text)?;
         let v = &f.json;

@@ -159,17 +159,11 @@ impl GroupRunReport {
                 s += &format!(" {} of {} selector sites were never found in the program's code.", grouped(self.sites_unresolved), grouped(self.selector_sites));
             }
         }
-        s += &self.common.peak_rss();
-        if self.common.stray_frees > 0 {
-            s += &format!(" {} frees of grouped addresses that were no live object were ignored.", grouped(self.common.stray_frees));
-        }
-        s + &self.common.ending()
+        s + &self.common.peak_rss() + &self.common.stray_frees("grouped addresses that were no live object") + &self.common.ending()
     }
 }
 
 impl RuntimeReport for GroupRunReport {
-    /// Reads the runtime's JSON (`what` names its source in errors); the launcher's fields are
-    /// left empty for it to fill.
     fn parse_runtime(what: &str, text: &str) -> Result<GroupRunReport, String> {
         let f = Fields::parse(what, "the grouped allocator's report", text)?;
         let count = |at: &str| -> Result<GroupCount, String> { Ok(GroupCount { count: f.need(&format!("{at}.count"))?, bytes: f.need(&format!("{at}.bytes"))? }) };

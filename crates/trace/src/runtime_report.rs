@@ -126,6 +126,15 @@ impl Common {
         format!(" Peak RSS {}.", bytes(self.peak_rss_bytes))
     }
 
+    /// The summary's sentence on stray frees (none when there were none): `of` says what they
+    /// freed (`region addresses that were no live block`).
+    pub fn stray_frees(&self, of: &str) -> String {
+        if self.stray_frees == 0 {
+            return String::new();
+        }
+        format!(" {} frees of {of} were ignored.", grouped(self.stray_frees))
+    }
+
     /// The summary's last sentence: how the program ended, after how long.
     pub fn ending(&self) -> String {
         let ended = match (self.exit_code, self.signal) {
@@ -167,6 +176,7 @@ mod tests {
         c.fallback_allocator = "glibc".into();
         assert_eq!(c.fell_back(&[("busy", 2), ("aligned", 0), ("size_mismatch", 1)]), "; 3 fell back to glibc (48 B): 2 busy, 1 size mismatch.");
         assert_eq!(c.ending(), " The program exited with status 0 after 0.00 s.");
+        assert_eq!(c.stray_frees("nothing live"), " 1 frees of nothing live were ignored.");
         let mut v = json!({"fallback": c.fallback_json(&[("busy", 2)])});
         c.add_json(&mut v);
         assert_eq!((v["fallback"]["busy"].as_u64(), v["fallback"]["count"].as_u64(), v["exit_status"]["code"].as_i64()), (Some(2), Some(3), Some(0)));
