@@ -13,7 +13,7 @@
 //! and empty group sets.
 
 use crate::common::{heaplab_in, prog, real_programs, scratch_dir, Heaplab};
-use crate::runtime::{applied, compiled, shared_workloads, trace};
+use crate::runtime::{applied, compiled, shared_workloads, streams_and_status_pass_through, trace};
 use heaplab_group::{Group, GroupContext, Groups, Params, Site};
 use heaplab_trace::context::{basename, ModuleMap};
 use heaplab_trace::reader::Half;
@@ -333,10 +333,7 @@ fn bad_groups_are_rejected_before_the_program_starts() {
 fn exit_status_and_streams_pass_through() {
     let dir = scratch_dir("group_run", "status");
     let empty = Builder::new(0).write(&dir, "empty");
-    let r = Heaplab::new(&["run", "--quiet", "--groups", &empty, "--", "sh", "-c", "echo out; echo err >&2; exit 7"]).dir(&dir).run();
-    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (7, "out\n", "err\n"));
-    let r = Heaplab::new(&["run", "--quiet", "--groups", &empty, "--", "sh", "-c", "kill -TERM $$"]).dir(&dir).run();
-    assert_eq!(r.code, 128 + 15);
+    streams_and_status_pass_through(&dir, &["--groups", &empty]);
     let r = Heaplab::new(&["run", "--groups", &empty, "--", "true"]).dir(&dir).run();
     assert!(r.code == 0 && r.stderr.starts_with("heaplab run: groups "), "{}", r.stderr);
     let r = Heaplab::new(&["run", "--json", "--groups", &empty, "--", "true"]).dir(&dir).run();

@@ -8,8 +8,8 @@
 //! contexts, the report's figures, bad layout files (exit 2, program not started), and real
 //! programs (sqlite3, jq, xz, python3 with PYTHONMALLOC=malloc, the shared workloads).
 
-use crate::common::{heaplab_in, real_programs, scratch_dir, Heaplab};
-use crate::runtime::{applied, shared_workloads, trace};
+use crate::common::{heaplab_in, real_programs, scratch_dir};
+use crate::runtime::{applied, shared_workloads, streams_and_status_pass_through, trace};
 use heaplab_apply::strategy::{build, Strategy, StrategyOptions};
 use serde_json::Value;
 use std::path::Path;
@@ -164,10 +164,7 @@ fn exit_status_and_streams_pass_through() {
     let p = applied();
     let t = trace(&dir, "mix", 0, &[&p, "mix", "1"], &[]);
     let l = layout(&dir, &t, Strategy::Plan, false);
-    let r = Heaplab::new(&["run", "--quiet", "--layout", &l, "--", "sh", "-c", "echo out; echo err >&2; exit 7"]).dir(&dir).run();
-    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (7, "out\n", "err\n"));
-    let r = Heaplab::new(&["run", "--quiet", "--layout", &l, "--", "sh", "-c", "kill -TERM $$"]).dir(&dir).run();
-    assert_eq!(r.code, 128 + 15);
+    streams_and_status_pass_through(&dir, &["--layout", &l]);
 }
 
 /// A real program: traced once, then its output under layouts of several strategies must equal

@@ -1,7 +1,7 @@
 //! What the tests of `heaplab run` with a layout (`run`) and with groups (`group_run`) share:
 //! the test programs they compile, tracing a program, the run against a plain run that is their
-//! oracle (same output, same exit status, a report whose fallback adds up), and the shared
-//! pointer-chasing workloads built for them.
+//! oracle (same output, same exit status, a report whose fallback adds up), the program's
+//! streams and status passed through, and the shared pointer-chasing workloads built for them.
 
 use crate::common::{scratch_dir, Heaplab, Run};
 use serde_json::Value;
@@ -69,6 +69,20 @@ pub fn same_as_plain(dir: &Path, runtime: &[&str], reasons: &[&str], cmd: &[&str
     let fell_back: u64 = reasons.iter().map(|k| fb[k].as_u64().unwrap()).sum();
     assert_eq!(fb["count"].as_u64().unwrap(), fell_back, "{v}");
     (v, r, plain)
+}
+
+/// `heaplab run --quiet RUNTIME -- sh …` leaves the program's standard streams and exit status
+/// alone: its output, its error and its status 7; a signal that kills it is 128 + its number.
+pub fn streams_and_status_pass_through(dir: &Path, runtime: &[&str]) {
+    let run = |script: &str| {
+        let mut args = vec!["run", "--quiet"];
+        args.extend_from_slice(runtime);
+        args.extend_from_slice(&["--", "sh", "-c", script]);
+        Heaplab::new(&args).dir(dir).run()
+    };
+    let r = run("echo out; echo err >&2; exit 7");
+    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (7, "out\n", "err\n"));
+    assert_eq!(run("kill -TERM $$").code, 128 + 15);
 }
 
 /// The pointer-chasing workloads of `../shared/workloads` named by `names`, built into a
