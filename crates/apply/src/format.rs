@@ -177,13 +177,12 @@ pub fn to_bytes(layout: &Layout) -> Result<Vec<u8>, WriteError> {
 /// Writes a valid layout to `path` atomically (nothing is written when it is invalid).
 pub fn write(path: &str, layout: &Layout) -> Result<(), WriteError> {
     let bytes = to_bytes(layout)?;
-    heaplab_model::files::write_atomic(path, |w| w.write_all(&bytes)).map_err(|e| WriteError::Io(path.to_string(), e))
+    heaplab_model::files::write_bytes(path, &bytes)
 }
 
 /// Reads and validates the layout in `path`.
 pub fn read(path: &str) -> Result<Layout, InputError> {
-    let bytes = std::fs::read(path).map_err(|e| InputError::file(path, InputErrorKind::Io, format!("cannot read: {e}")))?;
-    from_bytes(path, &bytes)
+    from_bytes(path, &heaplab_model::files::read_bytes(path)?)
 }
 
 /// Little-endian cursor over a checked byte range.

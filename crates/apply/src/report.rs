@@ -1,9 +1,10 @@
 //! The report of a run with a layout: what the runtime library counted (it writes JSON at the
 //! end of the program's image) and what the launcher adds (wall time, exit status, command),
 //! read into one typed value, written back as JSON (`heaplab run --report`) and told in one
-//! paragraph.
+//! paragraph. The fields every runtime's report has are heaplab_trace's [`Common`].
 
 use heaplab_model::units::{bytes, grouped};
+use heaplab_trace::runtime_report::{Common, Fields, RuntimeReport};
 use serde_json::{json, Value};
 
 /// Why allocations fell back, by reason, as the runtime counts them (a count or bytes each).
@@ -75,8 +76,9 @@ pub struct RunReport {
     pub strategy: String,
     /// The layout file.
     pub layout: String,
-    /// Why the runtime ran without the layout (a damaged file), if it did.
-    pub error: Option<String>,
+    /// What every runtime's report has: the fallback's count and bytes, stray frees, peak RSS,
+    /// how the image ended, and the launcher's fields.
+    pub common: Common,
     /// Bytes of the region.
     pub region_bytes: u64,
     /// Frames per context key (0: global ordinals).
@@ -91,10 +93,6 @@ pub struct RunReport {
     pub planned: u64,
     /// Their requested bytes.
     pub planned_bytes: u64,
-    /// Allocations sent to the fallback allocator.
-    pub fallback: u64,
-    /// Their requested bytes.
-    pub fallback_bytes: u64,
     /// Fallbacks by reason.
     pub reasons: Reasons,
     /// Fallback bytes by reason.
@@ -105,34 +103,71 @@ pub struct RunReport {
     pub match_rate: f64,
     /// Region blocks freed (realloc moves included).
     pub frees_region: u64,
-    /// Frees of region addresses where no live block starts (program errors, ignored).
-    pub stray_frees: u64,
     /// Size mismatches after which a later expected allocation matched: the runtime skipped
     /// the expected ones in between, or took the request for one the profile did not have.
     pub resyncs: u64,
-    /// Peak RSS of the program (kernel VmHWM) at its end.
-    pub peak_rss_bytes: u64,
-    /// How the program's image ended: `exit`, `_exit`, `exec`, `fatal signal`.
-    pub end: String,
-    /// Wall time of the run (launcher).
-    pub wall_seconds: f64,
-    /// The program's exit code, when it exited.
-    pub exit_code: Option<i32>,
-    /// The signal that killed it, when one did.
-    pub signal: Option<i32>,
-    /// The command run.
-    pub command: Vec<String>,
-    /// The fallback allocator's name.
-    pub fallback_allocator: String,
 }
 
 impl RunReport {
-    /// Reads the runtime's JSON (`what` names its source in errors); the launcher's fields are
-    /// left empty for the caller to fill.
-    pub fn parse_runtime(what: &str, text: &str) -> Result<RunReport, String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| format!("{what}: the runtime's report is not JSON: {e}"))?;
-        let num = |k: &str| v[k].as_u64().ok_or_else(|| format!("{what}: the runtime's report has no '{k}'"));
-        let fb = &v["fallback"];
+    /// The report as JSON: the runtime's keys and the launcher's.
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "strategy": self.strategy,
+            "layout": self.layout,
+            "region_bytes": self.region_bytes,
+            "stack_depth": self.stack_depth,
+            "contexts": self.contexts,
+            "entries": self.entries,
+            "allocations": self.allocations,
+            "planned": self.planned,
+            "planned_bytes": self.planned_bytes,
+            "fallback": self.common.fallback_json(&self.reasons.named()),
+            "fallback_bytes": self.reason_bytes.json(),
+            "first_mismatch": self.first_mismatch.as_ref().map(|m| json!({
+                "reason": m.reason, "ordinal": m.ordinal, "context": m.context, "expected_size": m.expected_size, "size": m.size,
+            })),
+            "match_rate": self.match_rate,
+            "frees_region": self.frees_region,
+            "resyncs": self.resyncs,
+        });
+        self.common.add_json(&mut v);
+        v
+    }
+
+    /// One paragraph for a person: match rate, what fell back and why, the first mismatch, the
+    /// region, peak RSS, and how the program ended.
+    pub fn summary(&self) -> String {
+        let mut s = format!("heaplab run: layout {} ({})", self.layout, self.strategy);
+        if let Some(e) = &self.common.error {
+            s += &format!(" NOT applied: {e}.");
+        } else {
+            s += &format!(
+                ": {} of {} allocations served from the region ({:.2}%, {}), region {}",
+                grouped(self.planned),
+                grouped(self.allocations),
+                100.0 * self.match_rate,
+                bytes(self.planned_bytes),
+                bytes(self.region_bytes)
+            );
+            s += &self.common.fell_back(&self.reasons.named());
+            if let Some(m) = &self.first_mismatch {
+                let expected = m.expected_size.map(|e| format!("expected {e} bytes, got {}", m.size)).unwrap_or_else(|| format!("{} bytes", m.size));
+                let ctx = if m.context != 0 { format!(" of context {:#018x}", m.context) } else { String::new() };
+                s += &format!(" First mismatch: allocation {}{ctx} ({}: {expected}).", m.ordinal, m.reason.replace('_', " "));
+            }
+        }
+        s += &self.common.peak_rss();
+        if self.resyncs > 0 {
+            s += &format!(" The expected sequence was picked up again after {} mismatches.", grouped(self.resyncs));
+        }
+        s + &self.common.stray_frees("region addresses that were no live block") + &self.common.ending()
+    }
+}
+
+impl RuntimeReport for RunReport {
+    fn parse_runtime(what: &str, text: &str) -> Result<RunReport, String> {
+        let f = Fields::parse(what, "the runtime's report", text)?;
+        let v = &f.json;
         let first_mismatch = match &v["first_mismatch"] {
             Value::Null => None,
             m => Some(Mismatch {
@@ -144,109 +179,27 @@ impl RunReport {
             }),
         };
         Ok(RunReport {
-            strategy: v["strategy"].as_str().unwrap_or_default().to_string(),
-            layout: v["layout"].as_str().unwrap_or_default().to_string(),
-            error: v["error"].as_str().map(String::from),
-            region_bytes: num("region_bytes")?,
-            stack_depth: num("stack_depth")?,
-            contexts: num("contexts")?,
-            entries: num("entries")?,
-            allocations: num("allocations")?,
-            planned: num("planned")?,
-            planned_bytes: num("planned_bytes")?,
-            fallback: fb["count"].as_u64().ok_or_else(|| format!("{what}: the runtime's report has no 'fallback.count'"))?,
-            fallback_bytes: fb["bytes"].as_u64().unwrap_or(0),
-            reasons: Reasons::read(fb),
+            common: Common::read(&f)?,
+            strategy: f.text("strategy"),
+            layout: f.text("layout"),
+            region_bytes: f.need("region_bytes")?,
+            stack_depth: f.need("stack_depth")?,
+            contexts: f.need("contexts")?,
+            entries: f.need("entries")?,
+            allocations: f.need("allocations")?,
+            planned: f.need("planned")?,
+            planned_bytes: f.need("planned_bytes")?,
+            reasons: Reasons::read(&v["fallback"]),
             reason_bytes: Reasons::read(&v["fallback_bytes"]),
             first_mismatch,
             match_rate: v["match_rate"].as_f64().unwrap_or(0.0),
-            frees_region: num("frees_region")?,
-            stray_frees: v["stray_frees"].as_u64().unwrap_or(0),
+            frees_region: f.need("frees_region")?,
             resyncs: v["resyncs"].as_u64().unwrap_or(0),
-            peak_rss_bytes: num("peak_rss_bytes")?,
-            end: v["end"].as_str().unwrap_or_default().to_string(),
-            wall_seconds: 0.0,
-            exit_code: None,
-            signal: None,
-            command: Vec::new(),
-            fallback_allocator: String::new(),
         })
     }
 
-    /// The report as JSON: the runtime's keys and the launcher's.
-    pub fn to_json(&self) -> Value {
-        let mut fallback = self.reasons.json();
-        fallback.insert("count".into(), json!(self.fallback));
-        fallback.insert("bytes".into(), json!(self.fallback_bytes));
-        json!({
-            "strategy": self.strategy,
-            "layout": self.layout,
-            "error": self.error,
-            "region_bytes": self.region_bytes,
-            "stack_depth": self.stack_depth,
-            "contexts": self.contexts,
-            "entries": self.entries,
-            "allocations": self.allocations,
-            "planned": self.planned,
-            "planned_bytes": self.planned_bytes,
-            "fallback": fallback,
-            "fallback_bytes": self.reason_bytes.json(),
-            "fallback_allocator": self.fallback_allocator,
-            "first_mismatch": self.first_mismatch.as_ref().map(|m| json!({
-                "reason": m.reason, "ordinal": m.ordinal, "context": m.context, "expected_size": m.expected_size, "size": m.size,
-            })),
-            "match_rate": self.match_rate,
-            "frees_region": self.frees_region,
-            "stray_frees": self.stray_frees,
-            "resyncs": self.resyncs,
-            "peak_rss_bytes": self.peak_rss_bytes,
-            "end": self.end,
-            "wall_seconds": self.wall_seconds,
-            "exit_status": {"code": self.exit_code, "signal": self.signal},
-            "command": self.command,
-        })
-    }
-
-    /// One paragraph for a person: match rate, what fell back and why, the first mismatch, the
-    /// region, peak RSS, and how the program ended.
-    pub fn summary(&self) -> String {
-        let mut s = format!("heaplab run: layout {} ({})", self.layout, self.strategy);
-        if let Some(e) = &self.error {
-            s += &format!(" NOT applied: {e}.");
-        } else {
-            s += &format!(
-                ": {} of {} allocations served from the region ({:.2}%, {}), region {}",
-                grouped(self.planned),
-                grouped(self.allocations),
-                100.0 * self.match_rate,
-                bytes(self.planned_bytes),
-                bytes(self.region_bytes)
-            );
-            if self.fallback == 0 {
-                s += "; nothing fell back.";
-            } else {
-                let why: Vec<String> = self.reasons.named().iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{} {}", grouped(*n), k.replace('_', " "))).collect();
-                s += &format!("; {} fell back to {} ({}): {}.", grouped(self.fallback), self.fallback_allocator, bytes(self.fallback_bytes), why.join(", "));
-            }
-            if let Some(m) = &self.first_mismatch {
-                let expected = m.expected_size.map(|e| format!("expected {e} bytes, got {}", m.size)).unwrap_or_else(|| format!("{} bytes", m.size));
-                let ctx = if m.context != 0 { format!(" of context {:#018x}", m.context) } else { String::new() };
-                s += &format!(" First mismatch: allocation {}{ctx} ({}: {expected}).", m.ordinal, m.reason.replace('_', " "));
-            }
-        }
-        s += &format!(" Peak RSS {}.", bytes(self.peak_rss_bytes));
-        if self.resyncs > 0 {
-            s += &format!(" The expected sequence was picked up again after {} mismatches.", grouped(self.resyncs));
-        }
-        if self.stray_frees > 0 {
-            s += &format!(" {} frees of region addresses that were no live block were ignored.", grouped(self.stray_frees));
-        }
-        let ended = match (self.exit_code, self.signal) {
-            (Some(c), _) => format!("exited with status {c}"),
-            (None, Some(sig)) => format!("was killed by {}", heaplab_trace::launch::signal_name(sig)),
-            _ => "ended".to_string(),
-        };
-        s + &format!(" The program {ended} after {:.2} s.", self.wall_seconds)
+    fn common_mut(&mut self) -> &mut Common {
+        &mut self.common
     }
 }
 
@@ -266,10 +219,10 @@ mod tests {
     #[test]
     fn the_runtime_report_is_read_and_told() {
         let mut r = RunReport::parse_runtime("r.json", RUNTIME).unwrap();
-        assert_eq!((r.allocations, r.planned, r.fallback, r.reasons.size_mismatch), (12, 9, 3, 1));
+        assert_eq!((r.allocations, r.planned, r.common.fallback_count, r.reasons.size_mismatch), (12, 9, 3, 1));
         assert_eq!(r.first_mismatch.as_ref().unwrap().expected_size, Some(24));
-        r.exit_code = Some(0);
-        r.fallback_allocator = "glibc".into();
+        r.common.exit_code = Some(0);
+        r.common.fallback_allocator = "glibc".into();
         let s = r.summary();
         assert!(s.contains("9 of 12 allocations") && s.contains("75.00%") && s.contains("1 size mismatch"), "{s}");
         assert!(s.contains("expected 24 bytes, got 16") && s.contains("exited with status 0"), "{s}");

@@ -1,6 +1,6 @@
 //! What the benchmark binaries ask of the host: CPU time of finished children, the output of a
-//! small command (git, date, uname) for the results' header, and commands written the way a shell
-//! reads them back.
+//! small command (git, date, uname) and the machine line of the results' header, and commands
+//! written the way a shell reads them back.
 
 use std::process::Command;
 
@@ -25,4 +25,13 @@ pub fn shell_quote(a: &str) -> String {
     } else {
         format!("'{}'", a.replace('\'', r"'\''"))
     }
+}
+
+/// The results' line naming the machine, the date and the `commit` measured.
+pub fn machine_line(commit: &str) -> String {
+    let date = output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+    let cpu = output("sh", &["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]);
+    let cores = output("nproc", &[]);
+    let mem = output("sh", &["-c", "awk '/MemTotal/ {printf \"%.0f GiB\", $2 / 1048576}' /proc/meminfo"]);
+    format!("Machine: {cpu} ({cores} cores, {mem}), shared with other jobs while measured. Date: {date}. Commit: {}.", commit.trim())
 }

@@ -1,8 +1,8 @@
 //! The programs the apply and group benches measure, and how they are measured alike: the
 //! pointer-chasing workloads of `../shared/workloads/` (built here) and Debian programs on
 //! generated inputs, each with a small input to profile and a large one to measure; output
-//! fingerprints; cachegrind started without valgrind's launcher. Included by those benches with
-//! `#[path]`.
+//! fingerprints; cachegrind started without valgrind's launcher; the measuring itself
+//! ([`measure`]). Included by those benches with `#[path]`.
 
 use heaplab_decide::runner::Cachegrind;
 use heaplab_study::stats::{median, quantile};
@@ -16,6 +16,8 @@ pub mod traced;
 #[path = "host.rs"]
 #[allow(dead_code)]
 pub mod host;
+#[path = "measure.rs"]
+pub mod measure;
 
 /// Cachegrind's cache geometry, fixed: this machine reports a bogus L3 (valgrind reads 384 MiB,
 /// 1-way), so the simulated caches are stated instead of detected: lscpu's 48 KiB 12-way L1D
@@ -26,6 +28,84 @@ pub const CACHE_GEOMETRY: [&str; 3] = ["--I1=32768,8,64", "--D1=49152,12,64", "-
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 pub const CACHEGRIND_FACTOR: u32 = 5;
 
+
+/// The command line the apply and group benches share; `X` holds a bench's own options.
+pub struct Opts<X> {
+    /// The heaplab binary (absolute: children run in other folders).
+    pub heaplab: PathBuf,
+    /// Where the results go.
+    pub out: PathBuf,
+    /// Builds, inputs, profiles, layouts or groups.
+    pub work: PathBuf,
+    /// The shared folder (workloads/ is read there).
+    pub shared: PathBuf,
+    /// Runs per workload and configuration, the first discarded.
+    pub runs: usize,
+    /// These workloads only (empty: all).
+    pub only: Vec<String>,
+    /// Whether the cachegrind runs are made.
+    pub cachegrind: bool,
+    /// Development mode: a few workloads, fewer runs.
+    pub quick: bool,
+    /// The bench's own options.
+    pub own: X,
+}
+
+fn die_as(bench: &str, m: &str) -> ! {
+    eprintln!("heaplab-bench-{bench}: {m}");
+    std::process::exit(2)
+}
+
+impl<X> Opts<X> {
+    /// Reads the command line of `heaplab-bench-BENCH` (`usage`: its help; quick mode also by
+    /// `HEAPLAB_BENCH_BENCH_QUICK=1`). `own` holds the bench's defaults, and `more` reads an
+    /// option that is not a shared one (given a reader of its value), saying whether it knew it.
+    pub fn parse(bench: &str, usage: &str, own: X, mut more: impl FnMut(&mut X, &str, &mut dyn FnMut(&str) -> String) -> bool) -> Opts<X> {
+        let quick_env = std::env::var(format!("HEAPLAB_BENCH_{}_QUICK", bench.to_uppercase())).is_ok_and(|v| !v.is_empty() && v != "0");
+        let mut o = Opts {
+            heaplab: PathBuf::from("target/release/heaplab"),
+            out: PathBuf::new(),
+            work: PathBuf::from(format!("target/bench-{bench}")),
+            shared: PathBuf::from("../shared"),
+            runs: 0,
+            only: Vec::new(),
+            cachegrind: true,
+            quick: quick_env,
+            own,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            let mut val = |name: &str| args.next().unwrap_or_else(|| die_as(bench, &format!("{name} needs a value\n{usage}")));
+            match a.as_str() {
+                "--heaplab" => o.heaplab = PathBuf::from(val("--heaplab")),
+                "--out" => o.out = PathBuf::from(val("--out")),
+                "--work" => o.work = PathBuf::from(val("--work")),
+                "--shared" => o.shared = PathBuf::from(val("--shared")),
+                "--runs" => o.runs = val("--runs").parse().ok().filter(|n| *n >= 3).unwrap_or_else(|| die_as(bench, "--runs: expected a number of at least 3")),
+                "--only" => o.only = val("--only").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+                "--no-cachegrind" => o.cachegrind = false,
+                "--quick" => o.quick = true,
+                "-h" | "--help" => {
+                    println!("{usage}");
+                    std::process::exit(0)
+                }
+                _ => {
+                    if !more(&mut o.own, &a, &mut val) {
+                        die_as(bench, &format!("unknown option {a}\n{usage}"))
+                    }
+                }
+            }
+        }
+        if o.runs == 0 {
+            o.runs = if o.quick { 4 } else { 11 };
+        }
+        if o.out.as_os_str().is_empty() {
+            o.out = PathBuf::from(if o.quick { format!("out/bench-{bench}-quick") } else { "bench".into() });
+        }
+        o.heaplab = std::path::absolute(&o.heaplab).unwrap_or_else(|e| die_as(bench, &format!("{}: {e}", o.heaplab.display())));
+        o
+    }
+}
 
 /// One input of a workload.
 #[derive(Clone, Debug)]

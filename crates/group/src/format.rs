@@ -173,13 +173,12 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
 /// Writes valid groups to `path` atomically (nothing is written when they are invalid).
 pub fn write(path: &str, g: &Groups) -> Result<(), WriteError> {
     let bytes = to_bytes(g)?;
-    heaplab_model::files::write_atomic(path, |w| w.write_all(&bytes)).map_err(|e| WriteError::Io(path.to_string(), e))
+    heaplab_model::files::write_bytes(path, &bytes)
 }
 
 /// Reads and validates the groups in `path`.
 pub fn read(path: &str) -> Result<Groups, InputError> {
-    let bytes = std::fs::read(path).map_err(|e| InputError::file(path, InputErrorKind::Io, format!("cannot read: {e}")))?;
-    from_bytes(path, &bytes)
+    from_bytes(path, &heaplab_model::files::read_bytes(path)?)
 }
 
 struct Cursor<'a> {

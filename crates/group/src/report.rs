@@ -1,18 +1,16 @@
 //! The report of a grouped run: what the grouped allocator counted (it writes JSON at the end of
 //! the program's image) and what the launcher adds (wall time, exit status, command), read into
 //! one typed value, written back as JSON (`heaplab run --groups --report`) and told in one
-//! paragraph.
+//! paragraph. The fields every runtime's report has are heaplab_trace's [`Common`].
 
 use heaplab_model::units::{bytes, grouped};
+use heaplab_trace::runtime_report::{Common, Fields, RuntimeReport};
 use serde_json::{json, Value};
 
-/// Allocations sent to the fallback allocator, by reason.
+/// Allocations sent to the fallback allocator, by reason (their count and bytes are in
+/// [`Common`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fallback {
-    /// All of them.
-    pub count: u64,
-    /// Their requested bytes.
-    pub bytes: u64,
     /// Larger than the groups' max object size.
     pub too_big: u64,
     /// Asked for an alignment above 16 (the aligned family, valloc, pvalloc).
@@ -42,10 +40,11 @@ pub struct GroupCount {
 /// A grouped run, as the runtime and the launcher saw it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupRunReport {
+    /// What every runtime's report has: the fallback's count and bytes, stray frees, peak RSS,
+    /// how the image ended, and the launcher's fields.
+    pub common: Common,
     /// The groups file.
     pub groups_file: String,
-    /// Why the runtime ran without groups (a bad table), if it did.
-    pub error: Option<String>,
     /// Frames walked per identification.
     pub walk_depth: u64,
     /// Largest grouped object.
@@ -64,7 +63,7 @@ pub struct GroupRunReport {
     pub grouped: GroupCount,
     /// Per group, in the file's order.
     pub groups: Vec<GroupCount>,
-    /// What fell back and why.
+    /// Why allocations fell back.
     pub fallback: Fallback,
     /// Stack walks made to identify allocations.
     pub walks: u64,
@@ -82,72 +81,9 @@ pub struct GroupRunReport {
     pub live_bytes_at_peak: u64,
     /// Grouped frees.
     pub frees_grouped: u64,
-    /// Frees of grouped addresses where no live object starts (program errors, ignored).
-    pub stray_frees: u64,
-    /// Peak RSS of the program (kernel VmHWM) at its end.
-    pub peak_rss_bytes: u64,
-    /// How the program's image ended: `exit`, `_exit`, `exec`, `fatal signal`.
-    pub end: String,
-    /// Wall time of the run (launcher).
-    pub wall_seconds: f64,
-    /// The program's exit code, when it exited.
-    pub exit_code: Option<i32>,
-    /// The signal that killed it, when one did.
-    pub signal: Option<i32>,
-    /// The command run.
-    pub command: Vec<String>,
-    /// The fallback allocator's name.
-    pub fallback_allocator: String,
 }
 
 impl GroupRunReport {
-    /// Reads the runtime's JSON (`what` names its source in errors); the launcher's fields are
-    /// left empty.
-    pub fn parse_runtime(what: &str, text: &str) -> Result<GroupRunReport, String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| format!("{what}: the grouped allocator's report is not JSON: {e}"))?;
-        let need = |v: &Value, k: &str| v[k].as_u64().ok_or_else(|| format!("{what}: the grouped allocator's report lacks `{k}`"));
-        let count = |v: &Value| -> Result<GroupCount, String> { Ok(GroupCount { count: need(v, "count")?, bytes: need(v, "bytes")? }) };
-        let fb = &v["fallback"];
-        let groups = v["groups"].as_array().ok_or_else(|| format!("{what}: the grouped allocator's report lacks `groups`"))?;
-        Ok(GroupRunReport {
-            groups_file: v["groups_file"].as_str().unwrap_or_default().to_string(),
-            error: v["error"].as_str().map(str::to_string),
-            walk_depth: need(&v, "walk_depth")?,
-            max_object_size: need(&v, "max_object_size")?,
-            chunk_size: need(&v, "chunk_size")?,
-            spare_chunks: need(&v, "spare_chunks")?,
-            selector_sites: need(&v, "selector_sites")?,
-            sites_unresolved: need(&v, "sites_unresolved")?,
-            allocations: need(&v, "allocations")?,
-            grouped: count(&v["grouped"])?,
-            groups: groups.iter().map(count).collect::<Result<_, _>>()?,
-            fallback: Fallback {
-                count: need(fb, "count")?,
-                bytes: need(fb, "bytes")?,
-                too_big: need(fb, "too_big")?,
-                aligned: need(fb, "aligned")?,
-                ungrouped: need(fb, "ungrouped")?,
-                exhausted: need(fb, "exhausted")?,
-            },
-            walks: need(&v["identification"], "walks")?,
-            frames: need(&v["identification"], "frames")?,
-            chunks_fresh: need(&v["chunks"], "fresh")?,
-            chunks_reused: need(&v["chunks"], "reused")?,
-            chunks_returned: need(&v["chunks"], "returned")?,
-            peak_resident_bytes: need(&v["fragmentation"], "peak_resident_bytes")?,
-            live_bytes_at_peak: need(&v["fragmentation"], "live_bytes")?,
-            frees_grouped: need(&v, "frees_grouped")?,
-            stray_frees: need(&v, "stray_frees")?,
-            peak_rss_bytes: need(&v, "peak_rss_bytes")?,
-            end: v["end"].as_str().unwrap_or_default().to_string(),
-            wall_seconds: 0.0,
-            exit_code: None,
-            signal: None,
-            command: Vec::new(),
-            fallback_allocator: String::new(),
-        })
-    }
-
     /// The grouped heap's fragmentation at its peak footprint (HALO's table 2): footprint minus
     /// live bytes, in bytes and as a share of the footprint (0 when nothing was grouped).
     pub fn fragmentation(&self) -> (u64, f64) {
@@ -164,12 +100,8 @@ impl GroupRunReport {
     pub fn to_json(&self) -> Value {
         let (frag, ratio) = self.fragmentation();
         let gc = |g: &GroupCount| json!({"count": g.count, "bytes": g.bytes});
-        let mut fallback: serde_json::Map<String, Value> = self.fallback.named().iter().map(|(k, n)| (k.to_string(), json!(n))).collect();
-        fallback.insert("count".into(), json!(self.fallback.count));
-        fallback.insert("bytes".into(), json!(self.fallback.bytes));
-        json!({
+        let mut v = json!({
             "groups_file": self.groups_file,
-            "error": self.error,
             "walk_depth": self.walk_depth,
             "max_object_size": self.max_object_size,
             "chunk_size": self.chunk_size,
@@ -180,26 +112,21 @@ impl GroupRunReport {
             "grouped": gc(&self.grouped),
             "grouped_rate": self.grouped_rate(),
             "groups": self.groups.iter().map(gc).collect::<Vec<_>>(),
-            "fallback": fallback,
-            "fallback_allocator": self.fallback_allocator,
+            "fallback": self.common.fallback_json(&self.fallback.named()),
             "identification": {"walks": self.walks, "frames": self.frames},
             "chunks": {"fresh": self.chunks_fresh, "reused": self.chunks_reused, "returned": self.chunks_returned},
             "fragmentation": {"peak_resident_bytes": self.peak_resident_bytes, "live_bytes": self.live_bytes_at_peak, "bytes": frag, "ratio": ratio},
             "frees_grouped": self.frees_grouped,
-            "stray_frees": self.stray_frees,
-            "peak_rss_bytes": self.peak_rss_bytes,
-            "end": self.end,
-            "wall_seconds": self.wall_seconds,
-            "exit_status": {"code": self.exit_code, "signal": self.signal},
-            "command": self.command,
-        })
+        });
+        self.common.add_json(&mut v);
+        v
     }
 
     /// One paragraph for a person: how much was grouped, in how many groups, what fell back and
     /// why, the chunks, the fragmentation at the peak, peak RSS, and how the program ended.
     pub fn summary(&self) -> String {
         let mut s = format!("heaplab run: groups {}", self.groups_file);
-        if let Some(e) = &self.error {
+        if let Some(e) = &self.common.error {
             s += &format!(" NOT applied: {e}.");
         } else {
             let used = self.groups.iter().filter(|g| g.count > 0).count();
@@ -211,12 +138,7 @@ impl GroupRunReport {
                 bytes(self.grouped.bytes),
                 self.groups.len()
             );
-            if self.fallback.count == 0 {
-                s += "; nothing fell back.";
-            } else {
-                let why: Vec<String> = self.fallback.named().iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{} {}", grouped(*n), k.replace('_', " "))).collect();
-                s += &format!("; {} fell back to {} ({}): {}.", grouped(self.fallback.count), self.fallback_allocator, bytes(self.fallback.bytes), why.join(", "));
-            }
+            s += &self.common.fell_back(&self.fallback.named());
             if self.walks > 0 {
                 s += &format!(" {} stack walks, {:.1} frames each.", grouped(self.walks), self.frames as f64 / self.walks as f64);
             }
@@ -237,16 +159,41 @@ impl GroupRunReport {
                 s += &format!(" {} of {} selector sites were never found in the program's code.", grouped(self.sites_unresolved), grouped(self.selector_sites));
             }
         }
-        s += &format!(" Peak RSS {}.", bytes(self.peak_rss_bytes));
-        if self.stray_frees > 0 {
-            s += &format!(" {} frees of grouped addresses that were no live object were ignored.", grouped(self.stray_frees));
-        }
-        let ended = match (self.exit_code, self.signal) {
-            (Some(c), _) => format!("exited with status {c}"),
-            (None, Some(sig)) => format!("was killed by {}", heaplab_trace::launch::signal_name(sig)),
-            _ => "ended".to_string(),
-        };
-        s + &format!(" The program {ended} after {:.2} s.", self.wall_seconds)
+        s + &self.common.peak_rss() + &self.common.stray_frees("grouped addresses that were no live object") + &self.common.ending()
+    }
+}
+
+impl RuntimeReport for GroupRunReport {
+    fn parse_runtime(what: &str, text: &str) -> Result<GroupRunReport, String> {
+        let f = Fields::parse(what, "the grouped allocator's report", text)?;
+        let count = |at: &str| -> Result<GroupCount, String> { Ok(GroupCount { count: f.need(&format!("{at}.count"))?, bytes: f.need(&format!("{at}.bytes"))? }) };
+        let groups = f.at("groups").as_array().ok_or_else(|| format!("{what}: the grouped allocator's report has no 'groups'"))?.len();
+        Ok(GroupRunReport {
+            common: Common::read(&f)?,
+            groups_file: f.text("groups_file"),
+            walk_depth: f.need("walk_depth")?,
+            max_object_size: f.need("max_object_size")?,
+            chunk_size: f.need("chunk_size")?,
+            spare_chunks: f.need("spare_chunks")?,
+            selector_sites: f.need("selector_sites")?,
+            sites_unresolved: f.need("sites_unresolved")?,
+            allocations: f.need("allocations")?,
+            grouped: count("grouped")?,
+            groups: (0..groups).map(|k| count(&format!("groups.{k}"))).collect::<Result<_, _>>()?,
+            fallback: Fallback { too_big: f.need("fallback.too_big")?, aligned: f.need("fallback.aligned")?, ungrouped: f.need("fallback.ungrouped")?, exhausted: f.need("fallback.exhausted")? },
+            walks: f.need("identification.walks")?,
+            frames: f.need("identification.frames")?,
+            chunks_fresh: f.need("chunks.fresh")?,
+            chunks_reused: f.need("chunks.reused")?,
+            chunks_returned: f.need("chunks.returned")?,
+            peak_resident_bytes: f.need("fragmentation.peak_resident_bytes")?,
+            live_bytes_at_peak: f.need("fragmentation.live_bytes")?,
+            frees_grouped: f.need("frees_grouped")?,
+        })
+    }
+
+    fn common_mut(&mut self) -> &mut Common {
+        &mut self.common
     }
 }
 
@@ -266,7 +213,7 @@ mod tests {
     #[test]
     fn the_runtime_report_is_read_and_told() {
         let mut r = GroupRunReport::parse_runtime("r.json", RUNTIME).unwrap();
-        r.fallback_allocator = "jemalloc".into();
+        r.common.fallback_allocator = "jemalloc".into();
         assert_eq!(r.grouped, GroupCount { count: 6, bytes: 384 });
         assert_eq!(r.fallback.ungrouped, 3);
         assert_eq!(r.fragmentation(), (16, 0.04));

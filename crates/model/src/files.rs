@@ -144,6 +144,18 @@ pub fn write(path: &str, inst: &Instance, offsets: Option<&[u64]>) -> std::io::R
     }
 }
 
+/// Reads the whole file at `path`, one of heaplab's own formats (a layout, groups); an input
+/// error naming it when it cannot be read.
+pub fn read_bytes(path: &str) -> Result<Vec<u8>, InputError> {
+    std::fs::read(path).map_err(|e| InputError::file(path, K::Io, format!("cannot read: {e}")))
+}
+
+/// Writes `bytes`, a file of one of heaplab's own formats already checked, to `path` atomically
+/// ([`write_atomic`]).
+pub fn write_bytes(path: &str, bytes: &[u8]) -> Result<(), WriteError> {
+    write_atomic(path, |w| w.write_all(bytes)).map_err(|e| WriteError::Io(path.to_string(), e))
+}
+
 /// Why a file of one of heaplab's own formats (a layout, groups) could not be written.
 #[derive(Debug)]
 pub enum WriteError {

@@ -2,8 +2,13 @@
 //! settings, passing on the signals a user sends to heaplab, ending the program when a cap on
 //! the run's trace size or duration is reached, and collecting the trace files the run wrote.
 //!
+//! It also runs a program with one of heaplab's runtime libraries preloaded ([`RuntimeRun`]):
+//! the launch, the options, the finished run and the errors the layout runtime's and the
+//! grouped allocator's launchers share; each of them adds only its own settings and report.
+//!
 //! The program's standard streams are its own: nothing here reads or writes them.
 
+use crate::runtime_report::RuntimeReport;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -524,6 +529,15 @@ impl Drop for Scratch {
     }
 }
 
+/// How to run a program with one of heaplab's runtime libraries.
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeOptions {
+    /// The fallback allocator's library, preloaded after the runtime (`None`: glibc's malloc).
+    pub fallback: Option<PathBuf>,
+    /// The fallback's name, for the report ("": glibc).
+    pub fallback_name: String,
+}
+
 /// A program run with one of heaplab's runtime libraries (the layout runtime, the grouped
 /// allocator) preloaded ahead of a fallback allocator. The library reads its settings from one
 /// environment variable (lines of key=value); it acts only in the image that removes the claim
@@ -532,12 +546,59 @@ impl Drop for Scratch {
 pub struct RuntimeRun<'a> {
     /// The runtime library.
     pub library: &'a Path,
-    /// The fallback allocator's library, preloaded after the runtime (`None`: glibc's malloc).
-    pub fallback: Option<&'a Path>,
+    /// The fallback allocator.
+    pub options: &'a RuntimeOptions,
     /// The environment variable the library reads.
     pub settings_var: &'a str,
     /// Settings for the library (`claim` and `report` are added); values hold no newline.
     pub settings: Vec<(&'a str, String)>,
+}
+
+/// A finished run with a runtime library, its report read as `R`.
+#[derive(Debug)]
+pub struct RuntimeFinished<R> {
+    /// How the program ended.
+    pub status: ExitStatus,
+    /// The runtime's report completed with the launcher's fields; `None` when the program
+    /// wrote none (it was killed by SIGKILL, or it is statically linked or setuid and ignored
+    /// LD_PRELOAD).
+    pub report: Option<R>,
+    /// Why there is no report, in words.
+    pub no_report: Option<String>,
+}
+
+/// Why a program could not be run with a runtime library.
+#[derive(Debug)]
+pub enum RuntimeError {
+    /// The layout or groups are damaged, invalid or beyond what the runtime can apply (nothing
+    /// was started).
+    Input(heaplab_model::InputError),
+    /// The program could not be found or started.
+    Launch(LaunchError),
+    /// The runtime library or the run's scratch files could not be written.
+    Setup(String),
+}
+
+impl RuntimeError {
+    /// A bad layout, bad groups or a bad program are the caller's input; a library that cannot
+    /// be installed is the work failing.
+    pub fn class(&self) -> heaplab_model::ErrorClass {
+        match self {
+            RuntimeError::Input(_) => heaplab_model::ErrorClass::BadInput,
+            RuntimeError::Launch(e) => e.class(),
+            RuntimeError::Setup(_) => heaplab_model::ErrorClass::WorkFailed,
+        }
+    }
+}
+
+impl std::fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuntimeError::Input(e) => write!(f, "{e}"),
+            RuntimeError::Launch(e) => write!(f, "{e}"),
+            RuntimeError::Setup(m) => f.write_str(m),
+        }
+    }
 }
 
 /// How a [`RuntimeRun`] ended.
@@ -570,7 +631,7 @@ impl RuntimeRun<'_> {
         }
         let settings: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let mut preload = vec![self.library.to_string_lossy().into_owned()];
-        preload.extend(self.fallback.map(|p| p.to_string_lossy().into_owned()));
+        preload.extend(self.options.fallback.as_ref().map(|p| p.to_string_lossy().into_owned()));
         preload.extend(std::env::var("LD_PRELOAD").ok().filter(|v| !v.is_empty()));
         let mut cmd = Command::new(&resolved);
         cmd.arg0(program).args(&command[1..]).env("LD_PRELOAD", preload.join(":")).env(self.settings_var, settings.join("\n"));
@@ -582,6 +643,28 @@ impl RuntimeRun<'_> {
             Err(_) => Err(format!("{program} {} before the runtime could write its report", describe_status(&status))),
         };
         Ok(RuntimeRan { status, wall, report })
+    }
+
+    /// [`RuntimeRun::run`], then the runtime's report read as `R` and completed with the
+    /// launcher's fields (wall time, exit status, command, the fallback's name).
+    pub fn run_reported<R: RuntimeReport>(&self, command: &[String], scratch: &Scratch, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<RuntimeFinished<R>, RuntimeError> {
+        use std::os::unix::process::ExitStatusExt;
+        let ran = self.run(command, scratch, setup).map_err(RuntimeError::Launch)?;
+        let status = ran.status;
+        let (report, no_report) = match ran.report {
+            Ok(text) => {
+                let mut r = R::parse_runtime(&scratch.path().join("report.json").display().to_string(), &text).map_err(RuntimeError::Setup)?;
+                let c = r.common_mut();
+                c.wall_seconds = ran.wall.as_secs_f64();
+                c.exit_code = status.code();
+                c.signal = status.signal();
+                c.command = command.to_vec();
+                c.fallback_allocator = if self.options.fallback_name.is_empty() { "glibc".into() } else { self.options.fallback_name.clone() };
+                (Some(r), None)
+            }
+            Err(why) => (None, Some(why)),
+        };
+        Ok(RuntimeFinished { status, report, no_report })
     }
 }
 

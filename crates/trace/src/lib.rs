@@ -3,7 +3,8 @@
 //! into one ordered stream ([`reader`]), the stream's blocks and their lifetimes under the
 //! rules of the thesis' table 3.1 ([`blocks`], shared with the replay), trace statistics
 //! ([`stats`]) and the conversion of a trace to a heaplab instance ([`convert`]); running a
-//! program under the tracer ([`launch`]) and the index of a run's processes ([`run`]); a trace
+//! program under the tracer or one of heaplab's runtime libraries ([`launch`]; what the
+//! runtimes' reports share: [`runtime_report`]) and the index of a run's processes ([`run`]); a trace
 //! read where an instance is expected, with the oracle gap ([`instance`]); stable keys of call
 //! sites across runs ([`context`]).
 
@@ -17,6 +18,7 @@ pub mod launch;
 pub mod preload;
 pub mod reader;
 pub mod run;
+pub mod runtime_report;
 pub mod stats;
 #[cfg(test)]
 mod tests;

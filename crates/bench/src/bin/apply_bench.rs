@@ -20,14 +20,15 @@
 #[path = "../programs.rs"]
 mod programs;
 
+use programs::measure::{self, Launch, Progress, Sample};
 use programs::*;
 
 use heaplab_apply::report::RunReport;
+use heaplab_trace::runtime_report::RuntimeReport;
 use heaplab_decide::hpt::{analyse, InAppVerdict, Options};
 use heaplab_decide::ranktest::{rank_sum, Alternative};
 use heaplab_decide::results::{pyperf_checks, Better, Configuration, Metric, Results, Series};
-use heaplab_decide::runner::Cachegrind;
-use heaplab_study::measure::{run_once, RssMethod, RunSpec};
+use heaplab_study::measure::RssMethod;
 use heaplab_study::stats::{median, quantile};
 use heaplab_study::Machine;
 use serde_json::{json, Value};
@@ -96,68 +97,32 @@ fn die(m: &str) -> ! {
     std::process::exit(2)
 }
 
-/// Parsed command line.
-struct Opts {
-    heaplab: PathBuf,
-    out: PathBuf,
-    work: PathBuf,
-    shared: PathBuf,
-    runs: usize,
-    only: Vec<String>,
-    cachegrind: bool,
+/// The apply bench's own options.
+struct ApplyOpts {
+    /// Fallback allocator of the cache strategies' runs.
     fallback: String,
+    /// Frames per allocation context of the cache strategies.
     stack_depth: u32,
-    quick: bool,
+    /// Whether the cache strategies also run profiled on the measured input itself.
     same: bool,
 }
 
+/// The command line.
+type Opts = programs::Opts<ApplyOpts>;
+
 fn parse_args() -> Opts {
-    let quick_env = std::env::var("HEAPLAB_BENCH_APPLY_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
-    let mut o = Opts {
-        heaplab: PathBuf::from("target/release/heaplab"),
-        out: PathBuf::new(),
-        work: PathBuf::from("target/bench-apply"),
-        shared: PathBuf::from("../shared"),
-        runs: 0,
-        only: Vec::new(),
-        cachegrind: true,
-        fallback: "jemalloc".into(),
-        stack_depth: 4,
-        quick: quick_env,
-        same: true,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut val = |name: &str| args.next().unwrap_or_else(|| die(&format!("{name} needs a value\n{USAGE}")));
-        match a.as_str() {
-            "--heaplab" => o.heaplab = PathBuf::from(val("--heaplab")),
-            "--out" => o.out = PathBuf::from(val("--out")),
-            "--work" => o.work = PathBuf::from(val("--work")),
-            "--shared" => o.shared = PathBuf::from(val("--shared")),
-            "--runs" => o.runs = val("--runs").parse().ok().filter(|n| *n >= 3).unwrap_or_else(|| die("--runs: expected a number of at least 3")),
-            "--only" => o.only = val("--only").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
-            "--no-cachegrind" => o.cachegrind = false,
-            "--fallback" => o.fallback = val("--fallback"),
-            "--stack-depth" => o.stack_depth = val("--stack-depth").parse().ok().filter(|n| (1..=64).contains(n)).unwrap_or_else(|| die("--stack-depth: expected 1 to 64")),
-            "--quick" => o.quick = true,
-            "--no-same" => o.same = false,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0)
-            }
-            _ => die(&format!("unknown option {a}\n{USAGE}")),
+    let own = ApplyOpts { fallback: "jemalloc".into(), stack_depth: 4, same: true };
+    let o = Opts::parse("apply", USAGE, own, |own, a, val| {
+        match a {
+            "--fallback" => own.fallback = val("--fallback"),
+            "--stack-depth" => own.stack_depth = val("--stack-depth").parse().ok().filter(|n| (1..=64).contains(n)).unwrap_or_else(|| die("--stack-depth: expected 1 to 64")),
+            "--no-same" => own.same = false,
+            _ => return false,
         }
-    }
-    if o.runs == 0 {
-        o.runs = if o.quick { 4 } else { 11 };
-    }
-    if o.out.as_os_str().is_empty() {
-        o.out = PathBuf::from(if o.quick { "out/bench-apply-quick" } else { "bench" });
-    }
-    // Children run in other folders.
-    o.heaplab = std::path::absolute(&o.heaplab).unwrap_or_else(|e| die(&format!("{}: {e}", o.heaplab.display())));
-    if heaplab_replay::resolve(&o.fallback).is_err() {
-        die(&format!("--fallback {}: unknown allocator", o.fallback));
+        true
+    });
+    if heaplab_replay::resolve(&o.own.fallback).is_err() {
+        die(&format!("--fallback {}: unknown allocator", o.own.fallback));
     }
     o
 }
@@ -207,9 +172,9 @@ fn configs(o: &Opts) -> Vec<Config> {
         })
         .collect();
     c.push(Config::Layout { name: "plan".into(), strategy: "plan".into(), same_input: true, fallback: "glibc".into() });
-    c.extend(CACHE_STRATEGIES.iter().map(|s| Config::Layout { name: s.to_string(), strategy: s.to_string(), same_input: false, fallback: o.fallback.clone() }));
-    if o.same {
-        c.extend(CACHE_STRATEGIES.iter().map(|s| Config::Layout { name: format!("{s}{SAME}"), strategy: s.to_string(), same_input: true, fallback: o.fallback.clone() }));
+    c.extend(CACHE_STRATEGIES.iter().map(|s| Config::Layout { name: s.to_string(), strategy: s.to_string(), same_input: false, fallback: o.own.fallback.clone() }));
+    if o.own.same {
+        c.extend(CACHE_STRATEGIES.iter().map(|s| Config::Layout { name: format!("{s}{SAME}"), strategy: s.to_string(), same_input: true, fallback: o.own.fallback.clone() }));
     }
     c
 }
@@ -242,7 +207,7 @@ fn prepare(o: &Opts, w: &Workload, commands: &Commands) -> Prepared {
         prep.steps.push((name.to_string(), secs));
         Ok(())
     };
-    let depth = o.stack_depth.to_string();
+    let depth = o.own.stack_depth.to_string();
     let small_trace = step("trace small", with(strs(&["trace", "--stack-depth", &depth, "-o", &p("small.hltrace")]), &w.small), &w.small);
     let access = if !commands.access {
         Err("heaplab access is not in this heaplab build".to_string())
@@ -274,7 +239,7 @@ fn prepare(o: &Opts, w: &Workload, commands: &Commands) -> Prepared {
         };
         layouts.push((s.to_string(), r));
     }
-    if o.same {
+    if o.own.same {
         let access_large = match &access {
             Err(e) => Err(e.clone()),
             Ok(()) => step("access large", with(strs(&["access", "-o", &p("large.hlaccess")]), &w.large), &w.large),
@@ -307,27 +272,17 @@ struct Commands {
     run: bool,
 }
 
-/// One measured run.
-#[derive(Clone, Debug, Default)]
-struct Sample {
-    wall: f64,
-    rss: u64,
+/// What a configuration keeps of its runs besides the samples: for a layout, the runtime's report
+/// of the last run (read and raw) and the layout's figures.
+#[derive(Default)]
+struct LayoutRun {
+    report: Option<RunReport>,
+    report_json: Value,
+    layout: Option<LayoutFacts>,
 }
 
 /// Everything measured for one workload under one configuration.
-#[derive(Default)]
-struct Cell {
-    samples: Vec<Sample>,
-    /// The runtime's report of the last run (layout configurations).
-    report: Option<RunReport>,
-    report_json: Value,
-    /// (D1 misses, LL data misses, data references) under cachegrind.
-    cache: Option<Misses>,
-    cache_seconds: f64,
-    /// Why the row is incomplete: failed, crashed, different output, not measured.
-    error: Option<String>,
-    layout: Option<LayoutFacts>,
-}
+type Cell = measure::Cell<LayoutRun>;
 
 /// Figures of a layout file, read with heaplab-apply's reader.
 #[derive(Clone, Debug)]
@@ -359,18 +314,12 @@ fn layout_facts(path: &Path) -> Result<LayoutFacts, String> {
 /// One measured run: the sample, its output, and for a layout the runtime's report (read and raw).
 type Measurement = (Sample, Fingerprint, Option<(RunReport, Value)>);
 
-/// The program's command as a configuration runs it, with `wrap` (a command such as cachegrind's
-/// tool, empty for none) put in front of the program: (program, arguments, preload).
-fn invocation(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, report: &Path, wrap: &[String]) -> (PathBuf, Vec<String>, Option<PathBuf>) {
-    let mut cmd: Vec<String> = wrap.to_vec();
-    cmd.push(w.exe.display().to_string());
-    cmd.extend(w.large.args.iter().cloned());
-    match c {
-        Config::Allocator { library, .. } => (PathBuf::from(&cmd[0]), cmd[1..].to_vec(), library.clone()),
-        Config::Layout { fallback, .. } => {
-            let mut a = strs(&["run", "--layout", &layout.map(|p| p.display().to_string()).unwrap_or_default(), "--report", &report.display().to_string(), "--fallback", fallback, "--"]);
-            a.extend(cmd);
-            (o.heaplab.clone(), a, None)
+impl Config {
+    /// How the configuration runs the workload (`layout`: its layout file).
+    fn launch<'a>(&'a self, o: &'a Opts, layout: Option<&'a Path>) -> Launch<'a> {
+        match self {
+            Config::Allocator { library, .. } => Launch::Preload(library.clone()),
+            Config::Layout { fallback, .. } => Launch::HeaplabRun { heaplab: &o.heaplab, option: "--layout", file: layout, fallback },
         }
     }
 }
@@ -381,43 +330,22 @@ fn read_report(path: &Path) -> Result<(RunReport, Value), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut r = RunReport::parse_runtime(&path.display().to_string(), &text)?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    r.wall_seconds = v["wall_seconds"].as_f64().ok_or_else(|| format!("{}: no wall_seconds", path.display()))?;
+    r.common.wall_seconds = v["wall_seconds"].as_f64().ok_or_else(|| format!("{}: no wall_seconds", path.display()))?;
     Ok((r, v))
 }
 
 /// Runs a workload's large input once under `c`: the sample, its output's fingerprint, and the
 /// report for layouts.
 fn measure_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scratch: &Path) -> Result<Measurement, String> {
-    let out = scratch.join(format!("{}.stdout", c.name()));
-    let report = scratch.join(format!("{}.report.json", c.name()));
-    let _ = std::fs::remove_file(&report);
-    let (program, args, preload) = invocation(o, w, c, layout, &report, &[]);
-    let spec = RunSpec {
-        program: program.clone(),
-        arg0: program.display().to_string(),
-        args,
-        env: w.env.clone(),
-        preload,
-        stdin: w.large.stdin.clone(),
-        stdout: Some(out.clone()),
-        cwd: w.large.cwd.clone(),
-        timeout: RUN_TIMEOUT,
-    };
-    let run = run_once(&spec).map_err(|e| format!("cannot run: {e}"))?;
-    if !run.ok() {
-        let how = if run.status < 0 { format!("killed by {}", heaplab_trace::launch::signal_name(-run.status)) } else { format!("exit status {}", run.status) };
-        let tail = run.stderr_tail.lines().last().unwrap_or("").to_string();
-        return Err(format!("{how}: {tail}"));
-    }
-    let fp = fingerprint(&out)?;
+    let (run, fp, report) = measure::measure_once(w, &c.launch(o, layout), c.name(), scratch)?;
     Ok(match c {
         Config::Allocator { .. } => (Sample { wall: run.wall, rss: run.peak(RssMethod::Rusage) }, fp, None),
         Config::Layout { .. } => {
             let (r, v) = read_report(&report)?;
-            if let Some(e) = &r.error {
+            if let Some(e) = &r.common.error {
                 return Err(format!("the layout was not applied: {e}"));
             }
-            (Sample { wall: r.wall_seconds, rss: r.peak_rss_bytes }, fp, Some((r, v)))
+            (Sample { wall: r.common.wall_seconds, rss: r.common.peak_rss_bytes }, fp, Some((r, v)))
         }
     })
 }
@@ -426,50 +354,16 @@ fn measure_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scrat
 /// output fingerprint. For a layout, the runtime's report of that run must show the layout
 /// applied as in the measured runs (`planned`), or the row fails.
 fn cachegrind_once(o: &Opts, w: &Workload, c: &Config, layout: Option<&Path>, scratch: &Path, cg: &CachegrindTool, planned: Option<u64>) -> Result<(Misses, f64, Fingerprint), String> {
-    let dir = scratch.join(format!("cg-{}", c.name()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let out = scratch.join(format!("{}.cg.stdout", c.name()));
-    let report = scratch.join(format!("{}.cg.report.json", c.name()));
-    let _ = std::fs::remove_file(&report);
-    let mut wrap = vec![cg.tool.display().to_string()];
-    wrap.extend(strs(&["--tool=cachegrind", "--cache-sim=yes"]));
-    wrap.extend(strs(&CACHE_GEOMETRY));
-    wrap.push(format!("--cachegrind-out-file={}/cg.out", dir.display()));
-    let (program, args, preload) = invocation(o, w, c, layout, &report, &wrap);
-    let mut env = w.env.clone();
-    env.push(("VALGRIND_LAUNCHER".into(), cg.launcher.display().to_string()));
-    let spec = RunSpec {
-        program: program.clone(),
-        arg0: program.display().to_string(),
-        args,
-        env,
-        preload,
-        stdin: w.large.stdin.clone(),
-        stdout: Some(out.clone()),
-        cwd: w.large.cwd.clone(),
-        timeout: RUN_TIMEOUT * CACHEGRIND_FACTOR,
-    };
-    let run = run_once(&spec).map_err(|e| format!("cannot run cachegrind: {e}"))?;
-    let result = (|| {
-        if !run.ok() {
-            return Err(format!("under cachegrind: status {}: {}", run.status, run.stderr_tail.lines().last().unwrap_or("")));
+    let (m, secs, fp, report) = measure::cachegrind_once(w, &c.launch(o, layout), c.name(), scratch, cg)?;
+    // valgrind adds to the environment and to LD_PRELOAD, which python3 copies into its heap:
+    // a few blocks more or less may match there; a layout not applied matches none.
+    if let Some(want) = planned {
+        let (r, _) = read_report(&report)?;
+        if r.planned.abs_diff(want) as f64 > 0.02 * want as f64 {
+            return Err(format!("the layout served {} blocks under cachegrind, {want} in the measured runs", r.planned));
         }
-        // valgrind adds to the environment and to LD_PRELOAD, which python3 copies into its heap:
-        // a few blocks more or less may match there; a layout not applied matches none.
-        if let Some(want) = planned {
-            let (r, _) = read_report(&report)?;
-            if r.planned.abs_diff(want) as f64 > 0.02 * want as f64 {
-                return Err(format!("the layout served {} blocks under cachegrind, {want} in the measured runs", r.planned));
-            }
-        }
-        let files: Vec<Cachegrind> = std::fs::read_dir(&dir).map_err(|e| e.to_string())?.flatten().map(|e| Cachegrind::read(&e.path())).collect::<Result<_, _>>()?;
-        let f = pick_cachegrind(&files, &w.exe)?;
-        let refs = f.get("Dr")? + f.get("Dw")?;
-        Ok(((f.d1_misses()?, f.ll_data_misses()?, refs), run.wall, fingerprint(&out)?))
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    }
+    Ok((m, secs, fp))
 }
 
 fn mib(b: f64) -> String {
@@ -541,7 +435,7 @@ fn main() {
 fn measure_workload(o: &Opts, w: &Workload, prepared: Prepared, configs: &[Config], commands: &Commands, valgrind: Option<&CachegrindTool>, k: usize, n: usize, t0: Instant) -> Measured {
     let scratch = std::path::absolute(o.work.join(&w.name).join("runs")).unwrap_or_else(|_| o.work.join(&w.name).join("runs"));
     let _ = std::fs::create_dir_all(&scratch);
-    let mut cells: Vec<(String, Cell)> = Vec::new();
+    let mut cells: Vec<Cell> = Vec::new();
     let mut layouts: Vec<Option<PathBuf>> = Vec::new();
     for c in configs {
         let mut cell = Cell::default();
@@ -550,7 +444,7 @@ fn measure_workload(o: &Opts, w: &Workload, prepared: Prepared, configs: &[Confi
             match prepared.layouts.iter().find(|(s, _)| s == name).map(|(_, r)| r) {
                 Some(Ok(p)) if commands.run => {
                     match layout_facts(p) {
-                        Ok(f) => cell.layout = Some(f),
+                        Ok(f) => cell.runtime.layout = Some(f),
                         Err(e) => cell.error = Some(format!("layout unreadable: {e}")),
                     }
                     path = Some(p.clone());
@@ -560,64 +454,24 @@ fn measure_workload(o: &Opts, w: &Workload, prepared: Prepared, configs: &[Confi
                 None => cell.error = Some("no layout".into()),
             }
         }
-        cells.push((c.name().to_string(), cell));
+        cells.push(cell);
         layouts.push(path);
     }
-    let mut plain: Option<Fingerprint> = None;
-    for round in 0..o.runs {
-        eprintln!("[{}/{n}] {} ({:.0} s so far): round {}/{} of {} configurations", k + 1, w.name, t0.elapsed().as_secs_f64(), round + 1, o.runs, configs.len());
-        for (i, c) in configs.iter().enumerate() {
-            if cells[i].1.error.is_some() {
-                continue;
-            }
-            match measure_once(o, w, c, layouts[i].as_deref(), &scratch) {
-                Ok((s, fp, rep)) => {
-                    let expected = *plain.get_or_insert(fp);
-                    let cell = &mut cells[i].1;
-                    if fp != expected {
-                        cell.error = Some(format!("output differs from the plain run ({} bytes, plain {} bytes)", fp.1, expected.1));
-                        continue;
-                    }
-                    if round > 0 {
-                        cell.samples.push(s);
-                    }
-                    if let Some((r, v)) = rep {
-                        cell.report = Some(r);
-                        cell.report_json = v;
-                    }
-                }
-                Err(e) => {
-                    eprintln!("  {} under {}: {e}", w.name, c.name());
-                    cells[i].1.error = Some(e);
-                }
-            }
-        }
-    }
-    if let Some(vg) = valgrind {
-        for (i, c) in configs.iter().enumerate() {
-            if cells[i].1.error.is_some() {
-                continue;
-            }
-            eprintln!("[{}/{n}] {} ({:.0} s so far): cachegrind {} ({}/{})", k + 1, w.name, t0.elapsed().as_secs_f64(), c.name(), i + 1, configs.len());
-            let planned = cells[i].1.report.as_ref().map(|r| r.planned);
-            match cachegrind_once(o, w, c, layouts[i].as_deref(), &scratch, vg, planned) {
-                Ok((m, secs, fp)) => {
-                    let cell = &mut cells[i].1;
-                    if Some(fp) != plain {
-                        cell.error = Some(format!("output under cachegrind differs from the plain run ({} bytes)", fp.1));
-                    } else {
-                        cell.cache = Some(m);
-                        cell.cache_seconds = secs;
-                    }
-                }
-                Err(e) => {
-                    eprintln!("  {} under {} (cachegrind): {e}", w.name, c.name());
-                    cells[i].1.error = Some(format!("cachegrind: {e}"));
-                }
-            }
-        }
-    }
-    Measured { workload: w.clone(), prepared, cells, plain }
+    let names: Vec<String> = configs.iter().map(|c| c.name().to_string()).collect();
+    let at = Progress { name: &w.name, k, n, t0 };
+    let plain = measure::measure_cells(
+        &at,
+        o.runs,
+        &names,
+        &mut cells,
+        |i| measure_once(o, w, &configs[i], layouts[i].as_deref(), &scratch),
+        |kept: &mut LayoutRun, (r, v)| {
+            kept.report = Some(r);
+            kept.report_json = v;
+        },
+        valgrind.map(|vg| |i: usize, cell: &Cell| cachegrind_once(o, w, &configs[i], layouts[i].as_deref(), &scratch, vg, cell.runtime.report.as_ref().map(|r| r.planned))),
+    );
+    Measured { workload: w.clone(), prepared, cells: names.into_iter().zip(cells).collect(), plain }
 }
 
 /// The measurements as decide's results (time and peak RSS of every row that completed), so
@@ -651,7 +505,7 @@ fn results(all: &[Measured], configs: &[Config], stack_depth: u32) -> Results {
 /// Markdown, JSON files (name → document), and whether every row completed cleanly.
 fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)], configs: &[Config], commands: &Commands, seconds: f64) -> (String, Vec<(String, Value)>, bool) {
     let m = Machine::detect();
-    let res = results(all, configs, o.stack_depth);
+    let res = results(all, configs, o.own.stack_depth);
     let analysis = analyse(&res, &Options::default());
     let mut clean = missing.is_empty();
     let mut md = String::from("# Layouts applied to running programs (`make bench-apply`)\n\n");
@@ -680,8 +534,8 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
          *fallback*. The rows STRATEGY-same are the same strategies profiled on the measured input itself (its trace and `heaplab access` \
          profile, global ordinals, `--fallback {fb}`): what the strategies do when the layout covers every block, as libstaticmalloc's \
          profile covered its runs.\n\n",
-        d = o.stack_depth,
-        fb = o.fallback
+        d = o.own.stack_depth,
+        fb = o.own.fallback
     ));
     let absent: Vec<&str> = [("access", commands.access), ("layout", commands.layout), ("run", commands.run)].iter().filter(|(_, h)| !h).map(|(n, _)| *n).collect();
     if !absent.is_empty() {
@@ -699,13 +553,13 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
     let (mut plan_match, mut plan_rows, mut plan_rss_wins, mut plan_region_ok) = (0, 0, 0, 0);
     let mut rss_lines = Vec::new();
     for mm in all {
-        let Some(p) = mm.cell("plan").filter(|c| c.error.is_none() && c.report.is_some()) else { continue };
-        let r = p.report.as_ref().expect("filtered");
+        let Some(p) = mm.cell("plan").filter(|c| c.error.is_none() && c.runtime.report.is_some()) else { continue };
+        let r = p.runtime.report.as_ref().expect("filtered");
         plan_rows += 1;
         if r.match_rate >= 0.99 {
             plan_match += 1;
         }
-        if p.layout.as_ref().is_some_and(|f| f.makespan == r.region_bytes && f.region == r.region_bytes) {
+        if p.runtime.layout.as_ref().is_some_and(|f| f.makespan == r.region_bytes && f.region == r.region_bytes) {
             plan_region_ok += 1;
         }
         let plan_rss: Vec<f64> = p.samples.iter().map(|s| s.rss as f64).collect();
@@ -744,7 +598,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
     // for the rows profiled on the small input and (when measured) on the same input.
     let mut cache_summary = Vec::new();
     for (suffix, family) in [("", "profiled on the small input"), (SAME, "profiled on the measured input itself")] {
-        if !suffix.is_empty() && !o.same {
+        if !suffix.is_empty() && !o.own.same {
             continue;
         }
         let (mut wins, mut lines) = (0, Vec::new());
@@ -811,11 +665,11 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
         for (name, cell) in &mm.cells {
             let walls: Vec<f64> = cell.samples.iter().map(|s| s.wall).collect();
             let rss: Vec<f64> = cell.samples.iter().map(|s| s.rss as f64).collect();
-            let (mat, fb) = match &cell.report {
-                Some(r) => (format!("{:.2}%", 100.0 * r.match_rate), grouped(r.fallback)),
+            let (mat, fb) = match &cell.runtime.report {
+                Some(r) => (format!("{:.2}%", 100.0 * r.match_rate), grouped(r.common.fallback_count)),
                 None => ("—".into(), "—".into()),
             };
-            let entries = cell.layout.as_ref().map(|f| grouped(f.entries)).unwrap_or_else(|| "—".into());
+            let entries = cell.runtime.layout.as_ref().map(|f| grouped(f.entries)).unwrap_or_else(|| "—".into());
             let verdict = analysis.in_app.iter().find(|x| x.configuration == *name && x.workload == w.name && x.metric == "time").map(|x| match x.verdict {
                 InAppVerdict::Better => format!("faster {:.3}×", x.speedup),
                 InAppVerdict::Worse => format!("slower {:.3}×", x.speedup),
@@ -831,7 +685,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
                     clean = false;
                     format!("**missing: {}**", e.replace('|', "/"))
                 }
-                None => cell.report.as_ref().and_then(|r| r.first_mismatch.as_ref()).map(|f| format!("first mismatch #{} ({})", f.ordinal, f.reason.replace('_', " "))).unwrap_or_default(),
+                None => cell.runtime.report.as_ref().and_then(|r| r.first_mismatch.as_ref()).map(|f| format!("first mismatch #{} ({})", f.ordinal, f.reason.replace('_', " "))).unwrap_or_default(),
             };
             per.push_str(&format!(
                 "| {name} | {mat} | {fb} | {entries} | {} | {} | {verdict} | {d1c} | {ratio} | {ll} | {note} |\n",
@@ -848,11 +702,11 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
                 "rss_median": (!rss.is_empty()).then(|| median(&rss)),
                 "rss_quartiles": (!rss.is_empty()).then(|| [quantile(&rss, 0.25), quantile(&rss, 0.75)]),
                 "cachegrind": cell.cache.map(|(d, l, r)| json!({"d1_misses": d, "ll_data_misses": l, "data_refs": r, "seconds": cell.cache_seconds})),
-                "layout": cell.layout.as_ref().map(|f| json!({"entries": f.entries, "planned": f.planned, "contexts": f.contexts, "region": f.region, "makespan": f.makespan, "max_load": f.max_load})),
-                "report": cell.report_json,
+                "layout": cell.runtime.layout.as_ref().map(|f| json!({"entries": f.entries, "planned": f.planned, "contexts": f.contexts, "region": f.region, "makespan": f.makespan, "max_load": f.max_load})),
+                "report": cell.runtime.report_json,
             }));
         }
-        if let Some(f) = mm.cell("plan").and_then(|c| c.layout.as_ref()) {
+        if let Some(f) = mm.cell("plan").and_then(|c| c.runtime.layout.as_ref()) {
             per.push_str(&format!(
                 "\n`plan` layout: {} entries, {} planned; region {} bytes = makespan {} bytes; max load {} bytes ({:.2}% above it).\n",
                 grouped(f.entries),
@@ -915,8 +769,8 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
         json!({
             "machine": {"cpu": m.cpu, "cores": m.cores, "os": m.os, "kernel": m.kernel},
             "commit": commit, "runs": o.runs, "quick": o.quick, "seconds": seconds,
-            "cache_geometry": CACHE_GEOMETRY, "fallback_of_cache_strategies": o.fallback, "stack_depth": o.stack_depth,
-            "configurations": configs.iter().map(|c| json!({"name": c.name(), "description": c.describe(o.stack_depth)})).collect::<Vec<_>>(),
+            "cache_geometry": CACHE_GEOMETRY, "fallback_of_cache_strategies": o.own.fallback, "stack_depth": o.own.stack_depth,
+            "configurations": configs.iter().map(|c| json!({"name": c.name(), "description": c.describe(o.own.stack_depth)})).collect::<Vec<_>>(),
             "missing_workloads": missing.iter().map(|(n, w)| json!({"workload": n, "why": w})).collect::<Vec<_>>(),
             "missing_commands": absent,
             "targets": js_targets,
@@ -929,6 +783,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use heaplab_decide::runner::Cachegrind;
 
     #[test]
     fn picks_the_programs_cachegrind_file() {
@@ -956,7 +811,7 @@ mod tests {
         });
         std::fs::write(&p, report.to_string()).unwrap();
         let (r, v) = read_report(&p).unwrap();
-        assert_eq!((r.planned, r.allocations, r.fallback, r.peak_rss_bytes, r.wall_seconds), (10, 12, 2, 2097152, 0.25));
+        assert_eq!((r.planned, r.allocations, r.common.fallback_count, r.common.peak_rss_bytes, r.common.wall_seconds), (10, 12, 2, 2097152, 0.25));
         assert_eq!(r.first_mismatch.as_ref().map(|m| (m.ordinal, m.size)), Some((3, 48)));
         assert_eq!(v["region_bytes"], 4096);
         std::fs::write(&p, "{\"strategy\": \"plan\"}").unwrap();

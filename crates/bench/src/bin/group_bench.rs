@@ -16,10 +16,10 @@
 mod programs;
 
 use heaplab_decide::ranktest::{rank_sum, Alternative};
-use heaplab_decide::runner::Cachegrind;
-use heaplab_study::measure::{run_once, RssMethod, RunSpec};
+use heaplab_study::measure::RssMethod;
 use heaplab_study::stats::median;
 use heaplab_study::Machine;
+use programs::measure::{self, Launch, Progress, Sample};
 use programs::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -78,57 +78,8 @@ fn die(m: &str) -> ! {
     std::process::exit(2)
 }
 
-struct Opts {
-    heaplab: PathBuf,
-    out: PathBuf,
-    work: PathBuf,
-    shared: PathBuf,
-    runs: usize,
-    only: Vec<String>,
-    cachegrind: bool,
-    quick: bool,
-}
-
-fn parse_args() -> Opts {
-    let quick_env = std::env::var("HEAPLAB_BENCH_GROUP_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
-    let mut o = Opts {
-        heaplab: PathBuf::from("target/release/heaplab"),
-        out: PathBuf::new(),
-        work: PathBuf::from("target/bench-group"),
-        shared: PathBuf::from("../shared"),
-        runs: 0,
-        only: Vec::new(),
-        cachegrind: true,
-        quick: quick_env,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut val = |name: &str| args.next().unwrap_or_else(|| die(&format!("{name} needs a value\n{USAGE}")));
-        match a.as_str() {
-            "--heaplab" => o.heaplab = PathBuf::from(val("--heaplab")),
-            "--out" => o.out = PathBuf::from(val("--out")),
-            "--work" => o.work = PathBuf::from(val("--work")),
-            "--shared" => o.shared = PathBuf::from(val("--shared")),
-            "--runs" => o.runs = val("--runs").parse().ok().filter(|n| *n >= 3).unwrap_or_else(|| die("--runs: expected a number of at least 3")),
-            "--only" => o.only = val("--only").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
-            "--no-cachegrind" => o.cachegrind = false,
-            "--quick" => o.quick = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0)
-            }
-            _ => die(&format!("unknown option {a}\n{USAGE}")),
-        }
-    }
-    if o.runs == 0 {
-        o.runs = if o.quick { 4 } else { 11 };
-    }
-    if o.out.as_os_str().is_empty() {
-        o.out = PathBuf::from(if o.quick { "out/bench-group-quick" } else { "bench" });
-    }
-    o.heaplab = std::path::absolute(&o.heaplab).unwrap_or_else(|e| die(&format!("{}: {e}", o.heaplab.display())));
-    o
-}
+/// The command line: the shared options alone.
+type Opts = programs::Opts<()>;
 
 /// A configuration measured: an allocator by LD_PRELOAD (glibc: none), or grouped.
 #[derive(Clone, Debug)]
@@ -209,34 +160,17 @@ fn trim_info(mut info: Value) -> Value {
     info
 }
 
-#[derive(Clone, Debug, Default)]
-struct Sample {
-    wall: f64,
-    rss: u64,
-}
+/// Everything measured for one workload under one configuration: for the grouped one, the
+/// runtime's report of the last run.
+type Cell = measure::Cell<Value>;
 
-/// Everything measured for one workload under one configuration.
-#[derive(Default)]
-struct Cell {
-    samples: Vec<Sample>,
-    /// The grouped runtime's report of the last run.
-    report: Value,
-    cache: Option<Misses>,
-    error: Option<String>,
-}
-
-/// The program as a configuration runs it, `wrap` (cachegrind's tool, or nothing) in front:
-/// (program, arguments, preload).
-fn invocation(o: &Opts, w: &Workload, c: &Config, groups: Option<&Path>, report: &Path, wrap: &[String]) -> (PathBuf, Vec<String>, Option<PathBuf>) {
-    let mut cmd: Vec<String> = wrap.to_vec();
-    cmd.push(w.exe.display().to_string());
-    cmd.extend(w.large.args.iter().cloned());
-    if !c.grouped {
-        return (PathBuf::from(&cmd[0]), cmd[1..].to_vec(), c.library.clone());
+/// How configuration `c` runs the workload.
+fn launch<'a>(o: &'a Opts, c: &Config, groups: Option<&'a Path>) -> Launch<'a> {
+    if c.grouped {
+        Launch::HeaplabRun { heaplab: &o.heaplab, option: "--groups", file: groups, fallback: BASELINE }
+    } else {
+        Launch::Preload(c.library.clone())
     }
-    let mut a = strs(&["run", "--groups", &groups.map(|p| p.display().to_string()).unwrap_or_default(), "--report", &report.display().to_string(), "--fallback", BASELINE, "--"]);
-    a.extend(cmd);
-    (o.heaplab.clone(), a, None)
 }
 
 /// A number in the runtime's report at a JSON pointer.
@@ -244,56 +178,35 @@ fn num(v: &Value, pointer: &str) -> Option<f64> {
     v.pointer(pointer).and_then(Value::as_f64)
 }
 
-fn measure_once(o: &Opts, w: &Workload, c: &Config, groups: Option<&Path>, scratch: &Path) -> Result<(Sample, Fingerprint, Value), String> {
-    let out = scratch.join(format!("{}.stdout", c.name));
-    let report = scratch.join(format!("{}.report.json", c.name));
-    let _ = std::fs::remove_file(&report);
-    let (program, args, preload) = invocation(o, w, c, groups, &report, &[]);
-    let spec = RunSpec { program: program.clone(), arg0: program.display().to_string(), args, env: w.env.clone(), preload, stdin: w.large.stdin.clone(), stdout: Some(out.clone()), cwd: w.large.cwd.clone(), timeout: RUN_TIMEOUT };
-    let run = run_once(&spec).map_err(|e| format!("cannot run: {e}"))?;
-    if !run.ok() {
-        return Err(format!("exit status {}: {}", run.status, run.stderr_tail.lines().last().unwrap_or("")));
-    }
-    let fp = fingerprint(&out)?;
+/// Runs a workload's large input once under `c`: the sample, its output's fingerprint, and the
+/// grouped runtime's report.
+fn measure_once(o: &Opts, w: &Workload, c: &Config, groups: Option<&Path>, scratch: &Path) -> Result<(Sample, Fingerprint, Option<Value>), String> {
+    let (run, fp, report) = measure::measure_once(w, &launch(o, c, groups), &c.name, scratch)?;
     if !c.grouped {
-        return Ok((Sample { wall: run.wall, rss: run.peak(RssMethod::Rusage) }, fp, Value::Null));
+        return Ok((Sample { wall: run.wall, rss: run.peak(RssMethod::Rusage) }, fp, None));
     }
     // The runtime's own figures: heaplab's start-up and its check of the groups are not counted.
     let text = std::fs::read_to_string(&report).map_err(|e| format!("{}: {e}", report.display()))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", report.display()))?;
     let wall = num(&v, "/wall_seconds").ok_or_else(|| format!("{}: no wall_seconds", report.display()))?;
     let rss = num(&v, "/peak_rss_bytes").ok_or_else(|| format!("{}: no peak_rss_bytes", report.display()))? as u64;
-    Ok((Sample { wall, rss }, fp, v))
+    Ok((Sample { wall, rss }, fp, Some(v)))
 }
 
-fn cachegrind_once(o: &Opts, w: &Workload, c: &Config, groups: Option<&Path>, scratch: &Path, cg: &CachegrindTool) -> Result<(Misses, Fingerprint, Value), String> {
-    let dir = scratch.join(format!("cg-{}", c.name));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let out = scratch.join(format!("{}.cg.stdout", c.name));
-    let report = scratch.join(format!("{}.cg.report.json", c.name));
-    let _ = std::fs::remove_file(&report);
-    let mut wrap = vec![cg.tool.display().to_string()];
-    wrap.extend(strs(&["--tool=cachegrind", "--cache-sim=yes"]));
-    wrap.extend(strs(&CACHE_GEOMETRY));
-    wrap.push(format!("--cachegrind-out-file={}/cg.out", dir.display()));
-    let (program, args, preload) = invocation(o, w, c, groups, &report, &wrap);
-    let mut env = w.env.clone();
-    env.push(("VALGRIND_LAUNCHER".into(), cg.launcher.display().to_string()));
-    let spec = RunSpec { program: program.clone(), arg0: program.display().to_string(), args, env, preload, stdin: w.large.stdin.clone(), stdout: Some(out.clone()), cwd: w.large.cwd.clone(), timeout: RUN_TIMEOUT * CACHEGRIND_FACTOR };
-    let run = run_once(&spec).map_err(|e| format!("cannot run cachegrind: {e}"))?;
-    let result = (|| {
-        if !run.ok() {
-            return Err(format!("under cachegrind: status {}: {}", run.status, run.stderr_tail.lines().last().unwrap_or("")));
+/// One run under cachegrind: the misses, seconds and output fingerprint. Grouped, the runtime's
+/// report of that run must show about as many objects grouped as the `measured` runs did, or the
+/// row fails.
+fn cachegrind_once(o: &Opts, w: &Workload, c: &Config, groups: Option<&Path>, scratch: &Path, cg: &CachegrindTool, measured: &Value) -> Result<(Misses, f64, Fingerprint), String> {
+    let (m, secs, fp, report) = measure::cachegrind_once(w, &launch(o, c, groups), &c.name, scratch, cg)?;
+    if c.grouped {
+        let rep: Value = std::fs::read_to_string(&report).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null);
+        if let (Some(a), Some(b)) = (num(&rep, "/grouped/count"), num(measured, "/grouped/count")) {
+            if (a - b).abs() > 0.02 * b.max(1.0) {
+                return Err(format!("grouped {a} objects under cachegrind, {b} in the measured runs"));
+            }
         }
-        let rep = if c.grouped { std::fs::read_to_string(&report).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null) } else { Value::Null };
-        let files: Vec<Cachegrind> = std::fs::read_dir(&dir).map_err(|e| e.to_string())?.flatten().map(|e| Cachegrind::read(&e.path())).collect::<Result<_, _>>()?;
-        let f = pick_cachegrind(&files, &w.exe)?;
-        let refs = f.get("Dr")? + f.get("Dw")?;
-        Ok(((f.d1_misses()?, f.ll_data_misses()?, refs), fingerprint(&out)?, rep))
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    }
+    Ok((m, secs, fp))
 }
 
 struct Measured {
@@ -322,7 +235,7 @@ fn measure_workload(o: &Opts, w: &Workload, prepared: Prepared, configs: &[Confi
     let scratch = std::path::absolute(o.work.join(&w.name).join("runs")).unwrap_or_else(|_| o.work.join(&w.name).join("runs"));
     let _ = std::fs::create_dir_all(&scratch);
     let groups: Option<PathBuf> = prepared.groups.as_ref().and_then(|r| r.as_ref().ok().cloned());
-    let mut cells: Vec<(String, Cell)> = configs
+    let mut cells: Vec<Cell> = configs
         .iter()
         .map(|c| {
             let mut cell = Cell::default();
@@ -333,65 +246,22 @@ fn measure_workload(o: &Opts, w: &Workload, prepared: Prepared, configs: &[Confi
                     _ => {}
                 }
             }
-            (c.name.clone(), cell)
+            cell
         })
         .collect();
-    let mut plain: Option<Fingerprint> = None;
-    for round in 0..o.runs {
-        eprintln!("[{}/{n}] {} ({:.0} s so far): round {}/{}", k + 1, w.name, t0.elapsed().as_secs_f64(), round + 1, o.runs);
-        for (i, c) in configs.iter().enumerate() {
-            if cells[i].1.error.is_some() {
-                continue;
-            }
-            match measure_once(o, w, c, groups.as_deref(), &scratch) {
-                Ok((s, fp, rep)) => {
-                    let expected = *plain.get_or_insert(fp);
-                    let cell = &mut cells[i].1;
-                    if fp != expected {
-                        cell.error = Some(format!("output differs from the plain run ({} bytes, plain {} bytes)", fp.1, expected.1));
-                        continue;
-                    }
-                    if round > 0 {
-                        cell.samples.push(s);
-                    }
-                    if !rep.is_null() {
-                        cell.report = rep;
-                    }
-                }
-                Err(e) => {
-                    eprintln!("  {} under {}: {e}", w.name, c.name);
-                    cells[i].1.error = Some(e);
-                }
-            }
-        }
-    }
-    if let Some(cg) = cg {
-        for (i, c) in configs.iter().enumerate() {
-            if cells[i].1.error.is_some() {
-                continue;
-            }
-            eprintln!("[{}/{n}] {} ({:.0} s so far): cachegrind {}", k + 1, w.name, t0.elapsed().as_secs_f64(), c.name);
-            match cachegrind_once(o, w, c, groups.as_deref(), &scratch, cg) {
-                Ok((m, fp, rep)) => {
-                    let cell = &mut cells[i].1;
-                    let grouped_then = num(&rep, "/grouped/count");
-                    let grouped_measured = num(&cell.report, "/grouped/count");
-                    if Some(fp) != plain {
-                        cell.error = Some(format!("output under cachegrind differs from the plain run ({} bytes)", fp.1));
-                    } else if let (Some(a), Some(b)) = Some((grouped_then, grouped_measured)).filter(|(a, b)| matches!((a, b), (Some(a), Some(b)) if (a - b).abs() > 0.02 * b.max(1.0))).unwrap_or((None, None)) {
-                        cell.error = Some(format!("grouped {a} objects under cachegrind, {b} in the measured runs"));
-                    } else {
-                        cell.cache = Some(m);
-                    }
-                }
-                Err(e) => {
-                    eprintln!("  {} under {} (cachegrind): {e}", w.name, c.name);
-                    cells[i].1.error = Some(format!("cachegrind: {e}"));
-                }
-            }
-        }
-    }
-    Measured { workload: w.clone(), prepared, cells }
+    let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
+    let at = Progress { name: &w.name, k, n, t0 };
+    let groups = groups.as_deref();
+    measure::measure_cells(
+        &at,
+        o.runs,
+        &names,
+        &mut cells,
+        |i| measure_once(o, w, &configs[i], groups, &scratch),
+        |report, v| *report = v,
+        cg.map(|cg| |i: usize, cell: &Cell| cachegrind_once(o, w, &configs[i], groups, &scratch, cg, &cell.runtime)),
+    );
+    Measured { workload: w.clone(), prepared, cells: names.into_iter().zip(cells).collect() }
 }
 
 /// Relative change of `x` against `base`, as a percentage (negative: fewer, faster).
@@ -441,7 +311,7 @@ fn kib(b: f64) -> String {
 }
 
 fn main() {
-    let o = parse_args();
+    let o = Opts::parse("group", USAGE, (), |_, _, _| false);
     isolate_env();
     let t0 = Instant::now();
     let commit = measured_commit();
@@ -546,7 +416,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
         } else {
             "—".to_string()
         };
-        let rep = mm.cell(GROUPED).map(|c| &c.report).cloned().unwrap_or(Value::Null);
+        let rep = mm.cell(GROUPED).map(|c| &c.runtime).cloned().unwrap_or(Value::Null);
         let (gc, alloc) = (num(&rep, "/grouped/count"), num(&rep, "/allocations"));
         let groups = mm.prepared.info.pointer("/groups").and_then(Value::as_array).map(|g| g.len());
         let pct = |v: Option<f64>| v.map(|x| format!("{x:+.1}%")).unwrap_or_else(|| "—".into());
@@ -593,7 +463,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
     // Fragmentation, HALO's table 1.
     let mut frag = String::from("## Fragmentation of the grouped heap at its peak (HALO's table 1)\n\n| workload | resident grouped | live grouped | fragmentation | HALO |\n|---|---|---|---|---|\n");
     for mm in all {
-        let rep = mm.cell(GROUPED).map(|c| &c.report).cloned().unwrap_or(Value::Null);
+        let rep = mm.cell(GROUPED).map(|c| &c.runtime).cloned().unwrap_or(Value::Null);
         let (res, live) = (num(&rep, "/fragmentation/peak_resident_bytes"), num(&rep, "/fragmentation/live_bytes"));
         let halo = HALO_FRAGMENTATION.iter().find(|h| h.0 == mm.workload.name).map(|h| format!("{} ({})", h.1, h.2)).unwrap_or_else(|| "—".into());
         match (res, live) {
@@ -652,7 +522,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
         "targets": {"health": {"d1_change_pct": hd, "time_change_pct": ht, "met": health_met}, "other_d1_wins": d1_wins, "slower_than_jemalloc": slower},
         "cells": all.iter().map(|mm| json!({"workload": mm.workload.name, "configurations": mm.cells.iter().map(|(n, c)| json!({
             "name": n, "wall_seconds": c.samples.iter().map(|s| s.wall).collect::<Vec<_>>(), "peak_rss_bytes": c.samples.iter().map(|s| s.rss).collect::<Vec<_>>(),
-            "d1_misses": c.cache.map(|m| m.0), "ll_data_misses": c.cache.map(|m| m.1), "data_refs": c.cache.map(|m| m.2), "error": c.error, "report": c.report})).collect::<Vec<_>>(),
+            "d1_misses": c.cache.map(|m| m.0), "ll_data_misses": c.cache.map(|m| m.1), "data_refs": c.cache.map(|m| m.2), "error": c.error, "report": c.runtime})).collect::<Vec<_>>(),
             "groups": mm.prepared.info})).collect::<Vec<_>>()});
     (md, js, chart(&rows), clean)
 }

@@ -11,19 +11,19 @@
 //! median of several runs, configurations taking turns; the table and
 //! `bench/group-runtime-results.md` name machine and commit.
 
-#[path = "../host.rs"]
-#[allow(dead_code)] // only `output` is needed here
-mod host;
+#[path = "../runtime_cost.rs"]
+mod runtime_cost;
 
-use heaplab_group::run::{run, RunOptions};
+use heaplab_group::run::run;
 use heaplab_group::{Group, GroupContext, Groups, Params, Site};
 use heaplab_trace::context::{basename, ModuleMap};
-use heaplab_trace::launch::{launch, LaunchOptions};
+use heaplab_trace::launch::{launch, LaunchOptions, RuntimeOptions};
 use heaplab_trace::reader::Half;
 use heaplab_trace::TraceReader;
+use runtime_cost::{fail, Args};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 
 const USAGE: &str = "\
 heaplab-bench-group-runtime — the grouped allocator's cost per allocation
@@ -36,40 +36,18 @@ Usage: heaplab-bench-group-runtime [--runs N] [--pairs N] [--out DIR]
 /// Stack depths of the workload's allocations below its two call sites.
 const DEPTHS: [u32; 3] = [2, 6, 14];
 
-fn fail(m: String) -> ! {
-    eprintln!("heaplab-bench-group-runtime: {m}");
-    std::process::exit(2)
-}
-
 /// One run: the workload's ns per pair, and frames per walk from the report (0 plain).
 fn once(cmd: &[String], groups: Option<&Groups>, fallback: &heaplab_replay::allocators::Allocator, scratch: &Path) -> (f64, f64) {
-    let out = scratch.join("out.txt");
-    let file = || std::fs::File::create(&out).unwrap_or_else(|e| fail(format!("{}: {e}", out.display())));
-    let mut frames = 0.0;
-    match groups {
-        None => {
-            let st = Command::new(&cmd[0]).args(&cmd[1..]).env("LD_PRELOAD", fallback.preload()).stdout(file()).status();
-            if !st.is_ok_and(|s| s.success()) {
-                fail(format!("{cmd:?} failed"));
-            }
+    let Some(g) = groups else { return (runtime_cost::plain(cmd, fallback, scratch), 0.0) };
+    runtime_cost::under(cmd, scratch, |out| {
+        let opts = RuntimeOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
+        let a = run(g, "bench", cmd, &opts, |c| c.stdout(out)).unwrap_or_else(|e| fail(e.to_string()));
+        if !a.status.success() {
+            fail(format!("{cmd:?} grouped failed"));
         }
-        Some(g) => {
-            let opts = RunOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone(), groups_file: "bench".into() };
-            let a = run(g, cmd, &opts, |c| c.stdout(file())).unwrap_or_else(|e| fail(e.to_string()));
-            if !a.status.success() {
-                fail(format!("{cmd:?} grouped failed"));
-            }
-            let r = a.report.unwrap_or_else(|| fail(format!("{cmd:?}: no report")));
-            frames = if r.walks > 0 { r.frames as f64 / r.walks as f64 } else { 0.0 };
-        }
-    }
-    let text = std::fs::read_to_string(&out).unwrap_or_default();
-    (text.trim().parse().unwrap_or_else(|_| fail(format!("{cmd:?}: no timing in its output ({text:?})"))), frames)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+        let r = a.report.unwrap_or_else(|| fail(format!("{cmd:?}: no report")));
+        if r.walks > 0 { r.frames as f64 / r.walks as f64 } else { 0.0 }
+    })
 }
 
 /// The two busiest call sites of a traced run, as (module basename, file offset) frames.
@@ -124,30 +102,9 @@ fn groups(ctx: &[Vec<(String, u64)>; 2], d: usize, selectors: &[&[usize]]) -> Gr
 }
 
 fn main() {
-    let mut runs = 7usize;
-    let mut pairs = 2_000_000u64;
-    let mut out_dir = PathBuf::from("bench");
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut val = |what: &str| args.next().unwrap_or_else(|| fail(format!("{what} needs a value\n{USAGE}")));
-        match a.as_str() {
-            "--runs" => runs = val("--runs").parse().unwrap_or_else(|_| fail("--runs: expected a number".into())),
-            "--pairs" => pairs = val("--pairs").parse().unwrap_or_else(|_| fail("--pairs: expected a number".into())),
-            "--out" => out_dir = PathBuf::from(val("--out")),
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return;
-            }
-            _ => fail(format!("unknown argument {a}\n{USAGE}")),
-        }
-    }
-    let scratch = std::env::temp_dir().join(format!("heaplab-bench-group-runtime-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap_or_else(|e| fail(format!("{}: {e}", scratch.display())));
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("programs/group_loop.c");
-    let prog = scratch.join("group_loop");
-    if !Command::new("cc").args(["-O2", "-o"]).arg(&prog).arg(&src).status().is_ok_and(|s| s.success()) {
-        fail("cannot compile programs/group_loop.c (a C compiler is required)".into());
-    }
+    let Args { runs, pairs, out: out_dir } = Args::parse("heaplab-bench-group-runtime", USAGE);
+    let scratch = runtime_cost::scratch();
+    let prog = runtime_cost::compile("group_loop", &scratch);
     let fallback = heaplab_replay::allocators::resolve("jemalloc").unwrap_or_else(|e| fail(e.to_string()));
     let mut rows = Vec::new();
     let mut worst = 0.0f64;
@@ -165,16 +122,8 @@ fn main() {
             ("walked, no selector holds", Some(groups(&ctx, d, &[&[0, 1]]))),
             ("walked, A and B grouped", Some(groups(&ctx, d, &[&[0], &[1]]))),
         ];
-        let mut times: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
-        let mut frames = vec![0.0; configs.len()];
-        for _ in 0..runs {
-            for (k, (_, g)) in configs.iter().enumerate() {
-                let (t, f) = once(&cmd, g.as_ref(), &fallback, &scratch);
-                times[k].push(t);
-                frames[k] = f;
-            }
-        }
-        let t: Vec<f64> = times.into_iter().map(median).collect();
+        let measured = runtime_cost::take_turns(runs, configs.len(), |k| once(&cmd, configs[k].1.as_ref(), &fallback, &scratch));
+        let (t, frames): (Vec<f64>, Vec<f64>) = measured.into_iter().unzip();
         worst = worst.max(t[2] - t[1]);
         for (k, (what, _)) in configs.iter().enumerate() {
             let ident = if k == 2 { format!("{:+.1}", t[2] - t[1]) } else { String::new() };
@@ -184,21 +133,14 @@ fn main() {
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
-    let commit = host::output("git", &["rev-parse", "--short", "HEAD"]);
-    let date = host::output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
-    let cpu = host::output("sh", &["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]);
-    let cores = host::output("nproc", &[]);
-    let mem = host::output("sh", &["-c", "awk '/MemTotal/ {printf \"%.0f GiB\", $2 / 1048576}' /proc/meminfo"]);
     let table = format!(
         "| walk depth | configuration | frames per walk | ns per malloc+free | added ns | identification ns |\n|---:|---|---:|---:|---:|---:|\n{}\n",
         rows.join("\n")
     );
     print!("{table}");
     println!("identification: at most {worst:.1} ns per allocation (target 50)");
-    let text = format!(
-        "# The grouped allocator's cost per allocation\n\n\
-         Machine: {} ({} cores, {}), shared with other jobs while measured. Date: {}. Commit: {}.\n\
-         Command: `make bench-group-runtime` (`heaplab-bench-group-runtime --runs {runs} --pairs {pairs}`).\n\n\
+    let body = format!(
+        "Command: `make bench-group-runtime` (`heaplab-bench-group-runtime --runs {runs} --pairs {pairs}`).\n\n\
          The workload (`crates/bench/programs/group_loop.c`) times {pairs} malloc/free pairs of 8 sizes (16 to\n\
          256 bytes) made a few frames below two call sites A and B; each figure is the median of {runs} runs,\n\
          configurations taking turns, with jemalloc as the fallback. The groups' selectors name the frame\n\
@@ -207,14 +149,7 @@ fn main() {
          selector never holds (every allocation walked, evaluated, then sent to jemalloc) minus the run\n\
          with no groups (the library in place, nothing walked). Target: at most 50 ns.\n\
          *A and B grouped*: identification plus bump allocation in the groups' chunks instead of jemalloc.\n\n\
-         {table}\nIdentification: at most {worst:.1} ns per allocation here.\n",
-        cpu.trim(),
-        cores.trim(),
-        mem.trim(),
-        date.trim(),
-        commit.trim()
+         {table}\nIdentification: at most {worst:.1} ns per allocation here.\n"
     );
-    let path = out_dir.join("group-runtime-results.md");
-    std::fs::write(&path, text).unwrap_or_else(|e| fail(format!("{}: {e}", path.display())));
-    eprintln!("wrote {}", path.display());
+    runtime_cost::write_results(&out_dir, "group-runtime-results.md", "The grouped allocator's cost per allocation", &body);
 }

@@ -4,7 +4,7 @@
 //! `bench/report-results.md` name machine and commit. Target: about 10 s.
 
 #[path = "../host.rs"]
-#[allow(dead_code)] // only `output` is needed here
+#[allow(dead_code)] // only `output` and `machine_line` are needed here
 mod host;
 
 use std::path::{Path, PathBuf};
@@ -70,25 +70,17 @@ fn main() {
         rows.push(format!("| {name} | {:.2} |", median(times)));
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    let date = host::output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
-    let cpu = host::output("sh", &["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]);
-    let cores = host::output("nproc", &[]);
-    let mem = host::output("sh", &["-c", "awk '/MemTotal/ {printf \"%.0f GiB\", $2 / 1048576}' /proc/meminfo"]);
     let table = format!("| view | seconds (median of {runs}) |\n|---|---:|\n{}\n", rows.join("\n"));
     print!("{table}");
     let text = format!(
         "# `heaplab report` on a 10^7-event trace\n\n\
-         Machine: {} ({} cores, {}), shared with other jobs while measured. Date: {}. Commit: {}.\n\
+         {}\n\
          Command: `make bench-report` (`heaplab-bench-report --calls {calls} --runs {runs}`).\n\n\
          The workload (`crates/bench/programs/report_loop.c`) makes {calls} heap calls from 64 call sites\n\
          (a live set of up to 200,000 blocks), traced with `--stack-depth 16` in {trace_s:.1} s: {events} events,\n\
          {:.1} MiB of trace. Each figure is the wall time of `heaplab report --oracle off` (one pass over\n\
          the trace, symbolisation, the view written), the median of {runs} runs. Target: about 10 s.\n\n{table}",
-        cpu.trim(),
-        cores.trim(),
-        mem.trim(),
-        date.trim(),
-        commit.trim(),
+        host::machine_line(&commit),
         size as f64 / 1048576.0
     );
     std::fs::write(&out, text).unwrap();

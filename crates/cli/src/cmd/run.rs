@@ -100,17 +100,16 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
     }
     let default_fallback = if a.groups.is_some() { "jemalloc" } else { "glibc" };
     let fallback = heaplab_replay::allocators::resolve(a.fallback.as_deref().unwrap_or(default_fallback)).map_err(|e| Failure::Input(format!("--fallback: {e}")))?;
+    let opts = heaplab_trace::launch::RuntimeOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
     // (report as JSON, summary paragraph) or why there is none; and how the program ended.
     let (told, status): (Result<(Value, String), String>, ExitStatus) = if let Some(groups_file) = &a.groups {
-        use heaplab_group::run::{load, run as run_grouped, RunOptions};
+        use heaplab_group::run::{load, run as run_grouped};
         let groups = load(groups_file).map_err(|e| failure(e.class(), e.to_string()))?;
-        let opts = RunOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone(), groups_file: groups_file.clone() };
-        let done = run_grouped(&groups, &a.command, &opts, |c| c).map_err(|e| failure(e.class(), e.to_string()))?;
+        let done = run_grouped(&groups, groups_file, &a.command, &opts, |c| c).map_err(|e| failure(e.class(), e.to_string()))?;
         (done.report.map(|r| (r.to_json(), r.summary())).ok_or(done.no_report.unwrap_or_default()), done.status)
     } else {
-        use heaplab_apply::run::{run as run_with_layout, RunOptions};
+        use heaplab_apply::run::run as run_with_layout;
         let layout = a.layout.as_deref().expect("clap requires --layout or --groups");
-        let opts = RunOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
         let done = run_with_layout(layout, &a.command, &opts, |c| c).map_err(|e| failure(e.class(), e.to_string()))?;
         (done.report.map(|r| (r.to_json(), r.summary())).ok_or(done.no_report.unwrap_or_default()), done.status)
     };

@@ -12,40 +12,18 @@
 //! programs (sqlite3, jq, xz, python3; health, mst and treeadd from ../shared) with hand-made
 //! and empty group sets.
 
-use crate::common::{heaplab_in, real_programs, prog, scratch_dir, Heaplab};
+use crate::common::{heaplab_in, prog, real_programs, scratch_dir, Heaplab};
+use crate::runtime::{applied, compiled, shared_workloads, streams_and_status_pass_through, trace};
 use heaplab_group::{Group, GroupContext, Groups, Params, Site};
 use heaplab_trace::context::{basename, ModuleMap};
 use heaplab_trace::reader::Half;
 use heaplab_trace::TraceReader;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
-
-/// A test program of `tests/programs/`, compiled once per run with `flags`.
-fn compiled(name: &str, flags: &[&str]) -> String {
-    static BINS: OnceLock<std::sync::Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    let mut bins = BINS.get_or_init(Default::default).lock().unwrap();
-    bins.entry(name.to_string())
-        .or_insert_with(|| {
-            let dir = scratch_dir("group_run", &format!("program-{name}"));
-            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
-            let out = dir.join(name);
-            let st = Command::new("cc").args(flags).arg("-o").arg(&out).arg(&src).status();
-            assert!(st.is_ok_and(|s| s.success()), "cannot compile {name}.c: a C compiler (cc) is required");
-            out
-        })
-        .to_string_lossy()
-        .into_owned()
-}
+use std::path::Path;
 
 fn lists() -> String {
     compiled("lists", &["-O2", "-pthread"])
-}
-
-fn applied() -> String {
-    compiled("applied", &["-O2", "-pthread", "-rdynamic"])
 }
 
 /// A frame as grouping names it.
@@ -60,13 +38,7 @@ struct Ctx {
 /// Traces `cmd` in `dir` with stacks of `depth` frames; returns its call sites in the order of
 /// their first allocation.
 fn contexts(dir: &Path, name: &str, depth: u32, cmd: &[&str], env: &[(&str, &str)]) -> Vec<Ctx> {
-    let out = format!("{name}.hltrace");
-    let d = depth.to_string();
-    let mut args = vec!["trace", "--no-follow-exec", "--stack-depth", &d, "-o", &out, "--"];
-    args.extend_from_slice(cmd);
-    let r = Heaplab::new(&args).dir(dir).envs(env).within(300).run();
-    assert_eq!(r.code, 0, "trace {cmd:?}: {}", r.stderr);
-    let path = dir.join(&out).to_string_lossy().into_owned();
+    let path = trace(dir, name, depth, cmd, env);
     let mut reader = TraceReader::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut order: Vec<u32> = Vec::new();
     let mut counts: HashMap<u32, u64> = HashMap::new();
@@ -178,31 +150,17 @@ fn round_robin(dir: &Path, name: &str, ctxs: &[Ctx], ngroups: usize, skip: usize
     b.write(dir, name)
 }
 
-/// Runs `cmd` plainly, then grouped; requires the same standard output, error and exit status
-/// and returns the report.
+/// Runs `cmd` plainly, then grouped (`runtime::same_as_plain`); requires the same standard
+/// error too, every allocation grouped or fallen back and nothing exhausted, and returns the
+/// report.
 fn same_as_plain(dir: &Path, groups: &str, cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> Value {
-    let plain = Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir).envs(env.iter().copied()).env_remove("LD_PRELOAD").output().unwrap();
-    let report = dir.join("report.json");
-    let _ = std::fs::remove_file(&report);
-    let report_s = report.to_string_lossy().into_owned();
-    let mut args = vec!["run", "--quiet", "--groups", groups, "--report", &report_s];
-    args.extend_from_slice(extra);
-    args.push("--");
-    args.extend_from_slice(cmd);
-    let r = Heaplab::new(&args).dir(dir).envs(env).within(300).run();
-    assert_eq!(r.code, plain.status.code().unwrap_or(-1), "{cmd:?} under {groups}: exit status differs; stderr: {}", r.stderr);
-    assert!(r.stdout == String::from_utf8_lossy(&plain.stdout), "{cmd:?} under {groups}: output differs from a plain run\n--- plain\n{}\n--- run\n{}\nstderr: {}", String::from_utf8_lossy(&plain.stdout), r.stdout, r.stderr);
+    let reasons = ["too_big", "aligned", "ungrouped", "exhausted"];
+    let (v, r, plain) = crate::runtime::same_as_plain(dir, &["--quiet", "--groups", groups], &reasons, cmd, env, extra);
     assert!(r.stderr == String::from_utf8_lossy(&plain.stderr), "{cmd:?} under {groups}: standard error differs\n--- plain\n{}\n--- run\n{}", String::from_utf8_lossy(&plain.stderr), r.stderr);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(v["error"], Value::Null, "{v}");
-    assert_eq!(v["stray_frees"], 0, "{v}");
-    let fb = &v["fallback"];
-    let reasons: u64 = ["too_big", "aligned", "ungrouped", "exhausted"].iter().map(|k| fb[k].as_u64().unwrap()).sum();
-    assert_eq!(fb["count"].as_u64().unwrap(), reasons, "{v}");
     let per_group: u64 = v["groups"].as_array().unwrap().iter().map(|g| g["count"].as_u64().unwrap()).sum();
     assert_eq!(v["grouped"]["count"].as_u64().unwrap(), per_group, "{v}");
-    assert_eq!(v["allocations"].as_u64().unwrap(), per_group + reasons, "{v}");
-    assert_eq!(fb["exhausted"], 0, "{v}");
+    assert_eq!(v["allocations"].as_u64().unwrap(), per_group + v["fallback"]["count"].as_u64().unwrap(), "{v}");
+    assert_eq!(v["fallback"]["exhausted"], 0, "{v}");
     v
 }
 
@@ -375,10 +333,7 @@ fn bad_groups_are_rejected_before_the_program_starts() {
 fn exit_status_and_streams_pass_through() {
     let dir = scratch_dir("group_run", "status");
     let empty = Builder::new(0).write(&dir, "empty");
-    let r = Heaplab::new(&["run", "--quiet", "--groups", &empty, "--", "sh", "-c", "echo out; echo err >&2; exit 7"]).dir(&dir).run();
-    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (7, "out\n", "err\n"));
-    let r = Heaplab::new(&["run", "--quiet", "--groups", &empty, "--", "sh", "-c", "kill -TERM $$"]).dir(&dir).run();
-    assert_eq!(r.code, 128 + 15);
+    streams_and_status_pass_through(&dir, &["--groups", &empty]);
     let r = Heaplab::new(&["run", "--groups", &empty, "--", "true"]).dir(&dir).run();
     assert!(r.code == 0 && r.stderr.starts_with("heaplab run: groups "), "{}", r.stderr);
     let r = Heaplab::new(&["run", "--json", "--groups", &empty, "--", "true"]).dir(&dir).run();
@@ -410,18 +365,9 @@ fn real_programs_give_identical_output() {
 /// on small arguments: grouped by their own contexts, their output must equal a plain run's.
 #[test]
 fn shared_workloads_give_identical_output() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/workloads");
-    if !root.is_dir() {
-        println!("skipped: ../shared not found");
-        return;
-    }
-    let dir = scratch_dir("group_run", "workloads");
-    for (name, args) in [("health", &["6", "10", "1"][..]), ("mst", &["200"][..]), ("treeadd", &["12"][..])] {
-        let sources: Vec<PathBuf> = std::fs::read_dir(root.join(name)).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "c")).collect();
-        let bin = dir.join(name);
-        let st = Command::new("cc").args(["-O2", "-w", "-DTORONTO", "-std=gnu17", "-o"]).arg(&bin).args(&sources).arg("-lm").status().unwrap();
-        assert!(st.success(), "cannot build {name}");
-        let bin = bin.to_string_lossy().into_owned();
+    let names = ["health", "mst", "treeadd"];
+    let Some((dir, bins)) = shared_workloads("group_run", &names) else { return };
+    for ((name, bin), args) in names.iter().zip(&bins).zip([&["6", "10", "1"][..], &["200"][..], &["12"][..]]) {
         let mut cmd = vec![&bin[..]];
         cmd.extend_from_slice(args);
         real(&dir, name, &cmd, &[]);

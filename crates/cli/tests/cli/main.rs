@@ -1,6 +1,7 @@
 //! End-to-end tests of the `heaplab` binary, as one test binary: the helpers every area needs
 //! live in `common` (running heaplab, scratch directories, the compiled test programs, JSON),
-//! and each area of the command line has its module. `cargo test -p heaplab-cli -- trace::`
+//! those the runtime tests (`run`, `group_run`) share in `runtime`, and each area of the command
+//! line has its module. `cargo test -p heaplab-cli -- trace::`
 //! runs one area; `make fuzz` runs `fuzz::` long.
 //!
 //! Tools the tests run (sqlite3, python3, jq, xz, heaptrack, the allocators, perl, …) must be
@@ -25,5 +26,6 @@ mod replay;
 mod report;
 mod report_html;
 mod run;
+mod runtime;
 mod study;
 mod trace;

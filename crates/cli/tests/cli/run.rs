@@ -8,39 +8,12 @@
 //! contexts, the report's figures, bad layout files (exit 2, program not started), and real
 //! programs (sqlite3, jq, xz, python3 with PYTHONMALLOC=malloc, the shared workloads).
 
-use crate::common::{heaplab_in, real_programs, scratch_dir, Heaplab};
+use crate::common::{heaplab_in, real_programs, scratch_dir};
+use crate::runtime::{applied, shared_workloads, streams_and_status_pass_through, trace};
 use heaplab_apply::strategy::{build, Strategy, StrategyOptions};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+use std::path::Path;
 use std::time::Duration;
-
-/// `tests/programs/applied.c`, compiled once per run.
-fn applied() -> String {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let dir = scratch_dir("run", "program");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/applied.c");
-        let out = dir.join("applied");
-        let st = Command::new("cc").args(["-O2", "-pthread", "-rdynamic", "-o"]).arg(&out).arg(&src).status();
-        assert!(st.is_ok_and(|s| s.success()), "cannot compile applied.c: a C compiler (cc) is required");
-        out
-    })
-    .to_string_lossy()
-    .into_owned()
-}
-
-/// Traces `cmd` in `dir` into `name.hltrace` (call sites of `depth` frames).
-fn trace(dir: &Path, name: &str, depth: u32, cmd: &[&str], env: &[(&str, &str)]) -> String {
-    let out = format!("{name}.hltrace");
-    let depth = depth.to_string();
-    let mut args = vec!["trace", "--no-follow-exec", "--stack-depth", &depth, "-o", &out, "--"];
-    args.extend_from_slice(cmd);
-    let r = Heaplab::new(&args).dir(dir).envs(env).within(300).run();
-    assert_eq!(r.code, 0, "trace {cmd:?}: {}", r.stderr);
-    dir.join(out).to_string_lossy().into_owned()
-}
 
 /// Builds a layout from `trace` with `strategy` and writes it (the writer validates it).
 fn layout(dir: &Path, trace: &str, strategy: Strategy, contexts: bool) -> String {
@@ -53,28 +26,13 @@ fn layout(dir: &Path, trace: &str, strategy: Strategy, contexts: bool) -> String
     path
 }
 
-/// Runs `cmd` plainly, then under `layout`; requires the same standard output and exit status
-/// and returns the report.
+/// Runs `cmd` plainly, then under `layout` (`runtime::same_as_plain`); requires a summary and
+/// every allocation planned or fallen back, and returns the report.
 fn same_as_plain(dir: &Path, layout: &str, cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> Value {
-    let plain = Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir).envs(env.iter().copied()).env_remove("LD_PRELOAD").output().unwrap();
-    let report = dir.join("report.json");
-    let _ = std::fs::remove_file(&report);
-    let report_s = report.to_string_lossy().into_owned();
-    let mut args = vec!["run", "--layout", layout, "--report", &report_s];
-    args.extend_from_slice(extra);
-    args.push("--");
-    args.extend_from_slice(cmd);
-    let r = Heaplab::new(&args).dir(dir).envs(env).within(300).run();
-    assert_eq!(r.code, plain.status.code().unwrap_or(-1), "{cmd:?} under {layout}: exit status differs; stderr: {}", r.stderr);
-    assert!(r.stdout == String::from_utf8_lossy(&plain.stdout), "{cmd:?} under {layout}: output differs from a plain run\n--- plain\n{}\n--- run\n{}\nstderr: {}", String::from_utf8_lossy(&plain.stdout), r.stdout, r.stderr);
+    let reasons = ["unplanned", "size_mismatch", "beyond_layout", "unknown_context", "busy", "misaligned"];
+    let (v, r, _) = crate::runtime::same_as_plain(dir, &["--layout", layout], &reasons, cmd, env, extra);
     assert!(r.stderr.contains("heaplab run: layout"), "no summary: {}", r.stderr);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(v["error"], Value::Null, "{v}");
-    assert_eq!(v["stray_frees"], 0, "{v}");
-    let fb = &v["fallback"];
-    let reasons: u64 = ["unplanned", "size_mismatch", "beyond_layout", "unknown_context", "busy", "misaligned"].iter().map(|k| fb[k].as_u64().unwrap()).sum();
-    assert_eq!(fb["count"].as_u64().unwrap(), reasons, "{v}");
-    assert_eq!(v["allocations"].as_u64().unwrap(), v["planned"].as_u64().unwrap() + reasons, "{v}");
+    assert_eq!(v["allocations"].as_u64().unwrap(), v["planned"].as_u64().unwrap() + v["fallback"]["count"].as_u64().unwrap(), "{v}");
     v
 }
 
@@ -206,10 +164,7 @@ fn exit_status_and_streams_pass_through() {
     let p = applied();
     let t = trace(&dir, "mix", 0, &[&p, "mix", "1"], &[]);
     let l = layout(&dir, &t, Strategy::Plan, false);
-    let r = Heaplab::new(&["run", "--quiet", "--layout", &l, "--", "sh", "-c", "echo out; echo err >&2; exit 7"]).dir(&dir).run();
-    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (7, "out\n", "err\n"));
-    let r = Heaplab::new(&["run", "--quiet", "--layout", &l, "--", "sh", "-c", "kill -TERM $$"]).dir(&dir).run();
-    assert_eq!(r.code, 128 + 15);
+    streams_and_status_pass_through(&dir, &["--layout", &l]);
 }
 
 /// A real program: traced once, then its output under layouts of several strategies must equal
@@ -233,21 +188,12 @@ fn real_programs_give_identical_output() {
     }
 }
 
-/// Two pointer-chasing workloads of `../shared/workloads`, built here, on small arguments.
+/// Pointer-chasing workloads of `../shared/workloads`, built here, on small arguments.
 #[test]
 fn shared_workloads_give_identical_output() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/workloads");
-    if !root.is_dir() {
-        println!("skipped: ../shared not found");
-        return;
-    }
-    let dir = scratch_dir("run", "workloads");
-    for (name, args) in [("mst", "200"), ("bisort", "20000"), ("treeadd", "12")] {
-        let sources: Vec<PathBuf> = std::fs::read_dir(root.join(name)).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "c")).collect();
-        let bin = dir.join(name);
-        let st = Command::new("cc").args(["-O2", "-w", "-DTORONTO", "-std=gnu17", "-o"]).arg(&bin).args(&sources).arg("-lm").status().unwrap();
-        assert!(st.success(), "cannot build {name}");
-        let bin = bin.to_string_lossy().into_owned();
-        real(&dir, name, &[&bin, args], &[]);
+    let names = ["mst", "bisort", "treeadd"];
+    let Some((dir, bins)) = shared_workloads("run", &names) else { return };
+    for ((name, bin), args) in names.iter().zip(&bins).zip(["200", "20000", "12"]) {
+        real(&dir, name, &[bin, args], &[]);
     }
 }
