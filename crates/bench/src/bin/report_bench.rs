@@ -39,7 +39,14 @@ fn main() {
             "--calls" => calls = value().parse().expect("--calls N"),
             "--runs" => runs = value().parse().expect("--runs K"),
             "--out" => out = PathBuf::from(value()),
-            _ => panic!("{a}: unknown\n{USAGE}"),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
+            _ => {
+                eprintln!("{a}: unknown option\n{USAGE}");
+                std::process::exit(2);
+            }
         }
     }
     let commit = host::output("git", &["rev-parse", "--short", "HEAD"]);
