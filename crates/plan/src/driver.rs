@@ -794,11 +794,7 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
         let left = deadline.saturating_duration_since(now);
         // Above the huge size the windows found nothing in 80 s at 10^7 random buffers and
         // took 1.2 GB more; the improvement search gets that time.
-        if part.windowed
-            || part.buffers.len() > policy.huge_buffers
-            || part.makespan < settled
-            || left.as_secs_f64() * policy.windows_share < policy.windows_min_fills * part.first_fit_seconds
-        {
+        if part.windowed || part.buffers.len() > policy.huge_buffers || part.makespan < settled {
             continue;
         }
         let params = crate::windows::WindowParams {
@@ -806,9 +802,20 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
             ..crate::windows::WindowParams::new(now + left.mul_f64(policy.windows_share), target.max(part.lower), part.makespan)
         };
         let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, run.opts);
-        let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
-        if let Some(off) = out.offsets {
-            part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
+        if left.as_secs_f64() * policy.windows_share >= policy.windows_min_fills * part.first_fit_seconds {
+            let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
+            if let Some(off) = out.offsets {
+                part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
+            }
+        } else {
+            // Too little time for the fills: the local form, from the best placement.
+            let mut off = part.offsets.clone();
+            let seed = crate::rng::mix(run.opts.seed, i as u64);
+            let out = crate::windows::improve_windows(&part.buffers, &mut off, &params, seed, &mut solve);
+            if out.end < out.start {
+                let name = format!("{} + local windows ({})", part.algorithm, out.moves);
+                part.offer(name, off, now.elapsed().as_secs_f64());
+            }
         }
         show_best(parts, run.progress);
     }

@@ -121,9 +121,12 @@ pub struct Policy {
     /// the same time, end 2.4-2.7% above), and on a slow machine the first heuristic alone takes
     /// a third of a 3 s budget, so 60% of the rest did not hold the fill and window plan needed.
     pub windows_share: f64,
-    /// [`Stage::Windows`] runs on a component only if its share of the time holds this many
-    /// first-fit placements (one fill around the windows, the rest to plan them). Default 1.2.
+    /// [`Stage::Windows`] fills around its windows only if its share of the time holds this
+    /// many first-fit placements (one fill, the rest to plan the windows); otherwise it runs
+    /// their local form ([`crate::windows::improve_windows`]) from the best placement, where a
+    /// round costs in proportion to the window. Default 1.2.
     pub windows_min_fills: f64,
+
     /// Buffers at or below which a flat component is left to the exact search. Default 64.
     pub flat_min_buffers: usize,
     /// Share of the time left [`Stage::Flat`] may take. Default 0.8: the other stages rarely
