@@ -17,7 +17,8 @@
 //!    ([`crate::windows`]): the stretches of time where the makespan is decided, each planned
 //!    alone by this same pipeline (nested: without flat blocks or windows), the rest filled in
 //!    around them. Up to 80% of the time left ([`Policy::windows_share`]), if a first-fit placement and
-//!    a fifth more fit in it. On the largest component, when it has 50,000–400,000 buffers and
+//!    a fifth more fit in it, else their local form from the best placement (one window at a
+//!    time, re-placing only a ring of buffers around it). On the largest component, when it has 50,000–400,000 buffers and
 //!    is not flat, the windows start at once instead, beside stage 3 on the other core (one
 //!    first-fit placement there can take a third of a 3 s budget), and stop as soon as a
 //!    heuristic reaches the lower bound; the stage is then named `heuristics + critical windows`.
@@ -781,8 +782,9 @@ fn plan_nested(sub: &[Buffer], until: Instant, caller: &PlanOptions) -> Vec<u64>
 
 /// The critical-windows stage of [`plan`] ([`crate::windows`]): on each component above
 /// [`Policy::small_buffers`] that decides the makespan, largest makespan first, for up to
-/// [`Policy::windows_share`] of the time left, provided that holds
-/// [`Policy::windows_min_fills`] first-fit placements (a fill, and the rest to plan the window).
+/// [`Policy::windows_share`] of the time left: with fills when that holds
+/// [`Policy::windows_min_fills`] first-fit placements (a fill, and the rest to plan the window),
+/// else in their local form ([`crate::windows::improve_windows`]) from the best placement.
 /// Each window is planned by this driver's own pipeline (nested: no windows inside windows).
 fn windows_stage(run: &Run, parts: &mut [Part]) {
     let (policy, target, deadline) = (&run.opts.policy, run.target, run.deadline);
