@@ -809,7 +809,7 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
             if let Some(off) = out.offsets {
                 part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
             }
-        } else {
+        } else if left.as_secs_f64() * policy.windows_share >= policy.local_windows_min_seconds {
             // Too little time for the fills: the local form, from the best placement.
             let mut off = part.offsets.clone();
             let seed = crate::rng::mix(run.opts.seed, i as u64);

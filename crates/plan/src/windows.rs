@@ -214,6 +214,14 @@ pub struct LocalOutcome {
 /// buffer has then been tried a few times, from different instants of its lifetime.
 const LOCAL_PATIENCE: usize = 48;
 
+/// Most buffers a ring and its surroundings may hold, in windows ([`WindowParams::max_window`]):
+/// on a traced heap long-lived buffers span the whole run, and a ring around one would be the
+/// whole instance, each round then costing a full placement.
+const LOCAL_MAX_WINDOWS: usize = 16;
+
+/// Most pairs (window buffer, buffer around it) a round compares for collisions.
+const LOCAL_MAX_PAIRS: usize = 1 << 24;
+
 /// Local critical windows (see the module doc): improves `offsets`, a valid placement of
 /// `buffers`, in place, until the deadline, the target, or [`LOCAL_PATIENCE`] rounds in a row
 /// without a kept move. `solve` is as for [`plan_windows`]; `seed` picks the peak buffers and
@@ -352,6 +360,10 @@ impl LocalRound {
         let (lo, hi) = span(&mut members.iter().copied());
         let all = ring.is_some();
         let w = ring.unwrap_or(0);
+        let cap = LOCAL_MAX_WINDOWS * members.len().max(256);
+        if index.count(lo.saturating_sub(w), hi.saturating_add(w)) > cap {
+            return None;
+        }
         self.found.clear();
         index.overlapping(lo.saturating_sub(w), hi.saturating_add(w), &mut self.found);
         // Window buffers by start, with their new offsets, for the collision checks.
@@ -359,6 +371,7 @@ impl LocalRound {
             members.iter().zip(plan).map(|(&i, &o)| (buffers[i].lower, buffers[i].upper, o, o + buffers[i].size)).collect();
         let longest = placed.iter().map(|p| p.1 - p.0).max().unwrap_or(0);
         let mut colliders: Vec<usize> = Vec::new();
+        let mut pairs = 0;
         for &j in &self.found {
             if self.mark[j] == window {
                 continue;
@@ -367,6 +380,10 @@ impl LocalRound {
             // Window buffers alive with `j` start in `[b.lower − longest, b.upper)`.
             let from = placed.partition_point(|p| p.0 + longest <= b.lower);
             let to = placed.partition_point(|p| p.0 < b.upper);
+            pairs += to.saturating_sub(from);
+            if pairs > LOCAL_MAX_PAIRS {
+                return None;
+            }
             if all || placed[from..to].iter().any(|p| p.1 > b.lower && p.2 < o + b.size && o < p.3) {
                 colliders.push(j);
                 self.mark[j] = moving;
@@ -379,6 +396,9 @@ impl LocalRound {
         // Re-place the colliders against everything live during their lifetimes: the window
         // at its new offsets, the rest where it is.
         let (lo, hi) = span(&mut colliders.iter().copied());
+        if index.count(lo, hi) > cap {
+            return None;
+        }
         self.found.clear();
         index.overlapping(lo, hi, &mut self.found);
         let fixed: Vec<usize> = self.found.iter().copied().filter(|&j| self.mark[j] != moving).collect();
