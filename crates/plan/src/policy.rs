@@ -323,7 +323,7 @@ mod tests {
         assert_eq!((p.huge_buffers, p.small_buffers), (2_000_000, 2_000));
         assert_eq!((p.runners_up, p.runners_up_max_buffers), (2, 200_000));
         assert_eq!((p.early_windows_min_buffers, p.early_windows_max_buffers), (50_000, 400_000));
-        assert_eq!((p.windows_share, p.windows_min_fills), (0.8, 1.2));
+        assert_eq!((p.windows_share, p.windows_min_fills, p.local_windows_min_seconds), (0.8, 1.2, 5.0));
         assert_eq!((p.flat_min_buffers, p.flat_share), (64, 0.8));
         assert_eq!((p.exact_max_conflicts, p.exact_max_buffers, p.exact_threads), (10_000_000, 6_000, 2));
         assert_eq!((p.exact_share_small, p.exact_share_large, p.exact_tie_share), (0.9, 0.1, 0.6));
