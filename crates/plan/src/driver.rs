@@ -17,7 +17,8 @@
 //!    ([`crate::windows`]): the stretches of time where the makespan is decided, each planned
 //!    alone by this same pipeline (nested: without flat blocks or windows), the rest filled in
 //!    around them. Up to 80% of the time left ([`Policy::windows_share`]), if a first-fit placement and
-//!    a fifth more fit in it. On the largest component, when it has 50,000–400,000 buffers and
+//!    a fifth more fit in it, else their local form from the best placement (one window at a
+//!    time, re-placing only a ring of buffers around it). On the largest component, when it has 50,000–400,000 buffers and
 //!    is not flat, the windows start at once instead, beside stage 3 on the other core (one
 //!    first-fit placement there can take a third of a 3 s budget), and stop as soon as a
 //!    heuristic reaches the lower bound; the stage is then named `heuristics + critical windows`.
@@ -781,8 +782,9 @@ fn plan_nested(sub: &[Buffer], until: Instant, caller: &PlanOptions) -> Vec<u64>
 
 /// The critical-windows stage of [`plan`] ([`crate::windows`]): on each component above
 /// [`Policy::small_buffers`] that decides the makespan, largest makespan first, for up to
-/// [`Policy::windows_share`] of the time left, provided that holds
-/// [`Policy::windows_min_fills`] first-fit placements (a fill, and the rest to plan the window).
+/// [`Policy::windows_share`] of the time left: with fills when that holds
+/// [`Policy::windows_min_fills`] first-fit placements (a fill, and the rest to plan the window),
+/// else in their local form ([`crate::windows::improve_windows`]) from the best placement.
 /// Each window is planned by this driver's own pipeline (nested: no windows inside windows).
 fn windows_stage(run: &Run, parts: &mut [Part]) {
     let (policy, target, deadline) = (&run.opts.policy, run.target, run.deadline);
@@ -794,11 +796,7 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
         let left = deadline.saturating_duration_since(now);
         // Above the huge size the windows found nothing in 80 s at 10^7 random buffers and
         // took 1.2 GB more; the improvement search gets that time.
-        if part.windowed
-            || part.buffers.len() > policy.huge_buffers
-            || part.makespan < settled
-            || left.as_secs_f64() * policy.windows_share < policy.windows_min_fills * part.first_fit_seconds
-        {
+        if part.windowed || part.buffers.len() > policy.huge_buffers || part.makespan < settled {
             continue;
         }
         let params = crate::windows::WindowParams {
@@ -806,9 +804,20 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
             ..crate::windows::WindowParams::new(now + left.mul_f64(policy.windows_share), target.max(part.lower), part.makespan)
         };
         let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, run.opts);
-        let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
-        if let Some(off) = out.offsets {
-            part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
+        if left.as_secs_f64() * policy.windows_share >= policy.windows_min_fills * part.first_fit_seconds {
+            let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
+            if let Some(off) = out.offsets {
+                part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
+            }
+        } else if left.as_secs_f64() * policy.windows_share >= policy.local_windows_min_seconds {
+            // Too little time for the fills: the local form, from the best placement.
+            let mut off = part.offsets.clone();
+            let seed = crate::rng::mix(run.opts.seed, i as u64);
+            let out = crate::windows::improve_windows(&part.buffers, &mut off, &params, seed, &mut solve);
+            if out.end < out.start {
+                let name = format!("{} + local windows ({})", part.algorithm, out.moves);
+                part.offer(name, off, now.elapsed().as_secs_f64());
+            }
         }
         show_best(parts, run.progress);
     }

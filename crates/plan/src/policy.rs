@@ -121,9 +121,16 @@ pub struct Policy {
     /// the same time, end 2.4-2.7% above), and on a slow machine the first heuristic alone takes
     /// a third of a 3 s budget, so 60% of the rest did not hold the fill and window plan needed.
     pub windows_share: f64,
-    /// [`Stage::Windows`] runs on a component only if its share of the time holds this many
-    /// first-fit placements (one fill around the windows, the rest to plan them). Default 1.2.
+    /// [`Stage::Windows`] fills around its windows only if its share of the time holds this
+    /// many first-fit placements (one fill, the rest to plan the windows); otherwise it runs
+    /// their local form ([`crate::windows::improve_windows`]) from the best placement, where a
+    /// round costs in proportion to the window. Default 1.2.
     pub windows_min_fills: f64,
+    /// The local form runs only if the windows' share of the time is at least this many
+    /// seconds. Default 5: a round takes up to half a second, and on shorter budgets the
+    /// improvement search gains more with that time (traced heaps of 10^6 blocks at 3 s).
+    pub local_windows_min_seconds: f64,
+
     /// Buffers at or below which a flat component is left to the exact search. Default 64.
     pub flat_min_buffers: usize,
     /// Share of the time left [`Stage::Flat`] may take. Default 0.8: the other stages rarely
@@ -182,6 +189,7 @@ impl Default for Policy {
             early_windows_max_buffers: 400_000,
             windows_share: 0.8,
             windows_min_fills: 1.2,
+            local_windows_min_seconds: 5.0,
             flat_min_buffers: 64,
             flat_share: 0.8,
             exact_max_conflicts: 10_000_000,
@@ -238,7 +246,7 @@ impl Policy {
     /// The names [`Policy::set`] takes (the numeric fields, as named in the code).
     pub const KEYS: &'static str = "heuristics_share, heuristics_cutoff_share, huge_buffers, runners_up, \
 runners_up_max_buffers, small_buffers, early_windows_min_buffers, early_windows_max_buffers, windows_share, \
-windows_min_fills, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
+windows_min_fills, local_windows_min_seconds, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
 exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, boxing_share, \
 boxing_component_share";
 
@@ -266,6 +274,13 @@ boxing_component_share";
             "windows_share" => self.windows_share = share(value)?,
             "windows_min_fills" => {
                 self.windows_min_fills = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x >= 0.0)
+                    .ok_or_else(|| format!("{value}: expected a non-negative number"))?
+            }
+            "local_windows_min_seconds" => {
+                self.local_windows_min_seconds = value
                     .parse::<f64>()
                     .ok()
                     .filter(|x| x.is_finite() && *x >= 0.0)
@@ -308,7 +323,7 @@ mod tests {
         assert_eq!((p.huge_buffers, p.small_buffers), (2_000_000, 2_000));
         assert_eq!((p.runners_up, p.runners_up_max_buffers), (2, 200_000));
         assert_eq!((p.early_windows_min_buffers, p.early_windows_max_buffers), (50_000, 400_000));
-        assert_eq!((p.windows_share, p.windows_min_fills), (0.8, 1.2));
+        assert_eq!((p.windows_share, p.windows_min_fills, p.local_windows_min_seconds), (0.8, 1.2, 5.0));
         assert_eq!((p.flat_min_buffers, p.flat_share), (64, 0.8));
         assert_eq!((p.exact_max_conflicts, p.exact_max_buffers, p.exact_threads), (10_000_000, 6_000, 2));
         assert_eq!((p.exact_share_small, p.exact_share_large, p.exact_tie_share), (0.9, 0.1, 0.6));

@@ -27,11 +27,21 @@
 //! that ended highest belongs to a window (then the window's own plan decides and another window
 //! cannot help), or after two rounds in a row that did not improve. The windows spend effort
 //! where the makespan is decided: the rest of the instance only has to stay below them.
+//!
+//! A fill costs one first-fit placement of the whole instance, seconds from 10^6 buffers on.
+//! [`improve_windows`] is the local form for that scale: it starts from a complete placement,
+//! and each round plans one window around a buffer at the makespan as above, moves the
+//! window's buffers to their new offsets and re-places only the buffers outside it that now
+//! collide with them, or a wider ring of buffers around it (first fit by size, against an index
+//! of the buffers live around them), so a round costs in proportion to the window, not to the
+//! instance, and many rounds fit in the time one fill takes.
 
 use crate::heuristics::{self, Order};
 use crate::occupancy::Occupancy;
 use crate::timeline::TimeIndex;
+use crate::rng::Rng;
 use heaplab_model::Buffer;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -187,6 +197,241 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
     out
 }
 
+/// What [`improve_windows`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LocalOutcome {
+    /// Windows planned.
+    pub rounds: usize,
+    /// Of those, how many were kept (their buffers and the colliding ones moved).
+    pub moves: usize,
+    /// Makespan before.
+    pub start: u64,
+    /// Makespan after.
+    pub end: u64,
+}
+
+/// Rounds in a row without a kept move after which [`improve_windows`] gives up: every peak
+/// buffer has then been tried a few times, from different instants of its lifetime.
+const LOCAL_PATIENCE: usize = 48;
+
+/// Most buffers a ring and its surroundings may hold, in windows ([`WindowParams::max_window`]):
+/// on a traced heap long-lived buffers span the whole run, and a ring around one would be the
+/// whole instance, each round then costing a full placement.
+const LOCAL_MAX_WINDOWS: usize = 16;
+
+/// Most pairs (window buffer, buffer around it) a round compares for collisions.
+const LOCAL_MAX_PAIRS: usize = 1 << 24;
+
+/// Local critical windows (see the module doc): improves `offsets`, a valid placement of
+/// `buffers`, in place, until the deadline, the target, or [`LOCAL_PATIENCE`] rounds in a row
+/// without a kept move. `solve` is as for [`plan_windows`]; `seed` picks the peak buffers and
+/// instants.
+///
+/// A round: pick a buffer at the makespan `m` and the instant of maximum load in its lifetime
+/// (later tries of the same buffer: a random instant of it), open the window there as
+/// [`plan_windows`] does, and plan its buffers alone. Their new offsets are kept when every
+/// buffer moved ends below `m`, the buffers moved being the window's and a *ring* around it,
+/// re-placed by first fit (largest first) against every buffer live during their lifetimes:
+/// first only the buffers outside the window that collide with its new offsets; failing that,
+/// every buffer live during the window buffers' lifetimes; then also those live up to one and
+/// four window widths further out (a window planned alone ignores its surroundings, and the
+/// buffers at its edge often fit only once their own neighbours move too). The window holds
+/// every buffer live in it, so a buffer outside it that conflicts with a window buffer is live
+/// during that buffer's lifetime: checking those for collisions, and re-placing against
+/// everything live around the re-placed ones, keeps the placement valid. A kept round takes
+/// one buffer at `m` below it and lifts none to it, so the makespan never rises and drops once
+/// no buffer is left at it.
+pub fn improve_windows(
+    buffers: &[Buffer],
+    offsets: &mut [u64],
+    params: &WindowParams,
+    seed: u64,
+    solve: &mut dyn FnMut(&[Buffer], Instant) -> Vec<u64>,
+) -> LocalOutcome {
+    let top = |i: usize, o: &[u64]| o[i] + buffers[i].size;
+    let mut by_top: BTreeSet<(u64, u32)> = (0..buffers.len()).map(|i| (top(i, offsets), i as u32)).collect();
+    let makespan = |t: &BTreeSet<(u64, u32)>| t.last().map_or(0, |&(m, _)| m);
+    let mut out = LocalOutcome { start: makespan(&by_top), end: makespan(&by_top), ..Default::default() };
+    if buffers.is_empty() {
+        return out;
+    }
+    let index = TimeIndex::new(buffers);
+    let profile = heaplab_sweep::load_profile(buffers);
+    let mut rng = Rng::new(seed);
+    let mut round = LocalRound::new(buffers.len(), params.deadline);
+    // Tries per peak buffer since the makespan last dropped: the first try centres the window
+    // on the buffer's own peak of load, later ones on random instants of its lifetime.
+    let mut tries: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    let mut stale = 0;
+    let cancelled = || params.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+    loop {
+        let m = makespan(&by_top);
+        out.end = m;
+        if Instant::now() >= params.deadline || m <= params.target || stale >= LOCAL_PATIENCE || cancelled() {
+            break;
+        }
+        // A random buffer at the makespan (a bounded look: there may be many).
+        let peaks: Vec<u32> = by_top.range((m, 0)..).take(64).map(|&(_, i)| i).collect();
+        let star = peaks[rng.below(peaks.len() as u64) as usize];
+        let b = buffers[star as usize];
+        let seen = tries.entry(star).or_insert(0);
+        let t = if *seen == 0 { peak_in(&profile, b.lower, b.upper) } else { b.lower + rng.below(b.length().max(1)) };
+        *seen += 1;
+        let (lo, hi) = open_window(&index, t, params.max_window);
+        round.members.clear();
+        index.overlapping(lo, hi, &mut round.members);
+        let sub: Vec<Buffer> = round
+            .members
+            .iter()
+            .map(|&i| Buffer { lower: buffers[i].lower.max(lo), upper: buffers[i].upper.min(hi), ..buffers[i] })
+            .collect();
+        // An eighth of the time left per window, at most two seconds: rounds should be many.
+        let now = Instant::now();
+        let until = now + params.deadline.saturating_duration_since(now).div_f64(8.0).min(std::time::Duration::from_millis(500));
+        let plan = solve(&sub, until);
+        out.rounds += 1;
+        // Rings of growing width (see above): each costs more than the last.
+        let width = hi - lo;
+        let mut moved = None;
+        for ring in [None, Some(0), Some(width), Some(4 * width)] {
+            moved = round.relocate(buffers, offsets, &index, &plan, m, ring);
+            if moved.is_some() || Instant::now() >= params.deadline {
+                break;
+            }
+        }
+        match moved {
+            Some(moves) => {
+                for (i, o) in moves {
+                    by_top.remove(&(top(i, offsets), i as u32));
+                    offsets[i] = o;
+                    by_top.insert((top(i, offsets), i as u32));
+                }
+                out.moves += 1;
+                stale = 0;
+                if makespan(&by_top) < m {
+                    tries.clear();
+                }
+            }
+            None => stale += 1,
+        }
+    }
+    out
+}
+
+/// The reusable lists of one [`improve_windows`] round.
+struct LocalRound {
+    /// The window's buffers, in start order.
+    members: Vec<usize>,
+    /// `mark[i] == epoch`: buffer `i` is in the window; `epoch + 1`: it is being re-placed.
+    mark: Vec<u32>,
+    epoch: u32,
+    found: Vec<usize>,
+    /// Re-placing stops here (the search's deadline).
+    deadline: Instant,
+}
+
+impl LocalRound {
+    fn new(n: usize, deadline: Instant) -> Self {
+        LocalRound { members: Vec::new(), mark: vec![0; n], epoch: 0, found: Vec::new(), deadline }
+    }
+
+    /// The moves of one round: the window's buffers (`self.members`) to `plan`, and the ring
+    /// re-placed by first fit: the buffers outside the window that collide with their new
+    /// offsets (`ring` `None`), or all those live within `ring` ticks of the window buffers'
+    /// span. `None` when a buffer moved would end at `m` or above, or the deadline passed while
+    /// re-placing.
+    fn relocate(&mut self, buffers: &[Buffer], offsets: &[u64], index: &TimeIndex, plan: &[u64], m: u64, ring: Option<u64>) -> Option<Vec<(usize, u64)>> {
+        let members = &self.members;
+        if members.iter().zip(plan).any(|(&i, &o)| o + buffers[i].size >= m) {
+            return None;
+        }
+        self.epoch = self.epoch.wrapping_add(2);
+        if self.epoch < 2 {
+            self.mark.fill(0);
+            self.epoch = 2;
+        }
+        let (window, moving) = (self.epoch, self.epoch + 1);
+        for &i in members {
+            self.mark[i] = window;
+        }
+        // Every buffer outside the window that conflicts with a window buffer lives during the
+        // window buffers' span: check those against the window's new offsets.
+        let span = |set: &mut dyn Iterator<Item = usize>| set.fold((u64::MAX, 0), |(lo, hi), i| (lo.min(buffers[i].lower), hi.max(buffers[i].upper)));
+        let (lo, hi) = span(&mut members.iter().copied());
+        let all = ring.is_some();
+        let w = ring.unwrap_or(0);
+        let cap = LOCAL_MAX_WINDOWS * members.len().max(256);
+        if index.count(lo.saturating_sub(w), hi.saturating_add(w)) > cap {
+            return None;
+        }
+        self.found.clear();
+        index.overlapping(lo.saturating_sub(w), hi.saturating_add(w), &mut self.found);
+        // Window buffers by start, with their new offsets, for the collision checks.
+        let placed: Vec<(u64, u64, u64, u64)> =
+            members.iter().zip(plan).map(|(&i, &o)| (buffers[i].lower, buffers[i].upper, o, o + buffers[i].size)).collect();
+        let longest = placed.iter().map(|p| p.1 - p.0).max().unwrap_or(0);
+        let mut colliders: Vec<usize> = Vec::new();
+        let mut pairs = 0;
+        for &j in &self.found {
+            if self.mark[j] == window {
+                continue;
+            }
+            let (b, o) = (&buffers[j], offsets[j]);
+            // Window buffers alive with `j` start in `[b.lower − longest, b.upper)`.
+            let from = placed.partition_point(|p| p.0 + longest <= b.lower);
+            let to = placed.partition_point(|p| p.0 < b.upper);
+            pairs += to.saturating_sub(from);
+            if pairs > LOCAL_MAX_PAIRS {
+                return None;
+            }
+            if all || placed[from..to].iter().any(|p| p.1 > b.lower && p.2 < o + b.size && o < p.3) {
+                colliders.push(j);
+                self.mark[j] = moving;
+            }
+        }
+        let mut moves: Vec<(usize, u64)> = members.iter().copied().zip(plan.iter().copied()).collect();
+        if colliders.is_empty() {
+            return Some(moves);
+        }
+        // Re-place the colliders against everything live during their lifetimes: the window
+        // at its new offsets, the rest where it is.
+        let (lo, hi) = span(&mut colliders.iter().copied());
+        if index.count(lo, hi) > cap {
+            return None;
+        }
+        self.found.clear();
+        index.overlapping(lo, hi, &mut self.found);
+        let fixed: Vec<usize> = self.found.iter().copied().filter(|&j| self.mark[j] != moving).collect();
+        let local: Vec<Buffer> = fixed.iter().chain(&colliders).map(|&i| buffers[i]).collect();
+        let at = |j: usize| if self.mark[j] == window { plan[members.binary_search_by_key(&(buffers[j].lower, j), |&k| (buffers[k].lower, k)).expect("a window member")] } else { offsets[j] };
+        let mut fixed_at: Vec<(u64, usize)> = fixed.iter().enumerate().map(|(k, &j)| (at(j), k)).collect();
+        // In address order every insertion appends to its sets (see `plan_windows`).
+        fixed_at.sort_unstable();
+        let mut occ = Occupancy::new(&local);
+        let mut clock = heuristics::DeadlineCheck::new(Some(self.deadline));
+        for (k, &(o, at)) in fixed_at.iter().enumerate() {
+            if clock.passed(k, &occ) {
+                return None;
+            }
+            occ.insert(at, o);
+        }
+        let mut order: Vec<usize> = (0..colliders.len()).collect();
+        order.sort_unstable_by_key(|&k| (std::cmp::Reverse(buffers[colliders[k]].size), colliders[k]));
+        for (n, &k) in order.iter().enumerate() {
+            if clock.passed(n, &occ) {
+                return None;
+            }
+            let o = occ.lowest_fit(fixed.len() + k);
+            if o + buffers[colliders[k]].size >= m {
+                return None;
+            }
+            occ.insert(fixed.len() + k, o);
+            moves.push((colliders[k], o));
+        }
+        Some(moves)
+    }
+}
+
 /// The tick of maximum load in `[lo, hi)` (the first such), from a load profile as
 /// [`heaplab_sweep::load_profile`] gives it.
 fn peak_in(profile: &[(u64, u64)], lo: u64, hi: u64) -> u64 {
@@ -305,6 +550,85 @@ mod tests {
             let v = validate(bs, off);
             assert!(v.is_valid() && v.makespan < greedy, "{}", v.describe(bs, off));
         }
+    }
+
+    #[test]
+    fn local_windows_keep_every_placement_valid_and_never_raise_the_makespan() {
+        for (k, &kind) in heaplab_gen::Kind::ALL.iter().enumerate() {
+            for n in [1usize, 2, 50, 600, 3000] {
+                let inst = heaplab_gen::generate(kind, n, 21 + k as u64);
+                let bs = &inst.buffers;
+                // From the start-order sweep, which leaves room for the windows to gain.
+                let mut off = heuristics::Heuristic { order: Order::Start, fit: heuristics::Fit::First }.run(bs);
+                let before = validate(bs, &off).makespan;
+                let params = WindowParams { max_window: 64, ..WindowParams::new(Instant::now() + Duration::from_millis(300), max_load(bs), before) };
+                let out = improve_windows(bs, &mut off, &params, 7, &mut first_fit);
+                let v = validate(bs, &off);
+                assert!(v.is_valid(), "{} n={n}: {}", kind.name(), v.describe(bs, &off));
+                assert_eq!((out.start, out.end), (before, v.makespan), "{} n={n}", kind.name());
+                assert!(v.makespan <= before, "{} n={n}", kind.name());
+            }
+        }
+    }
+
+    #[test]
+    fn local_windows_lower_a_greedy_placement() {
+        let inst = heaplab_gen::generate(heaplab_gen::Kind::Random, 3000, 3);
+        let bs = &inst.buffers;
+        let mut off = heuristics::Heuristic { order: Order::Start, fit: heuristics::Fit::First }.run(bs);
+        let before = validate(bs, &off).makespan;
+        // Windows planned by first fit by size: no time limit needed, the patience ends it.
+        let params = WindowParams { max_window: 256, ..WindowParams::new(Instant::now() + Duration::from_secs(3600), max_load(bs), before) };
+        let out = improve_windows(bs, &mut off, &params, 1, &mut first_fit);
+        let v = validate(bs, &off);
+        assert!(v.is_valid(), "{}", v.describe(bs, &off));
+        assert!(out.moves > 0 && v.makespan < before, "{out:?}");
+    }
+
+    #[test]
+    fn local_windows_stop_at_their_deadline_and_at_the_target() {
+        let inst = heaplab_gen::generate(heaplab_gen::Kind::Random, 3000, 4);
+        let bs = &inst.buffers;
+        let start = heuristics::Heuristic { order: Order::Start, fit: heuristics::Fit::First }.run(bs);
+        let m = validate(bs, &start).makespan;
+        let mut calls = 0;
+        let mut counting = |sub: &[Buffer], until: Instant| {
+            calls += 1;
+            first_fit(sub, until)
+        };
+        // A deadline already passed: no window is planned and nothing moves.
+        let mut off = start.clone();
+        let out = improve_windows(bs, &mut off, &WindowParams::new(Instant::now(), max_load(bs), m), 1, &mut counting);
+        assert_eq!((out.rounds, out.moves, off == start), (0, 0, true));
+        // A target at the makespan: done before the first round.
+        let out = improve_windows(bs, &mut off, &WindowParams::new(Instant::now() + Duration::from_secs(60), m, m), 1, &mut counting);
+        assert_eq!((out.rounds, calls), (0, 0));
+    }
+
+    #[test]
+    fn a_ring_moves_only_what_it_must() {
+        // Window [0, 2) holds buffers 0 and 1; buffer 2 lives after it, beside buffer 1, at
+        // offset 4, and buffer 3 far away. Planned alone the window puts 1 at offset 4.
+        let bs = vec![Buffer::new(0, 0, 2, 4), Buffer::new(1, 1, 4, 4), Buffer::new(2, 3, 6, 4), Buffer::new(3, 20, 22, 9)];
+        let offsets = vec![4, 0, 4, 0];
+        let index = TimeIndex::new(&bs);
+        let far = Instant::now() + Duration::from_secs(60);
+        let mut round = LocalRound::new(bs.len(), far);
+        round.members = vec![0, 1];
+        let plan = [0, 4];
+        // Buffer 2 collides with 1's new offset and goes to the lowest free address, 0.
+        let moves = round.relocate(&bs, &offsets, &index, &plan, 9, None).unwrap();
+        assert_eq!(moves, vec![(0, 0), (1, 4), (2, 0)]);
+        // A makespan the moves cannot stay below: refused.
+        assert_eq!(round.relocate(&bs, &offsets, &index, &plan, 8, None), None);
+        // A ring of 20 ticks takes in buffer 3 too.
+        let moves = round.relocate(&bs, &offsets, &index, &plan, 10, Some(20)).unwrap();
+        assert_eq!(moves.len(), 4);
+        let mut after = offsets.clone();
+        for (i, o) in moves {
+            after[i] = o;
+        }
+        assert!(validate(&bs, &after).is_valid());
     }
 
     #[test]
