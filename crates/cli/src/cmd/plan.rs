@@ -31,12 +31,12 @@ trivial components are solved exactly; greedy first-fit and best-fit heuristics 
 orders in parallel; a flat component (the same load at every tick, so no slack anywhere) is merged
 into blocks, rectangles its buffers fill exactly (equal heights meeting in time chain, equal
 lifetimes stack), and the blocks are planned instead; on components of more than 2,000 buffers
-the critical windows (the stretches
-of time around the load's peaks, where the makespan is decided) are planned as instances of their
-own and everything else is placed around them (from 50,000 buffers beside the heuristics, on the
-other core); components of up to 6,000 buffers (and 10 million
-conflicting pairs) get an exact branch-and-bound search that tries the max load first and proves
-optimality when it can; a large-neighbourhood improvement search (exact re-packing under the
+the critical windows (the stretches of time around the load's peaks, where the makespan is
+decided) are planned as instances of their own and everything else is placed around them (from
+50,000 buffers beside the heuristics, on the other core; where one full placement takes too much
+of the budget, window by window, re-placing only the buffers around each); components of up to
+6,000 buffers (and 10 million conflicting pairs) get an exact branch-and-bound search that tries
+the max load first and proves optimality when it can; a large-neighbourhood improvement search (exact re-packing under the
 peak, greedy re-packing of time windows) and the boxing algorithm of Buchsbaum et al. share the
 remaining time on the components that decide the makespan (the `stages` line says how). It stops
 early when the makespan equals the lower bound, which proves the plan optimal. Every placement is
@@ -79,7 +79,7 @@ pub struct PlanArgs {
         "Wall-clock budget in seconds; the best placement found by then is returned. Every stage stops at it: \
          the start-order sweep (fast on any input) runs beside the first heuristic and stands in when that one \
          runs out of time, so only reading, validation and writing come on top (about 0.5 s at 10^6 buffers). \
-         On large or adversarial inputs a longer budget may give a better plan."))]
+         On large or adversarial inputs a longer budget gives a better plan (10^6 buffers: try 30)."))]
     time_limit: f64,
     /// Memory available, in bytes or with a unit (16GiB = 16·2^30, 16GB = 16·10^9): stop at the
     /// first plan that fits in it instead of minimising; exit code 1 when none fits.
