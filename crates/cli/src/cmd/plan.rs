@@ -36,11 +36,11 @@ decided) are planned as instances of their own and everything else is placed aro
 50,000 buffers beside the heuristics, on the other core; where one full placement takes too much
 of the budget, window by window, re-placing only the buffers around each); components of up to
 6,000 buffers (and 10 million conflicting pairs) get an exact branch-and-bound search that tries
-the max load first and proves optimality when it can; a large-neighbourhood improvement search (exact re-packing under the
-peak, greedy re-packing of time windows) and the boxing algorithm of Buchsbaum et al. share the
-remaining time on the components that decide the makespan (the `stages` line says how). It stops
-early when the makespan equals the lower bound, which proves the plan optimal. Every placement is
-validated before it is written.
+the max load first and proves optimality when it can; a large-neighbourhood improvement search
+(exact re-packing under the peak, greedy re-packing of time windows) and the boxing algorithm of
+Buchsbaum et al. share the remaining time on the components that decide the makespan (the
+`stages` line says how). It stops early when the makespan equals the lower bound, which proves
+the plan optimal. Every placement is validated before it is written.
 
 With --capacity (the memory there is, as minimalloc takes it) any plan that fits is enough: the
 planner stops at the first one within the capacity instead of minimising further, and the exact
