@@ -276,6 +276,18 @@ fn the_same_context_always_maps_to_the_same_group_first_match_first() {
         assert!(n(&v, &["groups", "1", "count"]) >= 2 * 1000 * t, "{v}");
         assert_eq!(n(&v, &["groups", "2", "count"]), 0, "{v}");
     }
+    // The walk memo (each thread's last walks, replayed while their stack words hold): A, B and
+    // C nodes are allocated from one stack position through the same frames up to the call
+    // sites that tell them apart, so a replay that missed a changed word would misplace them.
+    // With it off every walk is fresh; the answers must be the same, allocation for allocation.
+    for threads in ["1", "3"] {
+        let cmd = [&p[..], "1000", "2", threads];
+        let kept = same_as_plain(&dir, &file, &cmd, &[], &[]);
+        let fresh = same_as_plain(&dir, &file, &cmd, &[("HEAPLAB_GROUP_MEMO", "0")], &[]);
+        assert_eq!((&fresh["groups"], &fresh["fallback"]), (&kept["groups"], &kept["fallback"]), "{fresh}\n{kept}");
+        assert_eq!(n(&fresh, &["identification", "replayed"]), 0, "{fresh}");
+        assert!(n(&kept, &["identification", "replayed"]) * 2 > n(&kept, &["identification", "walks"]), "most walks repeat: {kept}");
+    }
     // An empty group set: everything falls back, nothing is walked.
     let empty = Builder::new(0).write(&dir, "empty");
     let v = same_as_plain(&dir, &empty, &[&p, "1000", "2"], &[], &[]);
