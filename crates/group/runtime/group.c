@@ -64,9 +64,10 @@
 /* ---- the table (copied out of the file into mmap'd arrays) ---- */
 static struct {
     uint64_t walk_depth, max_object, chunk, spare;
-    uint32_t nsites, ngroups, nconj, nterms;
+    uint32_t nsites, nsel, ngroups, nconj, nterms; /* nsel: the selector sites, first among the sites */
 } T;
-static uint64_t *site_off, *site_hash; /* file offset and basename hash per selector site */
+static uint64_t *site_off, *site_hash; /* file offset and basename hash per site */
+static uint32_t *site_decide, *site_depth; /* per site as an allocation call site: what it decides, how deep to walk (0: no call site) */
 static uint32_t *group_conj;           /* per group: first conjunction, count (pairs) */
 static uint32_t *conj_term;            /* per conjunction: first term, count (pairs) */
 static uint32_t *terms;                /* site indices */
@@ -87,6 +88,17 @@ struct slot {
 static struct slot *slots;
 static uint64_t slot_mask, slot_used;
 static int slot_shift;
+/* Allocation call sites: the same kind of table (insert-only, read lock-free), and the code
+ * mappings of the modules they are in, where a return address that is no call site is an
+ * allocation call the profile never saw (MAX_CALL_RANGES at most; beyond, such calls walk). */
+static struct slot *calls;
+static uint64_t call_mask, call_used;
+static int call_shift;
+#define MAX_CALL_RANGES 16
+static struct { _Atomic uint64_t lo, hi; } call_range[MAX_CALL_RANGES];
+static _Atomic uint32_t ncall_ranges;
+static int call_ranges_full;
+static int have_calls; /* the table names call sites */
 static _Atomic uint64_t addr_lo = UINT64_MAX, addr_hi;
 static _Atomic uint64_t first_lo = UINT64_MAX, first_hi; /* the same for the first group's sites */
 static unsigned char *site_first;      /* per site: named by the first group's selector */
@@ -193,6 +205,35 @@ static void insert_addr(uint64_t a, uint32_t site) {
     }
 }
 
+/* Adds call site `site` at address a in module mapping m (and m to the call modules, when the
+ * site was always the innermost frame). */
+static void insert_call(uint64_t a, uint32_t site, const struct hl_module *m) {
+    if (call_used * 2 < call_mask + 1)
+        for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> call_shift;; i = (i + 1) & call_mask) {
+            uint64_t k = atomic_load_explicit(&calls[i].addr, memory_order_relaxed);
+            if (k == a) break;
+            if (k == 0) {
+                calls[i].site = site;
+                atomic_store_explicit(&calls[i].addr, a, memory_order_release);
+                call_used++;
+                break;
+            }
+        }
+    if (site_decide[site] == HLG_WALK_DEEPER) return;
+    uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_relaxed);
+    for (uint32_t r = 0; r < n; r++)
+        if (call_range[r].lo == m->lo) return;
+    if (n == MAX_CALL_RANGES) {
+        call_ranges_full = 1;
+        atomic_store_explicit(&ncall_ranges, 0, memory_order_release); /* then unknown calls walk */
+        return;
+    }
+    if (call_ranges_full) return;
+    atomic_store_explicit(&call_range[n].lo, m->lo, memory_order_relaxed);
+    atomic_store_explicit(&call_range[n].hi, m->hi, memory_order_relaxed);
+    atomic_store_explicit(&ncall_ranges, n + 1, memory_order_release);
+}
+
 /* Finds each site in the executable mappings now loaded (a site in a library loaded later is
  * found by a later call). Returns at once when another thread is doing it. */
 static void resolve_sites(void) {
@@ -203,7 +244,8 @@ static void resolve_sites(void) {
         for (uint32_t s = 0; s < T.nsites; s++) {
             for (size_t m = 0; m < n; m++)
                 if (modules[m].name_hash == site_hash[s] && site_off[s] >= modules[m].off && site_off[s] - modules[m].off < modules[m].hi - modules[m].lo) {
-                    insert_addr(modules[m].lo + site_off[s] - modules[m].off, s);
+                    if (s < T.nsel) insert_addr(modules[m].lo + site_off[s] - modules[m].off, s);
+                    if (site_depth[s]) insert_call(modules[m].lo + site_off[s] - modules[m].off, s, &modules[m]);
                     site_found[s] = 1;
                 }
             missing += !site_found[s];
@@ -211,6 +253,23 @@ static void resolve_sites(void) {
         atomic_store(&unresolved, missing);
     }
     atomic_flag_clear_explicit(&resolve_lock, memory_order_release);
+}
+
+/* The call site at return address a, or -1. */
+static inline int64_t call_at(uint64_t a) {
+    for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> call_shift;; i = (i + 1) & call_mask) {
+        uint64_t k = atomic_load_explicit(&calls[i].addr, memory_order_acquire);
+        if (k == a) return calls[i].site;
+        if (k == 0) return -1;
+    }
+}
+
+/* Whether a is in the code of a module holding call sites. */
+static inline int in_call_module(uint64_t a) {
+    uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_acquire);
+    for (uint32_t r = 0; r < n; r++)
+        if (a - atomic_load_explicit(&call_range[r].lo, memory_order_relaxed) < atomic_load_explicit(&call_range[r].hi, memory_order_relaxed) - atomic_load_explicit(&call_range[r].lo, memory_order_relaxed)) return 1;
+    return 0;
 }
 
 static inline int64_t site_at(uint64_t a) {
@@ -306,7 +365,7 @@ static inline __attribute__((always_inline)) int memo_holds(struct memo *e, void
  * holds: no later frame can change that answer (the first group in the file's order wins), so
  * allocations of the most accessed group cost only the frames up to their deciding sites.
  * Otherwise it goes on to the walk depth. */
-static inline __attribute__((always_inline)) int64_t identify_in(void *ret, struct memo *e, const int keep) {
+static inline __attribute__((always_inline)) int64_t identify_in(void *ret, struct memo *e, const int keep, int depth) {
     void *own[HLG_MAX_WALK];
     void **pcs = keep ? memo_pc(e) : own;
     struct hl_walk_trace *tr = keep ? memo_tr(e) : NULL;
@@ -316,7 +375,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     else
         for (uint32_t w = 0; w < words; w++) present[w] = 0;
     uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
-    int depth = (int)T.walk_depth, n = 1, known = 0, any = 0;
+    int n = 1, known = 0, any = 0;
     uint32_t best = always, gen = keep ? atomic_load_explicit(&site_gen, memory_order_relaxed) : 0;
     struct thread_stats *st = stats();
     struct hl_walk w;
@@ -464,12 +523,27 @@ static inline struct memo *memo_for(void *ret) {
     return (struct memo *)((unsigned char *)my_memo + (h >> 60) * MEMO_WAYS * memo_stride);
 }
 
-/* The group of an allocation made from `ret` (-1: none). Inlined (as is grouped()) into the
- * serving functions. */
+/* The group of an allocation made from `ret` (-1: none). Its call site first: one the profile
+ * saw decides alone when every context allocating there had one answer, and otherwise bounds
+ * the walk; a return address in a profiled module that is no call site of the profile is an
+ * unknown context, sent to the fallback. Inlined (as is grouped()) into the serving functions. */
 static inline __attribute__((always_inline)) int64_t identify(void *ret) {
     if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
-    struct memo *e = T.walk_depth > 1 && memo_on ? memo_for(ret) : NULL;
-    return e ? identify_in(ret, e, 1) : identify_in(ret, NULL, 0);
+    int depth = (int)T.walk_depth;
+    if (have_calls) {
+        uint64_t a = (uint64_t)(uintptr_t)ret;
+        int64_t c = call_at(a);
+        uint32_t d = c >= 0 ? site_decide[c] : in_call_module(a) ? HLG_FALLBACK : HLG_WALK;
+        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) {
+            struct thread_stats *st = stats();
+            stat_add(&st->walks, 1);
+            stat_add(&st->frames, 1);
+            return d == HLG_FALLBACK ? -1 : (int64_t)d;
+        }
+        if (c >= 0) depth = (int)site_depth[c];
+    }
+    struct memo *e = depth > 1 && memo_on ? memo_for(ret) : NULL;
+    return e ? identify_in(ret, e, 1, depth) : identify_in(ret, NULL, 0, depth);
 }
 
 /* ---- chunks ---- */
@@ -818,23 +892,25 @@ static int load_table(void) {
     T.max_object = get64(m + 24);
     T.chunk = get64(m + 32);
     T.spare = get64(m + 40);
-    uint64_t ns = get64(m + 48), ng = get64(m + 56), nc = get64(m + 64), nt = get64(m + 72), names = get64(m + 80);
+    uint64_t ns = get64(m + 48), ng = get64(m + 56), nc = get64(m + 64), nt = get64(m + 72), names = get64(m + 80), nsel = get64(m + 96);
     uint64_t at_sites = HLG_HEADER, at_groups = at_sites + ns * HLG_SITE_RECORD, at_conj = at_groups + ng * HLG_PAIR_RECORD;
     uint64_t at_terms = at_conj + nc * HLG_PAIR_RECORD, at_names = at_terms + nt * 4;
-    if (ns > HLG_MAX_SITES || ng > nc || nc > total || nt > total || names > total || at_names + names != total || get64(m + 88) != total ||
+    if (ns > HLG_MAX_TABLE_SITES || nsel > HLG_MAX_SITES || nsel > ns || ng > nc || nc > total || nt > total || names > total || at_names + names != total || get64(m + 88) != total ||
         T.walk_depth > HLG_MAX_WALK || T.chunk < 4096 || (T.chunk & (T.chunk - 1)) || T.max_object > T.chunk / 2 || T.spare > HLG_MAX_SPARE) {
         fail("inconsistent runtime table");
         goto out;
     }
-    T.nsites = (uint32_t)ns, T.ngroups = (uint32_t)ng, T.nconj = (uint32_t)nc, T.nterms = (uint32_t)nt;
+    T.nsites = (uint32_t)ns, T.nsel = (uint32_t)nsel, T.ngroups = (uint32_t)ng, T.nconj = (uint32_t)nc, T.nterms = (uint32_t)nt;
     site_off = table_map(ns * 16);
     site_hash = site_off ? site_off + ns : NULL;
     group_conj = table_map(ng * 8);
     conj_term = table_map(nc * 8);
     terms = table_map(nt * 4);
     site_found = table_map(ns);
+    site_decide = table_map(ns * 8);
+    site_depth = site_decide ? site_decide + ns : NULL;
     modules = table_map(sizeof *modules * MAX_MODULES);
-    if (!site_off || !group_conj || !conj_term || !terms || !site_found || !modules) {
+    if (!site_off || !group_conj || !conj_term || !terms || !site_found || !site_decide || !modules) {
         fail("cannot map the runtime's tables");
         goto out;
     }
@@ -847,6 +923,13 @@ static int load_table(void) {
         }
         site_off[s] = get64(r);
         site_hash[s] = hl_fnv1a((const char *)m + at_names + name_at, name_len);
+        site_decide[s] = get32(r + 16);
+        site_depth[s] = get32(r + 20);
+        have_calls |= site_depth[s] != 0;
+        if ((site_decide[s] < HLG_WALK_DEEPER && site_decide[s] >= ng) || site_depth[s] > T.walk_depth || (site_depth[s] == 0 && site_decide[s] != HLG_WALK)) {
+            fail("a call site's decision lies outside the table");
+            goto out;
+        }
     }
     for (uint64_t i = 0; i < 2 * ng; i++) group_conj[i] = get32(m + at_groups + 4 * i);
     for (uint64_t i = 0; i < 2 * nc; i++) conj_term[i] = get32(m + at_conj + 4 * i);
@@ -862,11 +945,11 @@ static int load_table(void) {
             goto out;
         }
     for (uint64_t t = 0; t < nt; t++)
-        if (terms[t] >= ns) {
+        if (terms[t] >= nsel) {
             fail("a selector names a site the table lacks");
             goto out;
         }
-    words = (uint32_t)((ns + 63) / 64);
+    words = (uint32_t)((nsel + 63) / 64);
     /* Each site's conjunctions (counting sort by site), and each conjunction's group. */
     site_first = table_map(ns);
     for (uint32_t c = ng ? group_conj[0] : 0, ce = ng ? c + group_conj[1] : 0; site_first && c < ce; c++)
@@ -895,7 +978,7 @@ static int load_table(void) {
         }
         conj_mask[c] = wide ? 0 : mask; /* 0 for an empty one too: it holds for any mask */
     }
-    narrow = ns <= 64;
+    narrow = nsel <= 64;
     flat = table_map(nc * sizeof *flat);
     if (!flat) {
         fail("cannot map the runtime's tables");
@@ -911,12 +994,18 @@ static int load_table(void) {
     site_conj_at[0] = 0;
     /* Site addresses: a few slots per site (a basename may be mapped more than once). */
     uint64_t size = 64;
-    while (size < ns * 8) size <<= 1;
+    while (size < nsel * 8) size <<= 1;
     slots = table_map(size * sizeof *slots);
+    uint64_t csize = 64;
+    while (csize < (ns - nsel) * 8 + 8) csize <<= 1; /* call sites: those in selectors too, a few slots each */
+    while (csize < ns * 4) csize <<= 1;
+    calls = table_map(csize * sizeof *calls);
+    call_mask = csize - 1;
+    call_shift = 64 - __builtin_ctzll(csize);
     groups = table_map((ng ? ng : 1) * sizeof *groups);
     thread_stats = sys_mmap(NULL, sizeof *thread_stats * MAX_THREAD_STATS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (thread_stats == MAP_FAILED) thread_stats = NULL;
-    if (!slots || !groups || !thread_stats) {
+    if (!slots || !calls || !groups || !thread_stats) {
         fail("cannot map the runtime's tables");
         goto out;
     }
@@ -987,7 +1076,7 @@ void hl_write_report(const char *end) {
     hl_put(&o, ", ");
     hl_key_u(&o, "spare_chunks", T.spare);
     hl_put(&o, ",\n  ");
-    hl_key_u(&o, "selector_sites", T.nsites);
+    hl_key_u(&o, "selector_sites", T.nsel);
     hl_put(&o, ", ");
     hl_key_u(&o, "sites_unresolved", atomic_load(&unresolved));
     hl_put(&o, ",\n  ");
