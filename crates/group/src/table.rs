@@ -68,20 +68,27 @@ fn site_key(g: &Groups, s: u32) -> (String, u64) {
 /// profile's call sites is an unknown context: the runtime sends it to the fallback unwalked.
 pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
     let selector: std::collections::HashSet<u32> = g.groups.iter().flat_map(|k| k.selector.iter().flatten().copied()).collect();
-    let mut out: HashMap<(String, u64), (Option<Option<u32>>, bool, u32)> = HashMap::new();
+    /// Per call site: the one answer of its contexts (None once two differ), whether it was
+    /// always at stack position 0, and the deepest selector site of its contexts + 1.
+    struct Seen {
+        class: Option<Option<u32>>,
+        innermost: bool,
+        deepest: u32,
+    }
+    let mut out: HashMap<(String, u64), Seen> = HashMap::new();
     for c in &g.contexts {
         let Some(&s0) = c.sites.first() else { continue };
         let class = classify(g, &c.sites);
         let deepest = c.sites.iter().filter(|s| selector.contains(s)).map(|&s| g.sites[s as usize].max_depth + 1).max().unwrap_or(1);
-        let e = out.entry(site_key(g, s0)).or_insert((Some(class), true, 1));
-        if e.0 != Some(class) {
-            e.0 = None;
+        let e = out.entry(site_key(g, s0)).or_insert(Seen { class: Some(class), innermost: true, deepest: 1 });
+        if e.class != Some(class) {
+            e.class = None;
         }
-        e.1 &= g.sites[s0 as usize].max_depth == 0;
-        e.2 = e.2.max(deepest);
+        e.innermost &= g.sites[s0 as usize].max_depth == 0;
+        e.deepest = e.deepest.max(deepest);
     }
     out.into_iter()
-        .map(|(k, (class, innermost, deepest))| {
+        .map(|(k, Seen { class, innermost, deepest })| {
             let walk = g.walk_depth.max(1);
             let c = match (innermost, class) {
                 (true, Some(Some(k))) => CallSite { decides: k, depth: 1 },
