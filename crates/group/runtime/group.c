@@ -320,13 +320,15 @@ static inline uint32_t first_holding(uint64_t present, uint32_t upto) {
  * instead of a rule look-up and a step): when all are unchanged the frames, and so the answer,
  * are the kept ones; otherwise it resumes stepping from the last frame that still holds. The
  * answer is a fresh walk's either way; site addresses found later (a library loaded) make every
- * kept walk stale (`site_gen`). Keeping walks costs stores at every frame, which pays only where
- * stacks repeat (a loop allocating from one place): a thread whose memo saved fewer than
- * MEMO_PAYS frames per walk over PACE_WALKS walks stops keeping them for PACE_OFF_WALKS walks.
+ * kept walk stale (`site_gen`). Keeping walks costs stores at every frame and cache lines (the
+ * kept words of four ways are read at each look-up), which pays only where stacks repeat (a loop
+ * allocating from one place): a thread that replayed whole fewer than one walk in MEMO_PAYS over
+ * MEMO_JUDGE walks stops keeping them for PACE_OFF_WALKS walks.
  * HEAPLAB_GROUP_MEMO=0 turns it off (for comparing). */
 #define MEMO_SLOTS 64u
 #define MEMO_WAYS 4u /* 16 sets of 4 */
-#define MEMO_PAYS 2u
+#define MEMO_PAYS 2u /* at least one walk in MEMO_PAYS replayed whole */
+#define MEMO_JUDGE 1024u /* walks kept while judging */
 struct memo {
     uintptr_t ret, sp, bp; /* the start; ret 0: empty */
     uintptr_t zero_at;     /* the walk ended on a zero return address read there (else 0) */
@@ -340,7 +342,7 @@ static uint64_t memo_stride;     /* bytes per kept walk: the header, then pc, tr
 static unsigned char *memo_area; /* MEMO_SLOTS walks per thread, by thread stats block */
 static int memo_on;
 static __thread struct memo *my_memo __attribute__((tls_model("initial-exec")));
-static __thread struct { uint32_t walks, saved, off; } memo_pace __attribute__((tls_model("initial-exec")));
+static __thread struct { uint32_t walks, hits, off; } memo_pace __attribute__((tls_model("initial-exec")));
 static inline void **memo_pc(struct memo *e) { return (void **)(e + 1); }
 static inline struct hl_walk_trace *memo_tr(struct memo *e) { return (struct hl_walk_trace *)(memo_pc(e) + T.walk_depth); }
 static inline uint64_t *memo_seen(struct memo *e) { return (uint64_t *)(memo_tr(e) + T.walk_depth); }
@@ -392,7 +394,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             int k = stepwise ? memo_holds(x, ret, sp0, bp0, gen, w.hi) : 0;
             if (k > (int)x->n) {
                 memo_pace.walks++;
-                memo_pace.saved += x->n;
+                memo_pace.hits++;
                 stat_add(&st->walks, 1);
                 stat_add(&st->frames, x->n);
                 stat_add(&st->replayed, 1);
@@ -405,7 +407,6 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         int k0 = kv;
         pcs = memo_pc(e), tr = memo_tr(e), site = memo_site(e);
         known = k0;
-        memo_pace.saved += known > 1 ? (uint32_t)known - 1 : 0;
         if (known > 1) { /* resume from the last frame that holds, with rbp as it is now unless a frame restored it */
             int restored = 0;
             for (int i = 1; i < known; i++) restored |= tr[i].bp_at != 0;
@@ -415,9 +416,9 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             top = e->top - 8; /* at least as high as what the frames kept read */
         }
         e->ret = 0; /* rewritten below */
-        if (++memo_pace.walks >= PACE_WALKS) {
-            if (memo_pace.saved < MEMO_PAYS * PACE_WALKS) memo_pace.off = PACE_OFF_WALKS;
-            memo_pace.walks = memo_pace.saved = 0;
+        if (++memo_pace.walks >= MEMO_JUDGE) {
+            if (memo_pace.hits * MEMO_PAYS < MEMO_JUDGE) memo_pace.off = PACE_OFF_WALKS;
+            memo_pace.walks = memo_pace.hits = 0;
         }
     }
     pcs[0] = ret;
