@@ -14,7 +14,10 @@
  * frames, each return address is looked up in a small open-addressing table of the selector
  * sites' addresses, and each site met re-checks only the conjunctions naming it; the first group
  * in order whose selector holds wins, so the walk stops as soon as the first group's does. A walk
- * that meets no selector site falls back.
+ * that meets no selector site falls back. Before any walk, the allocation's call site (the
+ * table's call sites, from the profile) may decide alone or bound the walk, and an unprofiled
+ * call site in a profiled module falls back; each thread replays recent walks whose stack words
+ * still hold (the walk memo).
  *
  * Allocation (HALO §4.4). One virtual range is reserved at start (PROT_NONE, NORESERVE) and made
  * accessible a chunk at a time, so "is this pointer ours" is one range check. Chunks are
