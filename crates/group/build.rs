@@ -19,6 +19,10 @@ fn table_header() -> CHeader {
         .define("HLG_PAIR_RECORD", rust_const(table, "PAIR_RECORD"), "bytes per group or conjunction record")
         .define("HLG_MAX_SITES", rust_const(table, "MAX_SITES"), "selector sites at most")
         .define("HLG_MAX_WALK", rust_const(table, "MAX_WALK"), "frames walked at most")
+        .define("HLG_MAX_TABLE_SITES", format!("({})", rust_const(table, "MAX_TABLE_SITES").replace(" << ", "u << ")), "sites of all kinds at most")
+        .define("HLG_WALK", "0xffffffffu", "a site's `decides`: walk (table.rs WALK)")
+        .define("HLG_FALLBACK", "0xfffffffeu", "a site's `decides`: fall back (table.rs FALLBACK)")
+        .define("HLG_WALK_DEEPER", "0xfffffffdu", "a site's `decides`: walk, not always innermost (table.rs WALK_DEEPER)")
         .define("HLG_MAX_SPARE", format!("({})", spare.replace(" << ", "u << ")), "spare chunks at most")
 }
 

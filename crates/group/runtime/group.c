@@ -14,7 +14,10 @@
  * frames, each return address is looked up in a small open-addressing table of the selector
  * sites' addresses, and each site met re-checks only the conjunctions naming it; the first group
  * in order whose selector holds wins, so the walk stops as soon as the first group's does. A walk
- * that meets no selector site falls back.
+ * that meets no selector site falls back. Before any walk, the allocation's call site (the
+ * table's call sites, from the profile) may decide alone or bound the walk, and an unprofiled
+ * call site in a profiled module falls back; each thread replays recent walks whose stack words
+ * still hold (the walk memo).
  *
  * Allocation (HALO §4.4). One virtual range is reserved at start (PROT_NONE, NORESERVE) and made
  * accessible a chunk at a time, so "is this pointer ours" is one range check. Chunks are
@@ -64,9 +67,10 @@
 /* ---- the table (copied out of the file into mmap'd arrays) ---- */
 static struct {
     uint64_t walk_depth, max_object, chunk, spare;
-    uint32_t nsites, ngroups, nconj, nterms;
+    uint32_t nsites, nsel, ngroups, nconj, nterms; /* nsel: the selector sites, first among the sites */
 } T;
-static uint64_t *site_off, *site_hash; /* file offset and basename hash per selector site */
+static uint64_t *site_off, *site_hash; /* file offset and basename hash per site */
+static uint32_t *site_decide, *site_depth; /* per site as an allocation call site: what it decides, how deep to walk (0: no call site) */
 static uint32_t *group_conj;           /* per group: first conjunction, count (pairs) */
 static uint32_t *conj_term;            /* per conjunction: first term, count (pairs) */
 static uint32_t *terms;                /* site indices */
@@ -87,11 +91,23 @@ struct slot {
 static struct slot *slots;
 static uint64_t slot_mask, slot_used;
 static int slot_shift;
+/* Allocation call sites: the same kind of table (insert-only, read lock-free), and the code
+ * mappings of the modules they are in, where a return address that is no call site is an
+ * allocation call the profile never saw (MAX_CALL_RANGES at most; beyond, such calls walk). */
+static struct slot *calls;
+static uint64_t call_mask, call_used;
+static int call_shift;
+#define MAX_CALL_RANGES 16
+static struct { _Atomic uint64_t lo, hi; } call_range[MAX_CALL_RANGES];
+static _Atomic uint32_t ncall_ranges;
+static int call_ranges_full;
+static int have_calls; /* the table names call sites */
 static _Atomic uint64_t addr_lo = UINT64_MAX, addr_hi;
 static _Atomic uint64_t first_lo = UINT64_MAX, first_hi; /* the same for the first group's sites */
 static unsigned char *site_first;      /* per site: named by the first group's selector */
 static unsigned char *site_found;
 static _Atomic uint32_t unresolved;
+static _Atomic uint32_t site_gen;              /* bumped as site addresses are added (the walk memo's validity) */
 static atomic_flag resolve_lock = ATOMIC_FLAG_INIT;
 static struct hl_module *modules;
 static __thread uint32_t tick __attribute__((tls_model("initial-exec")));
@@ -133,7 +149,7 @@ static const char *const why_name[W_N] = {"too_big", "aligned", "ungrouped", "ex
 /* Counters of the hot paths are per thread (a shared counter's cache line would bounce between
  * threads on every allocation): each thread takes a block of its own on first use; the report
  * sums them. Threads beyond MAX_THREAD_STATS share the last block, with atomic adds. */
-struct thread_stats { uint64_t walks, frames, fb_count[W_N], fb_bytes[W_N]; };
+struct thread_stats { uint64_t walks, frames, replayed, fb_count[W_N], fb_bytes[W_N]; };
 #define MAX_THREAD_STATS 4096
 static struct thread_stats *thread_stats;
 static _Atomic uint32_t thread_stats_used;
@@ -180,6 +196,7 @@ static void insert_addr(uint64_t a, uint32_t site) {
             slots[i].site = site;
             atomic_store_explicit(&slots[i].addr, a, memory_order_release);
             slot_used++;
+            atomic_fetch_add_explicit(&site_gen, 1, memory_order_release); /* kept walks saw sites without it */
             break;
         }
     }
@@ -189,6 +206,35 @@ static void insert_addr(uint64_t a, uint32_t site) {
         if (a < atomic_load(&first_lo)) atomic_store(&first_lo, a);
         if (a > atomic_load(&first_hi)) atomic_store(&first_hi, a);
     }
+}
+
+/* Adds call site `site` at address a in module mapping m (and m to the call modules, when the
+ * site was always the innermost frame). */
+static void insert_call(uint64_t a, uint32_t site, const struct hl_module *m) {
+    if (call_used * 2 < call_mask + 1)
+        for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> call_shift;; i = (i + 1) & call_mask) {
+            uint64_t k = atomic_load_explicit(&calls[i].addr, memory_order_relaxed);
+            if (k == a) break;
+            if (k == 0) {
+                calls[i].site = site;
+                atomic_store_explicit(&calls[i].addr, a, memory_order_release);
+                call_used++;
+                break;
+            }
+        }
+    if (site_decide[site] == HLG_WALK_DEEPER) return;
+    uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_relaxed);
+    for (uint32_t r = 0; r < n; r++)
+        if (call_range[r].lo == m->lo) return;
+    if (n == MAX_CALL_RANGES) {
+        call_ranges_full = 1;
+        atomic_store_explicit(&ncall_ranges, 0, memory_order_release); /* then unknown calls walk */
+        return;
+    }
+    if (call_ranges_full) return;
+    atomic_store_explicit(&call_range[n].lo, m->lo, memory_order_relaxed);
+    atomic_store_explicit(&call_range[n].hi, m->hi, memory_order_relaxed);
+    atomic_store_explicit(&ncall_ranges, n + 1, memory_order_release);
 }
 
 /* Finds each site in the executable mappings now loaded (a site in a library loaded later is
@@ -201,7 +247,8 @@ static void resolve_sites(void) {
         for (uint32_t s = 0; s < T.nsites; s++) {
             for (size_t m = 0; m < n; m++)
                 if (modules[m].name_hash == site_hash[s] && site_off[s] >= modules[m].off && site_off[s] - modules[m].off < modules[m].hi - modules[m].lo) {
-                    insert_addr(modules[m].lo + site_off[s] - modules[m].off, s);
+                    if (s < T.nsel) insert_addr(modules[m].lo + site_off[s] - modules[m].off, s);
+                    if (site_depth[s]) insert_call(modules[m].lo + site_off[s] - modules[m].off, s, &modules[m]);
                     site_found[s] = 1;
                 }
             missing += !site_found[s];
@@ -209,6 +256,23 @@ static void resolve_sites(void) {
         atomic_store(&unresolved, missing);
     }
     atomic_flag_clear_explicit(&resolve_lock, memory_order_release);
+}
+
+/* The call site at return address a, or -1. */
+static inline int64_t call_at(uint64_t a) {
+    for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> call_shift;; i = (i + 1) & call_mask) {
+        uint64_t k = atomic_load_explicit(&calls[i].addr, memory_order_acquire);
+        if (k == a) return calls[i].site;
+        if (k == 0) return -1;
+    }
+}
+
+/* Whether a is in the code of a module holding call sites. */
+static inline int in_call_module(uint64_t a) {
+    uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_acquire);
+    for (uint32_t r = 0; r < n; r++)
+        if (a - atomic_load_explicit(&call_range[r].lo, memory_order_relaxed) < atomic_load_explicit(&call_range[r].hi, memory_order_relaxed) - atomic_load_explicit(&call_range[r].lo, memory_order_relaxed)) return 1;
+    return 0;
 }
 
 static inline int64_t site_at(uint64_t a) {
@@ -251,46 +315,153 @@ static inline uint32_t first_holding(uint64_t present, uint32_t upto) {
     return upto;
 }
 
+/* ---- the walk memo ----
+ * A walk is a function of where it starts (return address, stack pointer, rbp) and of the stack
+ * words it reads (unwind.h, hl_walk_more_traced): each thread keeps its last walks, MEMO_SLOTS of
+ * them hashed by their start, with the words each frame read, its site and the answer. A walk
+ * that starts where a kept one did reads those words again (a load and a compare per frame
+ * instead of a rule look-up and a step): when all are unchanged the frames, and so the answer,
+ * are the kept ones; otherwise it resumes stepping from the last frame that still holds. The
+ * answer is a fresh walk's either way; site addresses found later (a library loaded) make every
+ * kept walk stale (`site_gen`). Keeping walks costs stores at every frame and cache lines (the
+ * kept words of four ways are read at each look-up), which pays only where stacks repeat (a loop
+ * allocating from one place): a thread that replayed whole fewer than one walk in MEMO_PAYS over
+ * MEMO_JUDGE walks stops keeping them for PACE_OFF_WALKS walks.
+ * HEAPLAB_GROUP_MEMO=0 turns it off (for comparing). */
+#define MEMO_SLOTS 64u
+#define MEMO_WAYS 4u /* 16 sets of 4 */
+#define MEMO_PAYS 2u /* at least one walk in MEMO_PAYS replayed whole */
+#define MEMO_JUDGE 1024u /* walks kept while judging */
+struct memo {
+    uintptr_t ret, sp, bp; /* the start; ret 0: empty */
+    uintptr_t zero_at;     /* the walk ended on a zero return address read there (else 0) */
+    uintptr_t top;         /* above the highest stack word read */
+    uint32_t n, gen;       /* frames (pc[0] = ret); site generation */
+    uint32_t by_bp;        /* a step used the start's rbp (so it is part of the key) */
+    int32_t group;         /* the answer */
+    uint32_t next;         /* in a set's first way: whose turn it is to be replaced among equals */
+};
+static uint64_t memo_stride;     /* bytes per kept walk: the header, then pc, tr and site arrays of walk_depth each */
+static unsigned char *memo_area; /* MEMO_SLOTS walks per thread, by thread stats block */
+static int memo_on;
+static __thread struct memo *my_memo __attribute__((tls_model("initial-exec")));
+static __thread struct { uint32_t walks, hits, off; } memo_pace __attribute__((tls_model("initial-exec")));
+static inline void **memo_pc(struct memo *e) { return (void **)(e + 1); }
+static inline struct hl_walk_trace *memo_tr(struct memo *e) { return (struct hl_walk_trace *)(memo_pc(e) + T.walk_depth); }
+static inline uint64_t *memo_seen(struct memo *e) { return (uint64_t *)(memo_tr(e) + T.walk_depth); }
+static inline int32_t *memo_site(struct memo *e) { return (int32_t *)(memo_seen(e) + T.walk_depth); }
+
+/* How many of kept walk e's frames still hold for a walk starting at (ret, sp, bp) with the
+ * stack's top at `hi`: 0 when it started elsewhere; e->n + 1 when all do and it ended where e
+ * did, so that e's answer is this walk's. */
+static inline __attribute__((always_inline)) int memo_holds(struct memo *e, void *ret, uintptr_t sp, uintptr_t bp, uint32_t gen, uintptr_t hi) {
+    if (e->ret != (uintptr_t)ret || e->sp != sp || (e->by_bp && e->bp != bp) || e->gen != gen || e->top > hi) return 0;
+    void **pcs = memo_pc(e);
+    struct hl_walk_trace *tr = memo_tr(e);
+    int k = 1, n = (int)e->n;
+    while (k < n && *(const uintptr_t *)tr[k].ret_at == (uintptr_t)pcs[k] && (!tr[k].bp_at || *(const uintptr_t *)tr[k].bp_at == tr[k].bp)) k++;
+    return k == n && (!e->zero_at || !*(const uintptr_t *)e->zero_at) ? n + 1 : k;
+}
+
 /* The group of an allocation made from `ret` (-1: no selector holds, or the walk met no
- * selector site). The selectors are evaluated as the walk meets their sites, and the walk stops
- * as soon as the first group's selector holds: no later frame can change that answer (the first
- * group in the file's order wins), so allocations of the most accessed group cost only the
- * frames up to their deciding sites. Otherwise it goes on to the walk depth. Inlined (as is
- * grouped()) into the serving functions: every frame between the walker and the program's is
- * one more step of every walk. */
-static inline __attribute__((always_inline)) int64_t identify(void *ret) {
-    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
-    void *pcs[HLG_MAX_WALK];
+ * selector site). With `keep` (a constant: two copies are made), `e` is the thread's memo slot
+ * for this start: replayed when it still holds, rewritten otherwise. The selectors are evaluated
+ * as the walk meets their sites, and the walk stops as soon as the first group's selector
+ * holds: no later frame can change that answer (the first group in the file's order wins), so
+ * allocations of the most accessed group cost only the frames up to their deciding sites.
+ * Otherwise it goes on to the walk depth. */
+static inline __attribute__((always_inline)) int64_t identify_in(void *ret, struct memo *e, const int keep, int depth) {
+    void *own[HLG_MAX_WALK];
+    void **pcs = keep ? memo_pc(e) : own;
+    struct hl_walk_trace *tr = keep ? memo_tr(e) : NULL;
+    int32_t *site = keep ? memo_site(e) : NULL;
     uint64_t present[HLG_MAX_SITES / 64];
-    for (uint32_t w = 0; w < words; w++) present[w] = 0;
+    if (narrow) present[0] = 0;
+    else
+        for (uint32_t w = 0; w < words; w++) present[w] = 0;
     uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
-    int depth = (int)T.walk_depth, n = 1, any = 0;
-    uint32_t best = always;
-    pcs[0] = ret;
-    int64_t s = (uint64_t)(uintptr_t)ret - lo <= span ? site_at((uint64_t)(uintptr_t)ret) : -1;
-    if (s >= 0) {
-        any = 1;
-        if (narrow) present[0] |= 1ull << s, best = first_holding(present[0], 1) == 0 ? 0 : always;
-        else best = mark_site((uint32_t)s, present, best);
+    int n = 1, known = 0, any = 0;
+    uint32_t best = always, gen = keep ? atomic_load_explicit(&site_gen, memory_order_relaxed) : 0;
+    struct thread_stats *st = stats();
+    struct hl_walk w;
+    int stepwise = depth > 1 && hl_walk_start(&w, ret, hl_self.frame) == 0;
+    uintptr_t sp0 = stepwise ? w.sp : 0, bp0 = stepwise ? w.bp : 0, top = 0;
+    if (keep) {
+        /* e is a set of MEMO_WAYS ways: a hit in any answers; otherwise the way that holds the
+         * fewest frames (an empty one holds none; among equals, the next in turn) is rewritten,
+         * resuming from what it still holds. */
+        struct memo *set = e;
+        int kv = -1, way = 0;
+        for (uint32_t i = 0; i < MEMO_WAYS; i++) {
+            struct memo *x = (struct memo *)((unsigned char *)set + i * memo_stride);
+            int k = stepwise ? memo_holds(x, ret, sp0, bp0, gen, w.hi) : 0;
+            if (k > (int)x->n) {
+                memo_pace.walks++;
+                memo_pace.hits++;
+                stat_add(&st->walks, 1);
+                stat_add(&st->frames, x->n);
+                stat_add(&st->replayed, 1);
+                return x->group;
+            }
+            if (k < kv || kv < 0 || (k == kv && i == set->next)) kv = k, way = (int)i;
+        }
+        set->next = (set->next + 1) % MEMO_WAYS;
+        e = (struct memo *)((unsigned char *)set + (uint64_t)way * memo_stride);
+        int k0 = kv;
+        pcs = memo_pc(e), tr = memo_tr(e), site = memo_site(e);
+        known = k0;
+        if (known > 1) { /* resume from the last frame that holds, with rbp as it is now unless a frame restored it */
+            int restored = 0;
+            for (int i = 1; i < known; i++) restored |= tr[i].bp_at != 0;
+            w.a = (uint64_t)(uintptr_t)pcs[known - 1] - 1;
+            w.sp = tr[known - 1].ret_at + 8;
+            w.bp = restored ? tr[known - 1].bp : bp0;
+            top = e->top - 8; /* at least as high as what the frames kept read */
+        }
+        e->ret = 0; /* rewritten below */
+        if (++memo_pace.walks >= MEMO_JUDGE) {
+            if (memo_pace.hits * MEMO_PAYS < MEMO_JUDGE) memo_pace.off = PACE_OFF_WALKS;
+            memo_pace.walks = memo_pace.hits = 0;
+        }
     }
-    if (best != 0 && depth > 1) {
+    pcs[0] = ret;
+    if (known) {
+        n = known;
+        if (narrow) present[0] = memo_seen(e)[known - 1], any = present[0] != 0; /* every site has a bit */
+        for (int i = 0; !narrow && i < known; i++)
+            if (site[i] >= 0) any = 1, best = mark_site((uint32_t)site[i], present, best);
+        if (narrow && any) best = first_holding(present[0], 1) == 0 ? 0 : always;
+    } else {
+        uint64_t a = (uint64_t)(uintptr_t)ret;
+        int64_t s = a - lo <= span ? site_at(a) : -1;
+        if (s >= 0) {
+            any = 1;
+            if (narrow) present[0] |= 1ull << s, best = first_holding(present[0], 1) == 0 ? 0 : always;
+            else best = mark_site((uint32_t)s, present, best);
+        }
+        if (keep) site[0] = (int32_t)s, memo_seen(e)[0] = present[0];
+    }
+    if (best != 0 && stepwise) {
         /* The walk pauses only at frames that may be first-group sites: only they can end it.
          * Pausing costs a call per pause; a thread whose pauses seldom end its walks stops
          * pausing for a while (the answer is the same either way, only the frames walked differ). */
         uint64_t flo = atomic_load_explicit(&first_lo, memory_order_relaxed), fspan = atomic_load_explicit(&first_hi, memory_order_relaxed) - flo;
         if (pace.off) flo = 1, fspan = 0; /* no return address is 1 */
-        struct hl_walk w;
-        int stepwise = hl_walk_start(&w, ret, hl_self.frame) == 0;
-        while (stepwise && n < depth) {
-            int k = hl_walk_more(&w, pcs + n, depth - n, flo, fspan);
+        while (n < depth) {
+            int k = keep ? hl_walk_more_traced(&w, pcs + n, tr + n, depth - n, flo, fspan) : hl_walk_more(&w, pcs + n, depth - n, flo, fspan);
             if (k < 0) stepwise = 0;
             if (k <= 0) break;
             for (int i = n; i < n + k; i++) {
                 uint64_t a = (uint64_t)(uintptr_t)pcs[i];
-                if (a - lo <= span && (s = site_at(a)) >= 0) {
+                int64_t s = a - lo <= span ? site_at(a) : -1;
+                if (s >= 0) {
                     any = 1;
                     if (narrow) present[0] |= 1ull << s;
                     else best = mark_site((uint32_t)s, present, best);
+                }
+                if (keep) {
+                    site[i] = (int32_t)s, memo_seen(e)[i] = present[0];
+                    top = tr[i].ret_at > top ? tr[i].ret_at : top, top = tr[i].bp_at > top ? tr[i].bp_at : top;
                 }
             }
             n += k;
@@ -305,21 +476,78 @@ static inline __attribute__((always_inline)) int64_t identify(void *ret) {
             pace.off = !pace.off && pace.saved * 2 < pace.pauses; /* a pause costs about half a frame's step */
             pace.walks = pace.pauses = pace.saved = 0;
         }
-        if (!stepwise) { /* the walk needs the fallback unwinder: all of it at once */
-            for (uint32_t w = 0; w < words; w++) present[w] = 0;
-            any = 0, best = always;
-            n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1);
-            for (int i = 0; i < n; i++) {
-                uint64_t a = (uint64_t)(uintptr_t)pcs[i];
-                if (a - lo <= span && (s = site_at(a)) >= 0) any = 1, best = mark_site((uint32_t)s, present, best);
-            }
+    }
+    if (depth > 1 && !stepwise) { /* the walk needs the fallback unwinder: all of it at once, not kept */
+        for (uint32_t w = 0; w < words; w++) present[w] = 0;
+        any = 0, best = always;
+        n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1);
+        for (int i = 0; i < n; i++) {
+            uint64_t a = (uint64_t)(uintptr_t)pcs[i];
+            int64_t s;
+            if (a - lo <= span && (s = site_at(a)) >= 0) any = 1, best = mark_site((uint32_t)s, present, best);
         }
     }
     if (narrow && any && best != 0) best = first_holding(present[0], T.ngroups);
-    struct thread_stats *st = stats();
+    int64_t g = any && best < T.ngroups ? (int64_t)best : -1;
+    if (keep && stepwise) {
+        e->sp = sp0, e->bp = bp0, e->gen = gen, e->n = (uint32_t)n, e->group = g;
+        e->zero_at = w.ended ? w.zero_at : 0;
+        /* Steps 1..n-1, and the one that ended the walk: did one find its frame from the
+         * start's rbp, before any frame restored rbp? */
+        e->by_bp = 0;
+        for (int i = 1; i <= n && i < depth && (i < n || w.ended); i++) {
+            if (tr[i].from_bp) {
+                e->by_bp = 1;
+                break;
+            }
+            if (tr[i].bp_at) break;
+        }
+        if (e->zero_at > top) top = e->zero_at;
+        e->top = top + 8;
+        e->ret = (uintptr_t)ret;
+    }
     stat_add(&st->walks, 1);
     stat_add(&st->frames, (uint64_t)n);
-    return any && best < T.ngroups ? (int64_t)best : -1;
+    return g;
+}
+
+/* The thread's memo slot for a walk starting at `ret` above the interposer's frame; NULL when
+ * this thread keeps no walks (off, pausing, or a thread beyond the memo's blocks). */
+static inline struct memo *memo_for(void *ret) {
+    if (HL_UNLIKELY(!my_memo)) {
+        struct thread_stats *st = stats();
+        if (!memo_on || my_stats_shared) return NULL;
+        my_memo = (struct memo *)(memo_area + (uint64_t)(st - thread_stats) * MEMO_SLOTS * memo_stride);
+    }
+    if (HL_UNLIKELY(memo_pace.off)) {
+        memo_pace.off--;
+        return NULL;
+    }
+    uint64_t h = ((uint64_t)(uintptr_t)ret ^ (uint64_t)(uintptr_t)hl_self.frame >> 4) * 0x9E3779B97F4A7C15ull;
+    return (struct memo *)((unsigned char *)my_memo + (h >> 60) * MEMO_WAYS * memo_stride);
+}
+
+/* The group of an allocation made from `ret` (-1: none). Its call site first: one the profile
+ * saw decides alone when every context allocating there had one answer, and otherwise bounds
+ * the walk; a return address in a profiled module that is no call site of the profile is an
+ * unknown context, sent to the fallback. Inlined (as is grouped()) into the serving functions. */
+static inline __attribute__((always_inline)) int64_t identify(void *ret) {
+    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
+    int depth = (int)T.walk_depth;
+    if (have_calls) {
+        uint64_t a = (uint64_t)(uintptr_t)ret;
+        int64_t c = call_at(a);
+        uint32_t d = c >= 0 ? site_decide[c] : in_call_module(a) ? HLG_FALLBACK : HLG_WALK;
+        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) {
+            struct thread_stats *st = stats();
+            stat_add(&st->walks, 1);
+            stat_add(&st->frames, 1);
+            return d == HLG_FALLBACK ? -1 : (int64_t)d;
+        }
+        if (c >= 0) depth = (int)site_depth[c];
+    }
+    struct memo *e = depth > 1 && memo_on ? memo_for(ret) : NULL;
+    return e ? identify_in(ret, e, 1, depth) : identify_in(ret, NULL, 0, depth);
 }
 
 /* ---- chunks ---- */
@@ -668,23 +896,25 @@ static int load_table(void) {
     T.max_object = get64(m + 24);
     T.chunk = get64(m + 32);
     T.spare = get64(m + 40);
-    uint64_t ns = get64(m + 48), ng = get64(m + 56), nc = get64(m + 64), nt = get64(m + 72), names = get64(m + 80);
+    uint64_t ns = get64(m + 48), ng = get64(m + 56), nc = get64(m + 64), nt = get64(m + 72), names = get64(m + 80), nsel = get64(m + 96);
     uint64_t at_sites = HLG_HEADER, at_groups = at_sites + ns * HLG_SITE_RECORD, at_conj = at_groups + ng * HLG_PAIR_RECORD;
     uint64_t at_terms = at_conj + nc * HLG_PAIR_RECORD, at_names = at_terms + nt * 4;
-    if (ns > HLG_MAX_SITES || ng > nc || nc > total || nt > total || names > total || at_names + names != total || get64(m + 88) != total ||
+    if (ns > HLG_MAX_TABLE_SITES || nsel > HLG_MAX_SITES || nsel > ns || ng > nc || nc > total || nt > total || names > total || at_names + names != total || get64(m + 88) != total ||
         T.walk_depth > HLG_MAX_WALK || T.chunk < 4096 || (T.chunk & (T.chunk - 1)) || T.max_object > T.chunk / 2 || T.spare > HLG_MAX_SPARE) {
         fail("inconsistent runtime table");
         goto out;
     }
-    T.nsites = (uint32_t)ns, T.ngroups = (uint32_t)ng, T.nconj = (uint32_t)nc, T.nterms = (uint32_t)nt;
+    T.nsites = (uint32_t)ns, T.nsel = (uint32_t)nsel, T.ngroups = (uint32_t)ng, T.nconj = (uint32_t)nc, T.nterms = (uint32_t)nt;
     site_off = table_map(ns * 16);
     site_hash = site_off ? site_off + ns : NULL;
     group_conj = table_map(ng * 8);
     conj_term = table_map(nc * 8);
     terms = table_map(nt * 4);
     site_found = table_map(ns);
+    site_decide = table_map(ns * 8);
+    site_depth = site_decide ? site_decide + ns : NULL;
     modules = table_map(sizeof *modules * MAX_MODULES);
-    if (!site_off || !group_conj || !conj_term || !terms || !site_found || !modules) {
+    if (!site_off || !group_conj || !conj_term || !terms || !site_found || !site_decide || !modules) {
         fail("cannot map the runtime's tables");
         goto out;
     }
@@ -697,6 +927,13 @@ static int load_table(void) {
         }
         site_off[s] = get64(r);
         site_hash[s] = hl_fnv1a((const char *)m + at_names + name_at, name_len);
+        site_decide[s] = get32(r + 16);
+        site_depth[s] = get32(r + 20);
+        have_calls |= site_depth[s] != 0;
+        if ((site_decide[s] < HLG_WALK_DEEPER && site_decide[s] >= ng) || site_depth[s] > T.walk_depth || (site_depth[s] == 0 && site_decide[s] != HLG_WALK)) {
+            fail("a call site's decision lies outside the table");
+            goto out;
+        }
     }
     for (uint64_t i = 0; i < 2 * ng; i++) group_conj[i] = get32(m + at_groups + 4 * i);
     for (uint64_t i = 0; i < 2 * nc; i++) conj_term[i] = get32(m + at_conj + 4 * i);
@@ -712,11 +949,11 @@ static int load_table(void) {
             goto out;
         }
     for (uint64_t t = 0; t < nt; t++)
-        if (terms[t] >= ns) {
+        if (terms[t] >= nsel) {
             fail("a selector names a site the table lacks");
             goto out;
         }
-    words = (uint32_t)((ns + 63) / 64);
+    words = (uint32_t)((nsel + 63) / 64);
     /* Each site's conjunctions (counting sort by site), and each conjunction's group. */
     site_first = table_map(ns);
     for (uint32_t c = ng ? group_conj[0] : 0, ce = ng ? c + group_conj[1] : 0; site_first && c < ce; c++)
@@ -745,7 +982,7 @@ static int load_table(void) {
         }
         conj_mask[c] = wide ? 0 : mask; /* 0 for an empty one too: it holds for any mask */
     }
-    narrow = ns <= 64;
+    narrow = nsel <= 64;
     flat = table_map(nc * sizeof *flat);
     if (!flat) {
         fail("cannot map the runtime's tables");
@@ -761,12 +998,18 @@ static int load_table(void) {
     site_conj_at[0] = 0;
     /* Site addresses: a few slots per site (a basename may be mapped more than once). */
     uint64_t size = 64;
-    while (size < ns * 8) size <<= 1;
+    while (size < nsel * 8) size <<= 1;
     slots = table_map(size * sizeof *slots);
+    uint64_t csize = 64;
+    while (csize < (ns - nsel) * 8 + 8) csize <<= 1; /* call sites: those in selectors too, a few slots each */
+    while (csize < ns * 4) csize <<= 1;
+    calls = table_map(csize * sizeof *calls);
+    call_mask = csize - 1;
+    call_shift = 64 - __builtin_ctzll(csize);
     groups = table_map((ng ? ng : 1) * sizeof *groups);
     thread_stats = sys_mmap(NULL, sizeof *thread_stats * MAX_THREAD_STATS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (thread_stats == MAP_FAILED) thread_stats = NULL;
-    if (!slots || !groups || !thread_stats) {
+    if (!slots || !calls || !groups || !thread_stats) {
         fail("cannot map the runtime's tables");
         goto out;
     }
@@ -791,7 +1034,15 @@ static int load_table(void) {
         fail("cannot reserve the grouped heap");
         goto out;
     }
-    if (T.walk_depth > 1) hl_unwind_init();
+    if (T.walk_depth > 1) {
+        hl_unwind_init();
+        memo_stride = (sizeof(struct memo) + T.walk_depth * (sizeof(void *) + sizeof(struct hl_walk_trace) + sizeof(uint64_t) + sizeof(int32_t)) + 63) & ~(uint64_t)63;
+        const char *m = getenv("HEAPLAB_GROUP_MEMO");
+        if (!m || strcmp(m, "0") != 0) {
+            memo_area = sys_mmap(NULL, (MAX_THREAD_STATS - 1) * MEMO_SLOTS * memo_stride, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            memo_on = memo_area != MAP_FAILED;
+        }
+    }
     resolve_sites();
     rc = 0;
 out:
@@ -808,10 +1059,10 @@ void hl_write_report(const char *end) {
     if (!*report_path) return;
     static struct hl_out o;
     o.n = 0;
-    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, walks = 0, frames = 0, why[W_N] = {0};
+    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, walks = 0, frames = 0, replayed = 0, why[W_N] = {0};
     uint32_t used = atomic_load(&thread_stats_used);
     for (uint32_t t = 0; thread_stats && t < used && t < MAX_THREAD_STATS; t++) {
-        walks += thread_stats[t].walks, frames += thread_stats[t].frames;
+        walks += thread_stats[t].walks, frames += thread_stats[t].frames, replayed += thread_stats[t].replayed;
         for (int w = 0; w < W_N; w++) why[w] += thread_stats[t].fb_count[w], fb += thread_stats[t].fb_count[w], fbb += thread_stats[t].fb_bytes[w];
     }
     for (uint32_t g = 0; groups && g < T.ngroups; g++) gc += groups[g].count, gb += groups[g].bytes, frees += groups[g].frees;
@@ -829,7 +1080,7 @@ void hl_write_report(const char *end) {
     hl_put(&o, ", ");
     hl_key_u(&o, "spare_chunks", T.spare);
     hl_put(&o, ",\n  ");
-    hl_key_u(&o, "selector_sites", T.nsites);
+    hl_key_u(&o, "selector_sites", T.nsel);
     hl_put(&o, ", ");
     hl_key_u(&o, "sites_unresolved", atomic_load(&unresolved));
     hl_put(&o, ",\n  ");
@@ -858,6 +1109,8 @@ void hl_write_report(const char *end) {
     hl_key_u(&o, "walks", walks);
     hl_put(&o, ", ");
     hl_key_u(&o, "frames", frames);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "replayed", replayed);
     hl_put(&o, "},\n  \"chunks\": {");
     hl_key_u(&o, "fresh", chunks_fresh);
     hl_put(&o, ", ");

@@ -69,6 +69,8 @@ pub struct GroupRunReport {
     pub walks: u64,
     /// Frames those walks returned.
     pub frames: u64,
+    /// Walks answered from the thread's memo of its last walks (their stack words unchanged).
+    pub replayed: u64,
     /// Chunks made from fresh address space.
     pub chunks_fresh: u64,
     /// Chunks reused (a spare, or address space whose pages were given back).
@@ -113,7 +115,7 @@ impl GroupRunReport {
             "grouped_rate": self.grouped_rate(),
             "groups": self.groups.iter().map(gc).collect::<Vec<_>>(),
             "fallback": self.common.fallback_json(&self.fallback.named()),
-            "identification": {"walks": self.walks, "frames": self.frames},
+            "identification": {"walks": self.walks, "frames": self.frames, "replayed": self.replayed},
             "chunks": {"fresh": self.chunks_fresh, "reused": self.chunks_reused, "returned": self.chunks_returned},
             "fragmentation": {"peak_resident_bytes": self.peak_resident_bytes, "live_bytes": self.live_bytes_at_peak, "bytes": frag, "ratio": ratio},
             "frees_grouped": self.frees_grouped,
@@ -140,7 +142,7 @@ impl GroupRunReport {
             );
             s += &self.common.fell_back(&self.fallback.named());
             if self.walks > 0 {
-                s += &format!(" {} stack walks, {:.1} frames each.", grouped(self.walks), self.frames as f64 / self.walks as f64);
+                s += &format!(" {} stack walks, {:.1} frames each, {} replayed from the memo.", grouped(self.walks), self.frames as f64 / self.walks as f64, grouped(self.replayed));
             }
             if self.chunks_fresh + self.chunks_reused > 0 {
                 let (frag, ratio) = self.fragmentation();
@@ -183,6 +185,7 @@ impl RuntimeReport for GroupRunReport {
             fallback: Fallback { too_big: f.need("fallback.too_big")?, aligned: f.need("fallback.aligned")?, ungrouped: f.need("fallback.ungrouped")?, exhausted: f.need("fallback.exhausted")? },
             walks: f.need("identification.walks")?,
             frames: f.need("identification.frames")?,
+            replayed: f.need("identification.replayed")?,
             chunks_fresh: f.need("chunks.fresh")?,
             chunks_reused: f.need("chunks.reused")?,
             chunks_returned: f.need("chunks.returned")?,
@@ -205,7 +208,7 @@ mod tests {
   "groups_file": "/t/x.hlgroups", "error": null, "walk_depth": 4, "max_object_size": 4096, "chunk_size": 1048576, "spare_chunks": 1,
   "selector_sites": 2, "sites_unresolved": 0, "allocations": 10, "grouped": {"count": 6, "bytes": 384},
   "groups": [{"count": 6, "bytes": 384}], "fallback": {"count": 4, "bytes": 64, "too_big": 1, "aligned": 0, "ungrouped": 3, "exhausted": 0},
-  "identification": {"walks": 9, "frames": 36}, "chunks": {"fresh": 1, "reused": 0, "returned": 0},
+  "identification": {"walks": 9, "frames": 36, "replayed": 2}, "chunks": {"fresh": 1, "reused": 0, "returned": 0},
   "fragmentation": {"peak_resident_bytes": 400, "live_bytes": 384, "bytes": 16, "ratio": 0.040000},
   "frees_grouped": 6, "stray_frees": 0, "peak_rss_bytes": 1048576, "end": "exit"
 }"#;

@@ -2,32 +2,104 @@
 //! directory for the grouped allocator (`runtime/group.c`), so that the C side reads fixed-size
 //! records and never parses the `.hlgroups` format. It holds only what identification and
 //! allocation need: the selector sites (module basename, file offset), each group's selector as
-//! DNF over those sites, the walk depth and the allocator's parameters.
+//! DNF over those sites, the walk depth and the allocator's parameters, and the profile's
+//! allocation call sites with what each decides ([`call_sites`]).
 //!
 //! Layout (little-endian): a header of [`HEADER`] bytes ([`MAGIC`], then u64s: version,
 //! walk_depth, max_object_size, chunk_size, spare_chunks, sites, groups, conjunctions, terms,
-//! names_len, total_len); sites ([`SITE_RECORD`] bytes each: file offset u64, name offset u32,
-//! name length u32); groups and conjunctions ([`PAIR_RECORD`] bytes each: first u32, count u32,
-//! into the conjunctions and the terms); terms (u32 site indices); the basenames. `build.rs`
-//! hands these numbers to the C as `heaplab_group_table.h`.
+//! names_len, total_len, selector_sites); sites ([`SITE_RECORD`] bytes each: file offset u64,
+//! name offset u32, name length u32, decides u32, depth u32), the selector sites first, then
+//! call sites that are in no selector; groups and conjunctions ([`PAIR_RECORD`] bytes each:
+//! first u32, count u32, into the conjunctions and the terms); terms (u32 site indices); the
+//! basenames. `build.rs` hands these numbers to the C as `heaplab_group_table.h`.
 
+use crate::select::classify;
 use crate::Groups;
 use std::collections::HashMap;
 
 /// The table's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"HLGRTAB1";
 /// The version written and read.
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 /// Bytes of the header.
-pub const HEADER: u64 = 96;
+pub const HEADER: u64 = 104;
 /// Bytes per site record.
-pub const SITE_RECORD: u64 = 16;
+pub const SITE_RECORD: u64 = 24;
+/// A site's `decides`: no decision at this call site (or not a call site), walk the stack.
+pub const WALK: u32 = u32::MAX;
+/// A site's `decides`: allocations made here fall back without a walk.
+pub const FALLBACK: u32 = u32::MAX - 1;
+/// A site's `decides`: walk the whole depth; the site was innermost in some context but also
+/// seen deeper, so it says nothing about which return addresses of its module are call sites.
+pub const WALK_DEEPER: u32 = u32::MAX - 2;
+/// The most sites of all kinds (selector and call sites) in a table.
+pub const MAX_TABLE_SITES: u64 = 1 << 20;
 /// Bytes per group or conjunction record.
 pub const PAIR_RECORD: u64 = 8;
 /// The most selector sites the runtime tells apart (bits of its per-walk site set).
 pub const MAX_SITES: u64 = 4096;
 /// The most frames the runtime walks.
 pub const MAX_WALK: u64 = 128;
+
+/// What an allocation call site tells at run time before any walk: `decides` is a group, or
+/// [`FALLBACK`], or [`WALK`]; `depth` is the walk's depth for allocations made there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallSite {
+    /// The group every profiled context allocating here is selected into, [`FALLBACK`] when
+    /// none is, [`WALK`] when they differ, [`WALK_DEEPER`] when the site was not always at
+    /// stack position 0.
+    pub decides: u32,
+    /// Frames to walk: 1 + the deepest selector site of a profiled context allocating here
+    /// (the file's walk depth when the site was not always the innermost frame).
+    pub depth: u32,
+}
+
+fn site_key(g: &Groups, s: u32) -> (String, u64) {
+    let site = &g.sites[s as usize];
+    (site.module.rsplit('/').next().unwrap_or_default().to_string(), site.file_offset)
+}
+
+/// The profile's allocation call sites (the innermost site of each context), keyed as the
+/// table names sites. A call site seen only at stack position 0 (the return address of the
+/// allocation call itself) decides alone when the selectors put every profiled context
+/// allocating there in one group, or none: the walk cannot tell those contexts apart, so it
+/// is skipped; otherwise the walk goes only as deep as those contexts' selector sites. An
+/// allocation from a return address of a module holding such call sites that is none of the
+/// profile's call sites is an unknown context: the runtime sends it to the fallback unwalked.
+pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
+    let selector: std::collections::HashSet<u32> = g.groups.iter().flat_map(|k| k.selector.iter().flatten().copied()).collect();
+    /// Per call site: the one answer of its contexts (None once two differ), whether it was
+    /// always at stack position 0, and the deepest selector site of its contexts + 1.
+    struct Seen {
+        class: Option<Option<u32>>,
+        innermost: bool,
+        deepest: u32,
+    }
+    let mut out: HashMap<(String, u64), Seen> = HashMap::new();
+    for c in &g.contexts {
+        let Some(&s0) = c.sites.first() else { continue };
+        let class = classify(g, &c.sites);
+        let deepest = c.sites.iter().filter(|s| selector.contains(s)).map(|&s| g.sites[s as usize].max_depth + 1).max().unwrap_or(1);
+        let e = out.entry(site_key(g, s0)).or_insert(Seen { class: Some(class), innermost: true, deepest: 1 });
+        if e.class != Some(class) {
+            e.class = None;
+        }
+        e.innermost &= g.sites[s0 as usize].max_depth == 0;
+        e.deepest = e.deepest.max(deepest);
+    }
+    out.into_iter()
+        .map(|(k, Seen { class, innermost, deepest })| {
+            let walk = g.walk_depth.max(1);
+            let c = match (innermost, class) {
+                (true, Some(Some(k))) => CallSite { decides: k, depth: 1 },
+                (true, Some(None)) => CallSite { decides: FALLBACK, depth: 1 },
+                (true, None) => CallSite { decides: WALK, depth: deepest.min(walk) },
+                (false, _) => CallSite { decides: WALK_DEEPER, depth: walk },
+            };
+            (k, c)
+        })
+        .collect()
+}
 
 /// The table's bytes for `g` (valid groups, `format::validate`). Selector sites are numbered
 /// afresh, one per distinct (module basename, file offset). Errors say what exceeds the runtime.
@@ -60,15 +132,27 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, String> {
     if sites.len() as u64 > MAX_SITES {
         return Err(format!("{} selector sites; the grouped allocator tells at most {MAX_SITES} apart", sites.len()));
     }
+    let selector_sites = sites.len() as u64;
+    let calls = call_sites(g);
+    let mut only_calls: Vec<&(String, u64)> = calls.keys().filter(|k| !index.contains_key(*k)).collect();
+    only_calls.sort();
+    sites.extend(only_calls.into_iter().cloned());
+    if sites.len() as u64 > MAX_TABLE_SITES {
+        return Err(format!("{} call sites; the grouped allocator takes at most {MAX_TABLE_SITES}", sites.len()));
+    }
     if u64::from(g.walk_depth) > MAX_WALK {
         return Err(format!("selectors need a walk of {} frames; the grouped allocator walks at most {MAX_WALK}", g.walk_depth));
     }
     let mut names = Vec::new();
     let mut site_bytes = Vec::new();
-    for (base, off) in &sites {
+    for key in &sites {
+        let (base, off) = key;
+        let call = calls.get(key).copied().unwrap_or(CallSite { decides: WALK, depth: 0 });
         site_bytes.extend_from_slice(&off.to_le_bytes());
         site_bytes.extend_from_slice(&(names.len() as u32).to_le_bytes());
         site_bytes.extend_from_slice(&(base.len() as u32).to_le_bytes());
+        site_bytes.extend_from_slice(&call.decides.to_le_bytes());
+        site_bytes.extend_from_slice(&call.depth.to_le_bytes());
         names.extend_from_slice(base.as_bytes());
     }
     let total = HEADER + sites.len() as u64 * SITE_RECORD + (group_recs.len() + conj_recs.len()) as u64 * PAIR_RECORD + terms.len() as u64 * 4 + names.len() as u64;
@@ -87,6 +171,7 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, String> {
         terms.len() as u64,
         names.len() as u64,
         total,
+        selector_sites,
     ] {
         b.extend_from_slice(&v.to_le_bytes());
     }
@@ -138,18 +223,48 @@ mod tests {
         };
         let b = to_bytes(&g).unwrap();
         assert_eq!(&b[..8], MAGIC);
-        let h: Vec<u64> = (0..11).map(|i| u64_at(&b, 8 + 8 * i)).collect();
-        assert_eq!(h, vec![VERSION, 4, 4096, 1 << 20, 1, 2, 2, 3, 5, 8, b.len() as u64]);
+        let h: Vec<u64> = (0..12).map(|i| u64_at(&b, 8 + 8 * i)).collect();
+        // Two selector sites, then the contexts' call site (p+0x10), in no selector.
+        assert_eq!(h, vec![VERSION, 4, 4096, 1 << 20, 1, 3, 2, 3, 5, 9, b.len() as u64, 2]);
         let sites = HEADER as usize;
-        assert_eq!((u64_at(&b, sites), u32_at(&b, sites + 8), u32_at(&b, sites + 12)), (0x20, 0, 1));
-        assert_eq!((u64_at(&b, sites + 16), u32_at(&b, sites + 24), u32_at(&b, sites + 28)), (0x30, 1, 7));
-        let pairs = sites + 32;
+        let rec = |i: usize| (u64_at(&b, sites + 24 * i), u32_at(&b, sites + 24 * i + 8), u32_at(&b, sites + 24 * i + 12), u32_at(&b, sites + 24 * i + 16), u32_at(&b, sites + 24 * i + 20));
+        assert_eq!(rec(0), (0x20, 0, 1, WALK, 0), "a selector site that is no call site");
+        assert_eq!(rec(1), (0x30, 1, 7, WALK, 0));
+        assert_eq!(rec(2), (0x10, 8, 1, FALLBACK, 1), "no selector holds for the contexts allocating there");
+        let pairs = sites + 72;
         let pair = |i: usize| (u32_at(&b, pairs + 8 * i), u32_at(&b, pairs + 8 * i + 4));
         assert_eq!([pair(0), pair(1)], [(0, 2), (2, 1)], "groups: first conjunction, count");
         assert_eq!([pair(2), pair(3), pair(4)], [(0, 2), (2, 1), (3, 2)], "conjunctions: first term, count (a repeated site once)");
         let terms: Vec<u32> = (0..5).map(|i| u32_at(&b, pairs + 40 + 4 * i)).collect();
         assert_eq!(terms, vec![0, 1, 0, 1, 0]);
-        assert_eq!(&b[b.len() - 8..], b"plibx.so");
+        assert_eq!(&b[b.len() - 9..], b"plibx.sop");
+    }
+
+    #[test]
+    fn call_sites_decide_alone_only_when_their_contexts_agree() {
+        // Call sites: 0 (two contexts, both selected into group 0 by site 3), 1 (one context in
+        // group 0, one in none), 2 (seen deeper than the innermost frame once). Selector sites
+        // 3 (depth 2) and 4 (depth 5).
+        let ctx = |sites: Vec<u32>, group| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept: true };
+        let g = Groups {
+            params: Params::default(),
+            command: vec!["p".into()],
+            affinity_distance: 128,
+            sites: vec![site("p", 0x10, 0), site("p", 0x20, 0), site("p", 0x30, 1), site("p", 0x40, 2), site("p", 0x50, 5)],
+            contexts: vec![ctx(vec![0, 3], Some(0)), ctx(vec![0, 3, 4], Some(0)), ctx(vec![1, 3], Some(0)), ctx(vec![1], None), ctx(vec![2, 4], Some(1))],
+            edges: Vec::new(),
+            groups: vec![
+                Group { members: vec![0, 1, 2], weight: 1, accesses: 1, selector: vec![vec![3]] },
+                Group { members: vec![4], weight: 1, accesses: 1, selector: vec![vec![4]] },
+            ],
+            walk_depth: 6,
+        };
+        let c = call_sites(&g);
+        let at = |off: u64| c[&("p".to_string(), off)];
+        assert_eq!(at(0x10), CallSite { decides: 0, depth: 1 });
+        assert_eq!(at(0x20), CallSite { decides: WALK, depth: 3 }, "group 0 or none: walk to site 3 (depth 2)");
+        assert_eq!(at(0x30), CallSite { decides: WALK_DEEPER, depth: 6 }, "not always innermost: the whole walk");
+        assert_eq!(c.len(), 3);
     }
 
     #[test]

@@ -421,7 +421,7 @@ static inline __attribute__((always_inline)) uint64_t rule_for(uint64_t a) {
 }
 
 /* ---- the thread's stack: the mapping holding its stack pointer, from /proc/self/maps ---- */
-static __thread uintptr_t stack_lo, stack_hi __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t stack_lo __attribute__((tls_model("initial-exec"))), stack_hi __attribute__((tls_model("initial-exec")));
 
 /* Sets stack_lo/stack_hi to the mapping holding `sp`; 0/0 when not found. Raw syscalls and a
  * buffer on the stack: this runs inside malloc. */
@@ -456,24 +456,31 @@ static void find_stack(uintptr_t sp) {
 /* One frame: from code address *a with stack pointer *sp and frame register *bp (the stack
  * between lo and hi) to its caller's, whose return address goes to *ra. 1: stepped; 0: the
  * stack ends here (or its CFI leaves it); -1: the frame's CFI needs the fallback. */
-static inline __attribute__((always_inline)) int step_one(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra) {
+static inline __attribute__((always_inline)) int step_traced(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra, struct hl_walk_trace *tr) {
     uint64_t r = rule_for(*a);
     int kind = rule_kind(r);
+    if (tr) tr->from_bp = kind == R_STEP && (r & R_CFA_RBP);
     if (kind == R_END) return 0;
     if (kind != R_STEP) return -1;
     uintptr_t cfa = (r & R_CFA_RBP ? *bp : *sp) + (uintptr_t)rule_cfa_off(r);
     if (cfa <= *sp || cfa < lo + 8 || cfa > hi) return 0; /* outside the stack: bad CFI or its end */
     uintptr_t ret = *(const uintptr_t *)(cfa - 8);
+    if (tr) tr->ret_at = cfa - 8, tr->bp_at = 0;
     if (r & R_RBP_SAVED) {
         uintptr_t at = cfa + (uintptr_t)rule_rbp_off(r);
         if (at < lo || at + 8 > hi) return 0;
         *bp = *(const uintptr_t *)at;
+        if (tr) tr->bp_at = at;
     }
     *sp = cfa;
+    if (tr) tr->bp = *bp;
     if (ret == 0) return 0; /* a zero return address ends the stack too */
     *ra = ret;
     *a = ret - 1;
     return 1;
+}
+static inline __attribute__((always_inline)) int step_one(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra) {
+    return step_traced(a, sp, bp, lo, hi, ra, NULL);
 }
 
 /* Steps frames from code address `a` (the pc itself for the first frame of a walk, a return
@@ -595,6 +602,7 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
 int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
     const uintptr_t *f = frame;
     w->ended = 1;
+    w->zero_at = 0;
     if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&mode, memory_order_relaxed) != HL_UNWIND_RULES) return -1;
     counts.walks++;
     w->a = (uint64_t)(uintptr_t)ret - 1;
@@ -606,7 +614,7 @@ int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
     return 0;
 }
 
-int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span) {
+static inline __attribute__((always_inline)) int walk_more(struct hl_walk *w, void **pcs, struct hl_walk_trace *tr, int max, uint64_t lo, uint64_t span) {
     if (w->ended) return 0;
     /* In locals: stores to pcs could otherwise alias the walk's state. */
     uint64_t a = w->a;
@@ -614,10 +622,14 @@ int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t s
     int k = 0;
     while (k < max) {
         uintptr_t ra;
-        int r = step_one(&a, &sp, &bp, slo, shi, &ra);
+        if (tr) tr[k].ret_at = 0;
+        int r = step_traced(&a, &sp, &bp, slo, shi, &ra, tr ? tr + k : NULL);
         if (r < 0) return -1;
         if (r == 0) {
             w->ended = 1;
+            /* Where a zero return address was read (it ended the walk), so that a replay of
+             * this walk can check it is still there. */
+            w->zero_at = tr && tr[k].ret_at && sp == tr[k].ret_at + 8 ? tr[k].ret_at : 0;
             break;
         }
         pcs[k++] = (void *)ra;
@@ -625,6 +637,10 @@ int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t s
     }
     w->a = a, w->sp = sp, w->bp = bp;
     return k;
+}
+int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span) { return walk_more(w, pcs, NULL, max, lo, span); }
+int hl_walk_more_traced(struct hl_walk *w, void **pcs, struct hl_walk_trace *tr, int max, uint64_t lo, uint64_t span) {
+    return walk_more(w, pcs, tr, max, lo, span);
 }
 #else
 int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
@@ -639,5 +655,9 @@ int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
 int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span) {
     (void)w, (void)pcs, (void)max, (void)lo, (void)span;
     return -1;
+}
+int hl_walk_more_traced(struct hl_walk *w, void **pcs, struct hl_walk_trace *tr, int max, uint64_t lo, uint64_t span) {
+    (void)tr;
+    return hl_walk_more(w, pcs, max, lo, span);
 }
 #endif

@@ -39,9 +39,21 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max);
  * further return addresses to `pcs`, stopping after the first one in [lo, lo + span] (the
  * addresses the caller looks for), and returns how many (0 once the stack has ended; -1 when a
  * frame needs the fallback: the caller starts over with hl_unwind_above). */
-struct hl_walk { uint64_t a; uintptr_t sp, bp, lo, hi; int ended; };
+struct hl_walk { uint64_t a; uintptr_t sp, bp, lo, hi, zero_at; int ended; };
 int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame);
 int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span);
+
+/* hl_walk_more that also says, per frame returned, which stack words it read: where the return
+ * address was (`ret_at`), where the caller's rbp was restored from (`bp_at`, 0 when it was not),
+ * rbp after the step, and whether the step found the frame from rbp (`from_bp`). A walk is a
+ * function of its start (a, sp, and bp where a step used it before any frame restored it) and
+ * those words (the rules are fixed per code address), so a caller that finds the same start and
+ * the same words again has the same frames without stepping them (group.c's walk memo). When a
+ * walk ends before `max` frames, the entry after its last frame tells about the step that ended
+ * it, and `zero_at` says where a zero return address that ended it was read (else 0). A caller
+ * may resume from any frame it kept: a = return address - 1, sp = ret_at + 8, bp = its bp. */
+struct hl_walk_trace { uintptr_t ret_at, bp_at, bp; int from_bp; };
+int hl_walk_more_traced(struct hl_walk *w, void **pcs, struct hl_walk_trace *tr, int max, uint64_t lo, uint64_t span);
 
 /* How walks are made from now on, in every thread: with the cached rules (the default), with
  * backtrace() itself (the reference), or both, hl_unwind_after writing a line to stderr for

@@ -6,8 +6,10 @@
 //! trace, groups are built whose selectors name the frame that tells A from B (the deepest
 //! frame the walk must reach). Configurations: the fallback allocator alone; an empty group set
 //! (the library in place, nothing walked); a selector that is never satisfied (every allocation
-//! walked and evaluated, then sent to the fallback: the identification cost); and A and B each
-//! grouped (identification plus bump allocation instead of the fallback's). Each figure is the
+//! walked and evaluated, then sent to the fallback: the identification cost), once as the
+//! runtime runs it (the loop's stacks repeat, so walks are replayed from the thread's memo) and
+//! once with the memo off (every frame stepped); and A and B each grouped (identification plus
+//! bump allocation instead of the fallback's). Each figure is the
 //! median of several runs, configurations taking turns; the table and
 //! `bench/group-runtime-results.md` name machine and commit.
 
@@ -37,11 +39,11 @@ Usage: heaplab-bench-group-runtime [--runs N] [--pairs N] [--out DIR]
 const DEPTHS: [u32; 3] = [2, 6, 14];
 
 /// One run: the workload's ns per pair, and frames per walk from the report (0 plain).
-fn once(cmd: &[String], groups: Option<&Groups>, fallback: &heaplab_replay::allocators::Allocator, scratch: &Path) -> (f64, f64) {
+fn once(cmd: &[String], groups: Option<&Groups>, fresh: bool, fallback: &heaplab_replay::allocators::Allocator, scratch: &Path) -> (f64, f64) {
     let Some(g) = groups else { return (runtime_cost::plain(cmd, fallback, scratch), 0.0) };
     runtime_cost::under(cmd, scratch, |out| {
         let opts = RuntimeOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
-        let a = run(g, "bench", cmd, &opts, |c| c.stdout(out)).unwrap_or_else(|e| fail(e.to_string()));
+        let a = run(g, "bench", cmd, &opts, |c| c.stdout(out).env("HEAPLAB_GROUP_MEMO", if fresh { "0" } else { "1" })).unwrap_or_else(|e| fail(e.to_string()));
         if !a.status.success() {
             fail(format!("{cmd:?} grouped failed"));
         }
@@ -116,17 +118,18 @@ fn main() {
         launch(&small, &trace, &opts, |c| c.stdout(Stdio::null())).unwrap_or_else(|e| fail(e.to_string()));
         let ctx = two_contexts(&trace);
         let d = (0..ctx[0].len().min(ctx[1].len())).find(|&i| ctx[0][i] != ctx[1][i]).unwrap_or_else(|| fail("the two call sites do not differ".into()));
-        let configs: [(&str, Option<Groups>); 4] = [
+        let configs: [(&str, Option<Groups>); 5] = [
             ("jemalloc alone", None),
             ("no groups (nothing walked)", Some(groups(&ctx, d, &[]))),
             ("walked, no selector holds", Some(groups(&ctx, d, &[&[0, 1]]))),
             ("walked, A and B grouped", Some(groups(&ctx, d, &[&[0], &[1]]))),
+            ("walked fresh (memo off), no selector holds", Some(groups(&ctx, d, &[&[0, 1]]))),
         ];
-        let measured = runtime_cost::take_turns(runs, configs.len(), |k| once(&cmd, configs[k].1.as_ref(), &fallback, &scratch));
+        let measured = runtime_cost::take_turns(runs, configs.len(), |k| once(&cmd, configs[k].1.as_ref(), k == 4, &fallback, &scratch));
         let (t, frames): (Vec<f64>, Vec<f64>) = measured.into_iter().unzip();
         worst = worst.max(t[2] - t[1]);
         for (k, (what, _)) in configs.iter().enumerate() {
-            let ident = if k == 2 { format!("{:+.1}", t[2] - t[1]) } else { String::new() };
+            let ident = if k == 2 || k == 4 { format!("{:+.1}", t[k] - t[1]) } else { String::new() };
             let walked = if frames[k] > 0.0 { format!("{:.1}", frames[k]) } else { String::new() };
             rows.push(format!("| {} | {what} | {walked} | {:.1} | {:+.1} | {ident} |", d + 1, t[k], t[k] - t[0]));
         }
@@ -147,7 +150,9 @@ fn main() {
          that tells A from B, so every allocation's walk reaches it (walk depth = its stack position + 1).\n\
          *Identification* is what a walk and the selectors' evaluation add per allocation: the run whose\n\
          selector never holds (every allocation walked, evaluated, then sent to jemalloc) minus the run\n\
-         with no groups (the library in place, nothing walked). Target: at most 50 ns.\n\
+         with no groups (the library in place, nothing walked). Target: at most 50 ns. The loop allocates\n\
+         from the same stacks again and again, so the runtime replays its walks from each thread's memo\n\
+         (a load and a compare per frame); *walked fresh* turns the memo off: every frame stepped.\n\
          *A and B grouped*: identification plus bump allocation in the groups' chunks instead of jemalloc.\n\n\
          {table}\nIdentification: at most {worst:.1} ns per allocation here.\n"
     );

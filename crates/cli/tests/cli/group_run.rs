@@ -234,6 +234,18 @@ fn the_same_context_always_maps_to_the_same_group_first_match_first() {
         assert!(n(&v, &["groups", "1", "count"]) >= 2 * 1000 * t, "{v}");
         assert_eq!(n(&v, &["groups", "2", "count"]), 0, "{v}");
     }
+    // The walk memo (each thread's last walks, replayed while their stack words hold): A, B and
+    // C nodes are allocated from one stack position through the same frames up to the call
+    // sites that tell them apart, so a replay that missed a changed word would misplace them.
+    // With it off every walk is fresh; the answers must be the same, allocation for allocation.
+    for threads in ["1", "3"] {
+        let cmd = [&p[..], "1000", "2", threads];
+        let kept = same_as_plain(&dir, &file, &cmd, &[], &[]);
+        let fresh = same_as_plain(&dir, &file, &cmd, &[("HEAPLAB_GROUP_MEMO", "0")], &[]);
+        assert_eq!((&fresh["groups"], &fresh["fallback"]), (&kept["groups"], &kept["fallback"]), "{fresh}\n{kept}");
+        assert_eq!(n(&fresh, &["identification", "replayed"]), 0, "{fresh}");
+        assert!(n(&kept, &["identification", "replayed"]) * 2 > n(&kept, &["identification", "walks"]), "most walks repeat: {kept}");
+    }
     // An empty group set: everything falls back, nothing is walked.
     let empty = Builder::new(0).write(&dir, "empty");
     let v = same_as_plain(&dir, &empty, &[&p, "1000", "2"], &[], &[]);
@@ -274,6 +286,45 @@ fn every_allocation_call_is_exact_grouped() {
     heaplab_group::format::write(&small, &g).unwrap();
     let v = same_as_plain(&dir, &small, &[&p, "mix", "6"], &[], &[]);
     assert!(n(&v, &["chunks", "reused"]) > 0 && n(&v, &["chunks", "returned"]) > 0, "{v}");
+}
+
+#[test]
+fn call_sites_decide_alone_and_unknown_call_sites_fall_back_unwalked() {
+    // Every context grouped by its call site (frame 0), so each call site decides alone and no
+    // walk goes past it; the contexts of one call site of the program left out of the groups
+    // file entirely, so its allocations are an unknown context: they fall back, unwalked.
+    let dir = scratch_dir("group_run", "calls");
+    let p = applied();
+    let cmd = [&p[..], "mix", "6"];
+    let ctxs = contexts(&dir, "calls", 6, &cmd, &[]);
+    let program = Path::new(&p).file_name().unwrap().to_string_lossy().into_owned();
+    let mut calls: Vec<&Frame> = ctxs.iter().filter(|c| c.frames.iter().all(|f| f.0 != "?")).map(|c| &c.frames[0]).collect();
+    calls.sort();
+    calls.dedup();
+    // The program's busiest call site.
+    let count = |f: &Frame| ctxs.iter().filter(|c| &c.frames[0] == f).map(|c| c.count).sum::<u64>();
+    let unknown = *calls.iter().filter(|f| f.0 == program).max_by_key(|f| count(f)).expect("a call site in the program");
+    let mut b = Builder::new(2);
+    let mut left_out = 0;
+    for c in &ctxs {
+        if c.frames.iter().any(|f| f.0 == "?") {
+            continue;
+        }
+        if &c.frames[0] == unknown {
+            left_out += c.count;
+            continue;
+        }
+        let k = calls.iter().position(|f| *f == &c.frames[0]).unwrap() % 2;
+        b.context(c, Some(k as u32));
+        let conj: Vec<(&Frame, u32)> = c.frames.iter().enumerate().map(|(d, f)| (f, d as u32)).collect();
+        b.select(k, &conj);
+    }
+    let file = b.write(&dir, "calls");
+    let v = same_as_plain(&dir, &file, &cmd, &[], &[]);
+    assert!(left_out > 0 && n(&v, &["grouped", "count"]) > 0, "{v}");
+    assert_eq!(n(&v, &["identification", "frames"]), n(&v, &["identification", "walks"]), "no walk goes past its call site: {v}");
+    // Its allocations that are identified at all (not too big, not aligned) fall back.
+    assert!(n(&v, &["fallback", "ungrouped"]) > 0 && n(&v, &["fallback", "count"]) >= left_out, "the left-out call site's {left_out} allocations fall back: {v}");
 }
 
 #[test]
