@@ -11,7 +11,7 @@
 //!  16  u64 affinity distance (bytes)
 //!  24  f64 coverage          32  f64 merge tolerance     40  f64 group threshold
 //!  48  u64 min weight        56  u64 max group members   64  u64 max object size
-//!  72  u64 chunk size        80  u32 spare chunks        84  u32 0
+//!  72  u64 chunk size        80  u32 spare chunks        84  u32 flags (bit 0: whole call sites)
 //!  88  u64 K = command words 96  u64 S = sites          104  u64 C = contexts
 //! 112  u64 E = edges        120  u64 G = groups
 //! 128  K × str: the profiled command
@@ -120,7 +120,7 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
         b.extend_from_slice(&v.to_le_bytes());
     }
     b.extend_from_slice(&p.spare_chunks.to_le_bytes());
-    b.extend_from_slice(&0u32.to_le_bytes());
+    b.extend_from_slice(&u32::from(p.whole_call_sites).to_le_bytes());
     for v in [g.command.len(), g.sites.len(), g.contexts.len(), g.edges.len(), g.groups.len()] {
         b.extend_from_slice(&(v as u64).to_le_bytes());
     }
@@ -240,6 +240,11 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
         max_object_size: u64_at(64),
         chunk_size: u64_at(72),
         spare_chunks: u32_at(80),
+        whole_call_sites: match u32_at(84) {
+            0 => false,
+            1 => true,
+            f => return Err(format(format!("unknown flags {f:#x} at byte 84"))),
+        },
     };
     let mut g = Groups {
         params,

@@ -42,6 +42,11 @@ pub struct Params {
     pub chunk_size: u64,
     /// Empty chunks kept for reuse instead of returned to the kernel (HALO: 1).
     pub spare_chunks: u32,
+    /// Whole call sites: contexts below the coverage cut follow their allocation call site's
+    /// grouped contexts when those all fall in one group, instead of going to the fallback
+    /// (HALO: off, it groups covered contexts only). The call site then decides without a
+    /// stack walk, and a list built from covered and uncovered contexts stays in one heap.
+    pub whole_call_sites: bool,
 }
 
 /// A call site: a return address, named so that it is found again in another run.
@@ -140,6 +145,7 @@ impl Default for Params {
             max_object_size: 4096,
             chunk_size: 1 << 20,
             spare_chunks: 1,
+            whole_call_sites: false,
         }
     }
 }

@@ -78,6 +78,11 @@ pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
     let mut out: HashMap<(String, u64), Seen> = HashMap::new();
     for c in &g.contexts {
         let Some(&s0) = c.sites.first() else { continue };
+        // With whole call sites, what the kept contexts decide is the call site's answer: the
+        // others allocating there follow it (a call site only they use stays unknown: fallback).
+        if g.params.whole_call_sites && !c.kept {
+            continue;
+        }
         let class = classify(g, &c.sites);
         let deepest = c.sites.iter().filter(|s| selector.contains(s)).map(|&s| g.sites[s as usize].max_depth + 1).max().unwrap_or(1);
         let e = out.entry(site_key(g, s0)).or_insert(Seen { class: Some(class), innermost: true, deepest: 1 });
@@ -265,6 +270,30 @@ mod tests {
         assert_eq!(at(0x20), CallSite { decides: WALK, depth: 3 }, "group 0 or none: walk to site 3 (depth 2)");
         assert_eq!(at(0x30), CallSite { decides: WALK_DEEPER, depth: 6 }, "not always innermost: the whole walk");
         assert_eq!(c.len(), 3);
+    }
+
+    #[test]
+    fn whole_call_sites_let_uncovered_contexts_follow_the_covered_ones() {
+        // Call site 0: a covered context in group 0 and an uncovered one no selector holds for;
+        // call site 1: only an uncovered context. Selector site 2.
+        let ctx = |sites: Vec<u32>, group, kept| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept };
+        let mut g = Groups {
+            params: Params::default(),
+            command: vec!["p".into()],
+            affinity_distance: 128,
+            sites: vec![site("p", 0x10, 0), site("p", 0x20, 0), site("p", 0x30, 1)],
+            contexts: vec![ctx(vec![0, 2], Some(0), true), ctx(vec![0], None, false), ctx(vec![1], None, false)],
+            edges: Vec::new(),
+            groups: vec![Group { members: vec![0], weight: 1, accesses: 1, selector: vec![vec![2]] }],
+            walk_depth: 2,
+        };
+        let c = call_sites(&g);
+        assert_eq!(c[&("p".to_string(), 0x10)], CallSite { decides: WALK, depth: 2 }, "HALO's rule: the uncovered context walks and falls back");
+        assert_eq!(c[&("p".to_string(), 0x20)], CallSite { decides: FALLBACK, depth: 1 });
+        g.params.whole_call_sites = true;
+        let c = call_sites(&g);
+        assert_eq!(c[&("p".to_string(), 0x10)], CallSite { decides: 0, depth: 1 }, "the call site decides for both");
+        assert!(!c.contains_key(&("p".to_string(), 0x20)), "a call site of uncovered contexts only stays unknown: fallback");
     }
 
     #[test]

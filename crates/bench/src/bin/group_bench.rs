@@ -37,6 +37,8 @@ Usage: heaplab-bench-group [OPTIONS]      (run from the repository root; `make b
   --only W,W           these workloads only
   --no-cachegrind      skip the cachegrind runs (no D1/LL columns, no miss targets)
   --quick              development mode: health, treeadd and jq, 4 runs (also HEAPLAB_BENCH_GROUP_QUICK=1)
+  --group-args 'ARGS'  extra arguments for `heaplab group`, e.g. '--whole-call-sites --merge-tolerance 1'
+                       (a variant: give it its own --out) [default: none, HALO's defaults]
   -h, --help           this help
 
 Exit status: 0 when every row was measured with outputs identical to the plain run, 1 when a row
@@ -79,7 +81,8 @@ fn die(m: &str) -> ! {
 }
 
 /// The command line: the shared options alone.
-type Opts = programs::Opts<()>;
+/// The bench's own option: extra arguments for `heaplab group` (empty: HALO's defaults).
+type Opts = programs::Opts<Vec<String>>;
 
 /// A configuration measured: an allocator by LD_PRELOAD (glibc: none), or grouped.
 #[derive(Clone, Debug)]
@@ -124,7 +127,7 @@ fn prepare(o: &Opts, w: &Workload) -> Prepared {
     let r = heaplab(&o.heaplab, &access, &w.small.cwd, w.small.stdin.as_deref(), &w.env).and_then(|s| {
         prep.steps.push(("access (small input)".into(), s));
         eprintln!("  group");
-        heaplab(&o.heaplab, &strs(&["group", &p("small.hlaccess"), "-o", &p("groups.hlgroups")]), &dir, None, &[])
+        heaplab(&o.heaplab, &[strs(&["group", &p("small.hlaccess"), "-o", &p("groups.hlgroups")]), o.own.clone()].concat(), &dir, None, &[])
     });
     prep.groups = Some(r.map(|s| {
         prep.steps.push(("group".into(), s));
@@ -311,7 +314,13 @@ fn kib(b: f64) -> String {
 }
 
 fn main() {
-    let o = Opts::parse("group", USAGE, (), |_, _, _| false);
+    let o = Opts::parse("group", USAGE, Vec::new(), |own, a, val| {
+        if a != "--group-args" {
+            return false;
+        }
+        *own = val("--group-args").split_whitespace().map(String::from).collect();
+        true
+    });
     isolate_env();
     let t0 = Instant::now();
     let commit = measured_commit();
@@ -363,8 +372,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
     let mut md = String::from("# Grouping heap objects by context (`make bench-group`)\n\n");
     md.push_str(&format!("Machine: {} · {} cores · {} · kernel {}. Commit {commit}. Whole run: {:.0} s{}.\n\n", m.cpu, m.cores, m.os, m.kernel, seconds, if o.quick { " (quick mode)" } else { "" }));
     md.push_str(&format!(
-        "Each workload is profiled on its small input (`heaplab access --contexts --graph contexts`), grouped with HALO's defaults \
-         (`heaplab group`: coverage 90%, merge tolerance 5%, objects up to 4 KiB, 1 MiB chunks, one spare chunk) and measured on its \
+        "Each workload is profiled on its small input (`heaplab access --contexts --graph contexts`), grouped {} and measured on its \
          large input. The large input runs {} times per configuration, interleaved round by round; the first round is discarded and \
          the other {} give the median and quartiles [q1–q3] of wall time and peak RSS. Allocators are preloaded; *grouped* is `heaplab \
          run --groups G --fallback jemalloc` (HALO's baseline) and takes the runtime's own figures from its report (the program's wall \
@@ -372,6 +380,11 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
          (48 KiB 12-way L1D, 32 MiB 16-way LL, 64-byte lines; the tool binary started directly so that the runtime loads into the \
          program). *Δ vs jemalloc* is the median's change; the time verdict is a one-sided rank-sum test at 95%. Every run's standard \
          output is compared with the plain (glibc) run's.\n\n",
+        if o.own.is_empty() {
+            "with HALO's defaults (`heaplab group`: coverage 90%, merge tolerance 5%, objects up to 4 KiB, 1 MiB chunks, one spare chunk)".to_string()
+        } else {
+            format!("with `heaplab group {}` (otherwise HALO's defaults)", o.own.join(" "))
+        },
         o.runs,
         o.runs - 1,
         CACHE_GEOMETRY.join(" ")

@@ -80,6 +80,12 @@ pub struct GroupArgs {
     #[arg(long, value_name = "N", default_value_t = Params::default().spare_chunks, value_parser = SPARE_CHUNKS.parser::<u32>(),
           help = SPARE_CHUNKS.help("Empty chunks kept for reuse (HALO: 1)"))]
     spare_chunks: u32,
+    /// Whole call sites: contexts below the coverage cut join the group of their allocation call
+    /// site when every covered context allocating there is in that one group (HALO sends them to
+    /// the fallback). The call site then decides without a stack walk, and lists built from
+    /// covered and uncovered contexts stay in one heap. Off by default (HALO's behaviour).
+    #[arg(long)]
+    whole_call_sites: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -97,6 +103,7 @@ pub fn group(a: GroupArgs) -> Result<(), Failure> {
         max_object_size: a.max_object_size,
         chunk_size: a.chunk_size,
         spare_chunks: a.spare_chunks,
+        whole_call_sites: a.whole_call_sites,
     };
     params.validate().map_err(Failure::Input)?;
     let profile = heaplab_access::read(&a.profile).map_err(|e| Failure::Input(e.to_string()))?;
@@ -178,6 +185,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
             "coverage": p.coverage, "merge_tolerance": p.merge_tolerance, "min_weight": p.min_weight,
             "max_group_members": p.max_group_members, "group_threshold": p.group_threshold,
             "max_object_size": p.max_object_size, "chunk_size": p.chunk_size, "spare_chunks": p.spare_chunks,
+            "whole_call_sites": p.whole_call_sites,
         },
         "contexts": g.contexts.len(),
         "kept": g.contexts.iter().filter(|c| c.kept).count(),

@@ -82,6 +82,12 @@ fn group_puts_the_lists_used_together_in_one_group() {
     assert_eq!(v["groups"][0]["members"], serde_json::json!([0, 1]));
     assert_eq!(v["params"]["merge_tolerance"], 0.1);
     assert_eq!(v["walk_depth"], 3);
+    assert_eq!(v["params"]["whole_call_sites"], false);
+    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--whole-call-sites"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(format::read(&out).unwrap().params.whole_call_sites);
+    let info = heaplab_in(&dir, &["group-info", &out]);
+    assert!(info.stdout.contains("whole call sites"), "{}", info.stdout);
 }
 
 #[test]

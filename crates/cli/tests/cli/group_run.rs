@@ -289,6 +289,33 @@ fn every_allocation_call_is_exact_grouped() {
 }
 
 #[test]
+fn whole_call_sites_take_the_uncovered_contexts_of_a_grouped_call_site() {
+    // A grouped and covered; B and C below the coverage cut, allocating at A's call site. HALO's
+    // rule sends B and C to the fallback; with whole call sites they follow A, unwalked.
+    let dir = scratch_dir("group_run", "whole");
+    let p = lists();
+    let ctxs = contexts(&dir, "whole", 8, &[&p, "500", "3"], &[]);
+    let [(a, da), (b, _), (c, _)] = abc(&ctxs, 500);
+    assert!(a.frames[0] == b.frames[0] && b.frames[0] == c.frames[0], "lists.c allocates its nodes at one call site");
+    let build = |whole: bool, name: &str| {
+        let mut g = Builder::new(1);
+        g.g.params.whole_call_sites = whole;
+        g.context(a, Some(0));
+        g.context(b, None);
+        g.context(c, None);
+        g.select(0, &[(&a.frames[da], da as u32)]);
+        g.write(&dir, name)
+    };
+    let cmd = [&p[..], "2000", "3"];
+    let halo = same_as_plain(&dir, &build(false, "halo"), &cmd, &[], &[]);
+    assert_eq!(n(&halo, &["groups", "0", "count"]), 2000, "A's nodes only: {halo}");
+    assert!(n(&halo, &["fallback", "ungrouped"]) >= 2 * 2000, "B's and C's fall back: {halo}");
+    let whole = same_as_plain(&dir, &build(true, "whole"), &cmd, &[], &[]);
+    assert_eq!(n(&whole, &["groups", "0", "count"]), 3 * 2000, "B's and C's nodes follow A's: {whole}");
+    assert!(n(&whole, &["identification", "frames"]) < n(&halo, &["identification", "frames"]), "the call site decides, unwalked: {whole}");
+}
+
+#[test]
 fn call_sites_decide_alone_and_unknown_call_sites_fall_back_unwalked() {
     // Every context grouped by its call site (frame 0), so each call site decides alone and no
     // walk goes past it; the contexts of one call site of the program left out of the groups

@@ -27,6 +27,12 @@ fn round_trip() {
         c.group = None;
     }
     assert_eq!(reread(&to_bytes(&empty).unwrap()).unwrap(), empty);
+    let whole = Groups { params: Params { whole_call_sites: true, ..g.params.clone() }, ..g.clone() };
+    let bytes = to_bytes(&whole).unwrap();
+    assert_eq!(reread(&bytes).unwrap(), whole);
+    let mut unknown = bytes.clone();
+    unknown[84] = 2;
+    assert!(reread(&resum(unknown)).unwrap_err().to_string().contains("unknown flags 0x2 at byte 84"));
     let dir = std::env::temp_dir().join(format!("hlgroups-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("g.hlgroups").to_string_lossy().into_owned();
