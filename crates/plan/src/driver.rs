@@ -18,7 +18,8 @@
 //!    alone by this same pipeline (nested: without flat blocks or windows), the rest filled in
 //!    around them. Up to 80% of the time left ([`Policy::windows_share`]), if a first-fit placement and
 //!    a fifth more fit in it, else their local form from the best placement (one window at a
-//!    time, re-placing only a ring of buffers around it). On the largest component, when it has 50,000–400,000 buffers and
+//!    time, re-placing only a ring of buffers around it); above 2·10^6 buffers
+//!    ([`Policy::huge_buffers`]) only the local form. On the largest component, when it has 50,000–400,000 buffers and
 //!    is not flat, the windows start at once instead, beside stage 3 on the other core (one
 //!    first-fit placement there can take a third of a 3 s budget), and stop as soon as a
 //!    heuristic reaches the lower bound; the stage is then named `heuristics + critical windows`.
@@ -794,17 +795,22 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
         let part = &mut parts[i];
         let now = Instant::now();
         let left = deadline.saturating_duration_since(now);
-        // Above the huge size the windows found nothing in 80 s at 10^7 random buffers and
-        // took 1.2 GB more; the improvement search gets that time.
-        if part.windowed || part.buffers.len() > policy.huge_buffers || part.makespan < settled {
+        if part.windowed || part.makespan < settled {
             continue;
         }
-        let params = crate::windows::WindowParams {
+        // Above the huge size only the local form: a fill costs a first-fit placement, and at
+        // 10^7 random buffers the fills found nothing in 80 s while taking 1.2 GB more.
+        let fills = part.buffers.len() <= policy.huge_buffers
+            && left.as_secs_f64() * policy.windows_share >= policy.windows_min_fills * part.first_fit_seconds;
+        let mut params = crate::windows::WindowParams {
             cancel: run.opts.cancel.clone(),
             ..crate::windows::WindowParams::new(now + left.mul_f64(policy.windows_share), target.max(part.lower), part.makespan)
         };
+        if part.buffers.len() > policy.huge_buffers {
+            params.max_window = policy.huge_window_max_buffers;
+        }
         let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, run.opts);
-        if left.as_secs_f64() * policy.windows_share >= policy.windows_min_fills * part.first_fit_seconds {
+        if fills {
             let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
             if let Some(off) = out.offsets {
                 part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
