@@ -18,7 +18,8 @@
 //!    alone by this same pipeline (nested: without flat blocks or windows), the rest filled in
 //!    around them. Up to 80% of the time left ([`Policy::windows_share`]), if a first-fit placement and
 //!    a fifth more fit in it, else their local form from the best placement (one window at a
-//!    time, re-placing only a ring of buffers around it). On the largest component, when it has 50,000–400,000 buffers and
+//!    time, re-placing only a ring of buffers around it); above 2·10^6 buffers
+//!    ([`Policy::huge_buffers`]) only the local form. On the largest component, when it has 50,000–400,000 buffers and
 //!    is not flat, the windows start at once instead, beside stage 3 on the other core (one
 //!    first-fit placement there can take a third of a 3 s budget), and stop as soon as a
 //!    heuristic reaches the lower bound; the stage is then named `heuristics + critical windows`.
@@ -794,17 +795,22 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
         let part = &mut parts[i];
         let now = Instant::now();
         let left = deadline.saturating_duration_since(now);
-        // Above the huge size the windows found nothing in 80 s at 10^7 random buffers and
-        // took 1.2 GB more; the improvement search gets that time.
-        if part.windowed || part.buffers.len() > policy.huge_buffers || part.makespan < settled {
+        if part.windowed || part.makespan < settled {
             continue;
         }
-        let params = crate::windows::WindowParams {
+        // Above the huge size only the local form: a fill costs a first-fit placement, and at
+        // 10^7 random buffers the fills found nothing in 80 s while taking 1.2 GB more.
+        let fills = part.buffers.len() <= policy.huge_buffers
+            && left.as_secs_f64() * policy.windows_share >= policy.windows_min_fills * part.first_fit_seconds;
+        let mut params = crate::windows::WindowParams {
             cancel: run.opts.cancel.clone(),
             ..crate::windows::WindowParams::new(now + left.mul_f64(policy.windows_share), target.max(part.lower), part.makespan)
         };
+        if part.buffers.len() > policy.huge_buffers {
+            params.max_window = policy.huge_window_max_buffers;
+        }
         let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, run.opts);
-        if left.as_secs_f64() * policy.windows_share >= policy.windows_min_fills * part.first_fit_seconds {
+        if fills {
             let out = crate::windows::plan_windows(&part.buffers, &params, &mut solve);
             if let Some(off) = out.offsets {
                 part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
@@ -937,12 +943,8 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
         // when stuck, freeing its thread for the next start. The first to reach the target
         // stops the others.
         let aim = target.max(part.lower);
-        let starts: Vec<(String, Vec<u64>)> = std::iter::once((part.algorithm.clone(), part.offsets.clone()))
-            .chain(part.runners_up.iter().map(|r| (r.1.clone(), r.2.clone())))
-            .collect();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let buffers = &part.buffers;
-        let improve_one = |(k, (name, mut offsets)): (usize, (String, Vec<u64>))| {
+        let improve_one = |buffers: &[Buffer], (k, (name, mut offsets)): (usize, (String, Vec<u64>))| {
             if Instant::now() >= until || stop.load(Ordering::Relaxed) {
                 return None;
             }
@@ -956,16 +958,45 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
             let stats = improve::improve(buffers, &mut offsets, &params);
             Some((name, offsets, stats, t.elapsed().as_secs_f64()))
         };
-        // Above the huge size one search at a time: each keeps its own index of the component
-        // (10^7 random buffers: 0.8 GB more when two ran together).
-        let results: Vec<(String, Vec<u64>, improve::ImproveStats, f64)> = if buffers.len() > run.opts.policy.huge_buffers {
-            starts.into_iter().enumerate().filter_map(improve_one).collect()
-        } else {
-            starts.into_par_iter().enumerate().filter_map(improve_one).collect()
-        };
-        for (name, offsets, stats, secs) in results {
+        let offer = |part: &mut Part, (name, offsets, stats, secs): (String, Vec<u64>, improve::ImproveStats, f64)| {
             if stats.end < stats.start {
                 part.offer(format!("{name} + improvement"), offsets, secs);
+            }
+        };
+        if part.buffers.len() > run.opts.policy.huge_buffers {
+            // Above the huge size one search at a time: each keeps its own index of the
+            // component (10^7 random buffers: 0.8 GB more when two ran together). Each start is
+            // copied when its search begins, and the result before offered, so that no more
+            // than one copy of the offsets besides the part's own is held (80 MB each at 10^7).
+            let starts = 1 + part.runners_up.len();
+            let mut pending = None;
+            for k in 0..starts {
+                let start = if k == 0 {
+                    (part.algorithm.clone(), part.offsets.clone())
+                } else {
+                    let r = &part.runners_up[k - 1];
+                    (r.1.clone(), r.2.clone())
+                };
+                if let Some(result) = pending.take() {
+                    offer(part, result);
+                }
+                pending = improve_one(&part.buffers, (k, start));
+            }
+            if let Some(result) = pending {
+                offer(part, result);
+            }
+        } else {
+            // From the best placement and the runners-up, on all threads (the search itself
+            // is sequential): each start gets stuck in a different place, and a search returns
+            // early when stuck, freeing its thread for the next start. The first to reach the
+            // target stops the others.
+            let starts: Vec<(String, Vec<u64>)> = std::iter::once((part.algorithm.clone(), part.offsets.clone()))
+                .chain(part.runners_up.iter().map(|r| (r.1.clone(), r.2.clone())))
+                .collect();
+            let buffers = &part.buffers;
+            let results: Vec<_> = starts.into_par_iter().enumerate().filter_map(|start| improve_one(buffers, start)).collect();
+            for result in results {
+                offer(part, result);
             }
         }
         show_best(parts, run.progress);

@@ -93,10 +93,11 @@ pub struct Policy {
     /// having been predicted wrongly. Default 0.4.
     pub heuristics_cutoff_share: f64,
     /// Component size above which the heuristics start with the cheapest one, the critical
-    /// windows and boxing do not run, and one runner-up is kept for the improvement search.
+    /// windows run only in their local form (windows of up to [`Policy::huge_window_max_buffers`]),
+    /// boxing does not run, and one runner-up is kept for the improvement search.
     /// Default 2,000,000: first-fit by size grows superlinearly there (10^7 random buffers:
     /// 500 s and 5.5 GB, the start-order sweep 3-6 s and 1.2 GB), and at 10^7 random buffers
-    /// the windows and boxing found nothing in 80 s each while adding 1.2-1.8 GB.
+    /// the windows' fills and boxing found nothing in 80 s each while adding 1.2-1.8 GB.
     pub huge_buffers: usize,
     /// Runners-up (next best placements) kept per component as further starting points for the
     /// improvement search, which gets stuck in different places from each. Default 2.
@@ -130,6 +131,12 @@ pub struct Policy {
     /// seconds. Default 5: a round takes up to half a second, and on shorter budgets the
     /// improvement search gains more with that time (traced heaps of 10^6 blocks at 3 s).
     pub local_windows_min_seconds: f64,
+    /// Largest window, in buffers, of the local form above [`Policy::huge_buffers`] (a window
+    /// holds at most twice the buffers live at its centre in any case). Default 16,000: on
+    /// 10^7 random buffers, whose lifetimes span thousands of ticks, windows of 4,000 buffers
+    /// were narrower than their buffers' lifetimes and left them colliding with most of their
+    /// surroundings (one window kept in 37 s, 8.9%; at twice the column, seven, 7.3%).
+    pub huge_window_max_buffers: usize,
 
     /// Buffers at or below which a flat component is left to the exact search. Default 64.
     pub flat_min_buffers: usize,
@@ -190,6 +197,7 @@ impl Default for Policy {
             windows_share: 0.8,
             windows_min_fills: 1.2,
             local_windows_min_seconds: 5.0,
+            huge_window_max_buffers: 16_000,
             flat_min_buffers: 64,
             flat_share: 0.8,
             exact_max_conflicts: 10_000_000,
@@ -246,7 +254,7 @@ impl Policy {
     /// The names [`Policy::set`] takes (the numeric fields, as named in the code).
     pub const KEYS: &'static str = "heuristics_share, heuristics_cutoff_share, huge_buffers, runners_up, \
 runners_up_max_buffers, small_buffers, early_windows_min_buffers, early_windows_max_buffers, windows_share, \
-windows_min_fills, local_windows_min_seconds, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
+windows_min_fills, local_windows_min_seconds, huge_window_max_buffers, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
 exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, boxing_share, \
 boxing_component_share";
 
@@ -286,6 +294,7 @@ boxing_component_share";
                     .filter(|x| x.is_finite() && *x >= 0.0)
                     .ok_or_else(|| format!("{value}: expected a non-negative number"))?
             }
+            "huge_window_max_buffers" => self.huge_window_max_buffers = count(value)?,
             "flat_min_buffers" => self.flat_min_buffers = count(value)?,
             "flat_share" => self.flat_share = share(value)?,
             "exact_max_conflicts" => self.exact_max_conflicts = count(value)?,

@@ -249,14 +249,12 @@ pub fn improve_windows(
     solve: &mut dyn FnMut(&[Buffer], Instant) -> Vec<u64>,
 ) -> LocalOutcome {
     let top = |i: usize, o: &[u64]| o[i] + buffers[i].size;
-    let mut by_top: BTreeSet<(u64, u32)> = (0..buffers.len()).map(|i| (top(i, offsets), i as u32)).collect();
-    let makespan = |t: &BTreeSet<(u64, u32)>| t.last().map_or(0, |&(m, _)| m);
-    let mut out = LocalOutcome { start: makespan(&by_top), end: makespan(&by_top), ..Default::default() };
+    let mut by_top = Tops::new(buffers, offsets, params.target);
+    let mut out = LocalOutcome { start: by_top.makespan(), end: by_top.makespan(), ..Default::default() };
     if buffers.is_empty() {
         return out;
     }
     let index = TimeIndex::new(buffers);
-    let profile = heaplab_sweep::load_profile(buffers);
     let mut rng = Rng::new(seed);
     let mut round = LocalRound::new(buffers.len(), params.deadline);
     // Tries per peak buffer since the makespan last dropped: the first try centres the window
@@ -265,17 +263,18 @@ pub fn improve_windows(
     let mut stale = 0;
     let cancelled = || params.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
     loop {
-        let m = makespan(&by_top);
+        let m = by_top.makespan();
         out.end = m;
         if Instant::now() >= params.deadline || m <= params.target || stale >= LOCAL_PATIENCE || cancelled() {
             break;
         }
         // A random buffer at the makespan (a bounded look: there may be many).
-        let peaks: Vec<u32> = by_top.range((m, 0)..).take(64).map(|&(_, i)| i).collect();
+        let peaks: Vec<u32> = by_top.set.range((m, 0)..).take(64).map(|&(_, i)| i).collect();
         let star = peaks[rng.below(peaks.len() as u64) as usize];
         let b = buffers[star as usize];
         let seen = tries.entry(star).or_insert(0);
-        let t = if *seen == 0 { peak_in(&profile, b.lower, b.upper) } else { b.lower + rng.below(b.length().max(1)) };
+        let first = (*seen == 0).then(|| local_peak(buffers, &index, b.lower, b.upper, LOCAL_MAX_WINDOWS * params.max_window, &mut round.found)).flatten();
+        let t = first.unwrap_or_else(|| b.lower + rng.below(b.length().max(1)));
         *seen += 1;
         let (lo, hi) = open_window(&index, t, params.max_window);
         round.members.clear();
@@ -302,13 +301,14 @@ pub fn improve_windows(
         match moved {
             Some(moves) => {
                 for (i, o) in moves {
-                    by_top.remove(&(top(i, offsets), i as u32));
+                    let before = top(i, offsets);
                     offsets[i] = o;
-                    by_top.insert((top(i, offsets), i as u32));
+                    by_top.moved(i, before, top(i, offsets));
                 }
+                by_top.refill(buffers, offsets, params.target);
                 out.moves += 1;
                 stale = 0;
-                if makespan(&by_top) < m {
+                if by_top.makespan() < m {
                     tries.clear();
                 }
             }
@@ -366,28 +366,40 @@ impl LocalRound {
         }
         self.found.clear();
         index.overlapping(lo.saturating_sub(w), hi.saturating_add(w), &mut self.found);
-        // Window buffers by start, with their new offsets, for the collision checks.
-        let placed: Vec<(u64, u64, u64, u64)> =
+        // Window buffers (lower, upper, offset, top) by start, and the same by offset, for the
+        // collision checks: a buffer outside is checked against those that may share its time
+        // or those that may share its addresses, whichever are fewer (on 10^7 random buffers
+        // nearly every window buffer shares the time of every buffer around it, few its
+        // addresses).
+        let by_start: Vec<(u64, u64, u64, u64)> =
             members.iter().zip(plan).map(|(&i, &o)| (buffers[i].lower, buffers[i].upper, o, o + buffers[i].size)).collect();
-        let longest = placed.iter().map(|p| p.1 - p.0).max().unwrap_or(0);
+        let mut by_offset = by_start.clone();
+        by_offset.sort_unstable_by_key(|p| (p.2, p.3));
+        let longest = by_start.iter().map(|p| p.1 - p.0).max().unwrap_or(0);
+        let tallest = by_start.iter().map(|p| p.3 - p.2).max().unwrap_or(0);
         let mut colliders: Vec<usize> = Vec::new();
         let mut pairs = 0;
         for &j in &self.found {
             if self.mark[j] == window {
                 continue;
             }
-            let (b, o) = (&buffers[j], offsets[j]);
-            // Window buffers alive with `j` start in `[b.lower − longest, b.upper)`.
-            let from = placed.partition_point(|p| p.0 + longest <= b.lower);
-            let to = placed.partition_point(|p| p.0 < b.upper);
-            pairs += to.saturating_sub(from);
-            if pairs > LOCAL_MAX_PAIRS {
-                return None;
+            if !all {
+                let (b, o) = (&buffers[j], offsets[j]);
+                // Window buffers alive with `j` start in `[b.lower − longest, b.upper)`; those
+                // sharing its addresses are placed in `(o − tallest, o + size)`.
+                let in_time = by_start.partition_point(|p| p.0 + longest <= b.lower)..by_start.partition_point(|p| p.0 < b.upper);
+                let in_space = by_offset.partition_point(|p| p.2 + tallest <= o)..by_offset.partition_point(|p| p.2 < o + b.size);
+                let near = if in_time.len() <= in_space.len() { &by_start[in_time] } else { &by_offset[in_space] };
+                pairs += near.len();
+                if pairs > LOCAL_MAX_PAIRS {
+                    return None;
+                }
+                if !near.iter().any(|p| p.0 < b.upper && b.lower < p.1 && p.2 < o + b.size && o < p.3) {
+                    continue;
+                }
             }
-            if all || placed[from..to].iter().any(|p| p.1 > b.lower && p.2 < o + b.size && o < p.3) {
-                colliders.push(j);
-                self.mark[j] = moving;
-            }
+            colliders.push(j);
+            self.mark[j] = moving;
         }
         let mut moves: Vec<(usize, u64)> = members.iter().copied().zip(plan.iter().copied()).collect();
         if colliders.is_empty() {
@@ -430,6 +442,76 @@ impl LocalRound {
         }
         Some(moves)
     }
+}
+
+/// The buffers that end highest in a placement, by top (`offset + size`): those ending at
+/// `floor` or above, the floor halfway between the makespan and the target when (re)built.
+/// Only those are ever at the makespan, and on 10^7 buffers a set of all tops would cost
+/// 350 MB.
+struct Tops {
+    set: BTreeSet<(u64, u32)>,
+    floor: u64,
+}
+
+impl Tops {
+    fn new(buffers: &[Buffer], offsets: &[u64], target: u64) -> Self {
+        let mut tops = Tops { set: BTreeSet::new(), floor: 0 };
+        tops.rebuild(buffers, offsets, target);
+        tops
+    }
+
+    fn rebuild(&mut self, buffers: &[Buffer], offsets: &[u64], target: u64) {
+        let m = buffers.iter().zip(offsets).map(|(b, &o)| o + b.size).max().unwrap_or(0);
+        self.floor = if m > target { target + (m - target) / 2 } else { m };
+        self.set = (0..buffers.len()).map(|i| (offsets[i] + buffers[i].size, i as u32)).filter(|&(t, _)| t >= self.floor).collect();
+    }
+
+    /// Rebuilds once no buffer is left at or above the floor (each time the gap to the target
+    /// has halved).
+    fn refill(&mut self, buffers: &[Buffer], offsets: &[u64], target: u64) {
+        if self.set.is_empty() && !buffers.is_empty() {
+            self.rebuild(buffers, offsets, target);
+        }
+    }
+
+    /// Buffer `i` moved from ending at `before` to ending at `after`.
+    fn moved(&mut self, i: usize, before: u64, after: u64) {
+        self.set.remove(&(before, i as u32));
+        if after >= self.floor {
+            self.set.insert((after, i as u32));
+        }
+    }
+
+    fn makespan(&self) -> u64 {
+        self.set.last().map_or(0, |&(m, _)| m)
+    }
+}
+
+/// The tick of maximum load in `[lo, hi)` (the first such), from the buffers live there, or
+/// `None` when more than `cap` are (a long-lived buffer on a traced heap: the caller then
+/// picks an instant at random rather than pay for a sweep of most of the instance).
+fn local_peak(buffers: &[Buffer], index: &TimeIndex, lo: u64, hi: u64, cap: usize, scratch: &mut Vec<usize>) -> Option<u64> {
+    if index.count(lo, hi) > cap {
+        return None;
+    }
+    scratch.clear();
+    index.overlapping(lo, hi, scratch);
+    // Frees before allocations at the same tick (lifetimes are half-open).
+    let mut events: Vec<(u64, bool, u64)> =
+        scratch.iter().flat_map(|&i| [(buffers[i].lower.max(lo), true, buffers[i].size), (buffers[i].upper.min(hi), false, buffers[i].size)]).collect();
+    events.sort_unstable();
+    let (mut load, mut best) = (0u64, (0u64, lo));
+    for (t, alloc, size) in events {
+        if alloc {
+            load += size;
+            if load > best.0 {
+                best = (load, t);
+            }
+        } else {
+            load -= size;
+        }
+    }
+    Some(best.1)
 }
 
 /// The tick of maximum load in `[lo, hi)` (the first such), from a load profile as
@@ -629,6 +711,48 @@ mod tests {
             after[i] = o;
         }
         assert!(validate(&bs, &after).is_valid());
+    }
+
+    #[test]
+    fn the_local_peak_is_the_profile_peak() {
+        // Against the whole instance's load profile, on lifetimes of every kind.
+        for (k, &kind) in heaplab_gen::Kind::ALL.iter().enumerate() {
+            let inst = heaplab_gen::generate(kind, 400, 31 + k as u64);
+            let bs = &inst.buffers;
+            let (index, profile) = (TimeIndex::new(bs), heaplab_sweep::load_profile(bs));
+            let mut scratch = Vec::new();
+            for b in bs.iter().step_by(7) {
+                let got = local_peak(bs, &index, b.lower, b.upper, usize::MAX, &mut scratch);
+                assert_eq!(got, Some(peak_in(&profile, b.lower, b.upper)), "{} {b:?}", kind.name());
+            }
+            // More buffers live than the cap: no sweep.
+            let b = bs[0];
+            if index.count(b.lower, b.upper) > 1 {
+                assert_eq!(local_peak(bs, &index, b.lower, b.upper, 1, &mut scratch), None);
+            }
+        }
+    }
+
+    #[test]
+    fn the_top_set_tracks_the_makespan_through_moves_and_refills() {
+        // Tops 10, 20, ..., 100 over a target of 0: the floor is 50, six buffers above it.
+        let bs: Vec<Buffer> = (0..10u64).map(|i| Buffer::new(i, i, i + 1, 10)).collect();
+        let mut off: Vec<u64> = (0..10u64).map(|i| 10 * i).collect();
+        let mut tops = Tops::new(&bs, &off, 0);
+        assert_eq!((tops.makespan(), tops.floor, tops.set.len()), (100, 50, 6));
+        // Every buffer above the floor moved to the bottom: the set empties, and the refill
+        // finds the new makespan among the rest.
+        for (i, o) in off.iter_mut().enumerate().skip(4) {
+            let before = *o + 10;
+            *o = 0;
+            tops.moved(i, before, 10);
+        }
+        assert!(tops.set.is_empty());
+        tops.refill(&bs, &off, 0);
+        assert_eq!(tops.makespan(), 40);
+        // A buffer moved up past the makespan is seen at once.
+        tops.moved(0, 10, 70);
+        assert_eq!(tops.makespan(), 70);
     }
 
     #[test]

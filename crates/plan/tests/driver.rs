@@ -98,6 +98,31 @@ fn large_components_open_windows_beside_the_heuristics() {
 }
 
 #[test]
+fn above_the_huge_size_the_local_windows_run_and_keep_the_plan_valid() {
+    // The huge path at small n through the policy: the sweeps first, no fills, the local
+    // windows (of up to `huge_window_max_buffers`) whatever the time, then the improvement
+    // search.
+    use heaplab_plan::Policy;
+    for (k, &kind) in Kind::ALL.iter().enumerate() {
+        let inst = generate(kind, 4_000, 41 + k as u64);
+        let policy = Policy {
+            huge_buffers: 2_500,
+            early_windows: false,
+            windows_min_fills: 1e9,
+            local_windows_min_seconds: 0.0,
+            huge_window_max_buffers: 300,
+            ..Policy::default()
+        };
+        let o = PlanOptions { time_limit: Duration::from_secs(2), policy, ..PlanOptions::default() };
+        let out = plan(&inst.buffers, &o, None);
+        let v = validate(&inst.buffers, &out.offsets);
+        assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
+        assert_eq!(v.makespan, out.makespan);
+        assert!(out.stages.iter().all(|(s, _)| s != "boxing" || out.boxing_iterations == 0), "{}", kind.name());
+    }
+}
+
+#[test]
 fn a_capacity_ends_the_plan_at_the_first_placement_within_it() {
     // Each kind at 3% above its max load, at a size where the exact search runs and one where
     // the windows and boxing do: a placement within it comes back, valid (the stages aim at
