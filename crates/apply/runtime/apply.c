@@ -644,15 +644,11 @@ void hl_write_report(const char *end) {
     hl_key_u(&o, "planned", planned);
     hl_put(&o, ",\n  ");
     hl_key_u(&o, "planned_bytes", planned_bytes);
-    hl_put(&o, ",\n  \"fallback\": {");
-    hl_key_u(&o, "count", fb);
-    hl_put(&o, ", ");
-    hl_key_u(&o, "bytes", fbb);
-    for (int w = 0; w < W_N; w++) {
-        hl_put(&o, ", ");
-        hl_key_u(&o, why_name[w], atomic_load(&fb_count[w]));
-    }
-    hl_put(&o, "},\n  \"fallback_bytes\": {");
+    hl_put(&o, ",\n  ");
+    uint64_t why[W_N];
+    for (int w = 0; w < W_N; w++) why[w] = atomic_load(&fb_count[w]);
+    hl_put_fallback(&o, fb, fbb, why_name, why, W_N);
+    hl_put(&o, ",\n  \"fallback_bytes\": {");
     for (int w = 0; w < W_N; w++) {
         if (w) hl_put(&o, ", ");
         hl_key_u(&o, why_name[w], atomic_load(&fb_bytes[w]));
@@ -682,12 +678,7 @@ void hl_write_report(const char *end) {
     hl_key_u(&o, "stray_frees", atomic_load(&stray_frees));
     hl_put(&o, ", ");
     hl_key_u(&o, "resyncs", atomic_load(&resyncs));
-    hl_put(&o, ",\n  ");
-    hl_key_u(&o, "peak_rss_bytes", hl_peak_rss());
-    hl_put(&o, ",\n  \"end\": ");
-    hl_put_str(&o, end);
-    hl_put(&o, "\n}\n");
-    hl_write_out(report_path, &o);
+    hl_put_report_end(&o, end, report_path);
 }
 
 /* ---- the layer's hooks ---- */

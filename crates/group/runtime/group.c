@@ -1097,15 +1097,9 @@ void hl_write_report(const char *end) {
         hl_key_u(&o, "bytes", groups[g].bytes);
         hl_put(&o, "}");
     }
-    hl_put(&o, "],\n  \"fallback\": {");
-    hl_key_u(&o, "count", fb);
-    hl_put(&o, ", ");
-    hl_key_u(&o, "bytes", fbb);
-    for (int w = 0; w < W_N; w++) {
-        hl_put(&o, ", ");
-        hl_key_u(&o, why_name[w], why[w]);
-    }
-    hl_put(&o, "},\n  \"identification\": {");
+    hl_put(&o, "],\n  ");
+    hl_put_fallback(&o, fb, fbb, why_name, why, W_N);
+    hl_put(&o, ",\n  \"identification\": {");
     hl_key_u(&o, "walks", walks);
     hl_put(&o, ", ");
     hl_key_u(&o, "frames", frames);
@@ -1130,12 +1124,7 @@ void hl_write_report(const char *end) {
     hl_key_u(&o, "frees_grouped", frees);
     hl_put(&o, ", ");
     hl_key_u(&o, "stray_frees", atomic_load(&stray_frees));
-    hl_put(&o, ",\n  ");
-    hl_key_u(&o, "peak_rss_bytes", hl_peak_rss());
-    hl_put(&o, ",\n  \"end\": ");
-    hl_put_str(&o, end);
-    hl_put(&o, "\n}\n");
-    hl_write_out(report_path, &o);
+    hl_put_report_end(&o, end, report_path);
 }
 
 /* ---- the layer's hooks ---- */

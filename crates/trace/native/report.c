@@ -71,6 +71,27 @@ void hl_write_out(const char *path, const struct hl_out *o) {
     close(f);
 }
 
+void hl_put_fallback(struct hl_out *o, uint64_t count, uint64_t bytes, const char *const *names, const uint64_t *counts, int n) {
+    hl_put(o, "\"fallback\": {");
+    hl_key_u(o, "count", count);
+    hl_put(o, ", ");
+    hl_key_u(o, "bytes", bytes);
+    for (int w = 0; w < n; w++) {
+        hl_put(o, ", ");
+        hl_key_u(o, names[w], counts[w]);
+    }
+    hl_put(o, "}");
+}
+
+void hl_put_report_end(struct hl_out *o, const char *end, const char *path) {
+    hl_put(o, ",\n  ");
+    hl_key_u(o, "peak_rss_bytes", hl_peak_rss());
+    hl_put(o, ",\n  \"end\": ");
+    hl_put_str(o, end);
+    hl_put(o, "\n}\n");
+    hl_write_out(path, o);
+}
+
 static int claimed, reported;
 static pid_t claimer;
 

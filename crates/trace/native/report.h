@@ -23,6 +23,12 @@ void hl_put_ratio(struct hl_out *o, uint64_t num, uint64_t den);
 uint64_t hl_peak_rss(void);
 /* Writes the report to `path` (created or truncated). */
 void hl_write_out(const char *path, const struct hl_out *o);
+/* The runtimes' fallback object, `"fallback": {"count": c, "bytes": b, "<reason>": n, ...}`, one
+ * count per reason in `names` order (the launcher's report reader expects this shape). */
+void hl_put_fallback(struct hl_out *o, uint64_t count, uint64_t bytes, const char *const *names, const uint64_t *counts, int n);
+/* The runtimes' last fields, `"peak_rss_bytes"` and `"end"` (how the image ended), closing the
+ * object; then the report is written to `path`. */
+void hl_put_report_end(struct hl_out *o, const char *end, const char *path);
 
 /* ---- the run's report, written once by the image that claimed the run ----
  * The launcher names a claim file; the image that removes it is the one the launcher started
