@@ -800,13 +800,14 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
         }
         // Above the huge size only the local form: a fill costs a first-fit placement, and at
         // 10^7 random buffers the fills found nothing in 80 s while taking 1.2 GB more.
-        let fills = part.buffers.len() <= policy.huge_buffers
-            && left.as_secs_f64() * policy.windows_share >= policy.windows_min_fills * part.first_fit_seconds;
+        let huge = part.buffers.len() > policy.huge_buffers;
+        let share = left.as_secs_f64() * policy.windows_share;
+        let fills = !huge && share >= policy.windows_min_fills * part.first_fit_seconds;
         let mut params = crate::windows::WindowParams {
             cancel: run.opts.cancel.clone(),
             ..crate::windows::WindowParams::new(now + left.mul_f64(policy.windows_share), target.max(part.lower), part.makespan)
         };
-        if part.buffers.len() > policy.huge_buffers {
+        if huge {
             params.max_window = policy.huge_window_max_buffers;
         }
         let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, run.opts);
@@ -815,7 +816,7 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
             if let Some(off) = out.offsets {
                 part.offer(format!("critical windows ({})", out.windows), off, now.elapsed().as_secs_f64());
             }
-        } else if left.as_secs_f64() * policy.windows_share >= policy.local_windows_min_seconds {
+        } else if share >= policy.local_windows_min_seconds {
             // Too little time for the fills: the local form, from the best placement.
             let mut off = part.offsets.clone();
             let seed = crate::rng::mix(run.opts.seed, i as u64);
@@ -938,10 +939,6 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
         if part.makespan < settled || Instant::now() >= until || run.cancelled() {
             continue;
         }
-        // From the best placement and the runners-up, on all threads (the search itself is
-        // sequential): each start gets stuck in a different place, and a search returns early
-        // when stuck, freeing its thread for the next start. The first to reach the target
-        // stops the others.
         let aim = target.max(part.lower);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let improve_one = |buffers: &[Buffer], (k, (name, mut offsets)): (usize, (String, Vec<u64>))| {

@@ -312,16 +312,18 @@ impl<'a> Occupancy<'a> {
 
     /// Adds `iv`, taken by a buffer over leaves `[a, c)`, at node `node` (leaves `[lo, hi)`)
     /// and below. A high node gets it in its union, and in its pending set when the buffer
-    /// covers it (its descendants receive it when a query passes); the first low node on the
-    /// way is a low subtree's root, where the cover sets take over.
+    /// covers it (its descendants receive it when a query passes); below the high nodes it goes
+    /// to the cover sets of the canonical nodes of `[a, c)`.
     fn insert_at(&mut self, node: usize, lo: usize, hi: usize, a: usize, c: usize, iv: (u64, u64)) {
-        if node >= self.high {
-            self.insert_low(node, lo, hi, a, c, iv);
-            return;
-        }
-        self.work += self.pool.insert(&mut self.full[node], iv.0, iv.1);
-        if a <= lo && hi <= c {
-            self.work += self.pool.insert(&mut self.pending[node], iv.0, iv.1);
+        let covers = a <= lo && hi <= c;
+        if node < self.high {
+            self.work += self.pool.insert(&mut self.full[node], iv.0, iv.1);
+            if covers {
+                self.work += self.pool.insert(&mut self.pending[node], iv.0, iv.1);
+                return;
+            }
+        } else if covers {
+            self.work += self.pool.insert(&mut self.cover[node], iv.0, iv.1);
             return;
         }
         let mid = (lo + hi) / 2;
@@ -330,21 +332,6 @@ impl<'a> Occupancy<'a> {
         }
         if mid < c {
             self.insert_at(2 * node + 1, mid, hi, a, c, iv);
-        }
-    }
-
-    /// Adds `iv` to the cover sets of the canonical nodes of `[a, c)` under low node `node`.
-    fn insert_low(&mut self, node: usize, lo: usize, hi: usize, a: usize, c: usize, iv: (u64, u64)) {
-        if a <= lo && hi <= c {
-            self.work += self.pool.insert(&mut self.cover[node], iv.0, iv.1);
-            return;
-        }
-        let mid = (lo + hi) / 2;
-        if a < mid {
-            self.insert_low(2 * node, lo, mid, a, c, iv);
-        }
-        if mid < c {
-            self.insert_low(2 * node + 1, mid, hi, a, c, iv);
         }
     }
 

@@ -267,6 +267,9 @@ boxing_component_share";
                 _ => Err(format!("{v}: expected a share between 0 and 1")),
             }
         }
+        fn non_negative(v: &str) -> Result<f64, String> {
+            v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| format!("{v}: expected a non-negative number"))
+        }
         fn count<T: std::str::FromStr>(v: &str) -> Result<T, String> {
             v.replace('_', "").parse().map_err(|_| format!("{v}: expected a whole number"))
         }
@@ -280,20 +283,8 @@ boxing_component_share";
             "early_windows_min_buffers" => self.early_windows_min_buffers = count(value)?,
             "early_windows_max_buffers" => self.early_windows_max_buffers = count(value)?,
             "windows_share" => self.windows_share = share(value)?,
-            "windows_min_fills" => {
-                self.windows_min_fills = value
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|x| x.is_finite() && *x >= 0.0)
-                    .ok_or_else(|| format!("{value}: expected a non-negative number"))?
-            }
-            "local_windows_min_seconds" => {
-                self.local_windows_min_seconds = value
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|x| x.is_finite() && *x >= 0.0)
-                    .ok_or_else(|| format!("{value}: expected a non-negative number"))?
-            }
+            "windows_min_fills" => self.windows_min_fills = non_negative(value)?,
+            "local_windows_min_seconds" => self.local_windows_min_seconds = non_negative(value)?,
             "huge_window_max_buffers" => self.huge_window_max_buffers = count(value)?,
             "flat_min_buffers" => self.flat_min_buffers = count(value)?,
             "flat_share" => self.flat_share = share(value)?,

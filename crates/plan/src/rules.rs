@@ -39,8 +39,12 @@ pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
             (std::cmp::Reverse((b(i).size as u128 * b(i).length() as u128, b(i).size)), b(i).lower, *i)
         }),
         Order::Length => idx.sort_unstable_by_key(|i| (std::cmp::Reverse((b(i).length(), b(i).size)), b(i).lower, *i)),
-        Order::Start if buffers.windows(2).all(|w| w[0].lower <= w[1].lower) => {
-            // Already by start (a component, a trace): only runs of equal starts need sorting.
+        Order::Start => {
+            // By start (already so for a component or a trace), then runs of equal starts by
+            // larger size first.
+            if !buffers.windows(2).all(|w| w[0].lower <= w[1].lower) {
+                idx = heaplab_sweep::sorted_by(buffers, |b| b.lower);
+            }
             let mut k = 0;
             while k < idx.len() {
                 let run = idx[k..].iter().take_while(|i| b(i).lower == b(&idx[k]).lower).count();
@@ -49,15 +53,6 @@ pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
                 }
                 k += run;
             }
-        }
-        Order::Start => {
-            // Sorting the keys themselves rather than indices that point at them: at 10^7
-            // buffers the indirection's cache misses cost most of the time.
-            use rayon::prelude::*;
-            let mut keys: Vec<(u64, std::cmp::Reverse<u64>, u32)> =
-                buffers.iter().enumerate().map(|(i, b)| (b.lower, std::cmp::Reverse(b.size), i as u32)).collect();
-            keys.par_sort_unstable();
-            idx.iter_mut().zip(&keys).for_each(|(i, k)| *i = k.2);
         }
         Order::Random(seed) => crate::rng::Rng::new(seed).shuffle(&mut idx),
     }

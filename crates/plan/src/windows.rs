@@ -119,12 +119,7 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
         for w in windows.iter_mut().filter(|w| w.plan.is_none()) {
             let now = Instant::now();
             let until = now + params.deadline.saturating_duration_since(now).mul_f64(0.25 / unplanned as f64);
-            let sub: Vec<Buffer> = w
-                .members
-                .iter()
-                .map(|&i| Buffer { lower: buffers[i].lower.max(w.lo), upper: buffers[i].upper.min(w.hi), ..buffers[i] })
-                .collect();
-            w.plan = Some(solve(&sub, until));
+            w.plan = Some(solve(&clipped(buffers, &w.members, w.lo, w.hi), until));
         }
         in_window.fill(false);
         let mut offsets = vec![0u64; buffers.len()];
@@ -279,12 +274,8 @@ pub fn improve_windows(
         let (lo, hi) = open_window(&index, t, params.max_window);
         round.members.clear();
         index.overlapping(lo, hi, &mut round.members);
-        let sub: Vec<Buffer> = round
-            .members
-            .iter()
-            .map(|&i| Buffer { lower: buffers[i].lower.max(lo), upper: buffers[i].upper.min(hi), ..buffers[i] })
-            .collect();
-        // An eighth of the time left per window, at most two seconds: rounds should be many.
+        let sub = clipped(buffers, &round.members, lo, hi);
+        // An eighth of the time left per window, at most half a second: rounds should be many.
         let now = Instant::now();
         let until = now + params.deadline.saturating_duration_since(now).div_f64(8.0).min(std::time::Duration::from_millis(500));
         let plan = solve(&sub, until);
@@ -496,22 +487,13 @@ fn local_peak(buffers: &[Buffer], index: &TimeIndex, lo: u64, hi: u64, cap: usiz
     }
     scratch.clear();
     index.overlapping(lo, hi, scratch);
-    // Frees before allocations at the same tick (lifetimes are half-open).
-    let mut events: Vec<(u64, bool, u64)> =
-        scratch.iter().flat_map(|&i| [(buffers[i].lower.max(lo), true, buffers[i].size), (buffers[i].upper.min(hi), false, buffers[i].size)]).collect();
-    events.sort_unstable();
-    let (mut load, mut best) = (0u64, (0u64, lo));
-    for (t, alloc, size) in events {
-        if alloc {
-            load += size;
-            if load > best.0 {
-                best = (load, t);
-            }
-        } else {
-            load -= size;
-        }
-    }
-    Some(best.1)
+    Some(peak_in(&heaplab_sweep::load_profile(&clipped(buffers, scratch, lo, hi)), lo, hi))
+}
+
+/// The buffers `members` with their lifetimes clipped to `[lo, hi)`: a window as an instance of
+/// its own (members conflict there exactly when their clipped lifetimes do).
+fn clipped(buffers: &[Buffer], members: &[usize], lo: u64, hi: u64) -> Vec<Buffer> {
+    members.iter().map(|&i| Buffer { lower: buffers[i].lower.max(lo), upper: buffers[i].upper.min(hi), ..buffers[i] }).collect()
 }
 
 /// The tick of maximum load in `[lo, hi)` (the first such), from a load profile as

@@ -118,6 +118,7 @@ fn above_the_huge_size_the_local_windows_run_and_keep_the_plan_valid() {
         let v = validate(&inst.buffers, &out.offsets);
         assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
         assert_eq!(v.makespan, out.makespan);
+        assert!(out.optimal || out.stages.iter().any(|(s, _)| s == "critical windows"), "{}: the windows' stage ran: {:?}", kind.name(), out.stages);
         assert!(out.stages.iter().all(|(s, _)| s != "boxing" || out.boxing_iterations == 0), "{}", kind.name());
     }
 }
