@@ -270,8 +270,10 @@ static inline int64_t call_at(uint64_t a) {
 /* Whether a is in the code of a module holding call sites. */
 static inline int in_call_module(uint64_t a) {
     uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_acquire);
-    for (uint32_t r = 0; r < n; r++)
-        if (a - atomic_load_explicit(&call_range[r].lo, memory_order_relaxed) < atomic_load_explicit(&call_range[r].hi, memory_order_relaxed) - atomic_load_explicit(&call_range[r].lo, memory_order_relaxed)) return 1;
+    for (uint32_t r = 0; r < n; r++) {
+        uint64_t lo = atomic_load_explicit(&call_range[r].lo, memory_order_relaxed);
+        if (a - lo < atomic_load_explicit(&call_range[r].hi, memory_order_relaxed) - lo) return 1;
+    }
     return 0;
 }
 
@@ -329,7 +331,9 @@ static inline uint32_t first_holding(uint64_t present, uint32_t upto) {
  * MEMO_JUDGE walks stops keeping them for PACE_OFF_WALKS walks.
  * HEAPLAB_GROUP_MEMO=0 turns it off (for comparing). */
 #define MEMO_SLOTS 64u
-#define MEMO_WAYS 4u /* 16 sets of 4 */
+#define MEMO_WAYS 4u
+#define MEMO_SETS (MEMO_SLOTS / MEMO_WAYS)
+_Static_assert((MEMO_SETS & (MEMO_SETS - 1)) == 0, "memo sets are picked by the hash's top bits");
 #define MEMO_PAYS 2u /* at least one walk in MEMO_PAYS replayed whole */
 #define MEMO_JUDGE 1024u /* walks kept while judging */
 struct memo {
@@ -524,7 +528,7 @@ static inline struct memo *memo_for(void *ret) {
         return NULL;
     }
     uint64_t h = ((uint64_t)(uintptr_t)ret ^ (uint64_t)(uintptr_t)hl_self.frame >> 4) * 0x9E3779B97F4A7C15ull;
-    return (struct memo *)((unsigned char *)my_memo + (h >> 60) * MEMO_WAYS * memo_stride);
+    return (struct memo *)((unsigned char *)my_memo + (h >> (64 - __builtin_ctz(MEMO_SETS))) * MEMO_WAYS * memo_stride);
 }
 
 /* The group of an allocation made from `ret` (-1: none). Its call site first: one the profile

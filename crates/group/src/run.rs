@@ -31,14 +31,6 @@ pub fn library_path() -> std::io::Result<PathBuf> {
 /// A finished grouped run.
 pub type Grouped = RuntimeFinished<GroupRunReport>;
 
-/// Reads and checks a groups file for running: the format's rules and the runtime's limits, so
-/// that a bad file is an error before any program starts.
-pub fn load(path: &str) -> Result<Groups, RuntimeError> {
-    let g = crate::format::read(path).map_err(RuntimeError::Input)?;
-    crate::table::to_bytes(&g).map_err(|m| RuntimeError::Input(InputError::file(path, InputErrorKind::Consistency, m)))?;
-    Ok(g)
-}
-
 /// Runs `command` with `groups` applied; `groups_file` names them in errors and the report. The
 /// groups are checked first (invalid ones are an error before the program starts). `setup`
 /// adjusts the command (standard streams, working directory, environment) before it starts.

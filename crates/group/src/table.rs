@@ -54,6 +54,7 @@ pub struct CallSite {
     pub depth: u32,
 }
 
+/// Site `s` as the table names it: (module basename, file offset).
 fn site_key(g: &Groups, s: u32) -> (String, u64) {
     let site = &g.sites[s as usize];
     (site.module.rsplit('/').next().unwrap_or_default().to_string(), site.file_offset)
@@ -119,9 +120,7 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, String> {
         for conj in &grp.selector {
             let first = terms.len() as u32;
             for &s in conj {
-                let site = &g.sites[s as usize];
-                let base = site.module.rsplit('/').next().unwrap_or_default().to_string();
-                let key = (base, site.file_offset);
+                let key = site_key(g, s);
                 let next = sites.len() as u32;
                 let k = *index.entry(key.clone()).or_insert_with(|| {
                     sites.push(key);

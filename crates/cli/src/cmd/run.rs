@@ -103,8 +103,9 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
     let opts = heaplab_trace::launch::RuntimeOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
     // (report as JSON, summary paragraph) or why there is none; and how the program ended.
     let (told, status): (Result<(Value, String), String>, ExitStatus) = if let Some(groups_file) = &a.groups {
-        use heaplab_group::run::{load, run as run_grouped};
-        let groups = load(groups_file).map_err(|e| failure(e.class(), e.to_string()))?;
+        use heaplab_group::run::run as run_grouped;
+        // `run` checks what the runtime can apply before the program starts.
+        let groups = heaplab_group::format::read(groups_file).map_err(|e| Failure::Input(e.to_string()))?;
         let done = run_grouped(&groups, groups_file, &a.command, &opts, |c| c).map_err(|e| failure(e.class(), e.to_string()))?;
         (done.report.map(|r| (r.to_json(), r.summary())).ok_or(done.no_report.unwrap_or_default()), done.status)
     } else {
