@@ -51,7 +51,8 @@ pub struct Opts<X> {
     pub own: X,
 }
 
-fn die_as(bench: &str, m: &str) -> ! {
+/// Ends bench `heaplab-bench-BENCH` on bad usage or a failed step: the message, exit status 2.
+pub fn die_as(bench: &str, m: &str) -> ! {
     eprintln!("heaplab-bench-{bench}: {m}");
     std::process::exit(2)
 }

@@ -41,7 +41,7 @@ impl Args {
         while let Some(arg) = args.next() {
             let mut val = |what: &str| args.next().unwrap_or_else(|| fail(format!("{what} needs a value\n{usage}")));
             match arg.as_str() {
-                "--runs" => a.runs = val("--runs").parse().unwrap_or_else(|_| fail("--runs: expected a number".into())),
+                "--runs" => a.runs = val("--runs").parse().ok().filter(|n| *n >= 1).unwrap_or_else(|| fail("--runs: expected a number of at least 1".into())),
                 "--pairs" => a.pairs = val("--pairs").parse().unwrap_or_else(|_| fail("--pairs: expected a number".into())),
                 "--out" => a.out = PathBuf::from(val("--out")),
                 "-h" | "--help" => {

@@ -93,8 +93,7 @@ const PAPER_CACHE: [(&str, &str, &str, &str, &str, &str); 8] = [
 ];
 
 fn die(m: &str) -> ! {
-    eprintln!("heaplab-bench-apply: {m}");
-    std::process::exit(2)
+    programs::die_as("apply", m)
 }
 
 /// The apply bench's own options.

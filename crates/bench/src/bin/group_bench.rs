@@ -76,12 +76,10 @@ const HALO_FRAGMENTATION: [(&str, &str, &str); 9] = [
 const GROUP_LARGE: [(&str, &str); 5] = [("health", "9 40 1"), ("treeadd", "19"), ("perimeter", "10"), ("bisort", "300000"), ("ft", "1000 30000")];
 
 fn die(m: &str) -> ! {
-    eprintln!("heaplab-bench-group: {m}");
-    std::process::exit(2)
+    programs::die_as("group", m)
 }
 
-/// The command line: the shared options alone.
-/// The bench's own option: extra arguments for `heaplab group` (empty: HALO's defaults).
+/// The command line; the bench's own option: extra arguments for `heaplab group` (empty: HALO's defaults).
 type Opts = programs::Opts<Vec<String>>;
 
 /// A configuration measured: an allocator by LD_PRELOAD (glibc: none), or grouped.

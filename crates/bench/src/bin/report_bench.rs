@@ -16,6 +16,11 @@ heaplab-bench-report — the time of heaplab report on a 10^7-event trace
 
 usage: heaplab-bench-report [--heaplab PATH] [--calls N] [--runs K] [--out FILE]";
 
+fn die(m: &str) -> ! {
+    eprintln!("heaplab-bench-report: {m}");
+    std::process::exit(2)
+}
+
 fn run(cmd: &mut Command) -> f64 {
     let t0 = Instant::now();
     let out = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output().expect("start");
@@ -33,20 +38,17 @@ fn main() {
     let (mut calls, mut runs, mut out) = (10_000_000u64, 3usize, PathBuf::from("bench/report-results.md"));
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut value = || args.next().unwrap_or_else(|| panic!("{a}: value missing\n{USAGE}"));
+        let mut value = || args.next().unwrap_or_else(|| die(&format!("{a} needs a value\n{USAGE}")));
         match a.as_str() {
             "--heaplab" => heaplab = PathBuf::from(value()),
-            "--calls" => calls = value().parse().expect("--calls N"),
-            "--runs" => runs = value().parse().expect("--runs K"),
+            "--calls" => calls = value().parse().ok().filter(|&n| n >= 1).unwrap_or_else(|| die("--calls: expected a number of at least 1")),
+            "--runs" => runs = value().parse().ok().filter(|&n| n >= 1).unwrap_or_else(|| die("--runs: expected a number of at least 1")),
             "--out" => out = PathBuf::from(value()),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return;
             }
-            _ => {
-                eprintln!("{a}: unknown option\n{USAGE}");
-                std::process::exit(2);
-            }
+            _ => die(&format!("unknown option {a}\n{USAGE}")),
         }
     }
     let commit = host::output("git", &["rev-parse", "--short", "HEAD"]);
