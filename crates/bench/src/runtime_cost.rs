@@ -114,13 +114,7 @@ pub fn take_turns(runs: usize, n: usize, mut once: impl FnMut(usize) -> (f64, f6
             figures[k] = f;
         }
     }
-    times.into_iter().map(median).zip(figures).collect()
-}
-
-/// The median (the upper one of an even count).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    times.iter().map(|t| heaplab_study::stats::median(t)).zip(figures).collect()
 }
 
 /// Writes the results file `name` under `out`: `# title`, the machine line, then `body`.

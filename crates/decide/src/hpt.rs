@@ -13,7 +13,8 @@
 //! failed, with a confidence below the threshold); the signed-rank test splits zero
 //! differences between the signs as HPT's own implementation does (the script dropped them).
 
-use crate::ranktest::{median, rank_sum, signed_rank, Alternative, Method};
+use crate::ranktest::{rank_sum, signed_rank, Alternative, Method};
+use heaplab_study::stats::median;
 use crate::results::{Better, Results};
 use serde_json::{json, Value};
 

@@ -250,21 +250,6 @@ pub fn signed_rank(d: &[f64], alt: Alternative) -> TestResult {
     TestResult { statistic: w_plus, p: p.clamp(0.0, 1.0), method: Method::Normal }
 }
 
-/// The median of `v` (mean of the two middle values for an even count); NaN when empty.
-pub fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
-    let h = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[h]
-    } else {
-        (s[h - 1] + s[h]) / 2.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,14 +144,6 @@ fn timed(prefix: &[String], exe: &Path, w: &Workload, shared: &Path, timeout: Du
     }
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
-}
-
 fn main() {
     let o = parse_args().unwrap_or_else(|e| {
         eprintln!("heaplab-bench-access: {e}");
@@ -199,7 +191,7 @@ fn main() {
         let mut cells = Vec::new();
         for (name, prefix) in &configs {
             let times: Vec<f64> = (0..o.runs).map_while(|_| timed(prefix, &exe, w, &shared, o.timeout)).collect();
-            let m = if times.len() == o.runs { median(times) } else { None };
+            let m = (times.len() == o.runs).then(|| heaplab_study::stats::median(&times));
             if *name == "plain" {
                 plain = m;
             } else {

@@ -28,11 +28,6 @@ fn run(cmd: &mut Command) -> f64 {
     t0.elapsed().as_secs_f64()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
     let mut heaplab = PathBuf::from("target/release/heaplab");
     let (mut calls, mut runs, mut out) = (10_000_000u64, 3usize, PathBuf::from("bench/report-results.md"));
@@ -76,7 +71,7 @@ fn main() {
                 run(&mut c)
             })
             .collect();
-        rows.push(format!("| {name} | {:.2} |", median(times)));
+        rows.push(format!("| {name} | {:.2} |", heaplab_study::stats::median(&times)));
     }
     let _ = std::fs::remove_dir_all(&scratch);
     let table = format!("| view | seconds (median of {runs}) |\n|---|---:|\n{}\n", rows.join("\n"));

@@ -168,9 +168,7 @@ fn trace_info(heaplab: &Path, trace: &Path) -> Result<serde_json::Value, String>
 }
 
 fn median(v: &[Timing], f: impl Fn(&Timing) -> f64) -> f64 {
-    let mut x: Vec<f64> = v.iter().map(f).collect();
-    x.sort_by(|a, b| a.total_cmp(b));
-    x[x.len() / 2]
+    heaplab_study::stats::median(&v.iter().map(f).collect::<Vec<_>>())
 }
 
 struct Row {
