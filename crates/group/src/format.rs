@@ -11,7 +11,8 @@
 //!  16  u64 affinity distance (bytes)
 //!  24  f64 coverage          32  f64 merge tolerance     40  f64 group threshold
 //!  48  u64 min weight        56  u64 max group members   64  u64 max object size
-//!  72  u64 chunk size        80  u32 spare chunks        84  u32 flags (bit 0: whole call sites)
+//!  72  u64 chunk size        80  u32 spare chunks        84  u32 flags (bit 0: whole call sites,
+//!                                                               bit 1: recursion collapsed by function)
 //!  88  u64 K = command words 96  u64 S = sites          104  u64 C = contexts
 //! 112  u64 E = edges        120  u64 G = groups
 //! 128  K × str: the profiled command
@@ -29,7 +30,7 @@
 //! indices in range, a context's group listing it as a member and no context in two groups,
 //! and the walk depth being the deepest selector site's max depth + 1.
 
-use crate::{Group, GroupContext, GroupEdge, Groups, Params, Site};
+use crate::{Group, GroupContext, GroupEdge, Groups, Params, Recursion, Site};
 use heaplab_model::varint::{get_varint, put_varint};
 use heaplab_model::{InputError, InputErrorKind};
 use heaplab_trace::context::fnv1a;
@@ -120,7 +121,8 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
         b.extend_from_slice(&v.to_le_bytes());
     }
     b.extend_from_slice(&p.spare_chunks.to_le_bytes());
-    b.extend_from_slice(&u32::from(p.whole_call_sites).to_le_bytes());
+    let flags = u32::from(p.whole_call_sites) | u32::from(p.recursion == Recursion::Function) << 1;
+    b.extend_from_slice(&flags.to_le_bytes());
     for v in [g.command.len(), g.sites.len(), g.contexts.len(), g.edges.len(), g.groups.len()] {
         b.extend_from_slice(&(v as u64).to_le_bytes());
     }
@@ -231,6 +233,9 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
     if &bytes[body - 8..body] != END || u64_at(body) != fnv1a(&bytes[..body]) {
         return Err(format("truncated or corrupt: the end marker or checksum does not match".into()));
     }
+    if u32_at(84) > 3 {
+        return Err(format(format!("unknown flags {:#x} at byte 84", u32_at(84))));
+    }
     let params = Params {
         coverage: f64::from_bits(u64_at(24)),
         merge_tolerance: f64::from_bits(u64_at(32)),
@@ -240,11 +245,8 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
         max_object_size: u64_at(64),
         chunk_size: u64_at(72),
         spare_chunks: u32_at(80),
-        whole_call_sites: match u32_at(84) {
-            0 => false,
-            1 => true,
-            f => return Err(format(format!("unknown flags {f:#x} at byte 84"))),
-        },
+        whole_call_sites: u32_at(84) & 1 != 0,
+        recursion: if u32_at(84) & 2 != 0 { Recursion::Function } else { Recursion::CallSite },
     };
     let mut g = Groups {
         params,

@@ -1,18 +1,20 @@
-//! From an access profile to the graph HALO groups (§4.1, end): one node per full context that
-//! holds accesses to small objects, kept hottest first until they cover the asked share of all
-//! such accesses, and the profile's context affinity edges between kept nodes. Also the
-//! profile's contexts and call sites as [`crate::Groups`] records them.
+//! From an access profile to the graph HALO groups (§4.1, end): one node per reduced context
+//! ([`node_keys`]: the profile's full context, or that with recursion collapsed by function)
+//! that holds accesses to small objects, kept hottest first until they cover the asked share of
+//! all such accesses, and the profile's context affinity edges summed between kept nodes. Also
+//! the profile's contexts and call sites as [`crate::Groups`] records them.
 
-use crate::{GroupContext, GroupEdge, GroupError, Params, Site};
+use crate::{GroupContext, GroupEdge, GroupError, Params, Recursion, Site};
 use heaplab_access::AccessProfile;
 use std::collections::HashMap;
 
-/// A kept context.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// A kept reduced context.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Node {
-    /// Index into the profile's full contexts.
-    pub context: u32,
-    /// Loads and stores to its objects of at most `max_object_size` bytes.
+    /// The profile's full contexts it stands for (indices, ascending; one under
+    /// [`Recursion::CallSite`]).
+    pub contexts: Vec<u32>,
+    /// Loads and stores to their objects of at most `max_object_size` bytes.
     pub accesses: u64,
 }
 
@@ -111,22 +113,37 @@ pub fn build(profile: &AccessProfile, params: &Params) -> Result<Built, GroupErr
     // is no node, and its accesses are no part of what the coverage counts.
     let attributable = |c: usize| !fc[c].frames.is_empty();
     let groupable: u64 = (0..n).filter(|&c| attributable(c)).map(|c| small[c]).fold(0, u64::saturating_add);
-    let mut order: Vec<usize> = (0..n).filter(|&c| attributable(c) && small[c] > 0).collect();
-    order.sort_by_key(|&c| (std::cmp::Reverse(small[c]), c));
+    // Candidate nodes: the attributable contexts with small-object accesses, by reduced context.
+    let keys = node_keys(&sites, &contexts, params.recursion);
+    let mut candidates: Vec<Node> = Vec::new();
+    let mut candidate_of: HashMap<&[u32], usize> = HashMap::new();
+    for c in (0..n).filter(|&c| attributable(c) && small[c] > 0) {
+        let k = *candidate_of.entry(&keys[c]).or_insert_with(|| {
+            candidates.push(Node::default());
+            candidates.len() - 1
+        });
+        candidates[k].contexts.push(c as u32);
+        candidates[k].accesses = candidates[k].accesses.saturating_add(small[c]);
+    }
+    candidates.sort_by_key(|nd| (std::cmp::Reverse(nd.accesses), nd.contexts[0]));
     let target = params.coverage * groupable as f64;
     let mut covered = 0u64;
     let mut nodes = Vec::new();
-    for c in order {
+    for nd in candidates {
         if covered as f64 >= target {
             break;
         }
-        covered = covered.saturating_add(small[c]);
-        contexts[c].kept = true;
-        nodes.push(Node { context: c as u32, accesses: small[c] });
+        covered = covered.saturating_add(nd.accesses);
+        for &c in &nd.contexts {
+            contexts[c as usize].kept = true;
+        }
+        nodes.push(nd);
     }
     let mut node_of = vec![usize::MAX; n];
     for (k, nd) in nodes.iter().enumerate() {
-        node_of[nd.context as usize] = k;
+        for &c in &nd.contexts {
+            node_of[c as usize] = k;
+        }
     }
     let mut edges = Vec::with_capacity(profile.context_affinity.len());
     let mut graph_edges = Vec::new();
@@ -150,6 +167,38 @@ pub fn build(profile: &AccessProfile, params: &Params) -> Result<Built, GroupErr
         same
     });
     Ok(Built { graph: Graph::new(nodes, graph_edges), sites, contexts, edges, groupable_accesses: groupable })
+}
+
+/// Each context's reduced form, the key of its node: its call sites (indices into `sites`) as
+/// they are under [`Recursion::CallSite`], and under [`Recursion::Function`] only the innermost
+/// frame of each function (module and symbol). The profile's contexts already keep each return
+/// address once, at its innermost occurrence, so two contexts of one recursion differ only in
+/// the function's own outer call sites (which were taken, in which order); those are dropped.
+/// A frame without a symbol is a function of its own. Outer frames are dropped rather than
+/// inner ones because the inner frame is where the allocation was made from.
+pub fn node_keys(sites: &[Site], contexts: &[GroupContext], recursion: Recursion) -> Vec<Vec<u32>> {
+    contexts
+        .iter()
+        .map(|c| match recursion {
+            Recursion::CallSite => c.sites.clone(),
+            Recursion::Function => {
+                let mut seen: Vec<(&str, &str)> = Vec::new();
+                let mut key = Vec::with_capacity(c.sites.len());
+                for &s in &c.sites {
+                    let site = &sites[s as usize];
+                    if !site.function.is_empty() {
+                        let f = (site.module.as_str(), site.function.as_str());
+                        if seen.contains(&f) {
+                            continue;
+                        }
+                        seen.push(f);
+                    }
+                    key.push(s);
+                }
+                key
+            }
+        })
+        .collect()
 }
 
 impl Graph {

@@ -47,6 +47,39 @@ pub struct Params {
     /// (HALO: off, it groups covered contexts only). The call site then decides without a
     /// stack walk, and a list built from covered and uncovered contexts stays in one heap.
     pub whole_call_sites: bool,
+    /// How recursion is collapsed when contexts become the graph's nodes (HALO: by call site).
+    pub recursion: Recursion,
+}
+
+/// How the graph's nodes are made of the profile's contexts. The profile keeps HALO's reduction
+/// (each return address at its innermost occurrence only); grouping may collapse further.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Recursion {
+    /// HALO's reduction (§4.1): one node per profile context, so a recursion's path through
+    /// different call sites of one function (the order they were taken in, which of them were)
+    /// makes distinct nodes.
+    CallSite,
+    /// One node per context reduced further to the innermost frame of each function (module and
+    /// symbol; a frame without a symbol stands for itself): the objects a recursion allocates
+    /// at one point are one node whatever path through the function's own call sites led
+    /// there. Selectors still tell the profile's contexts apart by all their call sites.
+    #[default]
+    Function,
+}
+
+impl Recursion {
+    /// The name `heaplab group --recursion` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recursion::CallSite => "call-site",
+            Recursion::Function => "function",
+        }
+    }
+
+    /// The mode named `name` (see [`Recursion::name`]).
+    pub fn parse(name: &str) -> Option<Recursion> {
+        [Recursion::CallSite, Recursion::Function].into_iter().find(|r| r.name() == name)
+    }
 }
 
 /// A call site: a return address, named so that it is found again in another run.
@@ -146,6 +179,7 @@ impl Default for Params {
             chunk_size: 1 << 20,
             spare_chunks: 1,
             whole_call_sites: false,
+            recursion: Recursion::default(),
         }
     }
 }
@@ -281,7 +315,7 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
         walk_depth: 0,
     };
     for g in &found {
-        let members: Vec<u32> = g.members.iter().map(|&n| built.graph.nodes[n].context).collect();
+        let members: Vec<u32> = g.members.iter().flat_map(|&n| built.graph.nodes[n].contexts.iter().copied()).collect();
         let accesses = members.iter().map(|&m| out.contexts[m as usize].accesses).sum();
         out.groups.push(Group { members, weight: g.weight, accesses, selector: Vec::new() });
     }

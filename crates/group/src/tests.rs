@@ -5,7 +5,8 @@ use super::*;
 use heaplab_access::{AccessBlock, AccessProfile, Edge, Frame, FullContext};
 
 /// A profile whose full context i has the frames `chains[i]` (function names, innermost
-/// first; a name's offset is fixed by the name) and whose blocks are `(context, size,
+/// first; a name's offset is fixed by the name; `f@x` is another call site in function f)
+/// and whose blocks are `(context, size,
 /// accesses)`; `affinity` are the context edges.
 pub(crate) fn profile(chains: &[&[&str]], blocks: &[(u32, u64, u64)], affinity: &[(u64, u64, u64)]) -> AccessProfile {
     let offset = |f: &str| 0x1000 + f.bytes().fold(0u64, |h, b| h * 31 + u64::from(b)) % 0x10000;
@@ -13,7 +14,7 @@ pub(crate) fn profile(chains: &[&[&str]], blocks: &[(u32, u64, u64)], affinity: 
         .iter()
         .map(|c| FullContext {
             key: c.iter().fold(7u64, |h, f| h.wrapping_mul(1_000_003) ^ offset(f)),
-            frames: c.iter().map(|f| Frame { ip: 0x400000 + offset(f), module: "/usr/bin/prog".into(), file_offset: offset(f), function: (*f).into() }).collect(),
+            frames: c.iter().map(|f| Frame { ip: 0x400000 + offset(f), module: "/usr/bin/prog".into(), file_offset: offset(f), function: f.split('@').next().unwrap().into() }).collect(),
             depths: (0..c.len() as u32).map(|d| d + 1).collect(),
         })
         .collect();
@@ -81,7 +82,7 @@ fn contexts_are_kept_hottest_first_until_the_coverage() {
     // Accesses 50, 30, 15, 5 (all small): 90% = 90 is reached with the third.
     let p = profile(&[&["a"], &["b"], &["c"], &["d"]], &[(0, 8, 50), (1, 8, 30), (2, 8, 15), (3, 8, 5)], &[]);
     let b = graph::build(&p, &Params::default()).unwrap();
-    assert_eq!(b.graph.nodes.iter().map(|n| n.context).collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert_eq!(b.graph.nodes.iter().map(|n| n.contexts.clone()).collect::<Vec<_>>(), vec![vec![0], vec![1], vec![2]]);
     assert_eq!(b.graph.accesses, 95);
     assert_eq!(b.groupable_accesses, 100);
     let b = graph::build(&p, &Params { coverage: 0.5, ..Params::default() }).unwrap();
@@ -89,7 +90,7 @@ fn contexts_are_kept_hottest_first_until_the_coverage() {
     // Objects above the maximum count for nothing: context 0's big object leaves it at 10.
     let p = profile(&[&["a"], &["b"]], &[(0, 8, 10), (0, 5000, 1000), (1, 8, 30)], &[]);
     let b = graph::build(&p, &Params::default()).unwrap();
-    assert_eq!(b.graph.nodes, vec![graph::Node { context: 1, accesses: 30 }, graph::Node { context: 0, accesses: 10 }]);
+    assert_eq!(b.graph.nodes, vec![graph::Node { contexts: vec![1], accesses: 30 }, graph::Node { contexts: vec![0], accesses: 10 }]);
     assert_eq!(b.contexts[0].accesses, 1010);
 }
 
@@ -119,4 +120,77 @@ fn bad_profiles_and_parameters_are_refused() {
     let mut broken = lists();
     broken.blocks[0].full_context = 77;
     assert!(matches!(group(&broken, &Params::default()), Err(GroupError::Profile(_))));
+}
+
+/// A tree built by a recursive function through two call sites (`build@l`, `build@r`), each
+/// node allocated at `build`, its payload by `fill` (called from `build@f`); the
+/// profile's contexts are HALO's reduction: each return address once, innermost first.
+fn recursive_tree() -> AccessProfile {
+    let chains: [&[&str]; 8] = [
+        &["build", "main"],
+        &["build", "build@l", "main"],
+        &["build", "build@r", "main"],
+        &["build", "build@l", "build@r", "main"],
+        &["build", "build@r", "build@l", "main"],
+        &["fill", "build@f", "build@l", "main"],
+        &["fill", "build@f", "build@r", "build@l", "main"],
+        &["other", "main"],
+    ];
+    let mut blocks = Vec::new();
+    for k in 0..40u32 {
+        blocks.push((k % 5, 32, 20));
+        blocks.push((5 + k % 2, 32, 10));
+        blocks.push((7, 32, 5));
+    }
+    // Tree nodes used with each other, payloads with each other and a little with the nodes,
+    // the other objects alone.
+    let mut affinity = Vec::new();
+    for a in 0..5u64 {
+        for b in a..5 {
+            affinity.push((a, b, 60));
+        }
+        affinity.push((a, 5, 30));
+        affinity.push((a, 6, 30));
+    }
+    affinity.extend([(5, 5, 40), (5, 6, 40), (6, 6, 40), (7, 7, 200)]);
+    profile(&chains, &blocks, &affinity)
+}
+
+#[test]
+fn recursion_by_function_makes_one_node_of_a_recursion_s_paths() {
+    let p = recursive_tree();
+    let g = group(&p, &Params::default()).unwrap();
+    assert_eq!(g.params.recursion, Recursion::Function);
+    let b = graph::build(&p, &Params::default()).unwrap();
+    let mut nodes: Vec<Vec<u32>> = b.graph.nodes.iter().map(|n| n.contexts.clone()).collect();
+    nodes.sort();
+    assert_eq!(nodes, vec![vec![0, 1, 2, 3, 4], vec![5, 6], vec![7]], "the tree's nodes, its payloads, the others");
+    let tree = g.contexts[0].group.expect("the tree is grouped");
+    assert!((0..5).all(|c| g.contexts[c].group == Some(tree)), "every path to a node in one group: {:?}", g.contexts);
+    assert!(g.contexts[5].group.is_some() && g.contexts[5].group == g.contexts[6].group, "{:?}", g.contexts);
+    assert_ne!(g.contexts[7].group, Some(tree));
+    assert!(select::misclassified(&g).is_empty());
+    // The allocation call sites tell the groups apart: no walk beyond the innermost frame (at
+    // stack position 1 in these profiles).
+    let name = |s: u32| g.sites[s as usize].function.as_str();
+    for x in &g.groups {
+        assert!(x.selector.iter().all(|c| c.len() == 1 && ["build", "fill", "other"].contains(&name(c[0]))), "{:?}", x.selector);
+    }
+    assert_eq!(g.walk_depth, 2);
+}
+
+#[test]
+fn recursion_by_call_site_keeps_halo_s_nodes() {
+    let params = Params { recursion: Recursion::CallSite, ..Params::default() };
+    let b = graph::build(&recursive_tree(), &params).unwrap();
+    assert_eq!(b.graph.nodes.len(), 8, "one node per profile context");
+    assert!(b.graph.nodes.iter().all(|n| n.contexts.len() == 1));
+    // A frame without a symbol is a function of its own: nothing collapses.
+    let mut p = recursive_tree();
+    for c in &mut p.full_contexts {
+        for f in &mut c.frames {
+            f.function.clear();
+        }
+    }
+    assert_eq!(graph::build(&p, &Params::default()).unwrap().graph.nodes.len(), 8);
 }

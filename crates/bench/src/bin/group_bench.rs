@@ -3,7 +3,7 @@
 //!
 //! For each workload (the pointer-chasing programs of `../shared/workloads/` and Debian programs
 //! on generated inputs, the same set as the apply bench) it profiles the small input (`heaplab
-//! access --contexts --graph contexts`), groups the profile (`heaplab group`, HALO's defaults) and
+//! access --contexts --graph contexts`), groups the profile (`heaplab group`, its defaults: HALO's) and
 //! measures the large input under glibc, jemalloc, mimalloc and tcmalloc (LD_PRELOAD) and grouped
 //! (`heaplab run --groups`, fallback jemalloc as HALO's baseline): wall time and peak RSS over
 //! repeated interleaved runs (the first discarded, median and quartiles of the rest), simulated
@@ -38,7 +38,7 @@ Usage: heaplab-bench-group [OPTIONS]      (run from the repository root; `make b
   --no-cachegrind      skip the cachegrind runs (no D1/LL columns, no miss targets)
   --quick              development mode: health, treeadd and jq, 4 runs (also HEAPLAB_BENCH_GROUP_QUICK=1)
   --group-args 'ARGS'  extra arguments for `heaplab group`, e.g. '--whole-call-sites --merge-tolerance 1'
-                       (a variant: give it its own --out) [default: none, HALO's defaults]
+                       (a variant: give it its own --out) [default: none, heaplab group's defaults]
   -h, --help           this help
 
 Exit status: 0 when every row was measured with outputs identical to the plain run, 1 when a row
@@ -79,7 +79,7 @@ fn die(m: &str) -> ! {
     programs::die_as("group", m)
 }
 
-/// The command line; the bench's own option: extra arguments for `heaplab group` (empty: HALO's defaults).
+/// The command line; the bench's own option: extra arguments for `heaplab group` (empty: `heaplab group`'s defaults).
 type Opts = programs::Opts<Vec<String>>;
 
 /// A configuration measured: an allocator by LD_PRELOAD (glibc: none), or grouped.
@@ -379,9 +379,9 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
          program). *Δ vs jemalloc* is the median's change; the time verdict is a one-sided rank-sum test at 95%. Every run's standard \
          output is compared with the plain (glibc) run's.\n\n",
         if o.own.is_empty() {
-            "with HALO's defaults (`heaplab group`: coverage 90%, merge tolerance 5%, objects up to 4 KiB, 1 MiB chunks, one spare chunk)".to_string()
+            "with `heaplab group`'s defaults (HALO's: coverage 90%, merge tolerance 5%, objects up to 4 KiB, 1 MiB chunks, one spare chunk; recursion collapsed by function, where HALO collapses by call site)".to_string()
         } else {
-            format!("with `heaplab group {}` (otherwise HALO's defaults)", o.own.join(" "))
+            format!("with `heaplab group {}` (otherwise its defaults)", o.own.join(" "))
         },
         o.runs,
         o.runs - 1,

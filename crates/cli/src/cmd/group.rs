@@ -6,7 +6,7 @@ use crate::flag_ranges::{CHUNK_SIZE, GROUP_MEMBERS, MAX_OBJECT_SIZE, MIN_WEIGHT,
 use crate::outputs::check_outputs;
 use crate::Failure;
 use clap::Args;
-use heaplab_group::{format, select, Groups, Params};
+use heaplab_group::{format, select, Groups, Params, Recursion};
 use heaplab_model::units::grouped;
 use serde_json::{json, Value};
 
@@ -21,7 +21,9 @@ contexts (objects of two contexts accessed within the affinity distance). From i
 
   1. the graph: contexts holding accesses to objects of at most --max-object-size bytes, the
      most accessed first until they cover --coverage of all such accesses (allocations with no
-     program frame on their stack cannot be told apart at run time and are left out);
+     program frame on their stack cannot be told apart at run time and are left out); with
+     --recursion function (the default) contexts that differ only in a recursive function's
+     own outer call sites are one node (HALO's `call-site` keeps them apart);
   2. grouping: edges lighter than --min-weight dropped, a group grown around the hotter end of
      the strongest edge left, adding the context with the best merge benefit
      m = S(A+B) - (1 - T) max(S(A), S(B)) while it is positive (S = weight / (loops + pairs),
@@ -86,9 +88,19 @@ pub struct GroupArgs {
     /// covered and uncovered contexts stay in one heap. Off by default (HALO's behaviour).
     #[arg(long)]
     whole_call_sites: bool,
+    /// How recursion is collapsed into the graph's nodes: `function` keeps only the innermost
+    /// frame of each function, so the objects a recursion allocates at one point are one node
+    /// whatever path through its call sites led there; `call-site` is HALO's reduction (one
+    /// node per distinct chain of call sites). Selectors use every call site either way.
+    #[arg(long, value_name = "MODE", default_value = Params::default().recursion.name(), value_parser = parse_recursion)]
+    recursion: Recursion,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_recursion(s: &str) -> Result<Recursion, String> {
+    Recursion::parse(s).ok_or_else(|| format!("`{s}` is not a recursion mode (call-site or function)"))
 }
 
 /// `heaplab group`.
@@ -104,6 +116,7 @@ pub fn group(a: GroupArgs) -> Result<(), Failure> {
         chunk_size: a.chunk_size,
         spare_chunks: a.spare_chunks,
         whole_call_sites: a.whole_call_sites,
+        recursion: a.recursion,
     };
     params.validate().map_err(Failure::Input)?;
     let profile = heaplab_access::read(&a.profile).map_err(|e| Failure::Input(e.to_string()))?;
@@ -185,7 +198,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
             "coverage": p.coverage, "merge_tolerance": p.merge_tolerance, "min_weight": p.min_weight,
             "max_group_members": p.max_group_members, "group_threshold": p.group_threshold,
             "max_object_size": p.max_object_size, "chunk_size": p.chunk_size, "spare_chunks": p.spare_chunks,
-            "whole_call_sites": p.whole_call_sites,
+            "whole_call_sites": p.whole_call_sites, "recursion": p.recursion.name(),
         },
         "contexts": g.contexts.len(),
         "kept": g.contexts.iter().filter(|c| c.kept).count(),

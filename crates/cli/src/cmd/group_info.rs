@@ -66,11 +66,12 @@ pub fn group_info(a: GroupInfoArgs) -> Result<(), Failure> {
     println!("command        {}", g.command.join(" "));
     println!("affinity       {} B", grouped(g.affinity_distance));
     println!(
-        "parameters     coverage {}, merge tolerance {}, min weight {}, max members {members}, threshold {}{}",
+        "parameters     coverage {}, merge tolerance {}, min weight {}, max members {members}, threshold {}, recursion by {}{}",
         p.coverage,
         p.merge_tolerance,
         p.min_weight,
         p.group_threshold,
+        p.recursion.name(),
         if p.whole_call_sites { ", whole call sites" } else { "" }
     );
     println!("allocator      objects ≤ {} B, chunks of {}, {} spare", grouped(p.max_object_size), bytes(p.chunk_size), p.spare_chunks);

@@ -354,6 +354,43 @@ fn call_sites_decide_alone_and_unknown_call_sites_fall_back_unwalked() {
     assert!(n(&v, &["fallback", "ungrouped"]) > 0 && n(&v, &["fallback", "count"]) >= left_out, "the left-out call site's {left_out} allocations fall back: {v}");
 }
 
+/// `tests/programs/recursion.c` profiled (depth `depth`, 5 rounds) and grouped with `args`.
+fn recursion_groups(dir: &Path, name: &str, depth: &str, args: &[&str]) -> (String, Groups) {
+    let p = compiled("recursion", &["-O1", "-g"]);
+    let prof = dir.join(format!("{name}.hlaccess")).to_string_lossy().into_owned();
+    let r = heaplab_in(dir, &["access", "--contexts", "-o", &prof, "--", &p, depth, "5"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = dir.join(format!("{name}.hlgroups")).to_string_lossy().into_owned();
+    let r = heaplab_in(dir, &[&["group", &prof, "-o", &out][..], args].concat());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let g = heaplab_group::format::read(&out).unwrap();
+    (out, g)
+}
+
+#[test]
+fn a_recursion_through_two_call_sites_is_one_group_identified_at_its_call_site() {
+    crate::common::need("valgrind");
+    let dir = scratch_dir("group_run", "recursion");
+    let p = compiled("recursion", &["-O1", "-g"]);
+    let (file, g) = recursion_groups(&dir, "by-function", "6", &[]);
+    // HALO's reduction leaves the tree's nodes in several contexts (root, left, right, left
+    // then right, right then left); collapsed by function they are one node, so one group.
+    let tree: Vec<&heaplab_group::GroupContext> = g.contexts.iter().filter(|c| c.sites.first().is_some_and(|&s| g.sites[s as usize].function == "build")).collect();
+    assert!(tree.len() >= 4, "{:?}", g.contexts);
+    assert!(tree[0].group.is_some() && tree.iter().all(|c| c.group == tree[0].group), "{:?}", g.contexts);
+    assert!(heaplab_group::select::misclassified(&g).is_empty());
+    assert_eq!(g.walk_depth, 1, "the allocation call sites tell the groups apart");
+    // A deeper tree than profiled: stacks the profile never saw, all decided at the call site.
+    let v = same_as_plain(&dir, &file, &[&p, "12", "3"], &[], &[]);
+    let k = tree[0].group.unwrap().to_string();
+    assert_eq!(n(&v, &["groups", &k, "count"]), (1 << 13) - 1, "every node of the tree: {v}");
+    assert_eq!(n(&v, &["identification", "frames"]), n(&v, &["identification", "walks"]), "no walk past the call site: {v}");
+    // HALO's reduction, kept as an option: the paths stay apart, and selectors need the walk.
+    let (_, halo) = recursion_groups(&dir, "by-call-site", "6", &["--recursion", "call-site"]);
+    assert_eq!(halo.params.recursion, heaplab_group::Recursion::CallSite);
+    assert!(halo.walk_depth > 1, "{halo:?}");
+}
+
 #[test]
 fn threads_program_and_fallback_allocators() {
     let dir = scratch_dir("group_run", "threads");

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use std::collections::BTreeSet;
 
 fn graph(accesses: &[u64], edges: &[(usize, usize, u64)]) -> Graph {
-    let nodes = accesses.iter().enumerate().map(|(i, &a)| Node { context: i as u32, accesses: a }).collect();
+    let nodes = accesses.iter().enumerate().map(|(i, &a)| Node { contexts: vec![i as u32], accesses: a }).collect();
     Graph::new(nodes, edges.iter().map(|&(a, b, weight)| Edge { a, b, weight }).collect())
 }
 

@@ -30,9 +30,13 @@ fn round_trip() {
     let whole = Groups { params: Params { whole_call_sites: true, ..g.params.clone() }, ..g.clone() };
     let bytes = to_bytes(&whole).unwrap();
     assert_eq!(reread(&bytes).unwrap(), whole);
+    for recursion in [Recursion::CallSite, Recursion::Function] {
+        let r = Groups { params: Params { recursion, ..whole.params.clone() }, ..g.clone() };
+        assert_eq!(reread(&to_bytes(&r).unwrap()).unwrap(), r);
+    }
     let mut unknown = bytes.clone();
-    unknown[84] = 2;
-    assert!(reread(&resum(unknown)).unwrap_err().to_string().contains("unknown flags 0x2 at byte 84"));
+    unknown[84] = 4;
+    assert!(reread(&resum(unknown)).unwrap_err().to_string().contains("unknown flags 0x4 at byte 84"));
     let dir = std::env::temp_dir().join(format!("hlgroups-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("g.hlgroups").to_string_lossy().into_owned();
