@@ -989,8 +989,23 @@ static uint32_t get32(const unsigned char *p) {
     return v;
 }
 
+/* Zeroed memory for the runtime's tables, carved in turn (64-byte aligned) from one reservation
+ * that only the pages used make resident: a few dozen small tables share a few pages, where a
+ * mapping each cost a system call and a page fault apiece at every start. */
+#define TABLE_ARENA (64ull << 20)
 static void *table_map(uint64_t bytes) {
-    void *m = sys_mmap(NULL, bytes ? bytes : 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    static unsigned char *arena;
+    static uint64_t used;
+    bytes = bytes ? (bytes + 63) & ~(uint64_t)63 : 64;
+    if (!arena) {
+        arena = sys_mmap(NULL, TABLE_ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (arena == MAP_FAILED) arena = NULL;
+    }
+    if (arena && bytes <= TABLE_ARENA - used) {
+        used += bytes;
+        return arena + used - bytes;
+    }
+    void *m = sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return m == MAP_FAILED ? NULL : m;
 }
 
