@@ -795,13 +795,13 @@ static inline __attribute__((always_inline)) void *group_alloc(uint32_t g, uint6
         /* Boundaries first, then the top (release): a reader that sees the new top sees them. */
         atomic_store_explicit(&c->top, off + sz, memory_order_release);
         *zero = (int)c->zeroed;
-        if (HL_UNLIKELY(off + sz > c->high)) grow(c, off + sz);
     }
     if (sz != used) bit_set(live_of(c), off / GRANULE + 1, 1); /* padded: see group_free */
     c->refs++;
     G->count++;
     G->bytes += size;
     __atomic_store_n(&G->live, G->live + used, __ATOMIC_RELAXED);
+    if (HL_UNLIKELY(off + sz > c->high)) grow(c, off + sz); /* after the live bytes: the peak counts this object */
     group_drop(&G->lock, took);
     return (unsigned char *)c + off;
 }
