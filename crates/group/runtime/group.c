@@ -617,7 +617,7 @@ static inline uint64_t extent(struct chunk *c, uint64_t off) {
 }
 
 /* ---- reuse of freed space (free lists) ----
- * With `reuse` (the default; HEAPLAB_GROUP_REUSE=0 turns it off), a freed object goes on its
+ * With `reuse` (HEAPLAB_GROUP_REUSE=1; off by default, see docs/group.md), a freed object goes on its
  * group's LIFO list for its size, and an allocation takes the newest freed object of its size
  * before bumping: a few long-lived objects no longer pin a chunk full of dead ones while the
  * group bumps on into fresh memory. Sizes are then multiples of 16 (REUSE_UNIT, 8-byte requests
@@ -1156,7 +1156,7 @@ static int load_table(void) {
     returned = table_map(chunks_max * 4);
     spares = table_map((T.spare ? T.spare : 1) * 4);
     const char *reuse_env = getenv("HEAPLAB_GROUP_REUSE");
-    reuse = !reuse_env || strcmp(reuse_env, "0") != 0;
+    reuse = reuse_env && strcmp(reuse_env, "1") == 0;
     nclass = (T.max_object + REUSE_UNIT - 1) / REUSE_UNIT + 1;
     free_heads = sys_mmap(NULL, (ng ? ng : 1) * nclass * sizeof *free_heads, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (free_heads == MAP_FAILED) free_heads = NULL, reuse = 0;

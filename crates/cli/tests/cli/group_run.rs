@@ -276,7 +276,7 @@ fn every_allocation_call_is_exact_grouped() {
         }
     }
     // Tiny chunks: chunks fill, empty ones are reused or given back, calloc zeroes reused memory;
-    // with free lists (the default), freed objects are reused too, and a chunk that empties
+    // with free lists (HEAPLAB_GROUP_REUSE=1), freed objects are reused too, and a chunk that empties
     // first unlinks its listed objects (a mistake there corrupts the lists: the program's checks
     // or a crash would show it).
     let ctxs = contexts(&dir, "small", 4, &[&p, "mix", "6"], &[]);
