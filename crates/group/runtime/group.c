@@ -620,10 +620,12 @@ static inline uint64_t extent(struct chunk *c, uint64_t off) {
  * With `reuse` (HEAPLAB_GROUP_REUSE=1; off by default, see docs/group.md), a freed object goes on its
  * group's LIFO list for its size, and an allocation takes the newest freed object of its size
  * before bumping: a few long-lived objects no longer pin a chunk full of dead ones while the
- * group bumps on into fresh memory. Sizes are then multiples of 16 (REUSE_UNIT, 8-byte requests
- * take 16), so no alignment padding ever sits between objects: an object's extent never changes
- * while it is listed, and every granule below the top that starts an object whose live bit is
- * clear starts a listed object. The lists are doubly linked through the freed objects, so a
+ * group bumps on into fresh memory. Requests above 8 bytes then take multiples of 16
+ * (REUSE_UNIT), so padding (8 bytes, after an object of 8) only ever follows objects too small
+ * to be listed: a listed object's extent never changes, and every start below the top whose
+ * live bit is clear and whose extent is above 8 is a listed object (padding and dead 8-byte
+ * objects, extent 8, are not listed: freed, they stay dead until their chunk empties, as without
+ * the lists). The lists are doubly linked through the freed objects, so a
  * chunk that empties (released, or bumped through again) unlinks its own objects in one pass
  * over its bitmaps. Guarded by the group's lock, as everything else of the group. */
 #define REUSE_UNIT 16u
@@ -648,8 +650,8 @@ static inline void list_unlink(uint32_t g, struct free_node *n, uint64_t ext) {
     if (n->next) n->next->prev = n->prev;
 }
 
-/* Unlinks chunk c's listed objects (every object start below the top whose live bit is clear,
- * but the one at `skip`, being freed and never listed) from group g's lists. */
+/* Unlinks chunk c's listed objects (every start of more than 8 bytes below the top whose live
+ * bit is clear, but the one at `skip`, being freed and never listed) from group g's lists. */
 static void unlist_chunk(uint32_t g, struct chunk *c, uint64_t skip) {
     _Atomic uint64_t *b = bounds_of(c), *l = live_of(c);
     uint64_t top = atomic_load_explicit(&c->top, memory_order_relaxed);
@@ -658,7 +660,8 @@ static void unlist_chunk(uint32_t g, struct chunk *c, uint64_t skip) {
         while (dead) {
             uint64_t off = (w * 64 + (uint64_t)__builtin_ctzll(dead)) * GRANULE;
             dead &= dead - 1;
-            if (off != skip) list_unlink(g, (struct free_node *)((unsigned char *)c + off), extent(c, off));
+            uint64_t ext = off != skip ? extent(c, off) : 0;
+            if (ext > GRANULE) list_unlink(g, (struct free_node *)((unsigned char *)c + off), ext);
         }
     }
 }
@@ -763,12 +766,12 @@ static __attribute__((noinline)) void grow(struct chunk *c, uint64_t end) {
  * no chunk can be had. Inlined into the serving functions; the rare steps are calls. */
 static inline __attribute__((always_inline)) void *group_alloc(uint32_t g, uint64_t size, uint64_t align, int *zero) {
     uint64_t used = size ? (size + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
-    uint64_t sz = reuse ? (used + REUSE_UNIT - 1) & ~(uint64_t)(REUSE_UNIT - 1) : used;
+    uint64_t sz = reuse && used > GRANULE ? (used + REUSE_UNIT - 1) & ~(uint64_t)(REUSE_UNIT - 1) : used;
     struct group_state *G = &groups[g];
     int took = group_take(&G->lock);
     struct chunk *c;
     uint64_t off;
-    struct free_node **h = reuse ? heads_of(g) + sz / REUSE_UNIT : NULL, *n = h ? *h : NULL;
+    struct free_node **h = reuse && sz > GRANULE ? heads_of(g) + sz / REUSE_UNIT : NULL, *n = h ? *h : NULL;
     if (n) {
         *h = n->next;
         if (n->next) n->next->prev = NULL;
@@ -857,7 +860,7 @@ static void group_free(void *p) {
             } else {
                 restart(g, c, off);
             }
-        } else if (reuse) list_push(g, p, ext);
+        } else if (reuse && ext > GRANULE) list_push(g, p, ext);
         group_drop(&G->lock, took);
         return;
     }
