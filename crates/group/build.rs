@@ -6,6 +6,18 @@
 
 use heaplab_native_build::{rust_const, CBuild, CHeader};
 
+/// A `u32` constant of `path` written as a number, `u32::MAX` or `u32::MAX - N`, as a C literal.
+fn u32_literal(path: &str, name: &str) -> String {
+    let text = rust_const(path, name);
+    let value = match text.strip_prefix("u32::MAX") {
+        Some(rest) if rest.trim().is_empty() => Some(u32::MAX),
+        Some(rest) => rest.trim().strip_prefix('-').and_then(|n| n.trim().parse::<u32>().ok()).and_then(|n| u32::MAX.checked_sub(n)),
+        None => text.parse::<u32>().ok(),
+    };
+    let value = value.unwrap_or_else(|| panic!("{path}: cannot read `{name} = {text}` as a u32"));
+    format!("0x{value:x}u")
+}
+
 fn table_header() -> CHeader {
     let table = "src/table.rs";
     let magic = rust_const(table, "MAGIC");
@@ -20,9 +32,9 @@ fn table_header() -> CHeader {
         .define("HLG_MAX_SITES", rust_const(table, "MAX_SITES"), "selector sites at most")
         .define("HLG_MAX_WALK", rust_const(table, "MAX_WALK"), "frames walked at most")
         .define("HLG_MAX_TABLE_SITES", format!("({})", rust_const(table, "MAX_TABLE_SITES").replace(" << ", "u << ")), "sites of all kinds at most")
-        .define("HLG_WALK", "0xffffffffu", "a site's `decides`: walk (table.rs WALK)")
-        .define("HLG_FALLBACK", "0xfffffffeu", "a site's `decides`: fall back (table.rs FALLBACK)")
-        .define("HLG_WALK_DEEPER", "0xfffffffdu", "a site's `decides`: walk, not always innermost (table.rs WALK_DEEPER)")
+        .define("HLG_WALK", u32_literal(table, "WALK"), "a site's `decides`: walk (table.rs WALK)")
+        .define("HLG_FALLBACK", u32_literal(table, "FALLBACK"), "a site's `decides`: fall back (table.rs FALLBACK)")
+        .define("HLG_WALK_DEEPER", u32_literal(table, "WALK_DEEPER"), "a site's `decides`: walk, not always innermost (table.rs WALK_DEEPER)")
         .define("HLG_MAX_SPARE", format!("({})", spare.replace(" << ", "u << ")), "spare chunks at most")
 }
 

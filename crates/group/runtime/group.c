@@ -29,14 +29,15 @@
  * whose live count drops to 0 while it is not current is kept as a spare (up to
  * `spare_chunks`) or its pages are given back (MADV_DONTNEED) and its address space reused.
  * The current chunk holds one count of its own, so "empty and not current" is one decrement
- * reaching 0, whether a free or the switch to a new chunk gets there.
+ * reaching 0, whether a free or the switch to a new chunk gets there. Unlike HALO, freed
+ * objects go on per-group free lists by size, taken before bumping (see "reuse of freed space").
  *
  * Deviation from HALO: objects of more than 8 bytes are 16-byte aligned (HALO: 8), because
  * glibc and jemalloc guarantee 16 and compilers assume it (SSE moves of long double, max_align_t).
  * Threads (HALO was single-threaded): a spin lock per group guards its chunks (bump, bitmaps,
- * live counts) for allocations and frees alike, one lock operation per call where atomics on
- * each counter and bitmap word would cost several; sizes are read without it. Hot counters are
- * per thread.
+ * live counts, free lists) for allocations and frees alike, one lock operation per call where
+ * atomics on each counter and bitmap word would cost several, and none while the process has
+ * one thread (group_take); sizes are read without it. Hot counters are per thread.
  * Nothing here calls the program's malloc: memory is mmap'd or static; the report is written
  * with raw calls (native/report.c).
  */
@@ -49,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -83,20 +85,21 @@ static struct flat { uint64_t mask; uint32_t group; } *flat; /* with `narrow`: t
 static uint32_t nflat;
 static uint32_t always;                /* the first group with an empty conjunction (ngroups: none) */
 
-/* ---- site addresses: open addressing, insert-only (under resolve_lock), read lock-free ---- */
+/* ---- address tables: return address -> site, open addressing, insert-only (under
+ * resolve_lock), read lock-free; kept at most half full so that probes stay short ---- */
 struct slot {
     _Atomic uint64_t addr; /* 0: empty */
     uint32_t site;
 };
-static struct slot *slots;
-static uint64_t slot_mask, slot_used;
-static int slot_shift;
-/* Allocation call sites: the same kind of table (insert-only, read lock-free), and the code
- * mappings of the modules they are in, where a return address that is no call site is an
- * allocation call the profile never saw (MAX_CALL_RANGES at most; beyond, such calls walk). */
-static struct slot *calls;
-static uint64_t call_mask, call_used;
-static int call_shift;
+struct addr_table {
+    struct slot *slot;
+    uint64_t mask, used;
+    int shift;
+};
+/* The selector sites' addresses; the allocation call sites' (and below, the code mappings of the
+ * modules they are in, where a return address that is no call site is an allocation call the
+ * profile never saw: MAX_CALL_RANGES at most; beyond, such calls walk). */
+static struct addr_table sel_sites, call_sites;
 #define MAX_CALL_RANGES 16
 static struct { _Atomic uint64_t lo, hi; } call_range[MAX_CALL_RANGES];
 static _Atomic uint32_t ncall_ranges;
@@ -128,6 +131,7 @@ struct chunk {
 };
 static unsigned char *range;
 static uint64_t range_len, chunks_max, bitmap_bytes, data_start;
+static int chunk_shift;                 /* log2 of the chunk size */
 static _Atomic uint64_t carved;         /* chunks made accessible so far */
 static uint32_t *returned, *spares;     /* stacks of chunk indices (under chunk_lock) */
 static uint64_t nreturned, nspare;
@@ -140,6 +144,7 @@ struct group_state {
     struct chunk *cur;
     uint64_t count, bytes; /* grouped allocations and their requested bytes */
     uint64_t frees, live;  /* frees, and the bytes of its live objects */
+    uint64_t reused;       /* allocations served from its free lists */
 } __attribute__((aligned(64)));
 static struct group_state *groups;
 
@@ -170,6 +175,20 @@ static inline void spin_take(atomic_flag *l) {
 }
 static inline void spin_drop(atomic_flag *l) { atomic_flag_clear_explicit(l, memory_order_release); }
 
+/* A group's lock, taken only once the process may have more than one thread: glibc clears
+ * __libc_single_threaded before it starts a second thread, and while it is set no other thread
+ * can be inside a group's section (the one thread is in it, not creating threads). Saves the
+ * two atomic exchanges of a malloc/free pair in single-threaded programs. Returns whether it
+ * was taken, for group_drop. */
+static inline int group_take(atomic_flag *l) {
+    if (__libc_single_threaded) return 0;
+    spin_take(l);
+    return 1;
+}
+static inline void group_drop(atomic_flag *l, int took) {
+    if (took) spin_drop(l);
+}
+
 static inline struct thread_stats *stats(void) {
     if (HL_UNLIKELY(!my_stats)) {
         uint32_t i = atomic_fetch_add(&thread_stats_used, 1);
@@ -185,21 +204,45 @@ static inline void stat_add(uint64_t *c, uint64_t v) {
 
 /* ---- resolving sites to addresses ---- */
 
-static inline uint64_t slot_of(uint64_t a) { return (a * 0x9E3779B97F4A7C15ull) >> slot_shift; }
+static void *table_map(uint64_t bytes);
 
-static void insert_addr(uint64_t a, uint32_t site) {
-    if (slot_used * 2 >= slot_mask + 1) return; /* keep probes short; the site stays unresolved there */
-    for (uint64_t i = slot_of(a);; i = (i + 1) & slot_mask) {
-        uint64_t k = atomic_load_explicit(&slots[i].addr, memory_order_relaxed);
-        if (k == a) return;
+/* A table of at least `n` slots (a power of two); 0 when it cannot be mapped. */
+static int table_init(struct addr_table *t, uint64_t n) {
+    uint64_t size = 64;
+    while (size < n) size <<= 1;
+    t->slot = table_map(size * sizeof *t->slot);
+    t->mask = size - 1;
+    t->shift = 64 - __builtin_ctzll(size);
+    return t->slot != NULL;
+}
+
+/* Adds a -> site; 1 when added, 0 when a is there already or the table is half full (the
+ * site then stays unresolved there). */
+static int table_insert(struct addr_table *t, uint64_t a, uint32_t site) {
+    if (t->used * 2 >= t->mask + 1) return 0;
+    for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> t->shift;; i = (i + 1) & t->mask) {
+        uint64_t k = atomic_load_explicit(&t->slot[i].addr, memory_order_relaxed);
+        if (k == a) return 0;
         if (k == 0) {
-            slots[i].site = site;
-            atomic_store_explicit(&slots[i].addr, a, memory_order_release);
-            slot_used++;
-            atomic_fetch_add_explicit(&site_gen, 1, memory_order_release); /* kept walks saw sites without it */
-            break;
+            t->slot[i].site = site;
+            atomic_store_explicit(&t->slot[i].addr, a, memory_order_release);
+            t->used++;
+            return 1;
         }
     }
+}
+
+/* The site at return address a, or -1. */
+static inline int64_t table_find(const struct addr_table *t, uint64_t a) {
+    for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> t->shift;; i = (i + 1) & t->mask) {
+        uint64_t k = atomic_load_explicit(&t->slot[i].addr, memory_order_acquire);
+        if (k == a) return t->slot[i].site;
+        if (k == 0) return -1;
+    }
+}
+
+static void insert_addr(uint64_t a, uint32_t site) {
+    if (table_insert(&sel_sites, a, site)) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release); /* kept walks saw sites without it */
     if (a < atomic_load(&addr_lo)) atomic_store(&addr_lo, a);
     if (a > atomic_load(&addr_hi)) atomic_store(&addr_hi, a);
     if (site_first[site]) {
@@ -211,17 +254,7 @@ static void insert_addr(uint64_t a, uint32_t site) {
 /* Adds call site `site` at address a in module mapping m (and m to the call modules, when the
  * site was always the innermost frame). */
 static void insert_call(uint64_t a, uint32_t site, const struct hl_module *m) {
-    if (call_used * 2 < call_mask + 1)
-        for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> call_shift;; i = (i + 1) & call_mask) {
-            uint64_t k = atomic_load_explicit(&calls[i].addr, memory_order_relaxed);
-            if (k == a) break;
-            if (k == 0) {
-                calls[i].site = site;
-                atomic_store_explicit(&calls[i].addr, a, memory_order_release);
-                call_used++;
-                break;
-            }
-        }
+    table_insert(&call_sites, a, site);
     if (site_decide[site] == HLG_WALK_DEEPER) return;
     uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_relaxed);
     for (uint32_t r = 0; r < n; r++)
@@ -258,15 +291,6 @@ static void resolve_sites(void) {
     atomic_flag_clear_explicit(&resolve_lock, memory_order_release);
 }
 
-/* The call site at return address a, or -1. */
-static inline int64_t call_at(uint64_t a) {
-    for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> call_shift;; i = (i + 1) & call_mask) {
-        uint64_t k = atomic_load_explicit(&calls[i].addr, memory_order_acquire);
-        if (k == a) return calls[i].site;
-        if (k == 0) return -1;
-    }
-}
-
 /* Whether a is in the code of a module holding call sites. */
 static inline int in_call_module(uint64_t a) {
     uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_acquire);
@@ -277,13 +301,7 @@ static inline int in_call_module(uint64_t a) {
     return 0;
 }
 
-static inline int64_t site_at(uint64_t a) {
-    for (uint64_t i = slot_of(a);; i = (i + 1) & slot_mask) {
-        uint64_t k = atomic_load_explicit(&slots[i].addr, memory_order_acquire);
-        if (k == a) return slots[i].site;
-        if (k == 0) return -1;
-    }
-}
+static inline int64_t site_at(uint64_t a) { return table_find(&sel_sites, a); }
 
 /* ---- identification ---- */
 
@@ -540,7 +558,7 @@ static inline __attribute__((always_inline)) int64_t identify(void *ret) {
     int depth = (int)T.walk_depth;
     if (have_calls) {
         uint64_t a = (uint64_t)(uintptr_t)ret;
-        int64_t c = call_at(a);
+        int64_t c = table_find(&call_sites, a);
         uint32_t d = c >= 0 ? site_decide[c] : in_call_module(a) ? HLG_FALLBACK : HLG_WALK;
         if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) {
             struct thread_stats *st = stats();
@@ -566,10 +584,86 @@ static inline void bit_set(_Atomic uint64_t *m, uint64_t g, int on) {
     atomic_store_explicit(&m[g >> 6], on ? w | b : w & ~b, memory_order_relaxed);
 }
 static inline int bit_get(_Atomic uint64_t *m, uint64_t g) { return (int)(atomic_load_explicit(&m[g >> 6], memory_order_relaxed) >> (g & 63) & 1); }
+/* Clears both bitmaps below bump top `top`: bits are only ever set from the first object's
+ * granule to the top, so that is all a chunk bumped through again needs (word stores: in a
+ * chunk that empties after each object, one word each). */
+static void clear_bitmaps(struct chunk *c, uint64_t top) {
+    _Atomic uint64_t *b = bounds_of(c), *l = live_of(c);
+    for (uint64_t w = data_start / GRANULE / 64, end = (top / GRANULE + 63) / 64; w < end; w++) {
+        atomic_store_explicit(&b[w], 0, memory_order_relaxed);
+        atomic_store_explicit(&l[w], 0, memory_order_relaxed);
+    }
+}
 /* A chunk's footprint for bump top `top`: the pages from its first object's to the top's. */
 static inline uint64_t footprint(uint64_t top) {
     uint64_t pg = (uint64_t)hl_page_size;
     return top > data_start ? ((top + pg - 1) & ~(pg - 1)) - (data_start & ~(pg - 1)) : 0;
+}
+
+/* Bytes from the object at `off` to the next boundary or the top. */
+static inline uint64_t extent(struct chunk *c, uint64_t off) {
+    uint64_t top = atomic_load_explicit(&c->top, memory_order_acquire);
+    _Atomic uint64_t *bounds = bounds_of(c);
+    uint64_t g = off / GRANULE + 1, end = top / GRANULE;
+    while (g < end) {
+        uint64_t w = atomic_load_explicit(&bounds[g >> 6], memory_order_relaxed) >> (g & 63);
+        if (w) {
+            g += (uint64_t)__builtin_ctzll(w);
+            break;
+        }
+        g = (g | 63) + 1;
+    }
+    return (g < end ? g : end) * GRANULE - off;
+}
+
+/* ---- reuse of freed space (free lists) ----
+ * With `reuse` (HEAPLAB_GROUP_REUSE=1; off by default, see docs/group.md), a freed object goes on its
+ * group's LIFO list for its size, and an allocation takes the newest freed object of its size
+ * before bumping: a few long-lived objects no longer pin a chunk full of dead ones while the
+ * group bumps on into fresh memory. Requests above 8 bytes then take multiples of 16
+ * (REUSE_UNIT), so padding (8 bytes, after an object of 8) only ever follows objects too small
+ * to be listed: a listed object's extent never changes, and every start below the top whose
+ * live bit is clear and whose extent is above 8 is a listed object (padding and dead 8-byte
+ * objects, extent 8, are not listed: freed, they stay dead until their chunk empties, as without
+ * the lists). The lists are doubly linked through the freed objects, so a
+ * chunk that empties (released, or bumped through again) unlinks its own objects in one pass
+ * over its bitmaps. Guarded by the group's lock, as everything else of the group. */
+#define REUSE_UNIT 16u
+struct free_node { struct free_node *next, *prev; };
+static int reuse;
+static uint64_t nclass;            /* list heads per group: extents 0, 16, ... max_object rounded up */
+static struct free_node **free_heads; /* per group, nclass heads */
+
+static inline struct free_node **heads_of(uint32_t g) { return free_heads + (uint64_t)g * nclass; }
+
+static inline void list_push(uint32_t g, void *p, uint64_t ext) {
+    struct free_node **h = heads_of(g) + ext / REUSE_UNIT, *n = p;
+    n->prev = NULL;
+    n->next = *h;
+    if (*h) (*h)->prev = n;
+    *h = n;
+}
+
+static inline void list_unlink(uint32_t g, struct free_node *n, uint64_t ext) {
+    if (n->prev) n->prev->next = n->next;
+    else heads_of(g)[ext / REUSE_UNIT] = n->next;
+    if (n->next) n->next->prev = n->prev;
+}
+
+/* Unlinks chunk c's listed objects (every start of more than 8 bytes below the top whose live
+ * bit is clear, but the one at `skip`, being freed and never listed) from group g's lists. */
+static void unlist_chunk(uint32_t g, struct chunk *c, uint64_t skip) {
+    _Atomic uint64_t *b = bounds_of(c), *l = live_of(c);
+    uint64_t top = atomic_load_explicit(&c->top, memory_order_relaxed);
+    for (uint64_t w = data_start / GRANULE / 64, end = (top / GRANULE + 63) / 64; w < end; w++) {
+        uint64_t dead = atomic_load_explicit(&b[w], memory_order_relaxed) & ~atomic_load_explicit(&l[w], memory_order_relaxed);
+        while (dead) {
+            uint64_t off = (w * 64 + (uint64_t)__builtin_ctzll(dead)) * GRANULE;
+            dead &= dead - 1;
+            uint64_t ext = off != skip ? extent(c, off) : 0;
+            if (ext > GRANULE) list_unlink(g, (struct free_node *)((unsigned char *)c + off), ext);
+        }
+    }
 }
 
 /* A chunk to bump through: a spare, a returned one, or a new one. NULL when the range is full. */
@@ -577,20 +671,18 @@ static struct chunk *get_chunk(uint32_t g) {
     struct chunk *c = NULL;
     spin_take(&chunk_lock);
     if (nspare) {
-        c = (struct chunk *)(range + (uint64_t)spares[--nspare] * T.chunk);
-        uint64_t used = (c->high / GRANULE + 7) / 8;
-        memset((void *)bounds_of(c), 0, used);
-        memset((void *)live_of(c), 0, used);
+        c = (struct chunk *)(range + ((uint64_t)spares[--nspare] << chunk_shift));
+        clear_bitmaps(c, atomic_load_explicit(&c->top, memory_order_relaxed));
         c->zeroed = 0;
         chunks_reused++;
     } else if (nreturned) {
-        c = (struct chunk *)(range + (uint64_t)returned[--nreturned] * T.chunk);
+        c = (struct chunk *)(range + ((uint64_t)returned[--nreturned] << chunk_shift));
         c->zeroed = 1;
         chunks_reused++;
     } else {
         uint64_t k = atomic_load_explicit(&carved, memory_order_relaxed);
-        if (k < chunks_max && syscall(SYS_mprotect, range + k * T.chunk, T.chunk, PROT_READ | PROT_WRITE) == 0) {
-            c = (struct chunk *)(range + k * T.chunk);
+        if (k < chunks_max && syscall(SYS_mprotect, range + (k << chunk_shift), T.chunk, PROT_READ | PROT_WRITE) == 0) {
+            c = (struct chunk *)(range + (k << chunk_shift));
             c->zeroed = 1;
             atomic_store_explicit(&carved, k + 1, memory_order_release);
             chunks_fresh++;
@@ -606,10 +698,12 @@ static struct chunk *get_chunk(uint32_t g) {
     return c;
 }
 
-/* An empty chunk that is no group's current one: kept as a spare or its pages given back.
- * Called under its group's lock. */
-static void put_chunk(struct chunk *c) {
-    uint32_t idx = (uint32_t)(((unsigned char *)c - range) / T.chunk);
+/* An empty chunk of group g that is no group's current one: its listed objects unlinked
+ * (but `skip`'s, see unlist_chunk), then kept as a spare or its pages given back. Called
+ * under its group's lock. */
+static void put_chunk(uint32_t g, struct chunk *c, uint64_t skip) {
+    if (reuse) unlist_chunk(g, c, skip);
+    uint32_t idx = (uint32_t)(((unsigned char *)c - range) >> chunk_shift);
     atomic_store_explicit(&c->group, UINT32_MAX, memory_order_relaxed);
     atomic_fetch_sub_explicit(&resident_bytes, footprint(c->high), memory_order_relaxed);
     spin_take(&chunk_lock);
@@ -628,10 +722,9 @@ static void put_chunk(struct chunk *c) {
  * into cold memory (what bump allocation alone does to a context whose objects die young). The
  * pages stay resident (`high` keeps them counted). Called under the group's lock; no live
  * object is left in the chunk for anyone to be reading. */
-static void restart(struct chunk *c) {
-    uint64_t used = (atomic_load_explicit(&c->top, memory_order_relaxed) / GRANULE + 7) / 8;
-    memset((void *)bounds_of(c), 0, used);
-    memset((void *)live_of(c), 0, used);
+static void restart(uint32_t g, struct chunk *c, uint64_t skip) {
+    if (reuse) unlist_chunk(g, c, skip);
+    clear_bitmaps(c, atomic_load_explicit(&c->top, memory_order_relaxed));
     c->zeroed = 0;
     atomic_store_explicit(&c->top, data_start, memory_order_release);
 }
@@ -650,76 +743,83 @@ static void note_peak(uint64_t resident) {
     atomic_flag_clear_explicit(&peak_lock, memory_order_release);
 }
 
-/* Bump-allocates `size` bytes aligned to `align` (8 or 16) in group g; *zero says whether the
- * memory is still zero. NULL when no chunk can be had. */
-static void *group_alloc(uint32_t g, uint64_t size, uint64_t align, int *zero) {
-    uint64_t sz = size ? (size + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
+/* Group g's next chunk, when its current one cannot hold the next object (under its lock):
+ * the old one put back if that leaves it empty. NULL when no chunk can be had. */
+static __attribute__((noinline)) struct chunk *next_chunk(uint32_t g, struct group_state *G) {
+    struct chunk *n = get_chunk(g), *c = G->cur;
+    if (!n) return NULL;
+    if (c && --c->refs == 0) put_chunk(g, c, UINT64_MAX);
+    G->cur = n;
+    return n;
+}
+
+/* Chunk c was bumped past its high-water mark to `end` (under its group's lock): its footprint
+ * and maybe the peak grow. Once per page entered. */
+static __attribute__((noinline)) void grow(struct chunk *c, uint64_t end) {
+    uint64_t more = footprint(end) - footprint(c->high);
+    c->high = end;
+    if (more) note_peak(atomic_fetch_add_explicit(&resident_bytes, more, memory_order_relaxed) + more);
+}
+
+/* Allocates `size` bytes aligned to `align` (8 or 16; 16 with `reuse`) in group g: the newest
+ * freed object of its size, else bumped; *zero says whether the memory is still zero. NULL when
+ * no chunk can be had. Inlined into the serving functions; the rare steps are calls. */
+static inline __attribute__((always_inline)) void *group_alloc(uint32_t g, uint64_t size, uint64_t align, int *zero) {
+    uint64_t used = size ? (size + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
+    uint64_t sz = reuse && used > GRANULE ? (used + REUSE_UNIT - 1) & ~(uint64_t)(REUSE_UNIT - 1) : used;
     struct group_state *G = &groups[g];
-    spin_take(&G->lock);
-    struct chunk *c = G->cur;
-    uint64_t top = 0, off = 0;
-    if (c) {
-        top = atomic_load_explicit(&c->top, memory_order_relaxed);
+    int took = group_take(&G->lock);
+    struct chunk *c;
+    uint64_t off;
+    struct free_node **h = reuse && sz > GRANULE ? heads_of(g) + sz / REUSE_UNIT : NULL, *n = h ? *h : NULL;
+    if (n) {
+        *h = n->next;
+        if (n->next) n->next->prev = NULL;
+        c = chunk_of(n);
+        off = (uint64_t)((unsigned char *)n - (unsigned char *)c);
+        bit_set(live_of(c), off / GRANULE, 1);
+        G->reused++;
+        *zero = 0;
+    } else {
+        c = G->cur;
+        uint64_t top = c ? atomic_load_explicit(&c->top, memory_order_relaxed) : 0;
         off = (top + align - 1) & ~(align - 1);
-    }
-    if (!c || off + sz > T.chunk) {
-        struct chunk *n = get_chunk(g);
-        if (!n) {
-            spin_drop(&G->lock);
-            return NULL;
+        if (HL_UNLIKELY(!c || off + sz > T.chunk)) {
+            if (!(c = next_chunk(g, G))) {
+                group_drop(&G->lock, took);
+                return NULL;
+            }
+            top = off = data_start; /* a multiple of 64 */
         }
-        if (c && --c->refs == 0) put_chunk(c);
-        G->cur = c = n;
-        top = off = data_start; /* a multiple of 64 */
+        _Atomic uint64_t *bounds = bounds_of(c);
+        if (off != top) bit_set(bounds, top / GRANULE, 1); /* the padding is nobody's: the previous object ends there */
+        bit_set(bounds, off / GRANULE, 1);
+        bit_set(live_of(c), off / GRANULE, 1);
+        /* Boundaries first, then the top (release): a reader that sees the new top sees them. */
+        atomic_store_explicit(&c->top, off + sz, memory_order_release);
+        *zero = (int)c->zeroed;
     }
-    _Atomic uint64_t *bounds = bounds_of(c);
-    if (off != top) bit_set(bounds, top / GRANULE, 1); /* the padding is nobody's: the previous object ends there */
-    bit_set(bounds, off / GRANULE, 1);
-    bit_set(live_of(c), off / GRANULE, 1);
+    if (sz != used) bit_set(live_of(c), off / GRANULE + 1, 1); /* padded: see group_free */
     c->refs++;
-    /* Boundaries first, then the top (release): a reader that sees the new top sees them. */
-    atomic_store_explicit(&c->top, off + sz, memory_order_release);
     G->count++;
     G->bytes += size;
-    __atomic_store_n(&G->live, G->live + sz, __ATOMIC_RELAXED);
-    *zero = (int)c->zeroed;
-    uint64_t grew = 0;
-    if (off + sz > c->high) {
-        grew = footprint(off + sz) - footprint(c->high);
-        c->high = off + sz;
-    }
-    spin_drop(&G->lock);
-    if (grew) note_peak(atomic_fetch_add_explicit(&resident_bytes, grew, memory_order_relaxed) + grew);
+    __atomic_store_n(&G->live, G->live + used, __ATOMIC_RELAXED);
+    if (HL_UNLIKELY(off + sz > c->high)) grow(c, off + sz); /* after the live bytes: the peak counts this object */
+    group_drop(&G->lock, took);
     return (unsigned char *)c + off;
 }
 
 /* The chunk and offset of one of our live objects at p; NULL when p is no live object's start
  * (a stray pointer: never in a chunk not yet made accessible). */
-static struct chunk *live_chunk(const void *p, uint64_t *off_out) {
-    uint64_t idx = ((uintptr_t)p - (uintptr_t)range) / T.chunk;
+static inline struct chunk *live_chunk(const void *p, uint64_t *off_out) {
+    uint64_t idx = ((uintptr_t)p - (uintptr_t)range) >> chunk_shift;
     if (idx >= atomic_load_explicit(&carved, memory_order_acquire)) return NULL;
     struct chunk *c = chunk_of(p);
     uint64_t off = (uint64_t)((const unsigned char *)p - (unsigned char *)c);
     if (off < data_start || off % GRANULE || off >= atomic_load_explicit(&c->top, memory_order_acquire)) return NULL;
-    if (!bit_get(live_of(c), off / GRANULE)) return NULL;
+    if (!bit_get(live_of(c), off / GRANULE) || !bit_get(bounds_of(c), off / GRANULE)) return NULL;
     *off_out = off;
     return c;
-}
-
-/* Bytes from the object at `off` to the next boundary or the top. */
-static uint64_t extent(struct chunk *c, uint64_t off) {
-    uint64_t top = atomic_load_explicit(&c->top, memory_order_acquire);
-    _Atomic uint64_t *bounds = bounds_of(c);
-    uint64_t g = off / GRANULE + 1, end = top / GRANULE;
-    while (g < end) {
-        uint64_t w = atomic_load_explicit(&bounds[g >> 6], memory_order_relaxed) >> (g & 63);
-        if (w) {
-            g += (uint64_t)__builtin_ctzll(w);
-            break;
-        }
-        g = (g | 63) + 1;
-    }
-    return (g < end ? g : end) * GRANULE - off;
 }
 
 /* Frees one of our objects under its chunk's group's lock (one lock instead of an atomic per
@@ -731,21 +831,37 @@ static void group_free(void *p) {
         uint32_t g = atomic_load_explicit(&c->group, memory_order_relaxed);
         if (g >= T.ngroups) break;
         struct group_state *G = &groups[g];
-        spin_take(&G->lock);
-        if (atomic_load_explicit(&c->group, memory_order_relaxed) != g) { /* recycled meanwhile: a stray pointer */
-            spin_drop(&G->lock);
+        int took = group_take(&G->lock);
+        /* With other threads about, what live_chunk saw may have changed before the lock. */
+        if (took && atomic_load_explicit(&c->group, memory_order_relaxed) != g) { /* recycled meanwhile: a stray pointer */
+            group_drop(&G->lock, took);
             continue;
         }
-        if (off >= atomic_load_explicit(&c->top, memory_order_relaxed) || !bit_get(live_of(c), off / GRANULE)) {
-            spin_drop(&G->lock);
+        if (took && (off >= atomic_load_explicit(&c->top, memory_order_relaxed) || !bit_get(live_of(c), off / GRANULE))) {
+            group_drop(&G->lock, took);
             break;
         }
         bit_set(live_of(c), off / GRANULE, 0);
-        __atomic_store_n(&G->live, G->live - extent(c, off), __ATOMIC_RELAXED);
+        uint64_t ext = extent(c, off), pad = 0;
+        /* With `reuse`, a live bit on an object's second granule (never an object start there:
+         * objects are at least 16 bytes) says its last 8 bytes are padding, which the live
+         * bytes do not count, as they do not count the padding granules bumping leaves. */
+        if (reuse && ext > GRANULE && bit_get(live_of(c), off / GRANULE + 1)) bit_set(live_of(c), off / GRANULE + 1, 0), pad = GRANULE;
+        __atomic_store_n(&G->live, G->live - (ext - pad), __ATOMIC_RELAXED);
         G->frees++;
-        if (--c->refs == 0) put_chunk(c);
-        else if (c->refs == 1 && G->cur == c) restart(c);
-        spin_drop(&G->lock);
+        if (--c->refs == 0) put_chunk(g, c, off);
+        else if (c->refs == 1 && G->cur == c) {
+            if (off == data_start && off + ext == atomic_load_explicit(&c->top, memory_order_relaxed)) {
+                /* The only object since the chunk was last started (an allocation freed before
+                 * the next, as in a loop): its boundary is all that is left of it. */
+                bit_set(bounds_of(c), off / GRANULE, 0);
+                c->zeroed = 0;
+                atomic_store_explicit(&c->top, data_start, memory_order_release);
+            } else {
+                restart(g, c, off);
+            }
+        } else if (reuse && ext > GRANULE) list_push(g, p, ext);
+        group_drop(&G->lock, took);
         return;
     }
     atomic_fetch_add_explicit(&stray_frees, 1, memory_order_relaxed); /* a program error, left alone */
@@ -769,7 +885,7 @@ static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint6
         int64_t g = T.ngroups ? identify(ret) : -1;
         if (g < 0) why = W_CONTEXT;
         else {
-            uint64_t natural = bytes <= 8 ? 8 : 16;
+            uint64_t natural = bytes <= 8 && !reuse ? 8 : 16;
             void *p = group_alloc((uint32_t)g, bytes, align > natural ? align : natural, zero);
             if (p) return p;
             why = W_EXHAUSTED;
@@ -876,8 +992,23 @@ static uint32_t get32(const unsigned char *p) {
     return v;
 }
 
+/* Zeroed memory for the runtime's tables, carved in turn (64-byte aligned) from one reservation
+ * that only the pages used make resident: a few dozen small tables share a few pages, where a
+ * mapping each cost a system call and a page fault apiece at every start. */
+#define TABLE_ARENA (64ull << 20)
 static void *table_map(uint64_t bytes) {
-    void *m = sys_mmap(NULL, bytes ? bytes : 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    static unsigned char *arena;
+    static uint64_t used;
+    bytes = bytes ? (bytes + 63) & ~(uint64_t)63 : 64;
+    if (!arena) {
+        arena = sys_mmap(NULL, TABLE_ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (arena == MAP_FAILED) arena = NULL;
+    }
+    if (arena && bytes <= TABLE_ARENA - used) {
+        used += bytes;
+        return arena + used - bytes;
+    }
+    void *m = sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return m == MAP_FAILED ? NULL : m;
 }
 
@@ -1001,24 +1132,16 @@ static int load_table(void) {
     for (uint64_t i = ns; i > 0; i--) site_conj_at[i] = site_conj_at[i - 1]; /* back to each run's start */
     site_conj_at[0] = 0;
     /* Site addresses: a few slots per site (a basename may be mapped more than once). */
-    uint64_t size = 64;
-    while (size < nsel * 8) size <<= 1;
-    slots = table_map(size * sizeof *slots);
-    uint64_t csize = 64;
-    while (csize < (ns - nsel) * 8 + 8) csize <<= 1; /* call sites: those in selectors too, a few slots each */
-    while (csize < ns * 4) csize <<= 1;
-    calls = table_map(csize * sizeof *calls);
-    call_mask = csize - 1;
-    call_shift = 64 - __builtin_ctzll(csize);
+    int tables = table_init(&sel_sites, nsel * 8);
+    /* Call sites: those in selectors too, a few slots each. */
+    tables &= table_init(&call_sites, (ns - nsel) * 8 + 8 > ns * 4 ? (ns - nsel) * 8 + 8 : ns * 4);
     groups = table_map((ng ? ng : 1) * sizeof *groups);
     thread_stats = sys_mmap(NULL, sizeof *thread_stats * MAX_THREAD_STATS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (thread_stats == MAP_FAILED) thread_stats = NULL;
-    if (!slots || !calls || !groups || !thread_stats) {
+    if (!tables || !groups || !thread_stats) {
         fail("cannot map the runtime's tables");
         goto out;
     }
-    slot_mask = size - 1;
-    slot_shift = 64 - __builtin_ctzll(size);
     /* The range: as large as the system lets us reserve, aligned to the chunk size. */
     bitmap_bytes = T.chunk / GRANULE / 8;
     data_start = HEADER + 2 * bitmap_bytes;
@@ -1031,9 +1154,15 @@ static int load_table(void) {
         range = (unsigned char *)base;
         range_len = len;
     }
-    chunks_max = range_len / T.chunk;
+    chunk_shift = __builtin_ctzll(T.chunk);
+    chunks_max = range_len >> chunk_shift;
     returned = table_map(chunks_max * 4);
     spares = table_map((T.spare ? T.spare : 1) * 4);
+    const char *reuse_env = getenv("HEAPLAB_GROUP_REUSE");
+    reuse = reuse_env && strcmp(reuse_env, "1") == 0;
+    nclass = (T.max_object + REUSE_UNIT - 1) / REUSE_UNIT + 1;
+    free_heads = sys_mmap(NULL, (ng ? ng : 1) * nclass * sizeof *free_heads, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (free_heads == MAP_FAILED) free_heads = NULL, reuse = 0;
     if (!range || !returned || !spares) {
         fail("cannot reserve the grouped heap");
         goto out;
@@ -1063,13 +1192,13 @@ void hl_write_report(const char *end) {
     if (!*report_path) return;
     static struct hl_out o;
     o.n = 0;
-    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, walks = 0, frames = 0, replayed = 0, why[W_N] = {0};
+    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, reused = 0, walks = 0, frames = 0, replayed = 0, why[W_N] = {0};
     uint32_t used = atomic_load(&thread_stats_used);
     for (uint32_t t = 0; thread_stats && t < used && t < MAX_THREAD_STATS; t++) {
         walks += thread_stats[t].walks, frames += thread_stats[t].frames, replayed += thread_stats[t].replayed;
         for (int w = 0; w < W_N; w++) why[w] += thread_stats[t].fb_count[w], fb += thread_stats[t].fb_count[w], fbb += thread_stats[t].fb_bytes[w];
     }
-    for (uint32_t g = 0; groups && g < T.ngroups; g++) gc += groups[g].count, gb += groups[g].bytes, frees += groups[g].frees;
+    for (uint32_t g = 0; groups && g < T.ngroups; g++) gc += groups[g].count, gb += groups[g].bytes, frees += groups[g].frees, reused += groups[g].reused;
     hl_put(&o, "{\n  \"groups_file\": ");
     hl_put_str(&o, groups_path);
     hl_put(&o, ",\n  \"error\": ");
@@ -1126,6 +1255,8 @@ void hl_write_report(const char *end) {
     hl_put_ratio(&o, pr - pl, pr);
     hl_put(&o, "},\n  ");
     hl_key_u(&o, "frees_grouped", frees);
+    hl_put(&o, ", ");
+    hl_key_u(&o, "reused_objects", reused);
     hl_put(&o, ", ");
     hl_key_u(&o, "stray_frees", atomic_load(&stray_frees));
     hl_put_report_end(&o, end, report_path);

@@ -83,6 +83,8 @@ pub struct GroupRunReport {
     pub live_bytes_at_peak: u64,
     /// Grouped frees.
     pub frees_grouped: u64,
+    /// Grouped allocations served from a group's free list (freed space reused).
+    pub reused_objects: u64,
 }
 
 impl GroupRunReport {
@@ -119,6 +121,7 @@ impl GroupRunReport {
             "chunks": {"fresh": self.chunks_fresh, "reused": self.chunks_reused, "returned": self.chunks_returned},
             "fragmentation": {"peak_resident_bytes": self.peak_resident_bytes, "live_bytes": self.live_bytes_at_peak, "bytes": frag, "ratio": ratio},
             "frees_grouped": self.frees_grouped,
+            "reused_objects": self.reused_objects,
         });
         self.common.add_json(&mut v);
         v
@@ -192,6 +195,7 @@ impl RuntimeReport for GroupRunReport {
             peak_resident_bytes: f.need("fragmentation.peak_resident_bytes")?,
             live_bytes_at_peak: f.need("fragmentation.live_bytes")?,
             frees_grouped: f.need("frees_grouped")?,
+            reused_objects: f.need("reused_objects")?,
         })
     }
 
@@ -210,7 +214,7 @@ mod tests {
   "groups": [{"count": 6, "bytes": 384}], "fallback": {"count": 4, "bytes": 64, "too_big": 1, "aligned": 0, "ungrouped": 3, "exhausted": 0},
   "identification": {"walks": 9, "frames": 36, "replayed": 2}, "chunks": {"fresh": 1, "reused": 0, "returned": 0},
   "fragmentation": {"peak_resident_bytes": 400, "live_bytes": 384, "bytes": 16, "ratio": 0.040000},
-  "frees_grouped": 6, "stray_frees": 0, "peak_rss_bytes": 1048576, "end": "exit"
+  "frees_grouped": 6, "reused_objects": 2, "stray_frees": 0, "peak_rss_bytes": 1048576, "end": "exit"
 }"#;
 
     #[test]
@@ -226,6 +230,7 @@ mod tests {
         let back = r.to_json();
         assert_eq!(back["fragmentation"]["bytes"], 16);
         assert_eq!(back["groups"][0]["count"], 6);
+        assert_eq!(back["reused_objects"], 2);
     }
 
     #[test]

@@ -62,10 +62,21 @@ static size_t boot_size(const void *p) {
  * through posix_memalign (see hl_real_alloc). */
 #define SAME_OBJECT_AS_MALLOC(fn)                                                                 \
     do {                                                                                          \
-        Dl_info m_, f_;                                                                           \
-        if ((fn) && dladdr((void *)hl_real.malloc, &m_) && dladdr((void *)(fn), &f_) && m_.dli_fbase != f_.dli_fbase) \
-            (fn) = NULL;                                                                          \
+        if ((fn) && object_of((void *)(fn)) != object_of((void *)hl_real.malloc)) (fn) = NULL;   \
     } while (0)
+
+/* The loaded object holding code address `fn` (NULL when none is found). glibc's
+ * _dl_find_object is a binary search; dladdr, where it is missing, also looks for the nearest
+ * symbol, a linear scan of the object's symbols (libc has thousands) on every call. */
+static const void *object_of(void *fn) {
+#ifdef DLFO_STRUCT_HAS_EH_DBASE
+    struct dl_find_object o;
+    return _dl_find_object(fn, &o) == 0 ? (const void *)o.dlfo_link_map : NULL;
+#else
+    Dl_info i;
+    return dladdr(fn, &i) ? i.dli_fbase : NULL;
+#endif
+}
 
 static void resolve(void) {
     hl_real.malloc = dlsym(RTLD_NEXT, "malloc");
