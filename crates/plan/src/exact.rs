@@ -403,6 +403,16 @@ enum Undo {
     Excluded(u32, u64),
 }
 
+/// From this round of [`portfolio_job`] on (fixed orders at `16n` nodes each), restarts get
+/// [`RESTART_WEIGHT`] times the nodes of deepening. The fixed orders that suit an instance
+/// succeed within the first rounds (minimalloc F and K at `2n` and `8n`); past them a success
+/// is far likelier from a restart (minimalloc D at its max load: none of the fixed orders in
+/// 10^9 nodes, a restart about once in 2–4·10^6 restart nodes, whatever the restart length
+/// between `5n` and `50n`), while deepening is kept for the proofs of infeasibility.
+const RESTART_HEAVY_FROM: u32 = 3;
+/// See [`RESTART_HEAVY_FROM`].
+const RESTART_WEIGHT: u64 = 3;
+
 /// One job of [`decide_portfolio`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Job {
@@ -415,15 +425,17 @@ enum Job {
 
 /// The `k`-th job of a portfolio of `strategies` on `n` buffers. Round `r` runs every strategy
 /// with a budget of `2n · 2^r` nodes, each followed by as many restarts of `10n` nodes as make
-/// up the same number of nodes, so deepening and restarting share the search half and half
-/// at every point in time.
+/// up the same number of nodes (three times as many from round [`RESTART_HEAVY_FROM`] on), so
+/// deepening and restarting share the search half and half in the first rounds, and a quarter
+/// to three quarters after them.
 fn portfolio_job(k: usize, strategies: usize, n: usize) -> Job {
     let base = 2 * n.max(1) as u64;
     let restart = 5 * base;
     let (mut k, mut restarts_before) = (k as u64, 0u64);
     for round in 0..=40u32 {
         let budget = base.saturating_mul(1 << round);
-        let per = budget.div_ceil(restart);
+        let weight = if round >= RESTART_HEAVY_FROM { RESTART_WEIGHT } else { 1 };
+        let per = budget.saturating_mul(weight).div_ceil(restart);
         let block = strategies as u64 * (1 + per);
         if k < block || round == 40 {
             let (which, q) = (k / (1 + per), k % (1 + per));
@@ -1573,6 +1585,10 @@ mod tests {
             // Fresh seeds in order: every restart explores another tree.
             assert!(seeds.iter().enumerate().all(|(i, &s)| s == i as u64), "seeds {:?}", &seeds[..seeds.len().min(20)]);
             assert!(deepen > 0 && restart >= deepen / 2, "{strategies} strategies, n {n}: {deepen} vs {restart}");
+            // Past the first rounds restarts get the larger share.
+            if deepen > (base * 2 * strategies as u64) << RESTART_HEAVY_FROM {
+                assert!(4 * restart >= 5 * deepen, "{strategies} strategies, n {n}: {deepen} deepening vs {restart} restart nodes");
+            }
         }
     }
 
