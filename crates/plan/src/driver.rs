@@ -23,6 +23,11 @@
 //!    is not flat, the windows start at once instead, beside stage 3 on the other core (one
 //!    first-fit placement there can take a third of a 3 s budget), and stop as soon as a
 //!    heuristic reaches the lower bound; the stage is then named `heuristics + critical windows`.
+//!    So too above 400,000 buffers when the limit is long enough for a fill
+//!    ([`Policy::early_windows_seconds_per_buffer`]); there the first round opens a window at
+//!    every stretch near the max load ([`Policy::windows_depth`]), the fill stacks the smallest
+//!    buffers ([`Policy::windows_tail_load`]), and it stands in for first fit by size, which
+//!    runs only when cheap.
 //! 6. On components small enough for it (a bounded conflict count), run the exact search
 //!    ([`crate::exact`]) from the best placement: it tries the lower bound first and then halves
 //!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
