@@ -23,6 +23,11 @@
 //!    is not flat, the windows start at once instead, beside stage 3 on the other core (one
 //!    first-fit placement there can take a third of a 3 s budget), and stop as soon as a
 //!    heuristic reaches the lower bound; the stage is then named `heuristics + critical windows`.
+//!    So too above 400,000 buffers when the limit is long enough for a fill
+//!    ([`Policy::early_windows_seconds_per_buffer`]); there the first round opens a window at
+//!    every stretch near the max load ([`Policy::windows_depth`]), the fill stacks the smallest
+//!    buffers ([`Policy::windows_tail_load`]), and it stands in for first fit by size, which
+//!    runs only when cheap.
 //! 6. On components small enough for it (a bounded conflict count), run the exact search
 //!    ([`crate::exact`]) from the best placement: it tries the lower bound first and then halves
 //!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
@@ -470,9 +475,10 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
 }
 
 /// The component on which the critical windows start beside the heuristics, if any: the
-/// largest, when its size is in the policy's range and it is not flat. There the windows are
-/// what usually reaches the max load, and one first-fit placement can take a third of a 3 s
-/// budget, so they start at once on the other core.
+/// largest, when its size is in the policy's range (or above it, up to the huge size, when the
+/// time limit is long enough for a fill) and it is not flat. There the windows are what usually
+/// reaches the max load, and one first-fit placement can take a third of a 3 s budget (on 10^6
+/// buffers, most of a 30 s one), so they start at once on the other core.
 fn early_windows_part(run: &Run, parts: &[Part]) -> Option<usize> {
     if !run.runs(Stage::EarlyWindows) {
         return None;
@@ -480,9 +486,12 @@ fn early_windows_part(run: &Run, parts: &[Part]) -> Option<usize> {
     let policy = &run.opts.policy;
     let i = (0..parts.len()).max_by_key(|&i| (parts[i].buffers.len(), std::cmp::Reverse(i)))?;
     let p = &parts[i];
-    ((policy.early_windows_min_buffers..=policy.early_windows_max_buffers).contains(&p.buffers.len())
-        && !crate::flat::is_flat(&p.buffers, p.max_load))
-    .then_some(i)
+    let n = p.buffers.len();
+    // Above the range, a limit long enough for a first-fit placement and a fill, one on each
+    // core (see the policy).
+    let long = n <= policy.huge_buffers && run.opts.time_limit.as_secs_f64() >= policy.early_windows_seconds_per_buffer * n as f64;
+    let sized = (policy.early_windows_min_buffers..=policy.early_windows_max_buffers).contains(&n) || (n > policy.early_windows_max_buffers && long);
+    (sized && !crate::flat::is_flat(&p.buffers, p.max_load)).then_some(i)
 }
 
 /// The trivial cases and the greedy heuristics on every component, in parallel; beside them,
@@ -533,9 +542,12 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // cost; a later one starts only if its predicted time (`Heuristic::relative_cost` times
         // the first one's) still fits before the heuristics' deadline.
         // Above `huge_buffers` the cheapest heuristic goes first (see the policy), and first-fit
-        // by size then runs only if its predicted time fits the budget.
+        // by size then runs only if its predicted time fits the budget; so too on a component
+        // above the early windows' range that they run on, whose fill (a first fit by size
+        // around the windows) stands in for it.
         let mut heuristics = heuristics.clone();
-        if part.buffers.len() > policy.huge_buffers && heuristics.len() > 1 {
+        let filled = early == Some(index) && part.buffers.len() > policy.early_windows_max_buffers;
+        if (part.buffers.len() > policy.huge_buffers || filled) && heuristics.len() > 1 {
             let cheapest = (0..heuristics.len())
                 .min_by(|&a, &b| heuristics[a].relative_cost().total_cmp(&heuristics[b].relative_cost()))
                 .unwrap_or(0);
@@ -607,6 +619,14 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                 crate::windows::WindowParams::new(run.start + opts.time_limit.mul_f64(policy.windows_share), target, u64::MAX);
             params.rival = Some(Arc::clone(&rival));
             params.cancel = opts.cancel.clone();
+            if sub.len() > policy.early_windows_max_buffers {
+                // The fill takes most of the limit (it stands in for first fit by size), so it
+                // may run to the end, and the windows are planned in a tenth of it.
+                params.depth = policy.windows_depth;
+                params.deadline = run.deadline;
+                params.plan_share = 0.1;
+                params.tail_load = policy.windows_tail_load;
+            }
             let began = Instant::now();
             let ((), out) = rayon::join(
                 || run_heuristics(parts),

@@ -127,6 +127,26 @@ pub struct Policy {
     /// their local form ([`crate::windows::improve_windows`]) from the best placement, where a
     /// round costs in proportion to the window. Default 1.2.
     pub windows_min_fills: f64,
+    /// Seconds of time limit per buffer from which [`Stage::EarlyWindows`] also runs on a
+    /// component above [`Policy::early_windows_max_buffers`] (up to [`Policy::huge_buffers`]).
+    /// Default 2·10^-5 (20 s for 10^6 buffers): one first-fit placement there takes 15–30 s on
+    /// 10^6 random buffers, so the heuristics leave no time for a fill after them, while
+    /// beside them on the other core the windows and their fill fit in the limit.
+    pub early_windows_seconds_per_buffer: f64,
+    /// How far below the max load (a share of it) a stretch of time may peak and still get a
+    /// critical window in the first round ([`crate::windows::WindowParams::depth`]), on the
+    /// components above [`Policy::early_windows_max_buffers`], where one fill costs seconds and
+    /// only one fits. Default 0.05: on 10^6 random buffers the stretches within 5% of the max
+    /// load make three windows of 6,800 buffers, and the fill around them ends 1.4% above the
+    /// max load where first fit by size ends 4.0% above it. (Below, 0: one window at the
+    /// maximum, then one per round.)
+    pub windows_depth: f64,
+    /// On the same components, the largest max load (a share of the instance's) of the
+    /// smallest buffers that the fill stacks above the rest instead of placing them by first
+    /// fit ([`crate::windows::WindowParams::tail_load`]). Default 0.002: on 10^6 random buffers
+    /// the smaller half weighs 0.07% of the load, and placing it took two thirds of first fit's
+    /// time.
+    pub windows_tail_load: f64,
     /// The local form runs only if the windows' share of the time is at least this many
     /// seconds. Default 5: a round takes up to half a second, and on shorter budgets the
     /// improvement search gains more with that time (traced heaps of 10^6 blocks at 3 s).
@@ -196,6 +216,9 @@ impl Default for Policy {
             early_windows_max_buffers: 400_000,
             windows_share: 0.8,
             windows_min_fills: 1.2,
+            early_windows_seconds_per_buffer: 2e-5,
+            windows_depth: 0.05,
+            windows_tail_load: 0.002,
             local_windows_min_seconds: 5.0,
             huge_window_max_buffers: 16_000,
             flat_min_buffers: 64,
@@ -254,7 +277,7 @@ impl Policy {
     /// The names [`Policy::set`] takes (the numeric fields, as named in the code).
     pub const KEYS: &'static str = "heuristics_share, heuristics_cutoff_share, huge_buffers, runners_up, \
 runners_up_max_buffers, small_buffers, early_windows_min_buffers, early_windows_max_buffers, windows_share, \
-windows_min_fills, local_windows_min_seconds, huge_window_max_buffers, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
+windows_min_fills, early_windows_seconds_per_buffer, windows_depth, windows_tail_load, local_windows_min_seconds, huge_window_max_buffers, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
 exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, boxing_share, \
 boxing_component_share";
 
@@ -284,6 +307,9 @@ boxing_component_share";
             "early_windows_max_buffers" => self.early_windows_max_buffers = count(value)?,
             "windows_share" => self.windows_share = share(value)?,
             "windows_min_fills" => self.windows_min_fills = non_negative(value)?,
+            "early_windows_seconds_per_buffer" => self.early_windows_seconds_per_buffer = non_negative(value)?,
+            "windows_depth" => self.windows_depth = share(value)?,
+            "windows_tail_load" => self.windows_tail_load = share(value)?,
             "local_windows_min_seconds" => self.local_windows_min_seconds = non_negative(value)?,
             "huge_window_max_buffers" => self.huge_window_max_buffers = count(value)?,
             "flat_min_buffers" => self.flat_min_buffers = count(value)?,
@@ -324,6 +350,7 @@ mod tests {
         assert_eq!((p.runners_up, p.runners_up_max_buffers), (2, 200_000));
         assert_eq!((p.early_windows_min_buffers, p.early_windows_max_buffers), (50_000, 400_000));
         assert_eq!((p.windows_share, p.windows_min_fills, p.local_windows_min_seconds), (0.8, 1.2, 5.0));
+        assert_eq!((p.early_windows_seconds_per_buffer, p.windows_depth, p.windows_tail_load), (2e-5, 0.05, 0.002));
         assert_eq!((p.flat_min_buffers, p.flat_share), (64, 0.8));
         assert_eq!((p.exact_max_conflicts, p.exact_max_buffers, p.exact_threads), (10_000_000, 6_000, 2));
         assert_eq!((p.exact_share_small, p.exact_share_large, p.exact_tie_share), (0.9, 0.1, 0.6));

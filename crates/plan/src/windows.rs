@@ -64,12 +64,29 @@ pub struct WindowParams {
     /// Set by the caller to stop before the next round, as if the deadline had passed
     /// ([`crate::PlanOptions::cancel`]).
     pub cancel: Option<Arc<AtomicBool>>,
+    /// How far below the max load (a share of it) a stretch of time may peak and still get a
+    /// window in the first round; 0 opens only the one at the maximum. Where a fill costs
+    /// seconds only one or two rounds fit, so the windows must cover every stretch the fill
+    /// could not keep below the target from the start.
+    pub depth: f64,
+    /// Most buffers the first round's windows may hold together, as a share of the instance.
+    pub depth_share: f64,
+    /// Share of the time left that the windows of a round are planned in together, the rest
+    /// going to the fill.
+    pub plan_share: f64,
+    /// Largest max load, as a share of the instance's, of the *tail*: the smallest buffers,
+    /// which the fill places by first fit only for a quarter of the time the rest of the fill
+    /// took, then stacks above everything by a start-order sweep (0: no tail). In size order the second
+    /// half of first fit's queries are for the smallest buffers and cost most of its time
+    /// (each meets every buffer placed before it), while on log-uniform sizes that half weighs
+    /// a thousandth of the load.
+    pub tail_load: f64,
 }
 
 impl WindowParams {
-    /// Defaults: windows of up to 4,000 buffers.
+    /// Defaults: windows of up to 4,000 buffers, one window in the first round.
     pub fn new(deadline: Instant, target: u64, bound: u64) -> Self {
-        WindowParams { deadline, target, bound, max_window: 4000, rival: None, cancel: None }
+        WindowParams { deadline, target, bound, max_window: 4000, rival: None, cancel: None, depth: 0.0, depth_share: 0.25, plan_share: 0.25, tail_load: 0.0 }
     }
 }
 
@@ -106,19 +123,26 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
     let index = TimeIndex::new(buffers);
     let profile = heaplab_sweep::load_profile(buffers);
     let order = heuristics::order(buffers, Order::Size);
+    let tail_from = tail_start(buffers, &order, params.tail_load);
     let mut windows: Vec<Window> = Vec::new();
     let mut in_window = vec![false; buffers.len()];
     let mut focus = peak_in(&profile, index.start(), index.end());
+    for t in stretch_peaks(&profile, params.depth) {
+        if windows.iter().map(|w| w.members.len()).sum::<usize>() as f64 >= params.depth_share * buffers.len() as f64 {
+            break;
+        }
+        add_window(&mut windows, open_window(&index, t, params.max_window), &index, buffers);
+    }
     let mut stale = 0;
     let rival = || params.rival.as_ref().map_or(u64::MAX, |r| r.load(Ordering::Relaxed));
     let cancelled = || params.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
     while Instant::now() < params.deadline && out.makespan > params.target && rival() > params.target && !cancelled() {
         add_window(&mut windows, open_window(&index, focus, params.max_window), &index, buffers);
-        // Plan the new windows, sharing a quarter of the time left between them.
+        // Plan the new windows, sharing `plan_share` of the time left between them.
         let unplanned = windows.iter().filter(|w| w.plan.is_none()).count();
         for w in windows.iter_mut().filter(|w| w.plan.is_none()) {
             let now = Instant::now();
-            let until = now + params.deadline.saturating_duration_since(now).mul_f64(0.25 / unplanned as f64);
+            let until = now + params.deadline.saturating_duration_since(now).mul_f64(params.plan_share / unplanned as f64);
             w.plan = Some(solve(&clipped(buffers, &w.members, w.lo, w.hi), until));
         }
         in_window.fill(false);
@@ -148,8 +172,21 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
         let mut highest = (windows_top, usize::MAX);
         let mut bound = out.makespan.min(rival());
         let mut complete = !expired && windows_top < bound;
+        // The tail is placed by first fit too for a quarter of the time the rest of the fill
+        // took (where first fit is cheap, as on traced heaps, all of it), the remainder stacked.
+        let fill_began = Instant::now();
+        let mut tail_deadline = None;
+        // Where the stacked part of the order begins (nothing stacked unless the tail's time runs out).
+        let mut stacked_from = order.len();
         if complete {
             for (k, &i) in order.iter().enumerate() {
+                if k >= tail_from {
+                    let end = *tail_deadline.get_or_insert_with(|| Instant::now() + fill_began.elapsed() / TAIL_TIME_DIVISOR);
+                    if k % 256 == 0 && Instant::now() >= end {
+                        stacked_from = k;
+                        break;
+                    }
+                }
                 let i = i as usize;
                 if in_window[i] {
                     continue;
@@ -173,9 +210,21 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
                 highest = highest.max((top, i));
             }
         }
+        // The tail, outside the windows, above everything placed.
+        let mut makespan = highest.0;
+        if complete && stacked_from < order.len() {
+            let tail: Vec<usize> = order[stacked_from..].iter().map(|&i| i as usize).filter(|&i| !in_window[i]).collect();
+            let sub: Vec<Buffer> = tail.iter().map(|&i| buffers[i]).collect();
+            let base = heaplab_model::align_up(highest.0, sub.iter().map(|b| b.align_log2).max().unwrap_or(0)).unwrap_or(u64::MAX);
+            for (&i, o) in tail.iter().zip(crate::online::place_by_start(&sub, heuristics::Fit::First)) {
+                offsets[i] = base.saturating_add(o);
+                makespan = makespan.max(offsets[i].saturating_add(buffers[i].size));
+            }
+            complete = makespan < bound;
+        }
         out.rounds += 1;
         if complete {
-            out.makespan = highest.0;
+            out.makespan = makespan;
             out.offsets = Some(offsets);
             stale = 0;
         } else {
@@ -510,6 +559,54 @@ fn peak_in(profile: &[(u64, u64)], lo: u64, hi: u64) -> u64 {
     best.1
 }
 
+/// The tail's first fit may take the time the rest of the fill took over this: on 10^6 random
+/// buffers the whole tail took twice that time, and a second round of windows gained more.
+const TAIL_TIME_DIVISOR: u32 = 4;
+
+/// Where the tail begins in `order` (size descending): the earliest of a few cut points (at
+/// half the buffers and beyond) whose tail has a max load within `share` of the instance's;
+/// `order.len()` (no tail) when none has or `share` is 0.
+fn tail_start(buffers: &[Buffer], order: &[u32], share: f64) -> usize {
+    let n = order.len();
+    if share <= 0.0 || n == 0 {
+        return n;
+    }
+    let limit = (heaplab_sweep::max_load(buffers) as f64 * share) as u64;
+    for tenths in 5..10 {
+        let from = n * tenths / 10;
+        let tail: Vec<Buffer> = order[from..].iter().map(|&i| buffers[i as usize]).collect();
+        if heaplab_sweep::max_load(&tail) <= limit {
+            return from;
+        }
+    }
+    n
+}
+
+/// The peak tick of every maximal stretch of the profile whose load stays within `depth` (a
+/// share) of the maximum, highest first; none when `depth` is 0 (the caller opens the maximum's
+/// window itself).
+fn stretch_peaks(profile: &[(u64, u64)], depth: f64) -> Vec<u64> {
+    let max = profile.iter().map(|p| p.1).max().unwrap_or(0);
+    if depth <= 0.0 || max == 0 {
+        return Vec::new();
+    }
+    let floor = max - (max as f64 * depth.min(1.0)) as u64;
+    let mut peaks: Vec<(u64, u64)> = Vec::new(); // (load, tick)
+    let mut current: Option<(u64, u64)> = None;
+    for &(t, load) in profile {
+        if load >= floor.max(1) {
+            if current.is_none_or(|c| load > c.0) {
+                current = Some((load, t));
+            }
+        } else if let Some(c) = current.take() {
+            peaks.push(c);
+        }
+    }
+    peaks.extend(current);
+    peaks.sort_by_key(|&(load, t)| (std::cmp::Reverse(load), t));
+    peaks.into_iter().map(|p| p.1).collect()
+}
+
 /// The window around tick `t`: `[t − w, t + 1 + w)` for the largest `w` with at most
 /// `clamp(2 · live(t), 256, max)` buffers live in it, and never less than the column at `t`.
 fn open_window(index: &TimeIndex, t: u64, max: usize) -> (u64, u64) {
@@ -578,7 +675,11 @@ mod tests {
                 let inst = heaplab_gen::generate(kind, n, 11 + k as u64);
                 let bs = &inst.buffers;
                 let bound = validate(bs, &heuristics::Heuristic::STANDARD[0].run(bs)).makespan + 1;
-                let params = WindowParams { max_window: 64, ..WindowParams::new(Instant::now() + Duration::from_millis(500), max_load(bs), bound) };
+                // One window a round, or every stretch within 10% of the max load at once and
+                // the smallest buffers (up to 5% of the load) stacked on top.
+                let one = WindowParams { max_window: 64, ..WindowParams::new(Instant::now() + Duration::from_millis(500), max_load(bs), bound) };
+                let deep = WindowParams { depth: 0.1, tail_load: 0.05, ..one.clone() };
+                for params in [one, deep] {
                 let out = plan_windows(bs, &params, &mut first_fit);
                 match &out.offsets {
                     Some(off) => {
@@ -589,8 +690,35 @@ mod tests {
                     }
                     None => assert_eq!(out.makespan, bound),
                 }
+                }
             }
         }
+    }
+
+    #[test]
+    fn stretches_near_the_max_load_open_windows_highest_first() {
+        // Load 10 over [0, 10), 3 over [10, 20), 9 over [20, 25), 10 again over [30, 31).
+        let profile = [(0, 10), (10, 3), (20, 9), (25, 0), (30, 10), (31, 0)];
+        assert_eq!(stretch_peaks(&profile, 0.0), Vec::<u64>::new());
+        assert_eq!(stretch_peaks(&profile, 0.05), vec![0, 30]);
+        assert_eq!(stretch_peaks(&profile, 0.1), vec![0, 30, 20]);
+        // Every tick with load: [0, 25) and [30, 31).
+        assert_eq!(stretch_peaks(&profile, 1.0), vec![0, 30]);
+    }
+
+    #[test]
+    fn the_tail_is_the_smallest_buffers_within_its_share_of_the_load() {
+        // 100 buffers of size 1000 and 100 of size 1, all live together: the smaller half
+        // weighs 100 of 100,100 bytes.
+        let bs: Vec<Buffer> = (0..200u64).map(|i| Buffer::new(i, 0, 5, if i % 2 == 0 { 1000 } else { 1 })).collect();
+        let ord = heuristics::order(&bs, Order::Size);
+        assert_eq!(tail_start(&bs, &ord, 0.0), 200);
+        assert_eq!(tail_start(&bs, &ord, 0.001), 100);
+        assert!(ord[100..].iter().all(|&i| bs[i as usize].size == 1));
+        // A lighter share: the tail of the last fifth (40 bytes) is the first within it.
+        assert_eq!(tail_start(&bs, &ord, 0.0004), 160);
+        assert_eq!(tail_start(&bs, &ord, 0.0001), 200, "no cut point is light enough");
+        assert_eq!(tail_start(&[], &[], 0.5), 0);
     }
 
     #[test]
