@@ -478,7 +478,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         }
         if (keep) site[0] = (int32_t)s, memo_seen(e)[0] = present[0];
     }
-    if (one && best != 0 && hl_unwind_above(ret, hl_self.frame, pcs + 1, 1) == 1) {
+    if (one && best != 0 && hl_unwind_caller(ret, hl_self.frame, pcs + 1) == 1) {
         uint64_t a = (uint64_t)(uintptr_t)pcs[1];
         int64_t s = a - lo <= span ? site_at(a) : -1;
         n = 2;
