@@ -127,7 +127,7 @@ struct chunk {
     _Atomic uint64_t top;  /* bump offset */
     _Atomic uint32_t group;
     uint32_t zeroed;       /* never handed out since its pages were last zero */
-    uint64_t high;         /* the highest top since it was taken: its pages up to there are resident */
+    uint64_t high;         /* the highest top since it was taken, rounded up to a page: its pages up to there are resident */
 };
 static unsigned char *range;
 static uint64_t range_len, chunks_max, bitmap_bytes, data_start;
@@ -329,10 +329,22 @@ static inline uint32_t mark_site(uint32_t s, uint64_t *present, uint32_t best) {
 /* With at most 64 sites (`narrow`: every conjunction a mask), the first group whose selector
  * holds for `present` among groups [0, upto), else `upto`: a mask test per conjunction, cheaper
  * than re-checking conjunctions as each site is met. */
-static inline uint32_t first_holding(uint64_t present, uint32_t upto) {
+static inline uint32_t first_holding_scan(uint64_t present, uint32_t upto) {
     for (uint32_t i = 0; i < nflat && flat[i].group < upto; i++)
         if ((present & flat[i].mask) == flat[i].mask) return flat[i].group;
     return upto;
+}
+/* The same, one load: with `narrow` and at most ANSWER_SITES selector sites, `answer` holds
+ * first_holding_scan(present, ngroups) for every set of sites present (what a few hot
+ * allocation sites' walks ask twice each). */
+#define ANSWER_SITES 10u
+static uint32_t *answer;
+static inline uint32_t first_holding(uint64_t present, uint32_t upto) {
+    if (answer) {
+        uint32_t a = answer[present];
+        return a < upto ? a : upto;
+    }
+    return first_holding_scan(present, upto);
 }
 
 /* ---- the walk memo ----
@@ -406,7 +418,10 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     uint32_t best = always, gen = keep ? atomic_load_explicit(&site_gen, memory_order_relaxed) : 0;
     struct thread_stats *st = stats();
     struct hl_walk w;
-    int stepwise = depth > 1 && hl_walk_start(&w, ret, hl_self.frame) == 0;
+    /* One frame to step and no memo: one call for it (a walk in steps costs two, and its state in
+     * memory); pausing could not end it sooner. */
+    const int one = !keep && depth == 2;
+    int stepwise = depth > 1 && !one && hl_walk_start(&w, ret, hl_self.frame) == 0;
     uintptr_t sp0 = stepwise ? w.sp : 0, bp0 = stepwise ? w.bp : 0, top = 0;
     if (keep) {
         /* e is a set of MEMO_WAYS ways: a hit in any answers; otherwise the way that holds the
@@ -463,6 +478,16 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         }
         if (keep) site[0] = (int32_t)s, memo_seen(e)[0] = present[0];
     }
+    if (one && best != 0 && hl_unwind_caller(ret, hl_self.frame, pcs + 1) == 1) {
+        uint64_t a = (uint64_t)(uintptr_t)pcs[1];
+        int64_t s = a - lo <= span ? site_at(a) : -1;
+        n = 2;
+        if (s >= 0) {
+            any = 1;
+            if (narrow) present[0] |= 1ull << s;
+            else best = mark_site((uint32_t)s, present, best);
+        }
+    }
     if (best != 0 && stepwise) {
         /* The walk pauses only at frames that may be first-group sites: only they can end it.
          * Pausing costs a call per pause; a thread whose pauses seldom end its walks stops
@@ -499,7 +524,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             pace.walks = pace.pauses = pace.saved = 0;
         }
     }
-    if (depth > 1 && !stepwise) { /* the walk needs the fallback unwinder: all of it at once, not kept */
+    if (depth > 1 && !stepwise && !one) { /* the walk needs the fallback unwinder: all of it at once, not kept */
         for (uint32_t w = 0; w < words; w++) present[w] = 0;
         any = 0, best = always;
         n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1);
@@ -757,7 +782,7 @@ static __attribute__((noinline)) struct chunk *next_chunk(uint32_t g, struct gro
  * and maybe the peak grow. Once per page entered. */
 static __attribute__((noinline)) void grow(struct chunk *c, uint64_t end) {
     uint64_t more = footprint(end) - footprint(c->high);
-    c->high = end;
+    c->high = (end + (uint64_t)hl_page_size - 1) & ~((uint64_t)hl_page_size - 1); /* bumps within the page then skip grow() */
     if (more) note_peak(atomic_fetch_add_explicit(&resident_bytes, more, memory_order_relaxed) + more);
 }
 
@@ -1125,6 +1150,8 @@ static int load_table(void) {
     }
     for (uint32_t g = 0; g < ng; g++)
         for (uint32_t c = group_conj[2 * g], ce = c + group_conj[2 * g + 1]; c < ce; c++) flat[nflat++] = (struct flat){conj_mask[c], g};
+    if (narrow && nsel <= ANSWER_SITES && (answer = table_map((1ull << nsel) * sizeof *answer)))
+        for (uint64_t p = 0; p < 1ull << nsel; p++) answer[p] = first_holding_scan(p, (uint32_t)ng);
     for (uint64_t t = 0; t < nt; t++) site_conj_at[terms[t] + 1]++;
     for (uint64_t i = 0; i < ns; i++) site_conj_at[i + 1] += site_conj_at[i];
     for (uint64_t c = 0; c < nc; c++)

@@ -599,6 +599,19 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
     return k >= 0 ? k : hl_unwind_after(ret, pcs, max);
 }
 
+int hl_unwind_caller(const void *ret, const void *frame, void **pc) {
+    const uintptr_t *f = frame;
+    if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&mode, memory_order_relaxed) != HL_UNWIND_RULES) return hl_unwind_above(ret, frame, pc, 1);
+    counts.walks++;
+    uint64_t a = (uint64_t)(uintptr_t)ret - 1;
+    uintptr_t sp = (uintptr_t)(f + 2), bp = f[0], ra;
+    if (HL_UNLIKELY(sp < stack_lo || sp >= stack_hi)) find_stack(sp);
+    int r = step_one(&a, &sp, &bp, sp, stack_hi, &ra);
+    if (HL_UNLIKELY(r < 0)) return hl_unwind_after(ret, pc, 1);
+    if (r > 0) *pc = (void *)ra;
+    return r;
+}
+
 int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
     const uintptr_t *f = frame;
     w->ended = 1;
@@ -647,6 +660,7 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
     (void)frame;
     return hl_unwind_after(ret, pcs, max);
 }
+int hl_unwind_caller(const void *ret, const void *frame, void **pc) { return hl_unwind_above(ret, frame, pc, 1); }
 int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
     (void)ret, (void)frame;
     w->ended = 1;

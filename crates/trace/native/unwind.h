@@ -33,6 +33,10 @@ int hl_unwind_after(const void *ret, void **pcs, int max);
  * puts it (or NULL) makes this hl_unwind_after. */
 int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max);
 
+/* hl_unwind_above(ret, frame, pc, 1) in one step: the return address of the caller of the
+ * function `ret` is in (1; 0 when the stack ends there), for a caller that needs only it. */
+int hl_unwind_caller(const void *ret, const void *frame, void **pc);
+
 /* hl_unwind_above's walk in steps, for a caller that stops as soon as it knows enough:
  * hl_walk_start begins above `ret` (0; -1 when `frame` does not hold it or the walk needs the
  * fallback, so the caller takes hl_unwind_above instead). Each hl_walk_more appends up to `max`
