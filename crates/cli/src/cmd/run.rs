@@ -27,6 +27,9 @@ selectors (the few call sites that tell a group's contexts apart) in order, and 
 group that matches by bump allocation from that group's own 1 MiB chunks, so objects used
 together lie together. Everything else goes to the fallback allocator (jemalloc by default, as in
 HALO): larger objects, aligned requests above 16 bytes, and contexts no selector matches.
+As in HALO, a chunk's space comes back only when every object in it is dead; --reuse-freed also
+serves new objects of a group from its freed ones of the same size class (less memory where a
+few long-lived objects pin chunks, but more D1 misses where programs free: docs/group.md).
 
 The layout or groups file is read and checked completely before the program starts: a damaged
 or invalid file is an error (exit status 2) and the program does not run.
@@ -66,6 +69,10 @@ pub struct RunArgs {
     /// The groups to apply (.hlgroups).
     #[arg(long, value_name = "FILE")]
     groups: Option<String>,
+    /// With --groups: reuse freed objects within their group (per-group free lists by size class,
+    /// taken before bumping) instead of waiting for a whole chunk to empty, as HALO does.
+    #[arg(long, requires = "groups")]
+    reuse_freed: bool,
     /// The allocator everything unplanned or ungrouped goes to: glibc, jemalloc, mimalloc,
     /// tcmalloc, or a path to a shared library that defines malloc [default: glibc with
     /// --layout, jemalloc with --groups].
@@ -106,7 +113,7 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
         use heaplab_group::run::run as run_grouped;
         // `run` checks what the runtime can apply before the program starts.
         let groups = heaplab_group::format::read(groups_file).map_err(|e| Failure::Input(e.to_string()))?;
-        let done = run_grouped(&groups, groups_file, &a.command, &opts, |c| c).map_err(|e| failure(e.class(), e.to_string()))?;
+        let done = run_grouped(&groups, groups_file, &a.command, &opts, |c| if a.reuse_freed { c.env("HEAPLAB_GROUP_REUSE", "1") } else { c }).map_err(|e| failure(e.class(), e.to_string()))?;
         (done.report.map(|r| (r.to_json(), r.summary())).ok_or(done.no_report.unwrap_or_default()), done.status)
     } else {
         use heaplab_apply::run::run as run_with_layout;

@@ -276,7 +276,7 @@ fn every_allocation_call_is_exact_grouped() {
         }
     }
     // Tiny chunks: chunks fill, empty ones are reused or given back, calloc zeroes reused memory;
-    // with free lists (HEAPLAB_GROUP_REUSE=1), freed objects are reused too, and a chunk that empties
+    // with free lists (`--reuse-freed`), freed objects are reused too, and a chunk that empties
     // first unlinks its listed objects (a mistake there corrupts the lists: the program's checks
     // or a crash would show it).
     let ctxs = contexts(&dir, "small", 4, &[&p, "mix", "6"], &[]);
@@ -284,13 +284,13 @@ fn every_allocation_call_is_exact_grouped() {
     let mut g = heaplab_group::format::read(&file).unwrap();
     g.params.max_object_size = 2048;
     g.params.spare_chunks = 1;
-    for (chunk, reuse, rounds) in [(8192, "0", "6"), (4096, "1", "40")] {
+    for (chunk, reuse, rounds) in [(8192, false, "6"), (4096, true, "40")] {
         g.params.chunk_size = chunk;
         let small = dir.join(format!("tiny-{chunk}.hlgroups")).to_string_lossy().into_owned();
         heaplab_group::format::write(&small, &g).unwrap();
-        let v = same_as_plain(&dir, &small, &[&p, "mix", rounds], &[("HEAPLAB_GROUP_REUSE", reuse)], &[]);
+        let v = same_as_plain(&dir, &small, &[&p, "mix", rounds], &[], if reuse { &["--reuse-freed"] } else { &[] });
         assert!(n(&v, &["chunks", "reused"]) > 0 && n(&v, &["chunks", "returned"]) > 0, "reuse {reuse}: {v}");
-        assert_eq!(n(&v, &["reused_objects"]) > 0, reuse == "1", "reuse {reuse}: {v}");
+        assert_eq!(n(&v, &["reused_objects"]) > 0, reuse, "reuse {reuse}: {v}");
     }
 }
 
