@@ -71,7 +71,7 @@ pub struct RunArgs {
     groups: Option<String>,
     /// With --groups: reuse freed objects within their group (per-group free lists by size class,
     /// taken before bumping) instead of waiting for a whole chunk to empty, as HALO does.
-    #[arg(long, requires = "groups")]
+    #[arg(long)]
     reuse_freed: bool,
     /// The allocator everything unplanned or ungrouped goes to: glibc, jemalloc, mimalloc,
     /// tcmalloc, or a path to a shared library that defines malloc [default: glibc with
@@ -102,6 +102,9 @@ fn failure(class: heaplab_model::ErrorClass, m: String) -> Failure {
 /// `heaplab run`. Returns only on errors before the program ran; otherwise it exits with the
 /// program's status.
 pub fn run(a: RunArgs) -> Result<(), Failure> {
+    if a.reuse_freed && a.groups.is_none() {
+        return Err(Failure::Input("--reuse-freed applies to the grouped allocator: give --groups".into()));
+    }
     if let Some(r) = &a.report {
         crate::outputs::check_writable(r)?;
     }

@@ -444,6 +444,7 @@ fn bad_groups_are_rejected_before_the_program_starts() {
         vec!["run", "--groups", &good_file, "--layout", "x.hllayout", "--", "true"],
         vec!["run", "--", "true"],
         vec!["run", "--groups", &good_file, "--fallback", "no-such-allocator", "--", "true"],
+        vec!["run", "--layout", "x.hllayout", "--reuse-freed", "--", "true"],
     ] {
         let r = heaplab_in(&dir, &args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
