@@ -254,7 +254,8 @@ static void insert_addr(uint64_t a, uint32_t site) {
 /* Adds call site `site` at address a in module mapping m (and m to the call modules, when the
  * site was always the innermost frame). */
 static void insert_call(uint64_t a, uint32_t site, const struct hl_module *m) {
-    table_insert(&call_sites, a, site);
+    /* a call site can bound the walk depth, so kept walks made without it are stale too */
+    if (table_insert(&call_sites, a, site)) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
     if (site_decide[site] == HLG_WALK_DEEPER) return;
     uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_relaxed);
     for (uint32_t r = 0; r < n; r++)
