@@ -348,6 +348,19 @@ static inline uint32_t first_holding(uint64_t present, uint32_t upto) {
     return first_holding_scan(present, upto);
 }
 
+/* Looks up the site at return address a (when a is within [lo, lo + span], the sites' range)
+ * and marks it present: with `narrow` its bit alone (the answer is computed from the bits when
+ * needed), otherwise through mark_site, which keeps `best`. Returns the site, or -1. */
+static inline __attribute__((always_inline)) int64_t see_frame(uint64_t a, uint64_t lo, uint64_t span, uint64_t *present, uint32_t *best, int *any) {
+    int64_t s = a - lo <= span ? site_at(a) : -1;
+    if (s >= 0) {
+        *any = 1;
+        if (narrow) present[0] |= 1ull << s;
+        else *best = mark_site((uint32_t)s, present, *best);
+    }
+    return s;
+}
+
 /* ---- the walk memo ----
  * A walk is a function of where it starts (return address, stack pointer, rbp) and of the stack
  * words it reads (unwind.h, hl_walk_more_traced): each thread keeps its last walks, MEMO_SLOTS of
@@ -470,24 +483,13 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             if (site[i] >= 0) any = 1, best = mark_site((uint32_t)site[i], present, best);
         if (narrow && any) best = first_holding(present[0], 1) == 0 ? 0 : always;
     } else {
-        uint64_t a = (uint64_t)(uintptr_t)ret;
-        int64_t s = a - lo <= span ? site_at(a) : -1;
-        if (s >= 0) {
-            any = 1;
-            if (narrow) present[0] |= 1ull << s, best = first_holding(present[0], 1) == 0 ? 0 : always;
-            else best = mark_site((uint32_t)s, present, best);
-        }
+        int64_t s = see_frame((uint64_t)(uintptr_t)ret, lo, span, present, &best, &any);
+        if (narrow && s >= 0) best = first_holding(present[0], 1) == 0 ? 0 : always;
         if (keep) site[0] = (int32_t)s, memo_seen(e)[0] = present[0];
     }
     if (one && best != 0 && hl_unwind_caller(ret, hl_self.frame, pcs + 1) == 1) {
-        uint64_t a = (uint64_t)(uintptr_t)pcs[1];
-        int64_t s = a - lo <= span ? site_at(a) : -1;
         n = 2;
-        if (s >= 0) {
-            any = 1;
-            if (narrow) present[0] |= 1ull << s;
-            else best = mark_site((uint32_t)s, present, best);
-        }
+        see_frame((uint64_t)(uintptr_t)pcs[1], lo, span, present, &best, &any);
     }
     if (best != 0 && stepwise) {
         /* The walk pauses only at frames that may be first-group sites: only they can end it.
@@ -500,13 +502,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             if (k < 0) stepwise = 0;
             if (k <= 0) break;
             for (int i = n; i < n + k; i++) {
-                uint64_t a = (uint64_t)(uintptr_t)pcs[i];
-                int64_t s = a - lo <= span ? site_at(a) : -1;
-                if (s >= 0) {
-                    any = 1;
-                    if (narrow) present[0] |= 1ull << s;
-                    else best = mark_site((uint32_t)s, present, best);
-                }
+                int64_t s = see_frame((uint64_t)(uintptr_t)pcs[i], lo, span, present, &best, &any);
                 if (keep) {
                     site[i] = (int32_t)s, memo_seen(e)[i] = present[0];
                     top = tr[i].ret_at > top ? tr[i].ret_at : top, top = tr[i].bp_at > top ? tr[i].bp_at : top;
@@ -529,11 +525,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         for (uint32_t w = 0; w < words; w++) present[w] = 0;
         any = 0, best = always;
         n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1);
-        for (int i = 0; i < n; i++) {
-            uint64_t a = (uint64_t)(uintptr_t)pcs[i];
-            int64_t s;
-            if (a - lo <= span && (s = site_at(a)) >= 0) any = 1, best = mark_site((uint32_t)s, present, best);
-        }
+        for (int i = 0; i < n; i++) see_frame((uint64_t)(uintptr_t)pcs[i], lo, span, present, &best, &any);
     }
     if (narrow && any && best != 0) best = first_holding(present[0], T.ngroups);
     int64_t g = any && best < T.ngroups ? (int64_t)best : -1;
@@ -1189,8 +1181,7 @@ static int load_table(void) {
     const char *reuse_env = getenv("HEAPLAB_GROUP_REUSE");
     reuse = reuse_env && strcmp(reuse_env, "1") == 0;
     nclass = (T.max_object + REUSE_UNIT - 1) / REUSE_UNIT + 1;
-    free_heads = sys_mmap(NULL, (ng ? ng : 1) * nclass * sizeof *free_heads, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (free_heads == MAP_FAILED) free_heads = NULL, reuse = 0;
+    if (reuse && !(free_heads = table_map((ng ? ng : 1) * nclass * sizeof *free_heads))) reuse = 0;
     if (!range || !returned || !spares) {
         fail("cannot reserve the grouped heap");
         goto out;
