@@ -680,16 +680,16 @@ mod tests {
                 let one = WindowParams { max_window: 64, ..WindowParams::new(Instant::now() + Duration::from_millis(500), max_load(bs), bound) };
                 let deep = WindowParams { depth: 0.1, tail_load: 0.05, ..one.clone() };
                 for params in [one, deep] {
-                let out = plan_windows(bs, &params, &mut first_fit);
-                match &out.offsets {
-                    Some(off) => {
-                        let v = validate(bs, off);
-                        assert!(v.is_valid(), "{} n={n}: {}", kind.name(), v.describe(bs, off));
-                        assert_eq!(v.makespan, out.makespan);
-                        assert!(out.makespan < bound);
+                    let out = plan_windows(bs, &params, &mut first_fit);
+                    match &out.offsets {
+                        Some(off) => {
+                            let v = validate(bs, off);
+                            assert!(v.is_valid(), "{} n={n}: {}", kind.name(), v.describe(bs, off));
+                            assert_eq!(v.makespan, out.makespan);
+                            assert!(out.makespan < bound);
+                        }
+                        None => assert_eq!(out.makespan, bound),
                     }
-                    None => assert_eq!(out.makespan, bound),
-                }
                 }
             }
         }
