@@ -32,8 +32,11 @@
  * reaching 0, whether a free or the switch to a new chunk gets there. Unlike HALO, freed
  * objects go on per-group free lists by size, taken before bumping (see "reuse of freed space").
  *
- * Deviation from HALO: objects of more than 8 bytes are 16-byte aligned (HALO: 8), because
- * glibc and jemalloc guarantee 16 and compilers assume it (SSE moves of long double, max_align_t).
+ * Alignment follows the object's size: 16 when its size rounds (to 8) to a multiple of 16, else 8
+ * (HALO: 8 for all). An object that holds whole 16-aligned values (long double, __int128, SSE
+ * vectors: sizes multiples of 16) gets their alignment; a 24-byte one packs densely, as HALO's
+ * do. GCC assumes 8 on x86-64 (its MALLOC_ABI_ALIGNMENT), but glibc and jemalloc give 16 from
+ * 16 bytes up and C17 asks for it, so `align16` (HEAPLAB_GROUP_ALIGN16=1) restores theirs.
  * Threads (HALO was single-threaded): a spin lock per group guards its chunks (bump, bitmaps,
  * live counts, free lists) for allocations and frees alike, one lock operation per call where
  * atomics on each counter and bitmap word would cost several, and none while the process has
@@ -649,6 +652,7 @@ static inline uint64_t extent(struct chunk *c, uint64_t off) {
 #define REUSE_UNIT 16u
 struct free_node { struct free_node *next, *prev; };
 static int reuse;
+static int align16; /* every object above 8 bytes 16-aligned, as glibc and jemalloc (see the top) */
 static uint64_t nclass;            /* list heads per group: extents 0, 16, ... max_object rounded up */
 static struct free_node **free_heads; /* per group, nclass heads */
 
@@ -903,7 +907,9 @@ static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint6
         int64_t g = T.ngroups ? identify(ret) : -1;
         if (g < 0) why = W_CONTEXT;
         else {
-            uint64_t natural = bytes <= 8 && !reuse ? 8 : 16;
+            /* 8 when the size rounds to an odd multiple of 8 (see the top); the free lists'
+             * classes are multiples of 16 and need 16. */
+            uint64_t natural = !reuse && (bytes <= 8 || (!align16 && ((bytes + GRANULE - 1) & GRANULE))) ? 8 : 16;
             void *p = group_alloc((uint32_t)g, bytes, align > natural ? align : natural, zero);
             if (p) return p;
             why = W_EXHAUSTED;
@@ -1180,6 +1186,8 @@ static int load_table(void) {
     spares = table_map((T.spare ? T.spare : 1) * 4);
     const char *reuse_env = getenv("HEAPLAB_GROUP_REUSE");
     reuse = reuse_env && strcmp(reuse_env, "1") == 0;
+    const char *align_env = getenv("HEAPLAB_GROUP_ALIGN16");
+    align16 = align_env && strcmp(align_env, "1") == 0;
     nclass = (T.max_object + REUSE_UNIT - 1) / REUSE_UNIT + 1;
     if (reuse && !(free_heads = table_map((ng ? ng : 1) * nclass * sizeof *free_heads))) reuse = 0;
     if (!range || !returned || !spares) {

@@ -210,6 +210,33 @@ fn lists_a_and_b_share_a_group_c_falls_back() {
 }
 
 #[test]
+fn odd_sized_objects_pack_densely_unless_aligned_to_16() {
+    // lists.c's nodes are 56 bytes: 8-aligned they follow each other with no gap; with
+    // --align-16 each takes 64, and the grouped heap's unused bytes at its peak say so.
+    let dir = scratch_dir("group_run", "pack");
+    let p = lists();
+    let ctxs = contexts(&dir, "lists", 8, &[&p, "300", "2"], &[]);
+    let [(a, da), (b, db), (c, _)] = abc(&ctxs, 300);
+    let mut g = Builder::new(1);
+    g.context(a, Some(0));
+    g.context(b, Some(0));
+    g.context(c, None);
+    g.select(0, &[(&a.frames[da], da as u32)]);
+    g.select(0, &[(&b.frames[db], db as u32)]);
+    let file = g.write(&dir, "ab");
+    let nodes = 2 * 3000;
+    let dense = same_as_plain(&dir, &file, &[&p, "3000", "2"], &[], &[]);
+    let padded = same_as_plain(&dir, &file, &[&p, "3000", "2"], &[], &["--align-16"]);
+    for v in [&dense, &padded] {
+        assert_eq!(n(v, &["groups", "0", "count"]), nodes, "{v}");
+    }
+    let unused = |v: &Value| n(v, &["fragmentation", "bytes"]);
+    // (footprints are counted in pages, so one page either way)
+    assert!(unused(&padded) + 4096 >= unused(&dense) + 8 * nodes, "dense {dense}\npadded {padded}");
+    assert!(unused(&dense) < 8 * nodes / 4, "{dense}");
+}
+
+#[test]
 fn the_same_context_always_maps_to_the_same_group_first_match_first() {
     let dir = scratch_dir("group_run", "identify");
     let p = lists();
@@ -273,6 +300,11 @@ fn every_allocation_call_is_exact_grouped() {
             if name == "mix" {
                 assert!(n(&v, &["fallback", "aligned"]) > 0 && n(&v, &["fallback", "too_big"]) > 0, "{v}");
             }
+        }
+        if name == "mix" {
+            // The program checks every block's alignment: 16 from 16 bytes up with --align-16.
+            let v = same_as_plain(&dir, &file, &cmd, &[("APPLIED_ALIGN16", "1")], &["--align-16"]);
+            assert!(n(&v, &["grouped", "count"]) > 0, "{v}");
         }
     }
     // Tiny chunks: chunks fill, empty ones are reused or given back, calloc zeroes reused memory;
@@ -445,6 +477,7 @@ fn bad_groups_are_rejected_before_the_program_starts() {
         vec!["run", "--", "true"],
         vec!["run", "--groups", &good_file, "--fallback", "no-such-allocator", "--", "true"],
         vec!["run", "--layout", "x.hllayout", "--reuse-freed", "--", "true"],
+        vec!["run", "--layout", "x.hllayout", "--align-16", "--", "true"],
     ] {
         let r = heaplab_in(&dir, &args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
