@@ -92,7 +92,8 @@ static uint32_t always;                /* the first group with an empty conjunct
  * resolve_lock), read lock-free; kept at most half full so that probes stay short ---- */
 struct slot {
     _Atomic uint64_t addr; /* 0: empty */
-    uint32_t site;
+    uint32_t site;         /* the site at addr (call_sites: what it decides, its site_decide) */
+    uint32_t depth;        /* call_sites: how deep to walk from it (its site_depth) */
 };
 struct addr_table {
     struct slot *slot;
@@ -156,8 +157,11 @@ enum why { W_SIZE, W_ALIGN, W_CONTEXT, W_EXHAUSTED, W_N };
 static const char *const why_name[W_N] = {"too_big", "aligned", "ungrouped", "exhausted"};
 /* Counters of the hot paths are per thread (a shared counter's cache line would bounce between
  * threads on every allocation): each thread takes a block of its own on first use; the report
- * sums them. Threads beyond MAX_THREAD_STATS share the last block, with atomic adds. */
-struct thread_stats { uint64_t walks, frames, replayed, fb_count[W_N], fb_bytes[W_N]; };
+ * sums them. Threads beyond MAX_THREAD_STATS share the last block, with atomic adds. Walks are
+ * not counted: every identification ends in a group's allocation or a fallback counted as
+ * ungrouped or exhausted, so the report derives them; `stepped` counts the frames walks read
+ * beyond their first (the allocation's own return address), which most allocations never do. */
+struct thread_stats { uint64_t stepped, replayed, fb_count[W_N], fb_bytes[W_N]; };
 #define MAX_THREAD_STATS 4096
 static struct thread_stats *thread_stats;
 static _Atomic uint32_t thread_stats_used;
@@ -192,13 +196,15 @@ static inline void group_drop(atomic_flag *l, int took) {
     if (took) spin_drop(l);
 }
 
-static inline struct thread_stats *stats(void) {
-    if (HL_UNLIKELY(!my_stats)) {
-        uint32_t i = atomic_fetch_add(&thread_stats_used, 1);
-        my_stats_shared = i >= MAX_THREAD_STATS - 1;
-        my_stats = &thread_stats[my_stats_shared ? MAX_THREAD_STATS - 1 : i];
-    }
+static __attribute__((noinline)) struct thread_stats *stats_first(void) {
+    uint32_t i = atomic_fetch_add(&thread_stats_used, 1);
+    my_stats_shared = i >= MAX_THREAD_STATS - 1;
+    my_stats = &thread_stats[my_stats_shared ? MAX_THREAD_STATS - 1 : i];
     return my_stats;
+}
+static inline __attribute__((always_inline)) struct thread_stats *stats(void) {
+    struct thread_stats *st = my_stats;
+    return HL_LIKELY(st) ? st : stats_first();
 }
 static inline void stat_add(uint64_t *c, uint64_t v) {
     if (HL_UNLIKELY(my_stats_shared)) atomic_fetch_add_explicit((_Atomic uint64_t *)c, v, memory_order_relaxed);
@@ -221,13 +227,14 @@ static int table_init(struct addr_table *t, uint64_t n) {
 
 /* Adds a -> site; 1 when added, 0 when a is there already or the table is half full (the
  * site then stays unresolved there). */
-static int table_insert(struct addr_table *t, uint64_t a, uint32_t site) {
+static int table_insert(struct addr_table *t, uint64_t a, uint32_t site, uint32_t depth) {
     if (t->used * 2 >= t->mask + 1) return 0;
     for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> t->shift;; i = (i + 1) & t->mask) {
         uint64_t k = atomic_load_explicit(&t->slot[i].addr, memory_order_relaxed);
         if (k == a) return 0;
         if (k == 0) {
             t->slot[i].site = site;
+            t->slot[i].depth = depth;
             atomic_store_explicit(&t->slot[i].addr, a, memory_order_release);
             t->used++;
             return 1;
@@ -235,17 +242,22 @@ static int table_insert(struct addr_table *t, uint64_t a, uint32_t site) {
     }
 }
 
-/* The site at return address a, or -1. */
-static inline int64_t table_find(const struct addr_table *t, uint64_t a) {
+/* The slot of return address a, or NULL. */
+static inline const struct slot *table_slot(const struct addr_table *t, uint64_t a) {
     for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> t->shift;; i = (i + 1) & t->mask) {
         uint64_t k = atomic_load_explicit(&t->slot[i].addr, memory_order_acquire);
-        if (k == a) return t->slot[i].site;
-        if (k == 0) return -1;
+        if (k == a) return &t->slot[i];
+        if (k == 0) return NULL;
     }
+}
+/* The site at return address a, or -1. */
+static inline int64_t table_find(const struct addr_table *t, uint64_t a) {
+    const struct slot *e = table_slot(t, a);
+    return e ? (int64_t)e->site : -1;
 }
 
 static void insert_addr(uint64_t a, uint32_t site) {
-    if (table_insert(&sel_sites, a, site)) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release); /* kept walks saw sites without it */
+    if (table_insert(&sel_sites, a, site, 0)) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release); /* kept walks saw sites without it */
     if (a < atomic_load(&addr_lo)) atomic_store(&addr_lo, a);
     if (a > atomic_load(&addr_hi)) atomic_store(&addr_hi, a);
     if (site_first[site]) {
@@ -255,10 +267,10 @@ static void insert_addr(uint64_t a, uint32_t site) {
 }
 
 /* Adds call site `site` at address a in module mapping m (and m to the call modules, when the
- * site was always the innermost frame). */
+ * site was always the innermost frame). Its slot holds what identify() needs of it. */
 static void insert_call(uint64_t a, uint32_t site, const struct hl_module *m) {
     /* a call site can bound the walk depth, so kept walks made without it are stale too */
-    if (table_insert(&call_sites, a, site)) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
+    if (table_insert(&call_sites, a, site_decide[site], site_depth[site])) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
     if (site_decide[site] == HLG_WALK_DEEPER) return;
     uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_relaxed);
     for (uint32_t r = 0; r < n; r++)
@@ -452,8 +464,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             if (k > (int)x->n) {
                 memo_pace.walks++;
                 memo_pace.hits++;
-                stat_add(&st->walks, 1);
-                stat_add(&st->frames, x->n);
+                stat_add(&st->stepped, x->n - 1);
                 stat_add(&st->replayed, 1);
                 return x->group;
             }
@@ -549,8 +560,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         e->top = top + 8;
         e->ret = (uintptr_t)ret;
     }
-    stat_add(&st->walks, 1);
-    stat_add(&st->frames, (uint64_t)n);
+    stat_add(&st->stepped, (uint64_t)n - 1);
     return g;
 }
 
@@ -570,6 +580,36 @@ static inline struct memo *memo_for(void *ret) {
     return (struct memo *)((unsigned char *)my_memo + (h >> (64 - __builtin_ctz(MEMO_SETS))) * MEMO_WAYS * memo_stride);
 }
 
+/* identify_in's answer for a walk of at most two frames with `narrow` (sites are bits of one
+ * word): the return address's site, then, unless the first group's selector already holds,
+ * its caller's (one step, no memo: a step costs less than a replay). Inline: the common case. */
+static inline __attribute__((always_inline)) int64_t identify_near(void *ret, int depth) {
+    uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
+    uint64_t a = (uint64_t)(uintptr_t)ret, present = 0;
+    int64_t s = a - lo <= span ? site_at(a) : -1;
+    if (s >= 0) {
+        present = 1ull << s;
+        if (first_holding(present, 1) == 0) return 0;
+    }
+    void *pc;
+    if (depth == 2 && hl_unwind_caller(ret, hl_self.frame, &pc) == 1) {
+        stat_add(&stats()->stepped, 1);
+        a = (uint64_t)(uintptr_t)pc;
+        s = a - lo <= span ? site_at(a) : -1;
+        if (s >= 0) present |= 1ull << s;
+    }
+    if (!present) return -1; /* no selector site met */
+    uint32_t g = first_holding(present, T.ngroups);
+    return g < T.ngroups ? (int64_t)g : -1;
+}
+
+/* identify_in for other walks, out of line: the memo's and the stepwise
+ * walk's state stay out of the allocation's fast path. */
+static __attribute__((noinline)) int64_t identify_walk(void *ret, int depth) {
+    struct memo *e = depth > 1 && memo_on ? memo_for(ret) : NULL;
+    return e ? identify_in(ret, e, 1, depth) : identify_in(ret, NULL, 0, depth);
+}
+
 /* The group of an allocation made from `ret` (-1: none). Its call site first: one the profile
  * saw decides alone when every context allocating there had one answer, and otherwise bounds
  * the walk; a return address in a profiled module that is no call site of the profile is an
@@ -579,18 +619,13 @@ static inline __attribute__((always_inline)) int64_t identify(void *ret) {
     int depth = (int)T.walk_depth;
     if (have_calls) {
         uint64_t a = (uint64_t)(uintptr_t)ret;
-        int64_t c = table_find(&call_sites, a);
-        uint32_t d = c >= 0 ? site_decide[c] : in_call_module(a) ? HLG_FALLBACK : HLG_WALK;
-        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) {
-            struct thread_stats *st = stats();
-            stat_add(&st->walks, 1);
-            stat_add(&st->frames, 1);
-            return d == HLG_FALLBACK ? -1 : (int64_t)d;
-        }
-        if (c >= 0) depth = (int)site_depth[c];
+        const struct slot *c = table_slot(&call_sites, a);
+        uint32_t d = c ? c->site : in_call_module(a) ? HLG_FALLBACK : HLG_WALK;
+        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) return d == HLG_FALLBACK ? -1 : (int64_t)d;
+        if (c) depth = (int)c->depth;
     }
-    struct memo *e = depth > 1 && memo_on ? memo_for(ret) : NULL;
-    return e ? identify_in(ret, e, 1, depth) : identify_in(ret, NULL, 0, depth);
+    if (depth <= 2 && narrow) return identify_near(ret, depth);
+    return identify_walk(ret, depth);
 }
 
 /* ---- chunks ---- */
@@ -927,7 +962,7 @@ void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) {
     uint64_t align = op == HL_CALLOC || op == HL_MALLOC ? 0 : op == HL_VALLOC || op == HL_PVALLOC ? (uint64_t)hl_page_size : extra;
     int zero = 0;
     void *p = grouped(bytes, align, ret, &zero);
-    if (!p) return hl_real_alloc(op, size, extra, err);
+    if (!p) return op == HL_MALLOC ? hl_real.malloc(size) : hl_real_alloc(op, size, extra, err); /* malloc sets no *err */
     if (op == HL_CALLOC && !zero) memset(p, 0, bytes);
     return p;
 }
@@ -1219,13 +1254,14 @@ void hl_write_report(const char *end) {
     if (!*report_path) return;
     static struct hl_out o;
     o.n = 0;
-    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, reused = 0, walks = 0, frames = 0, replayed = 0, why[W_N] = {0};
+    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, reused = 0, stepped = 0, replayed = 0, why[W_N] = {0};
     uint32_t used = atomic_load(&thread_stats_used);
     for (uint32_t t = 0; thread_stats && t < used && t < MAX_THREAD_STATS; t++) {
-        walks += thread_stats[t].walks, frames += thread_stats[t].frames, replayed += thread_stats[t].replayed;
+        stepped += thread_stats[t].stepped, replayed += thread_stats[t].replayed;
         for (int w = 0; w < W_N; w++) why[w] += thread_stats[t].fb_count[w], fb += thread_stats[t].fb_count[w], fbb += thread_stats[t].fb_bytes[w];
     }
     for (uint32_t g = 0; groups && g < T.ngroups; g++) gc += groups[g].count, gb += groups[g].bytes, frees += groups[g].frees, reused += groups[g].reused;
+    uint64_t walks = T.ngroups ? gc + why[W_CONTEXT] + why[W_EXHAUSTED] : 0; /* see struct thread_stats */
     hl_put(&o, "{\n  \"groups_file\": ");
     hl_put_str(&o, groups_path);
     hl_put(&o, ",\n  \"error\": ");
@@ -1262,7 +1298,7 @@ void hl_write_report(const char *end) {
     hl_put(&o, ",\n  \"identification\": {");
     hl_key_u(&o, "walks", walks);
     hl_put(&o, ", ");
-    hl_key_u(&o, "frames", frames);
+    hl_key_u(&o, "frames", walks + stepped);
     hl_put(&o, ", ");
     hl_key_u(&o, "replayed", replayed);
     hl_put(&o, "},\n  \"chunks\": {");

@@ -599,7 +599,9 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
     return k >= 0 ? k : hl_unwind_after(ret, pcs, max);
 }
 
-int hl_unwind_caller(const void *ret, const void *frame, void **pc) {
+/* hl_unwind_caller's uncommon cases: the stack not known yet, the rule not in its first slot,
+ * a rule other than a plain step, or a frame the walker does not follow. */
+static __attribute__((noinline)) int caller_slow(const void *ret, const void *frame, void **pc) {
     const uintptr_t *f = frame;
     if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&mode, memory_order_relaxed) != HL_UNWIND_RULES) return hl_unwind_above(ret, frame, pc, 1);
     counts.walks++;
@@ -610,6 +612,32 @@ int hl_unwind_caller(const void *ret, const void *frame, void **pc) {
     if (HL_UNLIKELY(r < 0)) return hl_unwind_after(ret, pc, 1);
     if (r > 0) *pc = (void *)ra;
     return r;
+}
+
+/* One step needs only the caller's return address, at CFA - 8: not rbp's saved value, which
+ * only a further step would use. Inline here, the common case costs a rule look-up and a load. */
+int hl_unwind_caller(const void *ret, const void *frame, void **pc) {
+    const uintptr_t *f = frame;
+    struct rule_slot *t = atomic_load_explicit(&table, memory_order_acquire);
+    uint64_t a = (uint64_t)(uintptr_t)ret - 1;
+    uintptr_t sp = (uintptr_t)(f + 2), hi = stack_hi;
+    if (HL_UNLIKELY(!t || !f || f[1] != (uintptr_t)ret || !ret || sp < stack_lo || sp >= hi || atomic_load_explicit(&mode, memory_order_relaxed) != HL_UNWIND_RULES))
+        return caller_slow(ret, frame, pc);
+    uint32_t s = slot_of(a);
+    if (HL_UNLIKELY(atomic_load_explicit(&t[s].pc, memory_order_acquire) != a)) return caller_slow(ret, frame, pc);
+    uint64_t r = atomic_load_explicit(&t[s].rule, memory_order_relaxed);
+    if (HL_UNLIKELY(rule_kind(r) != R_STEP)) return caller_slow(ret, frame, pc);
+    counts.walks++;
+    uintptr_t cfa = (r & R_CFA_RBP ? f[0] : sp) + (uintptr_t)rule_cfa_off(r);
+    if (cfa < sp + 8 || cfa > hi) return 0; /* outside the stack: bad CFI or its end */
+    if (r & R_RBP_SAVED) { /* a step ends where step_traced's would */
+        uintptr_t at = cfa + (uintptr_t)rule_rbp_off(r);
+        if (at < sp || at + 8 > hi) return 0;
+    }
+    uintptr_t ra = *(const uintptr_t *)(cfa - 8);
+    if (ra == 0) return 0;
+    *pc = (void *)ra;
+    return 1;
 }
 
 int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
