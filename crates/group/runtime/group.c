@@ -317,7 +317,7 @@ static inline int in_call_module(uint64_t a) {
     return 0;
 }
 
-static inline int64_t site_at(uint64_t a) { return table_find(&sel_sites, a); }
+static inline __attribute__((always_inline)) int64_t site_at(uint64_t a) { return table_find(&sel_sites, a); }
 
 /* ---- identification ---- */
 
@@ -501,7 +501,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         if (narrow && s >= 0) best = first_holding(present[0], 1) == 0 ? 0 : always;
         if (keep) site[0] = (int32_t)s, memo_seen(e)[0] = present[0];
     }
-    if (one && best != 0 && hl_unwind_caller(ret, hl_self.frame, pcs + 1) == 1) {
+    if (one && best != 0 && hl_unwind_caller_inline(ret, hl_self.frame, pcs + 1) == 1) {
         n = 2;
         see_frame((uint64_t)(uintptr_t)pcs[1], lo, span, present, &best, &any);
     }
@@ -592,7 +592,7 @@ static inline __attribute__((always_inline)) int64_t identify_near(void *ret, in
         if (first_holding(present, 1) == 0) return 0;
     }
     void *pc;
-    if (depth == 2 && hl_unwind_caller(ret, hl_self.frame, &pc) == 1) {
+    if (depth == 2 && hl_unwind_caller_inline(ret, hl_self.frame, &pc) == 1) {
         stat_add(&stats()->stepped, 1);
         a = (uint64_t)(uintptr_t)pc;
         s = a - lo <= span ? site_at(a) : -1;
@@ -818,17 +818,18 @@ static __attribute__((noinline)) void grow(struct chunk *c, uint64_t end) {
     if (more) note_peak(atomic_fetch_add_explicit(&resident_bytes, more, memory_order_relaxed) + more);
 }
 
-/* Allocates `size` bytes aligned to `align` (8 or 16; 16 with `reuse`) in group g: the newest
- * freed object of its size, else bumped; *zero says whether the memory is still zero. NULL when
- * no chunk can be had. Inlined into the serving functions; the rare steps are calls. */
-static inline __attribute__((always_inline)) void *group_alloc(uint32_t g, uint64_t size, uint64_t align, int *zero) {
+/* Allocates `size` bytes aligned to `align` (8 or 16; 16 with `listed`) in group g: with
+ * `listed` (a constant, `reuse`), the newest freed object of its size, else bumped; *zero says
+ * whether the memory is still zero. NULL when no chunk can be had. Inlined into the serving
+ * functions without the lists; the rare steps are calls. */
+static inline __attribute__((always_inline)) void *group_alloc_in(uint32_t g, uint64_t size, uint64_t align, int *zero, const int listed) {
     uint64_t used = size ? (size + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
-    uint64_t sz = reuse && used > GRANULE ? (used + REUSE_UNIT - 1) & ~(uint64_t)(REUSE_UNIT - 1) : used;
+    uint64_t sz = listed && used > GRANULE ? (used + REUSE_UNIT - 1) & ~(uint64_t)(REUSE_UNIT - 1) : used;
     struct group_state *G = &groups[g];
     int took = group_take(&G->lock);
     struct chunk *c;
     uint64_t off;
-    struct free_node **h = reuse && sz > GRANULE ? heads_of(g) + sz / REUSE_UNIT : NULL, *n = h ? *h : NULL;
+    struct free_node **h = listed && sz > GRANULE ? heads_of(g) + sz / REUSE_UNIT : NULL, *n = h ? *h : NULL;
     if (n) {
         *h = n->next;
         if (n->next) n->next->prev = NULL;
@@ -864,6 +865,10 @@ static inline __attribute__((always_inline)) void *group_alloc(uint32_t g, uint6
     if (HL_UNLIKELY(off + sz > c->high)) grow(c, off + sz); /* after the live bytes: the peak counts this object */
     group_drop(&G->lock, took);
     return (unsigned char *)c + off;
+}
+static __attribute__((noinline)) void *group_alloc_listed(uint32_t g, uint64_t size, uint64_t align, int *zero) { return group_alloc_in(g, size, align, zero, 1); }
+static inline __attribute__((always_inline)) void *group_alloc(uint32_t g, uint64_t size, uint64_t align, int *zero) {
+    return HL_UNLIKELY(reuse) ? group_alloc_listed(g, size, align, zero) : group_alloc_in(g, size, align, zero, 0);
 }
 
 /* The chunk and offset of one of our live objects at p; NULL when p is no live object's start
