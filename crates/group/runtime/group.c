@@ -959,7 +959,8 @@ static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint6
     return NULL;
 }
 
-void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) {
+/* hl_serve_alloc's work, inlined into it and into hl_serve_malloc (`op` a constant there). */
+static inline __attribute__((always_inline)) void *serve(int op, size_t size, size_t extra, void *ret, int *err) {
     uint64_t bytes = size;
     if (!serving || (op == HL_CALLOC && __builtin_mul_overflow(extra, size, &bytes)) || !hl_valid_align(op, extra))
         return hl_real_alloc(op, size, extra, err);
@@ -971,6 +972,8 @@ void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) {
     if (op == HL_CALLOC && !zero) memset(p, 0, bytes);
     return p;
 }
+void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) { return serve(op, size, extra, ret, err); }
+void *hl_serve_malloc(size_t size, void *ret) { return serve(HL_MALLOC, size, 0, ret, NULL); }
 
 void hl_serve_free(void *p) { group_free(p); }
 
