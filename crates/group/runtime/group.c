@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -167,6 +168,7 @@ static struct thread_stats *thread_stats;
 static _Atomic uint32_t thread_stats_used;
 static __thread struct thread_stats *my_stats __attribute__((tls_model("initial-exec")));
 static __thread int my_stats_shared __attribute__((tls_model("initial-exec")));
+static __thread struct thread_stats *my_own __attribute__((tls_model("initial-exec"))); /* my_stats when not shared, else NULL */
 static _Atomic uint64_t stray_frees;
 static uint64_t chunks_fresh, chunks_reused, chunks_returned; /* under chunk_lock */
 /* The grouped heap's footprint: pages bumped into in chunks not yet emptied (spares excluded). */
@@ -200,6 +202,7 @@ static __attribute__((noinline)) struct thread_stats *stats_first(void) {
     uint32_t i = atomic_fetch_add(&thread_stats_used, 1);
     my_stats_shared = i >= MAX_THREAD_STATS - 1;
     my_stats = &thread_stats[my_stats_shared ? MAX_THREAD_STATS - 1 : i];
+    my_own = my_stats_shared ? NULL : my_stats;
     return my_stats;
 }
 static inline __attribute__((always_inline)) struct thread_stats *stats(void) {
@@ -209,6 +212,14 @@ static inline __attribute__((always_inline)) struct thread_stats *stats(void) {
 static inline void stat_add(uint64_t *c, uint64_t v) {
     if (HL_UNLIKELY(my_stats_shared)) atomic_fetch_add_explicit((_Atomic uint64_t *)c, v, memory_order_relaxed);
     else *c += v;
+}
+/* Adds v to the counter at byte `at` of the thread's block: one thread-local load and a plain
+ * add once the thread has a block of its own. */
+static __attribute__((noinline)) void count_slow(size_t at, uint64_t v) { stat_add((uint64_t *)((unsigned char *)stats() + at), v); }
+static inline __attribute__((always_inline)) void count(size_t at, uint64_t v) {
+    struct thread_stats *o = my_own;
+    if (HL_LIKELY(o)) *(uint64_t *)((unsigned char *)o + at) += v;
+    else count_slow(at, v);
 }
 
 /* ---- resolving sites to addresses ---- */
@@ -593,7 +604,7 @@ static inline __attribute__((always_inline)) int64_t identify_near(void *ret, in
     }
     void *pc;
     if (depth == 2 && hl_unwind_caller_inline(ret, hl_self.frame, &pc) == 1) {
-        stat_add(&stats()->stepped, 1);
+        count(offsetof(struct thread_stats, stepped), 1);
         a = (uint64_t)(uintptr_t)pc;
         s = a - lo <= span ? site_at(a) : -1;
         if (s >= 0) present |= 1ull << s;
@@ -932,9 +943,8 @@ static void group_free(void *p) {
 /* ---- serving ---- */
 
 static inline void count_fallback(int why, uint64_t size) {
-    struct thread_stats *st = stats();
-    stat_add(&st->fb_count[why], 1);
-    stat_add(&st->fb_bytes[why], size);
+    count(offsetof(struct thread_stats, fb_count) + (size_t)why * sizeof(uint64_t), 1);
+    count(offsetof(struct thread_stats, fb_bytes) + (size_t)why * sizeof(uint64_t), size);
 }
 
 /* Serves an identified request of `bytes` (alignment `align`, 0 for none) from its group, or
