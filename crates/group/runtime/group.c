@@ -699,6 +699,7 @@ static inline uint64_t extent(struct chunk *c, uint64_t off) {
 struct free_node { struct free_node *next, *prev; };
 static int reuse;
 static int align16; /* every object above 8 bytes 16-aligned, as glibc and jemalloc (see the top) */
+static int odd8;    /* neither: an object whose size rounds to an odd multiple of 8 is 8-aligned */
 static uint64_t nclass;            /* list heads per group: extents 0, 16, ... max_object rounded up */
 static struct free_node **free_heads; /* per group, nclass heads */
 
@@ -959,7 +960,8 @@ static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint6
         else {
             /* 8 when the size rounds to an odd multiple of 8 (see the top); the free lists'
              * classes are multiples of 16 and need 16. */
-            uint64_t natural = !reuse && (bytes <= 8 || (!align16 && ((bytes + GRANULE - 1) & GRANULE))) ? 8 : 16;
+            uint64_t used = bytes ? (bytes + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
+            uint64_t natural = odd8 ? 16 - (used & GRANULE) : !reuse && used == GRANULE ? 8 : 16;
             void *p = group_alloc((uint32_t)g, bytes, align > natural ? align : natural, zero);
             if (p) return p;
             why = W_EXHAUSTED;
@@ -1241,6 +1243,7 @@ static int load_table(void) {
     reuse = reuse_env && strcmp(reuse_env, "1") == 0;
     const char *align_env = getenv("HEAPLAB_GROUP_ALIGN16");
     align16 = align_env && strcmp(align_env, "1") == 0;
+    odd8 = !reuse && !align16;
     nclass = (T.max_object + REUSE_UNIT - 1) / REUSE_UNIT + 1;
     if (reuse && !(free_heads = table_map((ng ? ng : 1) * nclass * sizeof *free_heads))) reuse = 0;
     if (!range || !returned || !spares) {
