@@ -20,7 +20,7 @@
  * still hold (the walk memo).
  *
  * Allocation (HALO §4.4). One virtual range is reserved at start (PROT_NONE, NORESERVE) and made
- * accessible a chunk at a time, so "is this pointer ours" is one range check. Chunks are
+ * accessible a block at a time (HUGE_PAGE), so "is this pointer ours" is one range check. Chunks are
  * `chunk` bytes, aligned to their size; each group bumps through its current chunk. A chunk
  * starts with its header (live count, bump top, group: found by masking a pointer) and two
  * bitmaps, one bit per 8-byte granule: `bounds` (an object, or the alignment padding before
@@ -68,6 +68,13 @@
 #define GRANULE 8u
 #define HEADER 64u /* bytes of a chunk's header */
 #define MAX_MODULES 8192
+/* With HEAPLAB_GROUP_HUGEPAGES=1 the grouped heap asks for transparent huge pages beyond its
+ * first HUGE_PAGE bytes (MADV_HUGEPAGE): a dense heap walked across then costs far fewer TLB
+ * misses, but so would any allocator's given huge pages (see docs/group.md), and every huge
+ * page touched is resident whole (up to a chunk more per group than the report's footprint,
+ * which counts the pages bumped into). So that a huge page can back a block on its first touch,
+ * the range is made accessible HUGE_PAGE bytes (or a chunk) at a time, never a part of one. */
+#define HUGE_PAGE (2ull << 20)
 #define RESOLVE_EVERY 0x3fffu /* while sites are unresolved, a thread looks again this often (allocations) */
 
 /* ---- the table (copied out of the file into mmap'd arrays) ---- */
@@ -137,7 +144,8 @@ struct chunk {
 static unsigned char *range;
 static uint64_t range_len, chunks_max, bitmap_bytes, data_start;
 static int chunk_shift;                 /* log2 of the chunk size */
-static _Atomic uint64_t carved;         /* chunks made accessible so far */
+static _Atomic uint64_t carved;         /* chunks handed out fresh so far */
+static uint64_t accessible;             /* bytes of the range made accessible so far (under chunk_lock) */
 static uint32_t *returned, *spares;     /* stacks of chunk indices (under chunk_lock) */
 static uint64_t nreturned, nspare;
 static atomic_flag chunk_lock = ATOMIC_FLAG_INIT;
@@ -749,8 +757,13 @@ static struct chunk *get_chunk(uint32_t g) {
         c->zeroed = 1;
         chunks_reused++;
     } else {
-        uint64_t k = atomic_load_explicit(&carved, memory_order_relaxed);
-        if (k < chunks_max && syscall(SYS_mprotect, range + (k << chunk_shift), T.chunk, PROT_READ | PROT_WRITE) == 0) {
+        /* The range is made accessible a block at a time (see HUGE_PAGE), ahead of the chunks. */
+        uint64_t k = atomic_load_explicit(&carved, memory_order_relaxed), end = (k + 1) << chunk_shift, block = T.chunk > HUGE_PAGE ? T.chunk : HUGE_PAGE;
+        if (k < chunks_max && end > accessible) {
+            if (block > range_len - accessible) block = range_len - accessible;
+            if (syscall(SYS_mprotect, range + accessible, block, PROT_READ | PROT_WRITE) == 0) accessible += block;
+        }
+        if (k < chunks_max && end <= accessible) {
             c = (struct chunk *)(range + (k << chunk_shift));
             c->zeroed = 1;
             atomic_store_explicit(&carved, k + 1, memory_order_release);
@@ -884,7 +897,7 @@ static inline __attribute__((always_inline)) void *group_alloc(uint32_t g, uint6
 }
 
 /* The chunk and offset of one of our live objects at p; NULL when p is no live object's start
- * (a stray pointer: never in a chunk not yet made accessible). */
+ * (a stray pointer: never in a chunk not yet handed out). */
 static inline struct chunk *live_chunk(const void *p, uint64_t *off_out) {
     uint64_t idx = ((uintptr_t)p - (uintptr_t)range) >> chunk_shift;
     if (idx >= atomic_load_explicit(&carved, memory_order_acquire)) return NULL;
@@ -1223,18 +1236,22 @@ static int load_table(void) {
         fail("cannot map the runtime's tables");
         goto out;
     }
-    /* The range: as large as the system lets us reserve, aligned to the chunk size. */
+    /* The range: as large as the system lets us reserve, aligned to the chunk size and to huge
+     * pages. */
     bitmap_bytes = T.chunk / GRANULE / 8;
     data_start = HEADER + 2 * bitmap_bytes;
+    uint64_t align = T.chunk > HUGE_PAGE ? T.chunk : HUGE_PAGE;
     for (uint64_t len = 64ull << 30; len >= T.chunk * 16 && !range; len >>= 1) {
-        unsigned char *r = sys_mmap(NULL, len + T.chunk, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        unsigned char *r = sys_mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (r == MAP_FAILED) continue;
-        uintptr_t base = ((uintptr_t)r + T.chunk - 1) & ~(uintptr_t)(T.chunk - 1);
+        uintptr_t base = ((uintptr_t)r + align - 1) & ~(uintptr_t)(align - 1);
         if (base > (uintptr_t)r) sys_munmap(r, base - (uintptr_t)r);
-        if ((uintptr_t)r + T.chunk > base) sys_munmap((void *)(base + len), (uintptr_t)r + T.chunk - base);
+        if ((uintptr_t)r + align > base) sys_munmap((void *)(base + len), (uintptr_t)r + align - base);
         range = (unsigned char *)base;
         range_len = len;
     }
+    const char *huge_env = getenv("HEAPLAB_GROUP_HUGEPAGES");
+    if (range && range_len > HUGE_PAGE && huge_env && strcmp(huge_env, "1") == 0) madvise(range + HUGE_PAGE, range_len - HUGE_PAGE, MADV_HUGEPAGE);
     chunk_shift = __builtin_ctzll(T.chunk);
     chunks_max = range_len >> chunk_shift;
     returned = table_map(chunks_max * 4);
