@@ -20,7 +20,7 @@
  * still hold (the walk memo).
  *
  * Allocation (HALO §4.4). One virtual range is reserved at start (PROT_NONE, NORESERVE) and made
- * accessible a chunk at a time, so "is this pointer ours" is one range check. Chunks are
+ * accessible a block at a time (HUGE_PAGE), so "is this pointer ours" is one range check. Chunks are
  * `chunk` bytes, aligned to their size; each group bumps through its current chunk. A chunk
  * starts with its header (live count, bump top, group: found by masking a pointer) and two
  * bitmaps, one bit per 8-byte granule: `bounds` (an object, or the alignment padding before
@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,6 +68,13 @@
 #define GRANULE 8u
 #define HEADER 64u /* bytes of a chunk's header */
 #define MAX_MODULES 8192
+/* With HEAPLAB_GROUP_HUGEPAGES=1 the grouped heap asks for transparent huge pages beyond its
+ * first HUGE_PAGE bytes (MADV_HUGEPAGE): a dense heap walked across then costs far fewer TLB
+ * misses, but so would any allocator's given huge pages (see docs/group.md), and every huge
+ * page touched is resident whole (up to a chunk more per group than the report's footprint,
+ * which counts the pages bumped into). So that a huge page can back a block on its first touch,
+ * the range is made accessible HUGE_PAGE bytes (or a chunk) at a time, never a part of one. */
+#define HUGE_PAGE (2ull << 20)
 #define RESOLVE_EVERY 0x3fffu /* while sites are unresolved, a thread looks again this often (allocations) */
 
 /* ---- the table (copied out of the file into mmap'd arrays) ---- */
@@ -92,7 +100,8 @@ static uint32_t always;                /* the first group with an empty conjunct
  * resolve_lock), read lock-free; kept at most half full so that probes stay short ---- */
 struct slot {
     _Atomic uint64_t addr; /* 0: empty */
-    uint32_t site;
+    uint32_t site;         /* the site at addr (call_sites: what it decides, its site_decide) */
+    uint32_t depth;        /* call_sites: how deep to walk from it (its site_depth) */
 };
 struct addr_table {
     struct slot *slot;
@@ -135,7 +144,8 @@ struct chunk {
 static unsigned char *range;
 static uint64_t range_len, chunks_max, bitmap_bytes, data_start;
 static int chunk_shift;                 /* log2 of the chunk size */
-static _Atomic uint64_t carved;         /* chunks made accessible so far */
+static _Atomic uint64_t carved;         /* chunks handed out fresh so far */
+static uint64_t accessible;             /* bytes of the range made accessible so far (under chunk_lock) */
 static uint32_t *returned, *spares;     /* stacks of chunk indices (under chunk_lock) */
 static uint64_t nreturned, nspare;
 static atomic_flag chunk_lock = ATOMIC_FLAG_INIT;
@@ -156,13 +166,17 @@ enum why { W_SIZE, W_ALIGN, W_CONTEXT, W_EXHAUSTED, W_N };
 static const char *const why_name[W_N] = {"too_big", "aligned", "ungrouped", "exhausted"};
 /* Counters of the hot paths are per thread (a shared counter's cache line would bounce between
  * threads on every allocation): each thread takes a block of its own on first use; the report
- * sums them. Threads beyond MAX_THREAD_STATS share the last block, with atomic adds. */
-struct thread_stats { uint64_t walks, frames, replayed, fb_count[W_N], fb_bytes[W_N]; };
+ * sums them. Threads beyond MAX_THREAD_STATS share the last block, with atomic adds. Walks are
+ * not counted: every identification ends in a group's allocation or a fallback counted as
+ * ungrouped or exhausted, so the report derives them; `stepped` counts the frames walks read
+ * beyond their first (the allocation's own return address), which most allocations never do. */
+struct thread_stats { uint64_t stepped, replayed, fb_count[W_N], fb_bytes[W_N]; };
 #define MAX_THREAD_STATS 4096
 static struct thread_stats *thread_stats;
 static _Atomic uint32_t thread_stats_used;
 static __thread struct thread_stats *my_stats __attribute__((tls_model("initial-exec")));
 static __thread int my_stats_shared __attribute__((tls_model("initial-exec")));
+static __thread struct thread_stats *my_own __attribute__((tls_model("initial-exec"))); /* my_stats when not shared, else NULL */
 static _Atomic uint64_t stray_frees;
 static uint64_t chunks_fresh, chunks_reused, chunks_returned; /* under chunk_lock */
 /* The grouped heap's footprint: pages bumped into in chunks not yet emptied (spares excluded). */
@@ -192,17 +206,28 @@ static inline void group_drop(atomic_flag *l, int took) {
     if (took) spin_drop(l);
 }
 
-static inline struct thread_stats *stats(void) {
-    if (HL_UNLIKELY(!my_stats)) {
-        uint32_t i = atomic_fetch_add(&thread_stats_used, 1);
-        my_stats_shared = i >= MAX_THREAD_STATS - 1;
-        my_stats = &thread_stats[my_stats_shared ? MAX_THREAD_STATS - 1 : i];
-    }
+static __attribute__((noinline)) struct thread_stats *stats_first(void) {
+    uint32_t i = atomic_fetch_add(&thread_stats_used, 1);
+    my_stats_shared = i >= MAX_THREAD_STATS - 1;
+    my_stats = &thread_stats[my_stats_shared ? MAX_THREAD_STATS - 1 : i];
+    my_own = my_stats_shared ? NULL : my_stats;
     return my_stats;
+}
+static inline __attribute__((always_inline)) struct thread_stats *stats(void) {
+    struct thread_stats *st = my_stats;
+    return HL_LIKELY(st) ? st : stats_first();
 }
 static inline void stat_add(uint64_t *c, uint64_t v) {
     if (HL_UNLIKELY(my_stats_shared)) atomic_fetch_add_explicit((_Atomic uint64_t *)c, v, memory_order_relaxed);
     else *c += v;
+}
+/* Adds v to the counter at byte `at` of the thread's block: one thread-local load and a plain
+ * add once the thread has a block of its own. */
+static __attribute__((noinline)) void count_slow(size_t at, uint64_t v) { stat_add((uint64_t *)((unsigned char *)stats() + at), v); }
+static inline __attribute__((always_inline)) void count(size_t at, uint64_t v) {
+    struct thread_stats *o = my_own;
+    if (HL_LIKELY(o)) *(uint64_t *)((unsigned char *)o + at) += v;
+    else count_slow(at, v);
 }
 
 /* ---- resolving sites to addresses ---- */
@@ -221,13 +246,14 @@ static int table_init(struct addr_table *t, uint64_t n) {
 
 /* Adds a -> site; 1 when added, 0 when a is there already or the table is half full (the
  * site then stays unresolved there). */
-static int table_insert(struct addr_table *t, uint64_t a, uint32_t site) {
+static int table_insert(struct addr_table *t, uint64_t a, uint32_t site, uint32_t depth) {
     if (t->used * 2 >= t->mask + 1) return 0;
     for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> t->shift;; i = (i + 1) & t->mask) {
         uint64_t k = atomic_load_explicit(&t->slot[i].addr, memory_order_relaxed);
         if (k == a) return 0;
         if (k == 0) {
             t->slot[i].site = site;
+            t->slot[i].depth = depth;
             atomic_store_explicit(&t->slot[i].addr, a, memory_order_release);
             t->used++;
             return 1;
@@ -235,17 +261,22 @@ static int table_insert(struct addr_table *t, uint64_t a, uint32_t site) {
     }
 }
 
-/* The site at return address a, or -1. */
-static inline int64_t table_find(const struct addr_table *t, uint64_t a) {
+/* The slot of return address a, or NULL. */
+static inline const struct slot *table_slot(const struct addr_table *t, uint64_t a) {
     for (uint64_t i = (a * 0x9E3779B97F4A7C15ull) >> t->shift;; i = (i + 1) & t->mask) {
         uint64_t k = atomic_load_explicit(&t->slot[i].addr, memory_order_acquire);
-        if (k == a) return t->slot[i].site;
-        if (k == 0) return -1;
+        if (k == a) return &t->slot[i];
+        if (k == 0) return NULL;
     }
+}
+/* The site at return address a, or -1. */
+static inline int64_t table_find(const struct addr_table *t, uint64_t a) {
+    const struct slot *e = table_slot(t, a);
+    return e ? (int64_t)e->site : -1;
 }
 
 static void insert_addr(uint64_t a, uint32_t site) {
-    if (table_insert(&sel_sites, a, site)) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release); /* kept walks saw sites without it */
+    if (table_insert(&sel_sites, a, site, 0)) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release); /* kept walks saw sites without it */
     if (a < atomic_load(&addr_lo)) atomic_store(&addr_lo, a);
     if (a > atomic_load(&addr_hi)) atomic_store(&addr_hi, a);
     if (site_first[site]) {
@@ -255,10 +286,10 @@ static void insert_addr(uint64_t a, uint32_t site) {
 }
 
 /* Adds call site `site` at address a in module mapping m (and m to the call modules, when the
- * site was always the innermost frame). */
+ * site was always the innermost frame). Its slot holds what identify() needs of it. */
 static void insert_call(uint64_t a, uint32_t site, const struct hl_module *m) {
     /* a call site can bound the walk depth, so kept walks made without it are stale too */
-    if (table_insert(&call_sites, a, site)) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
+    if (table_insert(&call_sites, a, site_decide[site], site_depth[site])) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
     if (site_decide[site] == HLG_WALK_DEEPER) return;
     uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_relaxed);
     for (uint32_t r = 0; r < n; r++)
@@ -305,7 +336,7 @@ static inline int in_call_module(uint64_t a) {
     return 0;
 }
 
-static inline int64_t site_at(uint64_t a) { return table_find(&sel_sites, a); }
+static inline __attribute__((always_inline)) int64_t site_at(uint64_t a) { return table_find(&sel_sites, a); }
 
 /* ---- identification ---- */
 
@@ -452,8 +483,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             if (k > (int)x->n) {
                 memo_pace.walks++;
                 memo_pace.hits++;
-                stat_add(&st->walks, 1);
-                stat_add(&st->frames, x->n);
+                stat_add(&st->stepped, x->n - 1);
                 stat_add(&st->replayed, 1);
                 return x->group;
             }
@@ -490,7 +520,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         if (narrow && s >= 0) best = first_holding(present[0], 1) == 0 ? 0 : always;
         if (keep) site[0] = (int32_t)s, memo_seen(e)[0] = present[0];
     }
-    if (one && best != 0 && hl_unwind_caller(ret, hl_self.frame, pcs + 1) == 1) {
+    if (one && best != 0 && hl_unwind_caller_inline(ret, hl_self.frame, pcs + 1) == 1) {
         n = 2;
         see_frame((uint64_t)(uintptr_t)pcs[1], lo, span, present, &best, &any);
     }
@@ -549,8 +579,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         e->top = top + 8;
         e->ret = (uintptr_t)ret;
     }
-    stat_add(&st->walks, 1);
-    stat_add(&st->frames, (uint64_t)n);
+    stat_add(&st->stepped, (uint64_t)n - 1);
     return g;
 }
 
@@ -570,6 +599,36 @@ static inline struct memo *memo_for(void *ret) {
     return (struct memo *)((unsigned char *)my_memo + (h >> (64 - __builtin_ctz(MEMO_SETS))) * MEMO_WAYS * memo_stride);
 }
 
+/* identify_in's answer for a walk of at most two frames with `narrow` (sites are bits of one
+ * word): the return address's site, then, unless the first group's selector already holds,
+ * its caller's (one step, no memo: a step costs less than a replay). Inline: the common case. */
+static inline __attribute__((always_inline)) int64_t identify_near(void *ret, int depth) {
+    uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
+    uint64_t a = (uint64_t)(uintptr_t)ret, present = 0;
+    int64_t s = a - lo <= span ? site_at(a) : -1;
+    if (s >= 0) {
+        present = 1ull << s;
+        if (first_holding(present, 1) == 0) return 0;
+    }
+    void *pc;
+    if (depth == 2 && hl_unwind_caller_inline(ret, hl_self.frame, &pc) == 1) {
+        count(offsetof(struct thread_stats, stepped), 1);
+        a = (uint64_t)(uintptr_t)pc;
+        s = a - lo <= span ? site_at(a) : -1;
+        if (s >= 0) present |= 1ull << s;
+    }
+    if (!present) return -1; /* no selector site met */
+    uint32_t g = first_holding(present, T.ngroups);
+    return g < T.ngroups ? (int64_t)g : -1;
+}
+
+/* identify_in for other walks, out of line: the memo's and the stepwise
+ * walk's state stay out of the allocation's fast path. */
+static __attribute__((noinline)) int64_t identify_walk(void *ret, int depth) {
+    struct memo *e = depth > 1 && memo_on ? memo_for(ret) : NULL;
+    return e ? identify_in(ret, e, 1, depth) : identify_in(ret, NULL, 0, depth);
+}
+
 /* The group of an allocation made from `ret` (-1: none). Its call site first: one the profile
  * saw decides alone when every context allocating there had one answer, and otherwise bounds
  * the walk; a return address in a profiled module that is no call site of the profile is an
@@ -579,18 +638,13 @@ static inline __attribute__((always_inline)) int64_t identify(void *ret) {
     int depth = (int)T.walk_depth;
     if (have_calls) {
         uint64_t a = (uint64_t)(uintptr_t)ret;
-        int64_t c = table_find(&call_sites, a);
-        uint32_t d = c >= 0 ? site_decide[c] : in_call_module(a) ? HLG_FALLBACK : HLG_WALK;
-        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) {
-            struct thread_stats *st = stats();
-            stat_add(&st->walks, 1);
-            stat_add(&st->frames, 1);
-            return d == HLG_FALLBACK ? -1 : (int64_t)d;
-        }
-        if (c >= 0) depth = (int)site_depth[c];
+        const struct slot *c = table_slot(&call_sites, a);
+        uint32_t d = c ? c->site : in_call_module(a) ? HLG_FALLBACK : HLG_WALK;
+        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) return d == HLG_FALLBACK ? -1 : (int64_t)d;
+        if (c) depth = (int)c->depth;
     }
-    struct memo *e = depth > 1 && memo_on ? memo_for(ret) : NULL;
-    return e ? identify_in(ret, e, 1, depth) : identify_in(ret, NULL, 0, depth);
+    if (depth <= 2 && narrow) return identify_near(ret, depth);
+    return identify_walk(ret, depth);
 }
 
 /* ---- chunks ---- */
@@ -653,6 +707,7 @@ static inline uint64_t extent(struct chunk *c, uint64_t off) {
 struct free_node { struct free_node *next, *prev; };
 static int reuse;
 static int align16; /* every object above 8 bytes 16-aligned, as glibc and jemalloc (see the top) */
+static int odd8;    /* neither: an object whose size rounds to an odd multiple of 8 is 8-aligned */
 static uint64_t nclass;            /* list heads per group: extents 0, 16, ... max_object rounded up */
 static struct free_node **free_heads; /* per group, nclass heads */
 
@@ -702,8 +757,13 @@ static struct chunk *get_chunk(uint32_t g) {
         c->zeroed = 1;
         chunks_reused++;
     } else {
-        uint64_t k = atomic_load_explicit(&carved, memory_order_relaxed);
-        if (k < chunks_max && syscall(SYS_mprotect, range + (k << chunk_shift), T.chunk, PROT_READ | PROT_WRITE) == 0) {
+        /* The range is made accessible a block at a time (see HUGE_PAGE), ahead of the chunks. */
+        uint64_t k = atomic_load_explicit(&carved, memory_order_relaxed), end = (k + 1) << chunk_shift, block = T.chunk > HUGE_PAGE ? T.chunk : HUGE_PAGE;
+        if (k < chunks_max && end > accessible) {
+            if (block > range_len - accessible) block = range_len - accessible;
+            if (syscall(SYS_mprotect, range + accessible, block, PROT_READ | PROT_WRITE) == 0) accessible += block;
+        }
+        if (k < chunks_max && end <= accessible) {
             c = (struct chunk *)(range + (k << chunk_shift));
             c->zeroed = 1;
             atomic_store_explicit(&carved, k + 1, memory_order_release);
@@ -783,17 +843,18 @@ static __attribute__((noinline)) void grow(struct chunk *c, uint64_t end) {
     if (more) note_peak(atomic_fetch_add_explicit(&resident_bytes, more, memory_order_relaxed) + more);
 }
 
-/* Allocates `size` bytes aligned to `align` (8 or 16; 16 with `reuse`) in group g: the newest
- * freed object of its size, else bumped; *zero says whether the memory is still zero. NULL when
- * no chunk can be had. Inlined into the serving functions; the rare steps are calls. */
-static inline __attribute__((always_inline)) void *group_alloc(uint32_t g, uint64_t size, uint64_t align, int *zero) {
+/* Allocates `size` bytes aligned to `align` (8 or 16; 16 with `listed`) in group g: with
+ * `listed` (a constant, `reuse`), the newest freed object of its size, else bumped; *zero says
+ * whether the memory is still zero. NULL when no chunk can be had. Inlined into the serving
+ * functions without the lists; the rare steps are calls. */
+static inline __attribute__((always_inline)) void *group_alloc_in(uint32_t g, uint64_t size, uint64_t align, int *zero, const int listed) {
     uint64_t used = size ? (size + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
-    uint64_t sz = reuse && used > GRANULE ? (used + REUSE_UNIT - 1) & ~(uint64_t)(REUSE_UNIT - 1) : used;
+    uint64_t sz = listed && used > GRANULE ? (used + REUSE_UNIT - 1) & ~(uint64_t)(REUSE_UNIT - 1) : used;
     struct group_state *G = &groups[g];
     int took = group_take(&G->lock);
     struct chunk *c;
     uint64_t off;
-    struct free_node **h = reuse && sz > GRANULE ? heads_of(g) + sz / REUSE_UNIT : NULL, *n = h ? *h : NULL;
+    struct free_node **h = listed && sz > GRANULE ? heads_of(g) + sz / REUSE_UNIT : NULL, *n = h ? *h : NULL;
     if (n) {
         *h = n->next;
         if (n->next) n->next->prev = NULL;
@@ -830,9 +891,13 @@ static inline __attribute__((always_inline)) void *group_alloc(uint32_t g, uint6
     group_drop(&G->lock, took);
     return (unsigned char *)c + off;
 }
+static __attribute__((noinline)) void *group_alloc_listed(uint32_t g, uint64_t size, uint64_t align, int *zero) { return group_alloc_in(g, size, align, zero, 1); }
+static inline __attribute__((always_inline)) void *group_alloc(uint32_t g, uint64_t size, uint64_t align, int *zero) {
+    return HL_UNLIKELY(reuse) ? group_alloc_listed(g, size, align, zero) : group_alloc_in(g, size, align, zero, 0);
+}
 
 /* The chunk and offset of one of our live objects at p; NULL when p is no live object's start
- * (a stray pointer: never in a chunk not yet made accessible). */
+ * (a stray pointer: never in a chunk not yet handed out). */
 static inline struct chunk *live_chunk(const void *p, uint64_t *off_out) {
     uint64_t idx = ((uintptr_t)p - (uintptr_t)range) >> chunk_shift;
     if (idx >= atomic_load_explicit(&carved, memory_order_acquire)) return NULL;
@@ -892,9 +957,8 @@ static void group_free(void *p) {
 /* ---- serving ---- */
 
 static inline void count_fallback(int why, uint64_t size) {
-    struct thread_stats *st = stats();
-    stat_add(&st->fb_count[why], 1);
-    stat_add(&st->fb_bytes[why], size);
+    count(offsetof(struct thread_stats, fb_count) + (size_t)why * sizeof(uint64_t), 1);
+    count(offsetof(struct thread_stats, fb_bytes) + (size_t)why * sizeof(uint64_t), size);
 }
 
 /* Serves an identified request of `bytes` (alignment `align`, 0 for none) from its group, or
@@ -909,7 +973,8 @@ static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint6
         else {
             /* 8 when the size rounds to an odd multiple of 8 (see the top); the free lists'
              * classes are multiples of 16 and need 16. */
-            uint64_t natural = !reuse && (bytes <= 8 || (!align16 && ((bytes + GRANULE - 1) & GRANULE))) ? 8 : 16;
+            uint64_t used = bytes ? (bytes + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
+            uint64_t natural = odd8 ? 16 - (used & GRANULE) : !reuse && used == GRANULE ? 8 : 16;
             void *p = group_alloc((uint32_t)g, bytes, align > natural ? align : natural, zero);
             if (p) return p;
             why = W_EXHAUSTED;
@@ -919,7 +984,8 @@ static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint6
     return NULL;
 }
 
-void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) {
+/* hl_serve_alloc's work, inlined into it and into hl_serve_malloc (`op` a constant there). */
+static inline __attribute__((always_inline)) void *serve(int op, size_t size, size_t extra, void *ret, int *err) {
     uint64_t bytes = size;
     if (!serving || (op == HL_CALLOC && __builtin_mul_overflow(extra, size, &bytes)) || !hl_valid_align(op, extra))
         return hl_real_alloc(op, size, extra, err);
@@ -927,10 +993,12 @@ void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) {
     uint64_t align = op == HL_CALLOC || op == HL_MALLOC ? 0 : op == HL_VALLOC || op == HL_PVALLOC ? (uint64_t)hl_page_size : extra;
     int zero = 0;
     void *p = grouped(bytes, align, ret, &zero);
-    if (!p) return hl_real_alloc(op, size, extra, err);
+    if (!p) return op == HL_MALLOC ? hl_real.malloc(size) : hl_real_alloc(op, size, extra, err); /* malloc sets no *err */
     if (op == HL_CALLOC && !zero) memset(p, 0, bytes);
     return p;
 }
+void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) { return serve(op, size, extra, ret, err); }
+void *hl_serve_malloc(size_t size, void *ret) { return serve(HL_MALLOC, size, 0, ret, NULL); }
 
 void hl_serve_free(void *p) { group_free(p); }
 
@@ -1168,18 +1236,22 @@ static int load_table(void) {
         fail("cannot map the runtime's tables");
         goto out;
     }
-    /* The range: as large as the system lets us reserve, aligned to the chunk size. */
+    /* The range: as large as the system lets us reserve, aligned to the chunk size and to huge
+     * pages. */
     bitmap_bytes = T.chunk / GRANULE / 8;
     data_start = HEADER + 2 * bitmap_bytes;
+    uint64_t align = T.chunk > HUGE_PAGE ? T.chunk : HUGE_PAGE;
     for (uint64_t len = 64ull << 30; len >= T.chunk * 16 && !range; len >>= 1) {
-        unsigned char *r = sys_mmap(NULL, len + T.chunk, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        unsigned char *r = sys_mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (r == MAP_FAILED) continue;
-        uintptr_t base = ((uintptr_t)r + T.chunk - 1) & ~(uintptr_t)(T.chunk - 1);
+        uintptr_t base = ((uintptr_t)r + align - 1) & ~(uintptr_t)(align - 1);
         if (base > (uintptr_t)r) sys_munmap(r, base - (uintptr_t)r);
-        if ((uintptr_t)r + T.chunk > base) sys_munmap((void *)(base + len), (uintptr_t)r + T.chunk - base);
+        if ((uintptr_t)r + align > base) sys_munmap((void *)(base + len), (uintptr_t)r + align - base);
         range = (unsigned char *)base;
         range_len = len;
     }
+    const char *huge_env = getenv("HEAPLAB_GROUP_HUGEPAGES");
+    if (range && range_len > HUGE_PAGE && huge_env && strcmp(huge_env, "1") == 0) madvise(range + HUGE_PAGE, range_len - HUGE_PAGE, MADV_HUGEPAGE);
     chunk_shift = __builtin_ctzll(T.chunk);
     chunks_max = range_len >> chunk_shift;
     returned = table_map(chunks_max * 4);
@@ -1188,6 +1260,7 @@ static int load_table(void) {
     reuse = reuse_env && strcmp(reuse_env, "1") == 0;
     const char *align_env = getenv("HEAPLAB_GROUP_ALIGN16");
     align16 = align_env && strcmp(align_env, "1") == 0;
+    odd8 = !reuse && !align16;
     nclass = (T.max_object + REUSE_UNIT - 1) / REUSE_UNIT + 1;
     if (reuse && !(free_heads = table_map((ng ? ng : 1) * nclass * sizeof *free_heads))) reuse = 0;
     if (!range || !returned || !spares) {
@@ -1219,13 +1292,14 @@ void hl_write_report(const char *end) {
     if (!*report_path) return;
     static struct hl_out o;
     o.n = 0;
-    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, reused = 0, walks = 0, frames = 0, replayed = 0, why[W_N] = {0};
+    uint64_t fb = 0, fbb = 0, gc = 0, gb = 0, frees = 0, reused = 0, stepped = 0, replayed = 0, why[W_N] = {0};
     uint32_t used = atomic_load(&thread_stats_used);
     for (uint32_t t = 0; thread_stats && t < used && t < MAX_THREAD_STATS; t++) {
-        walks += thread_stats[t].walks, frames += thread_stats[t].frames, replayed += thread_stats[t].replayed;
+        stepped += thread_stats[t].stepped, replayed += thread_stats[t].replayed;
         for (int w = 0; w < W_N; w++) why[w] += thread_stats[t].fb_count[w], fb += thread_stats[t].fb_count[w], fbb += thread_stats[t].fb_bytes[w];
     }
     for (uint32_t g = 0; groups && g < T.ngroups; g++) gc += groups[g].count, gb += groups[g].bytes, frees += groups[g].frees, reused += groups[g].reused;
+    uint64_t walks = T.ngroups ? gc + why[W_CONTEXT] + why[W_EXHAUSTED] : 0; /* see struct thread_stats */
     hl_put(&o, "{\n  \"groups_file\": ");
     hl_put_str(&o, groups_path);
     hl_put(&o, ",\n  \"error\": ");
@@ -1262,7 +1336,7 @@ void hl_write_report(const char *end) {
     hl_put(&o, ",\n  \"identification\": {");
     hl_key_u(&o, "walks", walks);
     hl_put(&o, ", ");
-    hl_key_u(&o, "frames", frames);
+    hl_key_u(&o, "frames", walks + stepped);
     hl_put(&o, ", ");
     hl_key_u(&o, "replayed", replayed);
     hl_put(&o, "},\n  \"chunks\": {");

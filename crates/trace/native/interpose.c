@@ -193,6 +193,10 @@ void hl_watch_fatal_signals(void) {
 
 /* ---- the malloc family ---- */
 
+#ifdef HL_CLIENT_SERVES
+__attribute__((weak)) void *hl_serve_malloc(size_t n, void *ret) { return hl_serve_alloc(HL_MALLOC, n, 0, ret, NULL); }
+#endif
+
 #define PROLOGUE_ALLOC(fallback)                \
     if (HL_UNLIKELY(hl_init_state != 2)) {      \
         ensure_init();                          \
@@ -206,7 +210,7 @@ HL_EXPORT void *malloc(size_t n) {
     t->busy = 1;
 #ifdef HL_CLIENT_SERVES
     t->frame = __builtin_frame_address(0);
-    void *p = hl_serve_alloc(HL_MALLOC, n, 0, __builtin_return_address(0), NULL);
+    void *p = hl_serve_malloc(n, __builtin_return_address(0));
     t->frame = NULL;
 #else
     void *p = hl_real.malloc(n);

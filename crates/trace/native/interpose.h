@@ -229,6 +229,9 @@ void hl_after_failed_exec(void);
 extern uintptr_t hl_own_base, hl_own_len;
 static inline int hl_owns(const void *p) { return (uintptr_t)p - hl_own_base < hl_own_len; }
 void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err);
+/* hl_serve_alloc(HL_MALLOC, size, 0, ret, NULL), what malloc calls: a client may define it to
+ * serve malloc without dispatching on the call (the layer's weak definition calls hl_serve_alloc). */
+void *hl_serve_malloc(size_t size, void *ret);
 void hl_serve_free(void *p);
 size_t hl_serve_usable(void *p);
 void *hl_serve_realloc(void *old, size_t bytes, void *ret, int identify);

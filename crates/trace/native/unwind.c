@@ -15,10 +15,12 @@
 
 #define MAX_WALK 256 /* frames a walk returns at most (callers ask for HL_MAX_DEPTH and a few) */
 
-static atomic_int mode;
-static __thread struct hl_unwind_counts counts __attribute__((tls_model("initial-exec")));
+atomic_int hl_unwind_mode_now;
+__thread struct hl_unwind_counts hl_unwind_counted __attribute__((tls_model("initial-exec")));
+_Atomic(struct hl_rule_slot *) hl_rules; /* stays NULL where the rules are not used */
+__thread uintptr_t hl_stack_lo __attribute__((tls_model("initial-exec"))), hl_stack_hi __attribute__((tls_model("initial-exec")));
 
-void hl_unwind_set_mode(enum hl_unwind_mode m) { atomic_store(&mode, (int)m); }
+void hl_unwind_set_mode(enum hl_unwind_mode m) { atomic_store(&hl_unwind_mode_now, (int)m); }
 
 void hl_unwind_init(void) {
     const char *how = getenv("HEAPLAB_UNWIND");
@@ -28,7 +30,7 @@ void hl_unwind_init(void) {
     backtrace(warm, 4); /* loads libgcc's unwinder (the fallback) now, untraced */
     hl_unwind(warm, 4);
 }
-void hl_unwind_counts(struct hl_unwind_counts *c) { *c = counts; }
+void hl_unwind_counts(struct hl_unwind_counts *c) { *c = hl_unwind_counted; }
 
 /* Drops the first `skip` entries of `buf[0..n)`, then, with `after`, everything up to and
  * including the first entry equal to it (none left when it is not among the first
@@ -48,57 +50,33 @@ static int keep(void **buf, int n, int skip, const void *after, void **pcs, int 
 
 #if defined(__x86_64__) && defined(DLFO_STRUCT_HAS_EH_DBASE)
 
-/* ---- rules ----
- * One code address's rule in a word: bits 0-1 what to do (STEP, END of the stack, FALLBACK to
- * backtrace), bit 2 the CFA's base (rsp or rbp), bit 3 whether rbp was saved (at CFA + rbp_off,
- * else it is unchanged), bits 8-39 the CFA offset, bits 40-55 rbp's offset. The return address
- * is always at CFA - 8 (the x86-64 call convention; other CFI falls back). */
-enum { R_STEP = 1, R_END = 2, R_FALLBACK = 3 };
-#define R_CFA_RBP 4u
-#define R_RBP_SAVED 8u
+/* ---- rules (their encoding: unwind.h) ---- */
 static inline uint64_t rule_step(int cfa_rbp, int64_t cfa_off, int rbp_saved, int64_t rbp_off) {
-    return R_STEP | (cfa_rbp ? R_CFA_RBP : 0) | (rbp_saved ? R_RBP_SAVED : 0) | (uint64_t)(uint32_t)(int32_t)cfa_off << 8 |
+    return HL_R_STEP | (cfa_rbp ? HL_R_CFA_RBP : 0) | (rbp_saved ? HL_R_RBP_SAVED : 0) | (uint64_t)(uint32_t)(int32_t)cfa_off << 8 |
            (uint64_t)(uint16_t)(int16_t)rbp_off << 40;
 }
-static inline int rule_kind(uint64_t r) { return (int)(r & 3); }
-static inline int64_t rule_cfa_off(uint64_t r) { return (int32_t)(uint32_t)(r >> 8); }
-static inline int64_t rule_rbp_off(uint64_t r) { return (int16_t)(uint16_t)(r >> 40); }
 
-/* ---- the cache: code address -> rule, open addressing, written once per address ----
+/* ---- the cache (its layout: unwind.h) ----
  * A writer claims a slot by storing the address with PENDING set, stores the rule, then clears
  * PENDING; readers take only finished slots, so a rule is never read half-written. */
-/* A client whose peak RSS is measured (the runtime library) builds with HL_COMPACT_TABLES: the
- * hashed tables scatter over every page they span, so they are kept small there. */
-#ifdef HL_COMPACT_TABLES
-#define RULE_SLOTS (1u << 14)
-#else
-#define RULE_SLOTS (1u << 18)
-#endif
 #define RULE_PROBES 16
 #define PENDING (1ull << 63)
-struct rule_slot {
-    _Atomic uint64_t pc;
-    _Atomic uint64_t rule;
-};
-static _Atomic(struct rule_slot *) table;
 
-static struct rule_slot *get_table(void) {
-    struct rule_slot *t = atomic_load_explicit(&table, memory_order_acquire);
+static struct hl_rule_slot *get_table(void) {
+    struct hl_rule_slot *t = atomic_load_explicit(&hl_rules, memory_order_acquire);
     if (HL_LIKELY(t)) return t;
-    void *m = sys_mmap(NULL, sizeof *t * RULE_SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m = sys_mmap(NULL, sizeof *t * HL_RULE_SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return NULL;
 #ifndef HL_COMPACT_TABLES
-    madvise(m, sizeof *t * RULE_SLOTS, MADV_HUGEPAGE); /* a few TLB entries for the whole table */
+    madvise(m, sizeof *t * HL_RULE_SLOTS, MADV_HUGEPAGE); /* a few TLB entries for the whole table */
 #endif
-    struct rule_slot *none = NULL;
-    if (!atomic_compare_exchange_strong(&table, &none, (struct rule_slot *)m)) {
-        sys_munmap(m, sizeof *t * RULE_SLOTS); /* another thread made it first */
+    struct hl_rule_slot *none = NULL;
+    if (!atomic_compare_exchange_strong(&hl_rules, &none, (struct hl_rule_slot *)m)) {
+        sys_munmap(m, sizeof *t * HL_RULE_SLOTS); /* another thread made it first */
         return none;
     }
     return m;
 }
-
-static inline uint32_t slot_of(uint64_t pc) { return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 46) & (RULE_SLOTS - 1); }
 
 /* ---- decoding CFI ---- */
 struct cursor {
@@ -338,19 +316,19 @@ static int parse_cie(const uint8_t *p, struct cie *ci) {
 /* Decodes the rule for code address `a` (a return address minus one, or the walk's own pc). */
 static uint64_t decode(uint64_t a) {
     struct dl_find_object fo;
-    if (_dl_find_object((void *)(uintptr_t)a, &fo) != 0 || !fo.dlfo_eh_frame) return R_END; /* not in a module: JIT code, or no CFI */
+    if (_dl_find_object((void *)(uintptr_t)a, &fo) != 0 || !fo.dlfo_eh_frame) return HL_R_END; /* not in a module: JIT code, or no CFI */
     const uint8_t *hdr = fo.dlfo_eh_frame;
     uint64_t base = (uint64_t)(uintptr_t)hdr;
-    if (hdr[0] != 1 || hdr[3] != 0x3b) return R_FALLBACK; /* a search table of datarel sdata4 pairs is what linkers write */
+    if (hdr[0] != 1 || hdr[3] != 0x3b) return HL_R_FALLBACK; /* a search table of datarel sdata4 pairs is what linkers write */
     struct cursor c = {hdr + 4, hdr + 4 + 32, 0};
     encoded(&c, hdr[1], base);
     uint64_t count = encoded(&c, hdr[2], base);
-    if (c.bad || count == 0) return R_FALLBACK;
+    if (c.bad || count == 0) return HL_R_FALLBACK;
     const int32_t *tab = (const int32_t *)c.p;
     /* The last entry whose start is at or below `a`. */
     uint64_t lo = 0, hi = count;
     int64_t rel = (int64_t)(a - base);
-    if (rel < tab[0]) return R_END;
+    if (rel < tab[0]) return HL_R_END;
     while (hi - lo > 1) {
         uint64_t mid = (lo + hi) / 2;
         if (tab[2 * mid] <= rel) lo = mid;
@@ -359,44 +337,44 @@ static uint64_t decode(uint64_t a) {
     const uint8_t *fde = hdr + tab[2 * lo + 1];
     struct cursor f = {fde, fde + 8, 0};
     uint64_t flen = fixed(&f, 4);
-    if (flen == 0 || flen == 0xffffffff) return R_FALLBACK;
+    if (flen == 0 || flen == 0xffffffff) return HL_R_FALLBACK;
     f.end = fde + 4 + flen;
     const uint8_t *cie_at = f.p;
     uint64_t cie_off = fixed(&f, 4);
     struct cie ci;
-    if (parse_cie(cie_at - cie_off, &ci) != 0) return R_FALLBACK;
-    if (ci.signal || ci.ra_reg != REG_RA) return R_FALLBACK;
+    if (parse_cie(cie_at - cie_off, &ci) != 0) return HL_R_FALLBACK;
+    if (ci.signal || ci.ra_reg != REG_RA) return HL_R_FALLBACK;
     uint64_t start = encoded(&f, ci.fde_enc, base);
     uint64_t range = encoded(&f, ci.fde_enc & 0x0f, base);
-    if (f.bad) return R_FALLBACK;
-    if (a < start || a >= start + range) return R_END; /* a gap between functions: no CFI covers it */
+    if (f.bad) return HL_R_FALLBACK;
+    if (a < start || a >= start + range) return HL_R_END; /* a gap between functions: no CFI covers it */
     if (ci.has_z) {
         uint64_t alen = uleb(&f);
         f.p += alen;
     }
-    if (f.bad || f.p > f.end) return R_FALLBACK;
+    if (f.bad || f.p > f.end) return HL_R_FALLBACK;
     /* x86-64 CIEs start with CFA = rsp + 8, return address at CFA - 8. */
     struct regs_state st = {REG_RSP, 0, 8, {HOW_SAME, HOW_SAME, HOW_SAME}, {0, 0, 0}};
     struct cursor cc = {ci.insns, ci.end, 0};
-    if (run_cfa(&cc, &ci, 0, UINT64_MAX, &st, &st) != 0) return R_FALLBACK;
+    if (run_cfa(&cc, &ci, 0, UINT64_MAX, &st, &st) != 0) return HL_R_FALLBACK;
     struct regs_state init = st;
-    if (run_cfa(&f, &ci, start, a, &st, &init) != 0) return R_FALLBACK;
-    if (st.how[2] == HOW_UNDEF) return R_END; /* the outermost frame (_start, a thread's start) */
-    if (st.cfa_expr || (st.cfa_reg != REG_RSP && st.cfa_reg != REG_RBP)) return R_FALLBACK;
-    if (st.how[2] != HOW_OFFSET || st.off[2] != -8 || st.how[1] != HOW_SAME) return R_FALLBACK;
-    if (st.how[0] != HOW_SAME && st.how[0] != HOW_OFFSET) return R_FALLBACK;
-    if (st.cfa_off != (int32_t)st.cfa_off || st.off[0] != (int16_t)st.off[0]) return R_FALLBACK;
+    if (run_cfa(&f, &ci, start, a, &st, &init) != 0) return HL_R_FALLBACK;
+    if (st.how[2] == HOW_UNDEF) return HL_R_END; /* the outermost frame (_start, a thread's start) */
+    if (st.cfa_expr || (st.cfa_reg != REG_RSP && st.cfa_reg != REG_RBP)) return HL_R_FALLBACK;
+    if (st.how[2] != HOW_OFFSET || st.off[2] != -8 || st.how[1] != HOW_SAME) return HL_R_FALLBACK;
+    if (st.how[0] != HOW_SAME && st.how[0] != HOW_OFFSET) return HL_R_FALLBACK;
+    if (st.cfa_off != (int32_t)st.cfa_off || st.off[0] != (int16_t)st.off[0]) return HL_R_FALLBACK;
     return rule_step(st.cfa_reg == REG_RBP, st.cfa_off, st.how[0] == HOW_OFFSET, st.off[0]);
 }
 
 /* The table's slow path: a rule not cached yet (decoded and inserted), or a full probe run. */
-static __attribute__((noinline)) uint64_t rule_miss(struct rule_slot *t, uint64_t a, uint32_t s, int probe) {
-    for (; probe < RULE_PROBES; probe++, s = (s + 1) & (RULE_SLOTS - 1)) {
+static __attribute__((noinline)) uint64_t rule_miss(struct hl_rule_slot *t, uint64_t a, uint32_t s, int probe) {
+    for (; probe < RULE_PROBES; probe++, s = (s + 1) & (HL_RULE_SLOTS - 1)) {
         uint64_t k = atomic_load_explicit(&t[s].pc, memory_order_acquire);
         if (k == a) return atomic_load_explicit(&t[s].rule, memory_order_relaxed);
         if (k == (a | PENDING)) break; /* another thread is decoding it now */
         if (k == 0) {
-            counts.decoded++;
+            hl_unwind_counted.decoded++;
             uint64_t r = decode(a);
             uint64_t seen = 0;
             if (atomic_compare_exchange_strong(&t[s].pc, &seen, a | PENDING)) {
@@ -406,27 +384,26 @@ static __attribute__((noinline)) uint64_t rule_miss(struct rule_slot *t, uint64_
             return r;
         }
     }
-    counts.decoded++;
+    hl_unwind_counted.decoded++;
     return decode(a);
 }
 
 /* The rule for code address `a`: its first slot inline (the hit every walk's frames take once
  * the rules are cached), anything else out of line. */
 static inline __attribute__((always_inline)) uint64_t rule_for(uint64_t a) {
-    struct rule_slot *t = get_table();
+    struct hl_rule_slot *t = get_table();
     if (HL_UNLIKELY(!t)) return decode(a);
-    uint32_t s = slot_of(a);
+    uint32_t s = hl_rule_slot_of(a);
     if (HL_LIKELY(atomic_load_explicit(&t[s].pc, memory_order_acquire) == a)) return atomic_load_explicit(&t[s].rule, memory_order_relaxed);
     return rule_miss(t, a, s, 0);
 }
 
 /* ---- the thread's stack: the mapping holding its stack pointer, from /proc/self/maps ---- */
-static __thread uintptr_t stack_lo __attribute__((tls_model("initial-exec"))), stack_hi __attribute__((tls_model("initial-exec")));
 
-/* Sets stack_lo/stack_hi to the mapping holding `sp`; 0/0 when not found. Raw syscalls and a
+/* Sets hl_stack_lo/hl_stack_hi to the mapping holding `sp`; 0/0 when not found. Raw syscalls and a
  * buffer on the stack: this runs inside malloc. */
 static void find_stack(uintptr_t sp) {
-    stack_lo = stack_hi = 0;
+    hl_stack_lo = hl_stack_hi = 0;
     int f = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (f < 0) return;
     char buf[4096];
@@ -439,8 +416,8 @@ static void find_stack(uintptr_t sp) {
         while ((eol = memchr(line, '\n', (size_t)(end - line)))) {
             struct hl_maps_line l = hl_parse_maps_line(line, eol);
             if (l.lo <= sp && sp < l.hi) {
-                stack_lo = l.lo;
-                stack_hi = l.hi;
+                hl_stack_lo = l.lo;
+                hl_stack_hi = l.hi;
                 syscall(SYS_close, f);
                 return;
             }
@@ -458,16 +435,16 @@ static void find_stack(uintptr_t sp) {
  * stack ends here (or its CFI leaves it); -1: the frame's CFI needs the fallback. */
 static inline __attribute__((always_inline)) int step_traced(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra, struct hl_walk_trace *tr) {
     uint64_t r = rule_for(*a);
-    int kind = rule_kind(r);
-    if (tr) tr->from_bp = kind == R_STEP && (r & R_CFA_RBP);
-    if (kind == R_END) return 0;
-    if (kind != R_STEP) return -1;
-    uintptr_t cfa = (r & R_CFA_RBP ? *bp : *sp) + (uintptr_t)rule_cfa_off(r);
+    int kind = hl_rule_kind(r);
+    if (tr) tr->from_bp = kind == HL_R_STEP && (r & HL_R_CFA_RBP);
+    if (kind == HL_R_END) return 0;
+    if (kind != HL_R_STEP) return -1;
+    uintptr_t cfa = (r & HL_R_CFA_RBP ? *bp : *sp) + (uintptr_t)hl_rule_cfa_off(r);
     if (cfa <= *sp || cfa < lo + 8 || cfa > hi) return 0; /* outside the stack: bad CFI or its end */
     uintptr_t ret = *(const uintptr_t *)(cfa - 8);
     if (tr) tr->ret_at = cfa - 8, tr->bp_at = 0;
-    if (r & R_RBP_SAVED) {
-        uintptr_t at = cfa + (uintptr_t)rule_rbp_off(r);
+    if (r & HL_R_RBP_SAVED) {
+        uintptr_t at = cfa + (uintptr_t)hl_rule_rbp_off(r);
         if (at < lo || at + 8 > hi) return 0;
         *bp = *(const uintptr_t *)at;
         if (tr) tr->bp_at = at;
@@ -489,8 +466,8 @@ static inline __attribute__((always_inline)) int step_one(uint64_t *a, uintptr_t
  * the fallback. */
 static inline __attribute__((always_inline)) int steps(uint64_t a, uintptr_t sp, uintptr_t bp, int skip, const void *after, void **pcs, int max) {
     int want = skip + (after ? HL_UNWIND_SEARCH : 0) + max; /* frames to step at most */
-    if (HL_UNLIKELY(sp < stack_lo || sp >= stack_hi)) find_stack(sp);
-    uintptr_t lo = sp, hi = stack_hi;
+    if (HL_UNLIKELY(sp < hl_stack_lo || sp >= hl_stack_hi)) find_stack(sp);
+    uintptr_t lo = sp, hi = hl_stack_hi;
     int n = 0, k = 0, found = !after;
     while (n < want && k < max) {
         uintptr_t ra;
@@ -510,7 +487,7 @@ static inline __attribute__((always_inline)) int steps(uint64_t a, uintptr_t sp,
 /* The walk: `skip` frames of the callers' own are not returned (the exported functions' one),
  * then as keep() says. noinline: its own frame is the first one stepped. */
 static __attribute__((noinline)) int walk(int skip, const void *after, void **pcs, int max, int reference) {
-    counts.walks++;
+    hl_unwind_counted.walks++;
     uintptr_t pc, sp, bp;
     /* rbp first: the compiler may hand rbp to another output of this statement. */
     __asm__ volatile("mov %%rbp, %2\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1" : "=&r"(pc), "=&r"(sp), "=&r"(bp));
@@ -519,7 +496,7 @@ static __attribute__((noinline)) int walk(int skip, const void *after, void **pc
     int k = steps(pc, sp, bp, skip, after, pcs, max);
     if (k >= 0) return k;
 fallback:
-    counts.fallbacks++;
+    hl_unwind_counted.fallbacks++;
     {
         void *tmp[MAX_WALK + HL_UNWIND_SEARCH + 2];
         if (want + 1 > (int)(sizeof tmp / sizeof *tmp)) want = (int)(sizeof tmp / sizeof *tmp) - 1;
@@ -532,8 +509,8 @@ fallback:
 
 static __attribute__((noinline)) int walk(int skip, const void *after, void **pcs, int max, int reference) {
     (void)reference;
-    counts.walks++;
-    counts.fallbacks++;
+    hl_unwind_counted.walks++;
+    hl_unwind_counted.fallbacks++;
     void *tmp[MAX_WALK + HL_UNWIND_SEARCH + 2];
     int want = skip + (after ? HL_UNWIND_SEARCH : 0) + max;
     if (want + 1 > (int)(sizeof tmp / sizeof *tmp)) want = (int)(sizeof tmp / sizeof *tmp) - 1;
@@ -561,7 +538,7 @@ static void say_frames(const char *what, void **pcs, int n) {
 __attribute__((noinline)) int hl_unwind(void **pcs, int max) {
     if (max > MAX_WALK) max = MAX_WALK;
     if (max <= 0) return 0;
-    int n = walk(1, NULL, pcs, max, atomic_load_explicit(&mode, memory_order_relaxed) == HL_UNWIND_BACKTRACE);
+    int n = walk(1, NULL, pcs, max, atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) == HL_UNWIND_BACKTRACE);
     __asm__ volatile("" ::: "memory");
     return n;
 }
@@ -569,14 +546,14 @@ __attribute__((noinline)) int hl_unwind(void **pcs, int max) {
 __attribute__((noinline)) int hl_unwind_after(const void *ret, void **pcs, int max) {
     if (max > MAX_WALK) max = MAX_WALK;
     if (max <= 0 || !ret) return 0;
-    int m = atomic_load_explicit(&mode, memory_order_relaxed);
+    int m = atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed);
     int n = walk(1, ret, pcs, max, m == HL_UNWIND_BACKTRACE);
     if (HL_UNLIKELY(m == HL_UNWIND_CHECK)) {
         void *ref[MAX_WALK];
         int r = walk(1, ret, ref, max, 1);
         if (r != n || memcmp(ref, pcs, sizeof *pcs * (size_t)n) != 0) {
             static atomic_int told;
-            if (counts.mismatches++ < 3 && atomic_fetch_add(&told, 1) < 5) {
+            if (hl_unwind_counted.mismatches++ < 3 && atomic_fetch_add(&told, 1) < 5) {
                 say_frames("heaplab unwind mismatch: walker", pcs, n);
                 say_frames("heaplab unwind mismatch: backtrace", ref, r);
             }
@@ -593,20 +570,20 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
     if (max <= 0 || !ret) return 0;
     /* The frame must be what the standard prologue makes of it: the caller's rbp at frame, the
      * return address above it. Anything else, and any mode but the rules: the search. */
-    if (!f || f[1] != (uintptr_t)ret || atomic_load_explicit(&mode, memory_order_relaxed) != HL_UNWIND_RULES) return hl_unwind_after(ret, pcs, max);
-    counts.walks++;
+    if (!f || f[1] != (uintptr_t)ret || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES) return hl_unwind_after(ret, pcs, max);
+    hl_unwind_counted.walks++;
     int k = steps((uint64_t)(uintptr_t)ret - 1, (uintptr_t)(f + 2), f[0], 0, NULL, pcs, max);
     return k >= 0 ? k : hl_unwind_after(ret, pcs, max);
 }
 
 int hl_unwind_caller(const void *ret, const void *frame, void **pc) {
     const uintptr_t *f = frame;
-    if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&mode, memory_order_relaxed) != HL_UNWIND_RULES) return hl_unwind_above(ret, frame, pc, 1);
-    counts.walks++;
+    if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES) return hl_unwind_above(ret, frame, pc, 1);
+    hl_unwind_counted.walks++;
     uint64_t a = (uint64_t)(uintptr_t)ret - 1;
     uintptr_t sp = (uintptr_t)(f + 2), bp = f[0], ra;
-    if (HL_UNLIKELY(sp < stack_lo || sp >= stack_hi)) find_stack(sp);
-    int r = step_one(&a, &sp, &bp, sp, stack_hi, &ra);
+    if (HL_UNLIKELY(sp < hl_stack_lo || sp >= hl_stack_hi)) find_stack(sp);
+    int r = step_one(&a, &sp, &bp, sp, hl_stack_hi, &ra);
     if (HL_UNLIKELY(r < 0)) return hl_unwind_after(ret, pc, 1);
     if (r > 0) *pc = (void *)ra;
     return r;
@@ -616,13 +593,13 @@ int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
     const uintptr_t *f = frame;
     w->ended = 1;
     w->zero_at = 0;
-    if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&mode, memory_order_relaxed) != HL_UNWIND_RULES) return -1;
-    counts.walks++;
+    if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES) return -1;
+    hl_unwind_counted.walks++;
     w->a = (uint64_t)(uintptr_t)ret - 1;
     w->sp = w->lo = (uintptr_t)(f + 2);
     w->bp = f[0];
-    if (HL_UNLIKELY(w->sp < stack_lo || w->sp >= stack_hi)) find_stack(w->sp);
-    w->hi = stack_hi;
+    if (HL_UNLIKELY(w->sp < hl_stack_lo || w->sp >= hl_stack_hi)) find_stack(w->sp);
+    w->hi = hl_stack_hi;
     w->ended = 0;
     return 0;
 }

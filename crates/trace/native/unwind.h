@@ -15,6 +15,7 @@
 #ifndef HEAPLAB_UNWIND_H
 #define HEAPLAB_UNWIND_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* Fills `pcs` with at most `max` return addresses, innermost first: pcs[0] is where
@@ -34,7 +35,8 @@ int hl_unwind_after(const void *ret, void **pcs, int max);
 int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max);
 
 /* hl_unwind_above(ret, frame, pc, 1) in one step: the return address of the caller of the
- * function `ret` is in (1; 0 when the stack ends there), for a caller that needs only it. */
+ * function `ret` is in (1; 0 when the stack ends there), for a caller that needs only it.
+ * hl_unwind_caller_inline (below) is the same, its common case inline. */
 int hl_unwind_caller(const void *ret, const void *frame, void **pc);
 
 /* hl_unwind_above's walk in steps, for a caller that stops as soon as it knows enough:
@@ -76,5 +78,62 @@ struct hl_unwind_counts {
     uint64_t walks, fallbacks, decoded, mismatches;
 };
 void hl_unwind_counts(struct hl_unwind_counts *c);
+
+/* ---- hl_unwind_caller's common case, inline (for the grouped allocator's hot path) ----
+ * It reads the rule cache unwind.c fills. One code address's rule is a word: bits 0-1 what to
+ * do (HL_R_STEP, HL_R_END of the stack, HL_R_FALLBACK to backtrace), bit 2 the CFA's base (rsp
+ * or rbp), bit 3 whether rbp was saved (at CFA + rbp's offset, else it is unchanged), bits 8-39
+ * the CFA offset, bits 40-55 rbp's offset. The return address is always at CFA - 8 (the x86-64
+ * call convention; other CFI falls back). The cache maps code addresses to rules by open
+ * addressing from hl_rule_slot_of. */
+enum { HL_R_STEP = 1, HL_R_END = 2, HL_R_FALLBACK = 3 };
+#define HL_R_CFA_RBP 4u
+#define HL_R_RBP_SAVED 8u
+static inline int hl_rule_kind(uint64_t r) { return (int)(r & 3); }
+static inline int64_t hl_rule_cfa_off(uint64_t r) { return (int32_t)(uint32_t)(r >> 8); }
+static inline int64_t hl_rule_rbp_off(uint64_t r) { return (int16_t)(uint16_t)(r >> 40); }
+/* A client whose peak RSS is measured (the runtime library) builds with HL_COMPACT_TABLES: the
+ * hashed tables scatter over every page they span, so they are kept small there. */
+#ifdef HL_COMPACT_TABLES
+#define HL_RULE_SLOTS (1u << 14)
+#else
+#define HL_RULE_SLOTS (1u << 18)
+#endif
+struct hl_rule_slot {
+    _Atomic uint64_t pc;
+    _Atomic uint64_t rule;
+};
+static inline uint32_t hl_rule_slot_of(uint64_t pc) { return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 46) & (HL_RULE_SLOTS - 1); }
+#define HL_UNWIND_INTERNAL __attribute__((visibility("hidden")))
+extern HL_UNWIND_INTERNAL _Atomic(struct hl_rule_slot *) hl_rules; /* NULL until the first walk */
+extern HL_UNWIND_INTERNAL atomic_int hl_unwind_mode_now;          /* enum hl_unwind_mode */
+/* The mapping holding the thread's stack, once a walk has looked it up (else 0, 0). */
+extern HL_UNWIND_INTERNAL __thread uintptr_t hl_stack_lo __attribute__((tls_model("initial-exec"))), hl_stack_hi __attribute__((tls_model("initial-exec")));
+extern HL_UNWIND_INTERNAL __thread struct hl_unwind_counts hl_unwind_counted __attribute__((tls_model("initial-exec")));
+
+/* hl_unwind_caller with its common case inline: the rule for `ret` cached in its first slot and
+ * a plain step, from a frame that holds `ret`, on a stack already known. One step needs only the
+ * caller's return address at CFA - 8, not rbp's saved value, which only a further step would
+ * use (so where rbp was saved is not checked against the stack either). A `ret` of 0 finds no
+ * rule (none is kept for address -1) and goes to hl_unwind_caller. */
+static inline __attribute__((always_inline)) int hl_unwind_caller_inline(const void *ret, const void *frame, void **pc) {
+    const uintptr_t *f = (const uintptr_t *)frame;
+    struct hl_rule_slot *t = atomic_load_explicit(&hl_rules, memory_order_acquire);
+    uint64_t a = (uint64_t)(uintptr_t)ret - 1;
+    uintptr_t sp = (uintptr_t)(f + 2), hi = hl_stack_hi;
+    if (__builtin_expect(!t || !f || f[1] != (uintptr_t)ret || sp < hl_stack_lo || sp >= hi || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES, 0))
+        return hl_unwind_caller(ret, frame, pc);
+    struct hl_rule_slot *e = t + hl_rule_slot_of(a);
+    if (__builtin_expect(atomic_load_explicit(&e->pc, memory_order_acquire) != a, 0)) return hl_unwind_caller(ret, frame, pc);
+    uint64_t r = atomic_load_explicit(&e->rule, memory_order_relaxed);
+    if (__builtin_expect(hl_rule_kind(r) != HL_R_STEP, 0)) return hl_unwind_caller(ret, frame, pc);
+    hl_unwind_counted.walks++;
+    uintptr_t cfa = (r & HL_R_CFA_RBP ? f[0] : sp) + (uintptr_t)hl_rule_cfa_off(r);
+    if (cfa < sp + 8 || cfa > hi) return 0; /* outside the stack: bad CFI or its end */
+    uintptr_t ra = *(const uintptr_t *)(cfa - 8);
+    if (ra == 0) return 0;
+    *pc = (void *)ra;
+    return 1;
+}
 
 #endif

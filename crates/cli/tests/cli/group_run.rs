@@ -207,6 +207,13 @@ fn lists_a_and_b_share_a_group_c_falls_back() {
         let reference = same_as_plain(&dir, &file, &[&p, "2000", "3", threads], &[("HEAPLAB_UNWIND", "backtrace")], &[]);
         assert_eq!((&reference["groups"], &reference["fallback"]), (&v["groups"], &v["fallback"]), "{reference}");
     }
+    // Huge pages asked for beyond the grouped heap's first 2 MiB (HEAPLAB_GROUP_HUGEPAGES=1,
+    // enough nodes to get there): the same groups, allocation for allocation.
+    let big = [&p[..], "60000", "3", "2"];
+    let small_pages = same_as_plain(&dir, &file, &big, &[], &[]);
+    let huge = same_as_plain(&dir, &file, &big, &[("HEAPLAB_GROUP_HUGEPAGES", "1")], &[]);
+    assert_eq!((&huge["groups"], &huge["fallback"]), (&small_pages["groups"], &small_pages["fallback"]), "{huge}");
+    assert!(n(&huge, &["grouped", "bytes"]) > 2 << 20, "past the first 2 MiB: {huge}");
 }
 
 #[test]

@@ -3,7 +3,7 @@
  * backtrace() from one call instruction, so the two lists must be equal entry for entry. Deep,
  * recursive, inlined, alloca'd and huge frames, frames in a shared library and in libc (qsort's
  * comparator), threads, and a signal handler (whose frame makes hl_unwind fall back); and
- * hl_unwind_after against the same walk. Prints a line of counts and exits 0, or prints both stacks of the first difference and exits 1. */
+ * hl_unwind_after and one step (hl_unwind_caller, hl_unwind_caller_inline) against the same walk. Prints a line of counts and exits 0, or prints both stacks of the first difference and exits 1. */
 #define _GNU_SOURCE
 #include <alloca.h>
 #include <execinfo.h>
@@ -58,6 +58,14 @@ static __attribute__((noinline)) void check(const char *where) {
     int cut = n[0] == max_frames; /* the walk stopped at max: hl_unwind_after goes further */
     if (n[0] > 3 && ((cut ? m < n[0] - 3 : m != n[0] - 3) || memcmp(above, buf[0] + 3, sizeof(void *) * (size_t)(n[0] - 3)) != 0) && !failed++)
         printf("hl_unwind_after at %s: %d frames, expected the %d after the third\n", where, m, n[0] - 3);
+    /* One step from this frame (its rules cached by the walks above), out of line and inline:
+     * the return address after the one into check's caller. */
+    void *one[2] = {NULL, NULL};
+    int k[2] = {hl_unwind_caller(__builtin_return_address(0), __builtin_frame_address(0), &one[0]),
+                hl_unwind_caller_inline(__builtin_return_address(0), __builtin_frame_address(0), &one[1])};
+    for (int i = 0; i < 2; i++)
+        if (n[0] > 3 && (k[i] != 1 || one[i] != buf[0][3]) && !failed++)
+            printf("hl_unwind_caller%s at %s: %d, %p; expected 1, %p\n", i ? "_inline" : "", where, k[i], one[i], buf[0][3]);
     pthread_mutex_unlock(&out);
 }
 static void check_cb(void *where) { check(where); }
