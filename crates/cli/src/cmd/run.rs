@@ -33,7 +33,8 @@ few long-lived objects pin chunks, but more D1 misses where programs free: docs/
 A grouped object is 16-byte aligned when its size is a multiple of 16 and 8-byte aligned
 otherwise, so 24-byte objects pack densely as in HALO (GCC assumes 8 of malloc on x86-64);
 --align-16 aligns every object above 8 bytes to 16, as glibc and jemalloc do, for programs that
-keep 16-aligned values in odd-sized blocks.
+keep 16-aligned values in odd-sized blocks. --huge-pages backs the grouped heap with transparent
+huge pages beyond its first 2 MiB.
 
 The layout or groups file is read and checked completely before the program starts: a damaged
 or invalid file is an error (exit status 2) and the program does not run.
@@ -81,6 +82,11 @@ pub struct RunArgs {
     /// jemalloc do [default: 16 for sizes that are multiples of 16, 8 otherwise, as HALO packs].
     #[arg(long = "align-16")]
     align_16: bool,
+    /// With --groups: ask for transparent huge pages for the grouped heap beyond its first 2 MiB
+    /// (fewer TLB misses where a dense heap is walked; more resident memory, and page faults
+    /// that compact memory now and then cost more than they win: docs/group.md).
+    #[arg(long)]
+    huge_pages: bool,
     /// The allocator everything unplanned or ungrouped goes to: glibc, jemalloc, mimalloc,
     /// tcmalloc, or a path to a shared library that defines malloc [default: glibc with
     /// --layout, jemalloc with --groups].
@@ -110,7 +116,7 @@ fn failure(class: heaplab_model::ErrorClass, m: String) -> Failure {
 /// `heaplab run`. Returns only on errors before the program ran; otherwise it exits with the
 /// program's status.
 pub fn run(a: RunArgs) -> Result<(), Failure> {
-    for (given, flag) in [(a.reuse_freed, "--reuse-freed"), (a.align_16, "--align-16")] {
+    for (given, flag) in [(a.reuse_freed, "--reuse-freed"), (a.align_16, "--align-16"), (a.huge_pages, "--huge-pages")] {
         if given && a.groups.is_none() {
             return Err(Failure::Input(format!("{flag} applies to the grouped allocator: give --groups")));
         }
@@ -128,7 +134,8 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
         let groups = heaplab_group::format::read(groups_file).map_err(|e| Failure::Input(e.to_string()))?;
         let done = run_grouped(&groups, groups_file, &a.command, &opts, |c| {
             let c = if a.reuse_freed { c.env("HEAPLAB_GROUP_REUSE", "1") } else { c };
-            if a.align_16 { c.env("HEAPLAB_GROUP_ALIGN16", "1") } else { c }
+            let c = if a.align_16 { c.env("HEAPLAB_GROUP_ALIGN16", "1") } else { c };
+            if a.huge_pages { c.env("HEAPLAB_GROUP_HUGEPAGES", "1") } else { c }
         }).map_err(|e| failure(e.class(), e.to_string()))?;
         (done.report.map(|r| (r.to_json(), r.summary())).ok_or(done.no_report.unwrap_or_default()), done.status)
     } else {

@@ -207,11 +207,11 @@ fn lists_a_and_b_share_a_group_c_falls_back() {
         let reference = same_as_plain(&dir, &file, &[&p, "2000", "3", threads], &[("HEAPLAB_UNWIND", "backtrace")], &[]);
         assert_eq!((&reference["groups"], &reference["fallback"]), (&v["groups"], &v["fallback"]), "{reference}");
     }
-    // Huge pages asked for beyond the grouped heap's first 2 MiB (HEAPLAB_GROUP_HUGEPAGES=1,
-    // enough nodes to get there): the same groups, allocation for allocation.
+    // Huge pages asked for beyond the grouped heap's first 2 MiB (--huge-pages, enough nodes to
+    // get there): the same groups, allocation for allocation.
     let big = [&p[..], "60000", "3", "2"];
     let small_pages = same_as_plain(&dir, &file, &big, &[], &[]);
-    let huge = same_as_plain(&dir, &file, &big, &[("HEAPLAB_GROUP_HUGEPAGES", "1")], &[]);
+    let huge = same_as_plain(&dir, &file, &big, &[], &["--huge-pages"]);
     assert_eq!((&huge["groups"], &huge["fallback"]), (&small_pages["groups"], &small_pages["fallback"]), "{huge}");
     assert!(n(&huge, &["grouped", "bytes"]) > 2 << 20, "past the first 2 MiB: {huge}");
 }
@@ -485,6 +485,7 @@ fn bad_groups_are_rejected_before_the_program_starts() {
         vec!["run", "--groups", &good_file, "--fallback", "no-such-allocator", "--", "true"],
         vec!["run", "--layout", "x.hllayout", "--reuse-freed", "--", "true"],
         vec!["run", "--layout", "x.hllayout", "--align-16", "--", "true"],
+        vec!["run", "--layout", "x.hllayout", "--huge-pages", "--", "true"],
     ] {
         let r = heaplab_in(&dir, &args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
