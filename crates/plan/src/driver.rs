@@ -1015,6 +1015,9 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
             let params = improve::ImproveParams {
                 stop: Some(stop.clone()),
                 cancel: run.opts.cancel.clone(),
+                // Above the huge size nothing after this search would use its time (boxing
+                // does not run there), and drops come after long runs without one.
+                patient: buffers.len() > run.opts.policy.huge_buffers,
                 ..improve::ImproveParams::new(until, seed, aim)
             };
             let stats = improve::improve(buffers, &mut offsets, &params);

@@ -94,7 +94,9 @@ pub struct Policy {
     pub heuristics_cutoff_share: f64,
     /// Component size above which the heuristics start with the cheapest one, the critical
     /// windows run only in their local form (windows of up to [`Policy::huge_window_max_buffers`]),
-    /// boxing does not run, and one runner-up is kept for the improvement search.
+    /// boxing does not run, one runner-up is kept for the improvement search, and that search
+    /// runs to its deadline instead of returning when stuck (10^7 random buffers at 120 s: from
+    /// the local windows' 7.29% to 6.12% in 60 s, where it returned after 2 s).
     /// Default 2,000,000: first-fit by size grows superlinearly there (10^7 random buffers:
     /// 500 s and 5.5 GB, the start-order sweep 3-6 s and 1.2 GB), and at 10^7 random buffers
     /// the windows' fills and boxing found nothing in 80 s each while adding 1.2-1.8 GB.
