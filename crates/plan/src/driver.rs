@@ -370,6 +370,21 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         let share = if small { opts.policy.improve_share_small } else { opts.policy.improve_share_large };
         improve_stage(&run, &mut parts, run.share_of_left(share), opts.seed);
     }
+    // Above the huge size boxing does not run: the local windows and the improvement search
+    // take turns until the deadline instead, each getting stuck where the other still moves.
+    if run.runs(Stage::Windows) && run.runs(Stage::Improve) && !small && !refuted(&parts, opts.capacity) {
+        for turn in 1u64.. {
+            let huge = above_target(&parts, run.target, |n| n > opts.policy.huge_buffers);
+            let left = run.deadline.saturating_duration_since(Instant::now()).as_secs_f64();
+            if huge.is_empty() || left <= 0.0 || left * opts.policy.windows_share < opts.policy.local_windows_min_seconds || run.cancelled() {
+                break;
+            }
+            clock.mark("critical windows");
+            windows_stage(&run, &mut parts);
+            clock.mark("improvement search");
+            improve_stage(&run, &mut parts, run.share_of_left(0.5), opts.seed ^ (turn << 8));
+        }
+    }
     let mut boxing_iterations = 0;
     if run.runs(Stage::Boxing) && !refuted(&parts, opts.capacity) {
         clock.mark("boxing");
@@ -479,15 +494,10 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 (c.buffers, Cow::Owned(bs))
             };
             let max_load = c.max_load;
-            // Above the huge size only the two sweeps run, and the improvement search does
-            // better from first fit's placement than from best fit's, which wins: keep one.
-            let keep_runners_up = if bs.len() <= policy.runners_up_max_buffers {
-                policy.runners_up
-            } else if bs.len() > policy.huge_buffers {
-                policy.runners_up.min(1)
-            } else {
-                0
-            };
+            // Above the huge size too none: the improvement search from the best placement
+            // runs to its deadline there, and a runner-up would be 80 MB (10^7 buffers) of the
+            // peak that its index sets, never searched from.
+            let keep_runners_up = if bs.len() <= policy.runners_up_max_buffers { policy.runners_up } else { 0 };
             Part {
                 max_load,
                 lower: max_load,
@@ -868,6 +878,7 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
         };
         if huge {
             params.max_window = policy.huge_window_max_buffers;
+            params.patience = policy.huge_windows_patience;
         }
         let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, run.opts);
         if fills {
@@ -883,12 +894,6 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
             if out.end < out.start {
                 let name = format!("{} + local windows ({})", part.algorithm, out.moves);
                 part.offer(name, off, now.elapsed().as_secs_f64());
-                if huge {
-                    // The runner-up, a sweep's placement far behind the windows' (10^7 random
-                    // buffers: 12.4% against 7.3%), never wins from here, and its copy is 80 MB
-                    // of the peak, which the improvement search's index sets.
-                    part.runners_up.clear();
-                }
             }
         }
         show_best(parts, run.progress);
