@@ -38,7 +38,11 @@
 //!    ([`crate::improve`]) from the best placement and the runners-up, one per thread: exact
 //!    re-packing of small slabs under each peak, then greedy re-packing of time windows; it gets
 //!    half of the time left (a third when a component has more than 2,000 buffers: boxing pays
-//!    more there) and returns early when stuck.
+//!    more there) and returns early when stuck. Above 2·10^6 buffers it runs from the best
+//!    placement alone and to its deadline, and then it and the local windows take turns
+//!    (windows until [`Policy::huge_windows_patience`] rounds fail, the search for half of the
+//!    time left) until the windows' share of what is left drops below
+//!    [`Policy::local_windows_min_seconds`]; boxing does not run there.
 //! 8. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
 //!    whose makespan is above the global lower bound — only those decide the result — largest
 //!    first, each bootstrapped with its best heuristic makespan (passes that cannot beat it stop
