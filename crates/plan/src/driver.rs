@@ -271,20 +271,29 @@ struct Part<'a> {
     windowed: bool,
     /// Seconds spent validating the placements offered.
     validating: f64,
+    /// Placements offered are not validated one by one, only the result (in `assemble`):
+    /// above [`Policy::huge_buffers`], where a validation takes seconds (10^7 random buffers:
+    /// 2.8 s each, 20 s of a 120 s limit for the seven offered) and the time is the search's.
+    validate_at_end: bool,
 }
 
 impl Part<'_> {
     fn offer(&mut self, name: String, offsets: Vec<u64>, seconds: f64) {
-        let t = Instant::now();
-        let v = heaplab_sweep::validate(&self.buffers, &offsets);
-        self.validating += t.elapsed().as_secs_f64();
-        assert!(v.is_valid(), "{name} produced an invalid placement: {}", v.describe(&self.buffers, &offsets));
-        self.attempts.push(Attempt { name: name.clone(), makespan: v.makespan, seconds });
-        let mut loser = (v.makespan, name, offsets);
-        if self.offsets.is_empty() || v.makespan < self.makespan {
+        let makespan = if self.validate_at_end {
+            self.buffers.iter().zip(&offsets).map(|(b, &o)| o + b.size).max().unwrap_or(0)
+        } else {
+            let t = Instant::now();
+            let v = heaplab_sweep::validate(&self.buffers, &offsets);
+            self.validating += t.elapsed().as_secs_f64();
+            assert!(v.is_valid(), "{name} produced an invalid placement: {}", v.describe(&self.buffers, &offsets));
+            v.makespan
+        };
+        self.attempts.push(Attempt { name: name.clone(), makespan, seconds });
+        let mut loser = (makespan, name, offsets);
+        if self.offsets.is_empty() || makespan < self.makespan {
             std::mem::swap(&mut loser.2, &mut self.offsets);
             std::mem::swap(&mut loser.1, &mut self.algorithm);
-            loser.0 = std::mem::replace(&mut self.makespan, v.makespan);
+            loser.0 = std::mem::replace(&mut self.makespan, makespan);
         }
         if self.keep_runners_up > 0 && !loser.2.is_empty() && !self.runners_up.iter().any(|r| r.0 == loser.0) {
             self.runners_up.push(loser);
@@ -502,6 +511,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
             // runs to its deadline there, and a runner-up would be 80 MB (10^7 buffers) of the
             // peak that its index sets, never searched from.
             let keep_runners_up = if bs.len() <= policy.runners_up_max_buffers { policy.runners_up } else { 0 };
+            let huge = bs.len() > policy.huge_buffers;
             Part {
                 max_load,
                 lower: max_load,
@@ -517,6 +527,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 first_fit_seconds: 0.0,
                 windowed: false,
                 validating: 0.0,
+                validate_at_end: huge,
             }
         })
         .collect()
@@ -694,9 +705,9 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
 fn assemble(buffers: &[Buffer], parts: &mut [Part], lower_bound: u64, boxing_iterations: usize, clock: StageClock) -> PlanOutcome {
     // A part that is the whole instance (one component) was validated when its placement was
     // offered, against these buffers (in start order, the same conflicts): a second sweep
-    // would only repeat it (seconds at 10^7 buffers). Parts put together are validated
-    // together.
-    let whole = matches!(parts, [p] if p.buffers.len() == buffers.len() && !p.offsets.is_empty());
+    // would only repeat it (seconds at 10^7 buffers); not above the huge size, where only the
+    // result is validated, here. Parts put together are validated together.
+    let whole = matches!(parts, [p] if p.buffers.len() == buffers.len() && !p.offsets.is_empty() && !p.validate_at_end);
     // The runners-up are done with: their copies go before the result's is made.
     parts.iter_mut().for_each(|p| p.runners_up = Vec::new());
     // A part without an index is the whole instance: its offsets are the result's.
