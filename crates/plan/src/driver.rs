@@ -1050,15 +1050,31 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
         };
         if part.buffers.len() > run.opts.policy.huge_buffers {
             // Above the huge size one search at a time: each keeps its own index of the
-            // component (10^7 random buffers: 0.8 GB more when two ran together). Each start is
-            // copied when its search begins, and the result before offered, so that no more
-            // than one copy of the offsets besides the part's own is held (80 MB each at 10^7).
+            // component (10^7 random buffers: 0.8 GB more when two ran together). The best
+            // placement is searched in place: a move never raises the makespan, so the part
+            // keeps a placement at least as good whatever the search does, and a copy would be
+            // 80 MB of the peak its index sets. The runners-up (none under the default policy)
+            // after it, each copied when its search begins, and the result before offered.
+            let t = Instant::now();
+            if t < until && !run.cancelled() {
+                let params = improve::ImproveParams {
+                    cancel: run.opts.cancel.clone(),
+                    patient: true,
+                    ..improve::ImproveParams::new(until, crate::rng::mix(crate::rng::mix(seed, i as u64), 0), aim)
+                };
+                let mut offsets = std::mem::take(&mut part.offsets);
+                let stats = improve::improve(&part.buffers, &mut offsets, &params);
+                if stats.end < stats.start {
+                    // The part holds no placement now, so this one is taken as its best.
+                    part.offer(format!("{} + improvement", part.algorithm), offsets, t.elapsed().as_secs_f64());
+                } else {
+                    part.offsets = offsets;
+                }
+            }
             let starts = 1 + part.runners_up.len();
             let mut pending = None;
-            for k in 0..starts {
-                let start = if k == 0 {
-                    (part.algorithm.clone(), part.offsets.clone())
-                } else {
+            for k in 1..starts {
+                let start = {
                     let r = &part.runners_up[k - 1];
                     (r.1.clone(), r.2.clone())
                 };
