@@ -38,7 +38,11 @@
 //!    ([`crate::improve`]) from the best placement and the runners-up, one per thread: exact
 //!    re-packing of small slabs under each peak, then greedy re-packing of time windows; it gets
 //!    half of the time left (a third when a component has more than 2,000 buffers: boxing pays
-//!    more there) and returns early when stuck.
+//!    more there) and returns early when stuck. Above 2·10^6 buffers it runs from the best
+//!    placement alone and to its deadline, and then it and the local windows take turns
+//!    (windows until [`Policy::huge_windows_patience`] rounds fail, the search for half of the
+//!    time left) until the windows' share of what is left drops below
+//!    [`Policy::local_windows_min_seconds`]; boxing does not run there.
 //! 8. Spend the remaining time on the boxing algorithm ([`crate::boxing`]) for the components
 //!    whose makespan is above the global lower bound — only those decide the result — largest
 //!    first, each bootstrapped with its best heuristic makespan (passes that cannot beat it stop
@@ -267,20 +271,29 @@ struct Part<'a> {
     windowed: bool,
     /// Seconds spent validating the placements offered.
     validating: f64,
+    /// Placements offered are not validated one by one, only the result (in `assemble`):
+    /// above [`Policy::huge_buffers`], where a validation takes seconds (10^7 random buffers:
+    /// 2.8 s each, 20 s of a 120 s limit for the seven offered) and the time is the search's.
+    validate_at_end: bool,
 }
 
 impl Part<'_> {
     fn offer(&mut self, name: String, offsets: Vec<u64>, seconds: f64) {
-        let t = Instant::now();
-        let v = heaplab_sweep::validate(&self.buffers, &offsets);
-        self.validating += t.elapsed().as_secs_f64();
-        assert!(v.is_valid(), "{name} produced an invalid placement: {}", v.describe(&self.buffers, &offsets));
-        self.attempts.push(Attempt { name: name.clone(), makespan: v.makespan, seconds });
-        let mut loser = (v.makespan, name, offsets);
-        if self.offsets.is_empty() || v.makespan < self.makespan {
+        let makespan = if self.validate_at_end {
+            self.buffers.iter().zip(&offsets).map(|(b, &o)| o + b.size).max().unwrap_or(0)
+        } else {
+            let t = Instant::now();
+            let v = heaplab_sweep::validate(&self.buffers, &offsets);
+            self.validating += t.elapsed().as_secs_f64();
+            assert!(v.is_valid(), "{name} produced an invalid placement: {}", v.describe(&self.buffers, &offsets));
+            v.makespan
+        };
+        self.attempts.push(Attempt { name: name.clone(), makespan, seconds });
+        let mut loser = (makespan, name, offsets);
+        if self.offsets.is_empty() || makespan < self.makespan {
             std::mem::swap(&mut loser.2, &mut self.offsets);
             std::mem::swap(&mut loser.1, &mut self.algorithm);
-            loser.0 = std::mem::replace(&mut self.makespan, v.makespan);
+            loser.0 = std::mem::replace(&mut self.makespan, makespan);
         }
         if self.keep_runners_up > 0 && !loser.2.is_empty() && !self.runners_up.iter().any(|r| r.0 == loser.0) {
             self.runners_up.push(loser);
@@ -293,6 +306,40 @@ impl Part<'_> {
 /// Plans `buffers` within the options' limits. Optional `progress` is updated as it goes.
 pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
     plan_at(buffers, opts, progress, false)
+}
+
+/// [`plan`] with the buffers put in start order in place while it runs and back in their own
+/// order before it returns: the same plan and outcome (the components see their buffers in
+/// the same order), and an instance that is one component is then planned without a copy of
+/// it during planning (48 bytes a buffer; 480 MB at 10^7 buffers), at the cost of an index
+/// (4 bytes a buffer) and of copies made just before and after, outside planning's peak. For
+/// callers that own the buffers and plan large instances (the CLI).
+pub fn plan_in_place(buffers: &mut [Buffer], opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
+    if buffers.is_sorted_by_key(|b| b.lower) || buffers.len() > u32::MAX as usize {
+        return plan(buffers, opts, progress);
+    }
+    // Start order, ties by index: the order `split` gives a component's buffers. Sorted as
+    // pairs, several times faster than looking each key up.
+    let mut keyed: Vec<(u64, u32)> = buffers.iter().enumerate().map(|(i, b)| (b.lower, i as u32)).collect();
+    keyed.sort_unstable();
+    let order: Vec<u32> = keyed.iter().map(|&(_, i)| i).collect();
+    drop(keyed);
+    // Reordered through a copy made and dropped before planning starts (and another after it
+    // ends), outside its peak: in place, by following cycles, each move waits for the last
+    // one's cache miss (10^7 buffers: 1.6 s a pass against 0.3 s).
+    let sorted: Vec<Buffer> = order.iter().map(|&i| buffers[i as usize]).collect();
+    buffers.copy_from_slice(&sorted);
+    drop(sorted);
+    let mut out = plan(buffers, opts, progress);
+    let mut offsets = vec![0u64; buffers.len()];
+    let mut restored = buffers.to_vec();
+    for (k, &i) in order.iter().enumerate() {
+        offsets[i as usize] = out.offsets[k];
+        restored[i as usize] = buffers[k];
+    }
+    buffers.copy_from_slice(&restored);
+    out.offsets = offsets;
+    out
 }
 
 /// [`plan`]; `nested` for the plan of a sub-instance (a window, a flat component's blocks; see
@@ -336,6 +383,21 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         let share = if small { opts.policy.improve_share_small } else { opts.policy.improve_share_large };
         improve_stage(&run, &mut parts, run.share_of_left(share), opts.seed);
     }
+    // Above the huge size boxing does not run: the local windows and the improvement search
+    // take turns until the deadline instead, each getting stuck where the other still moves.
+    if run.runs(Stage::Windows) && run.runs(Stage::Improve) && !small && !refuted(&parts, opts.capacity) {
+        for turn in 1u64.. {
+            let huge = above_target(&parts, run.target, |n| n > opts.policy.huge_buffers);
+            let left = run.deadline.saturating_duration_since(Instant::now()).as_secs_f64();
+            if huge.is_empty() || left <= 0.0 || left * opts.policy.windows_share < opts.policy.local_windows_min_seconds || run.cancelled() {
+                break;
+            }
+            clock.mark("critical windows");
+            windows_stage(&run, &mut parts);
+            clock.mark("improvement search");
+            improve_stage(&run, &mut parts, run.share_of_left(0.5), opts.seed ^ (turn << 8));
+        }
+    }
     let mut boxing_iterations = 0;
     if run.runs(Stage::Boxing) && !refuted(&parts, opts.capacity) {
         clock.mark("boxing");
@@ -351,7 +413,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     }
 
     clock.mark("assembling");
-    assemble(buffers, &parts, run.lower_bound, boxing_iterations, clock)
+    assemble(buffers, &mut parts, run.lower_bound, boxing_iterations, clock)
 }
 
 /// What every stage of one [`plan_at`] call reads: the options, the clock and the targets.
@@ -445,15 +507,11 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 (c.buffers, Cow::Owned(bs))
             };
             let max_load = c.max_load;
-            // Above the huge size only the two sweeps run, and the improvement search does
-            // better from first fit's placement than from best fit's, which wins: keep one.
-            let keep_runners_up = if bs.len() <= policy.runners_up_max_buffers {
-                policy.runners_up
-            } else if bs.len() > policy.huge_buffers {
-                policy.runners_up.min(1)
-            } else {
-                0
-            };
+            // Above the huge size too none: the improvement search from the best placement
+            // runs to its deadline there, and a runner-up would be 80 MB (10^7 buffers) of the
+            // peak that its index sets, never searched from.
+            let keep_runners_up = if bs.len() <= policy.runners_up_max_buffers { policy.runners_up } else { 0 };
+            let huge = bs.len() > policy.huge_buffers;
             Part {
                 max_load,
                 lower: max_load,
@@ -469,6 +527,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 first_fit_seconds: 0.0,
                 windowed: false,
                 validating: 0.0,
+                validate_at_end: huge,
             }
         })
         .collect()
@@ -614,7 +673,8 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
     match early {
         None => run_heuristics(parts),
         Some(i) => {
-            let sub = parts[i].buffers.to_vec();
+            // A borrowed component (the whole instance, in start order) is not copied.
+            let sub = parts[i].buffers.clone();
             let mut params =
                 crate::windows::WindowParams::new(run.start + opts.time_limit.mul_f64(policy.windows_share), target, u64::MAX);
             params.rival = Some(Arc::clone(&rival));
@@ -642,21 +702,25 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
 }
 
 /// The components' placements put together, validated, and the summary.
-fn assemble(buffers: &[Buffer], parts: &[Part], lower_bound: u64, boxing_iterations: usize, clock: StageClock) -> PlanOutcome {
-    let mut offsets = vec![0u64; buffers.len()];
-    for part in parts {
-        if part.index.is_empty() {
-            offsets.copy_from_slice(&part.offsets);
-        }
+fn assemble(buffers: &[Buffer], parts: &mut [Part], lower_bound: u64, boxing_iterations: usize, clock: StageClock) -> PlanOutcome {
+    // A part that is the whole instance (one component) was validated when its placement was
+    // offered, against these buffers (in start order, the same conflicts): a second sweep
+    // would only repeat it (seconds at 10^7 buffers); not above the huge size, where only the
+    // result is validated, here. Parts put together are validated together.
+    let whole = matches!(parts, [p] if p.buffers.len() == buffers.len() && !p.offsets.is_empty() && !p.validate_at_end);
+    // The runners-up are done with: their copies go before the result's is made.
+    parts.iter_mut().for_each(|p| p.runners_up = Vec::new());
+    // A part without an index is the whole instance: its offsets are the result's.
+    let mut offsets = match parts {
+        [p] if p.index.is_empty() => std::mem::take(&mut p.offsets),
+        _ => Vec::new(),
+    };
+    offsets.resize(buffers.len(), 0);
+    for part in parts.iter() {
         for (&i, &o) in part.index.iter().zip(&part.offsets) {
             offsets[i as usize] = o;
         }
     }
-    // A part that is the whole instance (one component) was validated when its placement was
-    // offered, against these buffers (in start order, the same conflicts): a second sweep
-    // would only repeat it (seconds at 10^7 buffers). Parts put together are validated
-    // together.
-    let whole = matches!(parts, [p] if p.buffers.len() == buffers.len() && !p.offsets.is_empty());
     let t = Instant::now();
     let makespan = if whole {
         parts[0].makespan
@@ -829,6 +893,7 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
         };
         if huge {
             params.max_window = policy.huge_window_max_buffers;
+            params.patience = policy.huge_windows_patience;
         }
         let mut solve = |sub: &[Buffer], until: Instant| plan_nested(sub, until, run.opts);
         if fills {
@@ -970,6 +1035,9 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
             let params = improve::ImproveParams {
                 stop: Some(stop.clone()),
                 cancel: run.opts.cancel.clone(),
+                // Above the huge size nothing after this search would use its time (boxing
+                // does not run there), and drops come after long runs without one.
+                patient: buffers.len() > run.opts.policy.huge_buffers,
                 ..improve::ImproveParams::new(until, seed, aim)
             };
             let stats = improve::improve(buffers, &mut offsets, &params);
@@ -982,15 +1050,31 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
         };
         if part.buffers.len() > run.opts.policy.huge_buffers {
             // Above the huge size one search at a time: each keeps its own index of the
-            // component (10^7 random buffers: 0.8 GB more when two ran together). Each start is
-            // copied when its search begins, and the result before offered, so that no more
-            // than one copy of the offsets besides the part's own is held (80 MB each at 10^7).
+            // component (10^7 random buffers: 0.8 GB more when two ran together). The best
+            // placement is searched in place: a move never raises the makespan, so the part
+            // keeps a placement at least as good whatever the search does, and a copy would be
+            // 80 MB of the peak its index sets. The runners-up (none under the default policy)
+            // after it, each copied when its search begins, and the result before offered.
+            let t = Instant::now();
+            if t < until && !run.cancelled() {
+                let params = improve::ImproveParams {
+                    cancel: run.opts.cancel.clone(),
+                    patient: true,
+                    ..improve::ImproveParams::new(until, crate::rng::mix(crate::rng::mix(seed, i as u64), 0), aim)
+                };
+                let mut offsets = std::mem::take(&mut part.offsets);
+                let stats = improve::improve(&part.buffers, &mut offsets, &params);
+                if stats.end < stats.start {
+                    // The part holds no placement now, so this one is taken as its best.
+                    part.offer(format!("{} + improvement", part.algorithm), offsets, t.elapsed().as_secs_f64());
+                } else {
+                    part.offsets = offsets;
+                }
+            }
             let starts = 1 + part.runners_up.len();
             let mut pending = None;
-            for k in 0..starts {
-                let start = if k == 0 {
-                    (part.algorithm.clone(), part.offsets.clone())
-                } else {
+            for k in 1..starts {
+                let start = {
                     let r = &part.runners_up[k - 1];
                     (r.1.clone(), r.2.clone())
                 };

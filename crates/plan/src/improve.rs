@@ -56,13 +56,16 @@ pub struct ImproveParams {
     /// Set by the caller to stop at once, as if the deadline had passed
     /// ([`crate::PlanOptions::cancel`]).
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Keep going when stuck, until the deadline or the target: for a caller with nothing
+    /// better to do with the time, where drops come after long runs without one.
+    pub patient: bool,
 }
 
 impl ImproveParams {
     /// Defaults for a deadline: free sets of up to 2,000 buffers, 50,000 nodes a move, windows
     /// of up to 5,000 buffers.
     pub fn new(deadline: Instant, seed: u64, target: u64) -> Self {
-        ImproveParams { deadline, seed, target, max_free: 2000, nodes: 50_000, max_window: 5000, stop: None, cancel: None }
+        ImproveParams { deadline, seed, target, max_free: 2000, nodes: 50_000, max_window: 5000, stop: None, cancel: None, patient: false }
     }
 }
 
@@ -94,7 +97,7 @@ const PATIENCE_SECONDS: f64 = 0.5;
 
 /// Improves `offsets` (a valid placement of `buffers`) in place until the deadline, the target,
 /// or until it is stuck (no drop of the makespan in [`PATIENCE`] moves or [`PATIENCE_SECONDS`],
-/// and in as long as the last drop took).
+/// and in as long as the last drop took), unless [`ImproveParams::patient`].
 ///
 /// Each peak buffer is worked on with growing slabs (re-packed exactly above the skyline of the
 /// rest; see the module doc) while the slab stays small enough for the exact search, and then
@@ -175,7 +178,8 @@ impl<'a> Improver<'a> {
             // makespan. The time is better spent by the caller (another start, boxing) than on
             // more of the same moves.
             let since = last_drop.elapsed();
-            if (self.stats.moves - moves_at_drop >= PATIENCE || since.as_secs_f64() >= PATIENCE_SECONDS) && since > last_drop - started {
+            let stuck = self.stats.moves - moves_at_drop >= PATIENCE || since.as_secs_f64() >= PATIENCE_SECONDS;
+            if stuck && since > last_drop - started && !self.params.patient {
                 break;
             }
             let peaks: Vec<u32> = self.by_top.range((m, 0)..).map(|&(_, i)| i).collect();
@@ -382,6 +386,23 @@ mod tests {
     use super::*;
     use crate::heuristics::Heuristic;
     use heaplab_sweep::{max_load, validate};
+
+    #[test]
+    fn a_patient_search_ends_only_at_its_deadline_or_target_and_stays_valid() {
+        for (k, &kind) in heaplab_gen::Kind::ALL.iter().enumerate() {
+            let inst = heaplab_gen::generate(kind, 600, 9 + k as u64);
+            let bs = &inst.buffers;
+            let mut off = Heuristic::STANDARD[0].run(bs);
+            let before = validate(bs, &off).makespan;
+            let deadline = Instant::now() + std::time::Duration::from_millis(150);
+            let params = ImproveParams { patient: true, ..ImproveParams::new(deadline, 3, max_load(bs)) };
+            let st = improve(bs, &mut off, &params);
+            let v = validate(bs, &off);
+            assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(bs, &off));
+            assert!(v.makespan <= before && v.makespan == st.end, "{}", kind.name());
+            assert!(Instant::now() >= deadline || st.end <= max_load(bs), "{}: returned early, stuck at {}", kind.name(), st.end);
+        }
+    }
 
     #[test]
     fn moves_keep_the_placement_valid_and_never_raise_the_makespan() {

@@ -25,5 +25,5 @@ pub mod windows;
 /// the instance generators).
 pub use heaplab_rng as rng;
 
-pub use driver::{plan, Algorithm, PlanOptions, PlanOutcome, Progress, MAX_TIME_LIMIT_SECS};
+pub use driver::{plan, plan_in_place, Algorithm, PlanOptions, PlanOutcome, Progress, MAX_TIME_LIMIT_SECS};
 pub use policy::{Policy, Stage};

@@ -81,12 +81,14 @@ pub struct WindowParams {
     /// (each meets every buffer placed before it), while on log-uniform sizes that half weighs
     /// a thousandth of the load.
     pub tail_load: f64,
+    /// Rounds in a row without a kept move after which [`improve_windows`] gives up.
+    pub patience: usize,
 }
 
 impl WindowParams {
     /// Defaults: windows of up to 4,000 buffers, one window in the first round.
     pub fn new(deadline: Instant, target: u64, bound: u64) -> Self {
-        WindowParams { deadline, target, bound, max_window: 4000, rival: None, cancel: None, depth: 0.0, depth_share: 0.25, plan_share: 0.25, tail_load: 0.0 }
+        WindowParams { deadline, target, bound, max_window: 4000, rival: None, cancel: None, depth: 0.0, depth_share: 0.25, plan_share: 0.25, tail_load: 0.0, patience: LOCAL_PATIENCE }
     }
 }
 
@@ -254,9 +256,10 @@ pub struct LocalOutcome {
     pub end: u64,
 }
 
-/// Rounds in a row without a kept move after which [`improve_windows`] gives up: every peak
-/// buffer has then been tried a few times, from different instants of its lifetime.
-const LOCAL_PATIENCE: usize = 48;
+/// Rounds in a row without a kept move after which [`improve_windows`] gives up by default
+/// ([`WindowParams::patience`]): every peak buffer has then been tried a few times, from
+/// different instants of its lifetime.
+pub const LOCAL_PATIENCE: usize = 48;
 
 /// Most buffers a ring and its surroundings may hold, in windows ([`WindowParams::max_window`]):
 /// on a traced heap long-lived buffers span the whole run, and a ring around one would be the
@@ -267,7 +270,7 @@ const LOCAL_MAX_WINDOWS: usize = 16;
 const LOCAL_MAX_PAIRS: usize = 1 << 24;
 
 /// Local critical windows (see the module doc): improves `offsets`, a valid placement of
-/// `buffers`, in place, until the deadline, the target, or [`LOCAL_PATIENCE`] rounds in a row
+/// `buffers`, in place, until the deadline, the target, or [`WindowParams::patience`] rounds in a row
 /// without a kept move. `solve` is as for [`plan_windows`]; `seed` picks the peak buffers and
 /// instants.
 ///
@@ -309,7 +312,7 @@ pub fn improve_windows(
     loop {
         let m = by_top.makespan();
         out.end = m;
-        if Instant::now() >= params.deadline || m <= params.target || stale >= LOCAL_PATIENCE || cancelled() {
+        if Instant::now() >= params.deadline || m <= params.target || stale >= params.patience || cancelled() {
             break;
         }
         // A random buffer at the makespan (a bounded look: there may be many).

@@ -2,7 +2,7 @@
 //! its heuristics alone, and the exact stage's optimality claims backed by its lower bound.
 
 use heaplab_gen::{generate, Kind};
-use heaplab_plan::{plan, Algorithm, PlanOptions};
+use heaplab_plan::{plan, plan_in_place, Algorithm, PlanOptions};
 use heaplab_sweep::validate;
 use std::time::Duration;
 
@@ -251,4 +251,32 @@ fn a_flag_set_before_planning_still_gives_a_valid_placement() {
     let o = PlanOptions { cancel: Some(Arc::new(AtomicBool::new(true))), ..PlanOptions::default() };
     let out = plan(&inst.buffers, &o, None);
     assert!(validate(&inst.buffers, &out.offsets).is_valid());
+}
+
+#[test]
+fn planning_in_place_gives_the_same_plan_and_restores_the_order() {
+    // Generated instances out of start order (random: one component; nn, malloc and tight:
+    // other shapes), and one already in order; heuristics only and the whole portfolio.
+    for (k, &kind) in [Kind::Random, Kind::Nn, Kind::Malloc, Kind::Tight].iter().enumerate() {
+        for algorithm in [Algorithm::Heuristics, Algorithm::Auto] {
+            let inst = generate(kind, 400, 5 + k as u64);
+            let mut buffers = inst.buffers.clone();
+            let a = plan(&inst.buffers, &opts(algorithm, 2), None);
+            let b = plan_in_place(&mut buffers, &opts(algorithm, 2), None);
+            assert_eq!(buffers, inst.buffers, "{}: order restored", kind.name());
+            let v = validate(&inst.buffers, &b.offsets);
+            assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(&inst.buffers, &b.offsets));
+            assert_eq!(v.makespan, b.makespan, "{}", kind.name());
+            // The portfolio's searches race on two threads; the heuristics are deterministic.
+            if algorithm == Algorithm::Heuristics {
+                assert_eq!(b.offsets, a.offsets, "{}: the same plan", kind.name());
+            }
+        }
+    }
+    let mut sorted = generate(Kind::Random, 300, 9).buffers;
+    sorted.sort_by_key(|b| b.lower);
+    let copy = sorted.clone();
+    let out = plan_in_place(&mut sorted, &opts(Algorithm::Heuristics, 1), None);
+    assert_eq!(sorted, copy);
+    assert!(validate(&copy, &out.offsets).is_valid());
 }

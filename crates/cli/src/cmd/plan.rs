@@ -138,7 +138,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     if let Some(p) = &a.plot {
         crate::picture::check_format(p)?;
     }
-    let (inst, traced) = crate::trace_input::read_instance(&a.input, a.semantics, &a.trace)?;
+    let (mut inst, traced) = crate::trace_input::read_instance(&a.input, a.semantics, &a.trace)?;
     let read_s = t0.elapsed().as_secs_f64();
     if let Some(c) = capacity {
         let load = heaplab_sweep::max_load(&inst.buffers);
@@ -183,7 +183,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             let best = if best == 0 { "—".to_string() } else { bytes(best) };
             format!("planning: {:.1}/{limit:.1} s  best makespan {best}  [{stage}]", el.as_secs_f64())
         });
-        heaplab_plan::plan(&inst.buffers, &opts, Some(&progress))
+        heaplab_plan::plan_in_place(&mut inst.buffers, &opts, Some(&progress))
     };
     // Under a capacity, a plan that does not fit is shown but not written.
     let fits = capacity.is_none_or(|c| outcome.makespan <= c);
