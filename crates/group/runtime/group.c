@@ -961,6 +961,14 @@ static inline void count_fallback(int why, uint64_t size) {
     count(offsetof(struct thread_stats, fb_bytes) + (size_t)why * sizeof(uint64_t), size);
 }
 
+/* The alignment a block of `bytes` gets: 8 when its size rounds (to 8) to an odd multiple of 8
+ * (see the top), else 16; with the free lists (whose classes are multiples of 16) or
+ * `align16`, 16 above 8 bytes. */
+static inline uint64_t natural_align(uint64_t bytes) {
+    uint64_t used = bytes ? (bytes + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
+    return odd8 ? 16 - (used & GRANULE) : !reuse && used == GRANULE ? 8 : 16;
+}
+
 /* Serves an identified request of `bytes` (alignment `align`, 0 for none) from its group, or
  * returns NULL with the reason counted. */
 static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint64_t align, void *ret, int *zero) {
@@ -971,10 +979,7 @@ static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint6
         int64_t g = T.ngroups ? identify(ret) : -1;
         if (g < 0) why = W_CONTEXT;
         else {
-            /* 8 when the size rounds to an odd multiple of 8 (see the top); the free lists'
-             * classes are multiples of 16 and need 16. */
-            uint64_t used = bytes ? (bytes + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
-            uint64_t natural = odd8 ? 16 - (used & GRANULE) : !reuse && used == GRANULE ? 8 : 16;
+            uint64_t natural = natural_align(bytes);
             void *p = group_alloc((uint32_t)g, bytes, align > natural ? align : natural, zero);
             if (p) return p;
             why = W_EXHAUSTED;
@@ -1031,7 +1036,9 @@ void *hl_serve_realloc(void *old, size_t bytes, void *ret, int identify_it) {
         }
         return hl_real.realloc(old, 0);
     }
-    if (mine && bytes <= have) return old;
+    /* In place while it fits and sits at the alignment its new size gets (a 24-byte object
+     * 8 bytes off a 16 boundary does not stay for 16 bytes). */
+    if (mine && bytes <= have && ((uintptr_t)old & (natural_align(bytes) - 1)) == 0) return old;
     void *p = NULL;
     int zero = 0;
     if (identify_it && serving) p = grouped(bytes, 0, ret, &zero);
@@ -1260,9 +1267,9 @@ static int load_table(void) {
     reuse = reuse_env && strcmp(reuse_env, "1") == 0;
     const char *align_env = getenv("HEAPLAB_GROUP_ALIGN16");
     align16 = align_env && strcmp(align_env, "1") == 0;
-    odd8 = !reuse && !align16;
     nclass = (T.max_object + REUSE_UNIT - 1) / REUSE_UNIT + 1;
     if (reuse && !(free_heads = table_map((ng ? ng : 1) * nclass * sizeof *free_heads))) reuse = 0;
+    odd8 = !reuse && !align16;
     if (!range || !returned || !spares) {
         fail("cannot reserve the grouped heap");
         goto out;

@@ -30,8 +30,8 @@ HALO): larger objects, aligned requests above 16 bytes, and contexts no selector
 As in HALO, a chunk's space comes back only when every object in it is dead; --reuse-freed also
 serves new objects of a group from its freed ones of the same size class (less memory where a
 few long-lived objects pin chunks, but more D1 misses where programs free: docs/group.md).
-A grouped object is 16-byte aligned when its size is a multiple of 16 and 8-byte aligned
-otherwise, so 24-byte objects pack densely as in HALO (GCC assumes 8 of malloc on x86-64);
+A grouped object is 16-byte aligned when its size, rounded up to 8, is a multiple of 16 and
+8-byte aligned otherwise, so 24-byte objects pack densely as in HALO (GCC assumes 8 of malloc on x86-64);
 --align-16 aligns every object above 8 bytes to 16, as glibc and jemalloc do, for programs that
 keep 16-aligned values in odd-sized blocks. --huge-pages backs the grouped heap with transparent
 huge pages beyond its first 2 MiB.
@@ -79,7 +79,8 @@ pub struct RunArgs {
     #[arg(long)]
     reuse_freed: bool,
     /// With --groups: align every grouped object of more than 8 bytes to 16 bytes, as glibc and
-    /// jemalloc do [default: 16 for sizes that are multiples of 16, 8 otherwise, as HALO packs].
+    /// jemalloc do [default: 16 for sizes that round (to 8) to a multiple of 16, 8 otherwise,
+    /// as HALO packs; always 16 with --reuse-freed].
     #[arg(long = "align-16")]
     align_16: bool,
     /// With --groups: ask for transparent huge pages for the grouped heap beyond its first 2 MiB
@@ -132,11 +133,12 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
         use heaplab_group::run::run as run_grouped;
         // `run` checks what the runtime can apply before the program starts.
         let groups = heaplab_group::format::read(groups_file).map_err(|e| Failure::Input(e.to_string()))?;
+        // The flags alone decide: a variable left in the user's environment does not.
+        let settings = [(a.reuse_freed, "HEAPLAB_GROUP_REUSE"), (a.align_16, "HEAPLAB_GROUP_ALIGN16"), (a.huge_pages, "HEAPLAB_GROUP_HUGEPAGES")];
         let done = run_grouped(&groups, groups_file, &a.command, &opts, |c| {
-            let c = if a.reuse_freed { c.env("HEAPLAB_GROUP_REUSE", "1") } else { c };
-            let c = if a.align_16 { c.env("HEAPLAB_GROUP_ALIGN16", "1") } else { c };
-            if a.huge_pages { c.env("HEAPLAB_GROUP_HUGEPAGES", "1") } else { c }
-        }).map_err(|e| failure(e.class(), e.to_string()))?;
+            settings.iter().fold(c, |c, &(on, var)| if on { c.env(var, "1") } else { c.env_remove(var) })
+        })
+        .map_err(|e| failure(e.class(), e.to_string()))?;
         (done.report.map(|r| (r.to_json(), r.summary())).ok_or(done.no_report.unwrap_or_default()), done.status)
     } else {
         use heaplab_apply::run::run as run_with_layout;

@@ -79,6 +79,7 @@ static uint64_t mix(int rounds, unsigned salt) {
                     size_t n = pick_size(rnd());
                     unsigned char *q = realloc(b->p, n);
                     if (!q) abort();
+                    check_align(q, n);
                     size_t keep = n < b->n ? n : b->n;
                     struct blk old = {q, keep, b->tag};
                     check(&old, "realloc'd");
