@@ -272,8 +272,8 @@ struct Part<'a> {
     /// Seconds spent validating the placements offered.
     validating: f64,
     /// Placements offered are not validated one by one, only the result (in `assemble`):
-    /// above [`Policy::huge_buffers`], where a validation takes seconds (10^7 random buffers:
-    /// 2.8 s each, 20 s of a 120 s limit for the seven offered) and the time is the search's.
+    /// above [`Policy::huge_buffers`], where a validation takes seconds that belong to the
+    /// searches.
     validate_at_end: bool,
 }
 
@@ -326,20 +326,36 @@ pub fn plan_in_place(buffers: &mut [Buffer], opts: &PlanOptions, progress: Optio
     drop(keyed);
     // Reordered through a copy made and dropped before planning starts (and another after it
     // ends), outside its peak: in place, by following cycles, each move waits for the last
-    // one's cache miss (10^7 buffers: 1.6 s a pass against 0.3 s).
+    // one's cache miss (several times slower at 10^7 buffers).
     let sorted: Vec<Buffer> = order.iter().map(|&i| buffers[i as usize]).collect();
     buffers.copy_from_slice(&sorted);
     drop(sorted);
-    let mut out = plan(buffers, opts, progress);
-    let mut offsets = vec![0u64; buffers.len()];
-    let mut restored = buffers.to_vec();
-    for (k, &i) in order.iter().enumerate() {
+    let sorted = InStartOrder { buffers, order };
+    let mut out = plan(sorted.buffers, opts, progress);
+    let mut offsets = vec![0u64; sorted.buffers.len()];
+    for (k, &i) in sorted.order.iter().enumerate() {
         offsets[i as usize] = out.offsets[k];
-        restored[i as usize] = buffers[k];
     }
-    buffers.copy_from_slice(&restored);
+    drop(sorted);
     out.offsets = offsets;
     out
+}
+
+/// Buffers put in start order by [`plan_in_place`] (`order[k]`: the index of the k-th), which
+/// go back to their own order when this is dropped, after a panic in planning too.
+struct InStartOrder<'a> {
+    buffers: &'a mut [Buffer],
+    order: Vec<u32>,
+}
+
+impl Drop for InStartOrder<'_> {
+    fn drop(&mut self) {
+        let mut restored = self.buffers.to_vec();
+        for (k, &i) in self.order.iter().enumerate() {
+            restored[i as usize] = self.buffers[k];
+        }
+        self.buffers.copy_from_slice(&restored);
+    }
 }
 
 /// [`plan`]; `nested` for the plan of a sub-instance (a window, a flat component's blocks; see
@@ -387,7 +403,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     // take turns until the deadline instead, each getting stuck where the other still moves.
     if run.runs(Stage::Windows) && run.runs(Stage::Improve) && !small && !refuted(&parts, opts.capacity) {
         for turn in 1u64.. {
-            let huge = above_target(&parts, run.target, |n| n > opts.policy.huge_buffers);
+            let huge = above_target(&parts, run.target, |n| opts.policy.is_huge(n));
             let left = run.deadline.saturating_duration_since(Instant::now()).as_secs_f64();
             if huge.is_empty() || left <= 0.0 || left * opts.policy.windows_share < opts.policy.local_windows_min_seconds || run.cancelled() {
                 break;
@@ -511,7 +527,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
             // runs to its deadline there, and a runner-up would be 80 MB (10^7 buffers) of the
             // peak that its index sets, never searched from.
             let keep_runners_up = if bs.len() <= policy.runners_up_max_buffers { policy.runners_up } else { 0 };
-            let huge = bs.len() > policy.huge_buffers;
+            let huge = policy.is_huge(bs.len());
             Part {
                 max_load,
                 lower: max_load,
@@ -548,7 +564,7 @@ fn early_windows_part(run: &Run, parts: &[Part]) -> Option<usize> {
     let n = p.buffers.len();
     // Above the range, a limit long enough for a first-fit placement and a fill, one on each
     // core (see the policy).
-    let long = n <= policy.huge_buffers && run.opts.time_limit.as_secs_f64() >= policy.early_windows_seconds_per_buffer * n as f64;
+    let long = !policy.is_huge(n) && run.opts.time_limit.as_secs_f64() >= policy.early_windows_seconds_per_buffer * n as f64;
     let sized = (policy.early_windows_min_buffers..=policy.early_windows_max_buffers).contains(&n) || (n > policy.early_windows_max_buffers && long);
     (sized && !crate::flat::is_flat(&p.buffers, p.max_load)).then_some(i)
 }
@@ -606,7 +622,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // around the windows) stands in for it.
         let mut heuristics = heuristics.clone();
         let filled = early == Some(index) && part.buffers.len() > policy.early_windows_max_buffers;
-        if (part.buffers.len() > policy.huge_buffers || filled) && heuristics.len() > 1 {
+        if (policy.is_huge(part.buffers.len()) || filled) && heuristics.len() > 1 {
             let cheapest = (0..heuristics.len())
                 .min_by(|&a, &b| heuristics[a].relative_cost().total_cmp(&heuristics[b].relative_cost()))
                 .unwrap_or(0);
@@ -806,7 +822,7 @@ fn boxing_stage(run: &Run, parts: &mut [Part], deadline: Instant) -> usize {
         !p.offsets.is_empty()
             && opts.algorithm == Algorithm::Auto
             && (deadline.saturating_duration_since(Instant::now()).as_secs_f64() < p.first_fit_seconds
-                || p.buffers.len() > opts.policy.huge_buffers)
+                || opts.policy.is_huge(p.buffers.len()))
     };
     let mut queued = vec![false; parts.len()];
     queue.iter().for_each(|&i| queued[i] = true);
@@ -884,7 +900,7 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
         }
         // Above the huge size only the local form: a fill costs a first-fit placement, and at
         // 10^7 random buffers the fills found nothing in 80 s while taking 1.2 GB more.
-        let huge = part.buffers.len() > policy.huge_buffers;
+        let huge = policy.is_huge(part.buffers.len());
         let share = left.as_secs_f64() * policy.windows_share;
         let fills = !huge && share >= policy.windows_min_fills * part.first_fit_seconds;
         let mut params = crate::windows::WindowParams {
@@ -1037,7 +1053,7 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
                 cancel: run.opts.cancel.clone(),
                 // Above the huge size nothing after this search would use its time (boxing
                 // does not run there), and drops come after long runs without one.
-                patient: buffers.len() > run.opts.policy.huge_buffers,
+                patient: run.opts.policy.is_huge(buffers.len()),
                 ..improve::ImproveParams::new(until, seed, aim)
             };
             let stats = improve::improve(buffers, &mut offsets, &params);
@@ -1048,7 +1064,7 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
                 part.offer(format!("{name} + improvement"), offsets, secs);
             }
         };
-        if part.buffers.len() > run.opts.policy.huge_buffers {
+        if run.opts.policy.is_huge(part.buffers.len()) {
             // Above the huge size one search at a time: each keeps its own index of the
             // component (10^7 random buffers: 0.8 GB more when two ran together). The best
             // placement is searched in place: a move never raises the makespan, so the part

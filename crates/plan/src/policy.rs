@@ -95,9 +95,8 @@ pub struct Policy {
     /// Component size above which the heuristics start with the cheapest one, the critical
     /// windows run only in their local form (windows of up to [`Policy::huge_window_max_buffers`]),
     /// boxing does not run, and the improvement search runs to its deadline from the best
-    /// placement alone instead of returning when stuck (10^7 random buffers at 120 s: from the
-    /// local windows' 7.29% to 6.12% in 60 s, where it returned after 2 s), taking turns with the
-    /// local windows ([`Policy::huge_windows_patience`]).
+    /// placement alone instead of returning when stuck (there, nothing after it uses the time),
+    /// taking turns with the local windows ([`Policy::huge_windows_patience`]).
     /// Default 2,000,000: first-fit by size grows superlinearly there (10^7 random buffers:
     /// 500 s and 5.5 GB, the start-order sweep 3-6 s and 1.2 GB), and at 10^7 random buffers
     /// the windows' fills and boxing found nothing in 80 s each while adding 1.2-1.8 GB.
@@ -162,9 +161,8 @@ pub struct Policy {
     pub huge_window_max_buffers: usize,
     /// Above [`Policy::huge_buffers`], rounds in a row without a kept move after which the local
     /// windows hand over to the improvement search, the two then taking turns until the
-    /// deadline (each gets stuck where the other still moves). Default 8: on 10^7 random
-    /// buffers the windows' kept moves came within the first 8 rounds, and the 48 of the
-    /// default patience, each failing on the same buffer, took 38 s.
+    /// deadline (each gets stuck where the other still moves). Default 8: the windows' kept
+    /// moves come within their first rounds, and later rounds fail on the same buffer.
     pub huge_windows_patience: usize,
 
     /// Buffers at or below which a flat component is left to the exact search. Default 64.
@@ -248,6 +246,12 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// Whether a component of `n` buffers is above [`Policy::huge_buffers`], where the
+    /// driver's cheaper paths take over.
+    pub fn is_huge(&self, n: usize) -> bool {
+        n > self.huge_buffers
+    }
+
     /// Whether `stage` is switched on.
     pub fn runs(&self, stage: Stage) -> bool {
         *self.switch(stage)
