@@ -707,6 +707,7 @@ static inline uint64_t extent(struct chunk *c, uint64_t off) {
 struct free_node { struct free_node *next, *prev; };
 static int reuse;
 static int align16; /* every object above 8 bytes 16-aligned, as glibc and jemalloc (see the top) */
+static const char *huge_pages = "off"; /* asked for and granted ("on"), refused by the kernel, or not asked for */
 static int odd8;    /* neither: an object whose size rounds to an odd multiple of 8 is 8-aligned */
 static uint64_t nclass;            /* list heads per group: extents 0, 16, ... max_object rounded up */
 static struct free_node **free_heads; /* per group, nclass heads */
@@ -1258,7 +1259,8 @@ static int load_table(void) {
         range_len = len;
     }
     const char *huge_env = getenv("HEAPLAB_GROUP_HUGEPAGES");
-    if (range && range_len > HUGE_PAGE && huge_env && strcmp(huge_env, "1") == 0) madvise(range + HUGE_PAGE, range_len - HUGE_PAGE, MADV_HUGEPAGE);
+    if (range && range_len > HUGE_PAGE && huge_env && strcmp(huge_env, "1") == 0)
+        huge_pages = madvise(range + HUGE_PAGE, range_len - HUGE_PAGE, MADV_HUGEPAGE) == 0 ? "on" : "refused";
     chunk_shift = __builtin_ctzll(T.chunk);
     chunks_max = range_len >> chunk_shift;
     returned = table_map(chunks_max * 4);
@@ -1324,7 +1326,13 @@ void hl_write_report(const char *end) {
     hl_key_u(&o, "selector_sites", T.nsel);
     hl_put(&o, ", ");
     hl_key_u(&o, "sites_unresolved", atomic_load(&unresolved));
-    hl_put(&o, ",\n  ");
+    hl_put(&o, ",\n  \"settings\": {\"alignment\": ");
+    hl_put_str(&o, odd8 ? "size" : "16");
+    hl_put(&o, ", ");
+    hl_key_u(&o, "free_lists", (uint64_t)reuse);
+    hl_put(&o, ", \"huge_pages\": ");
+    hl_put_str(&o, huge_pages);
+    hl_put(&o, "},\n  ");
     hl_key_u(&o, "allocations", gc + fb);
     hl_put(&o, ",\n  \"grouped\": {");
     hl_key_u(&o, "count", gc);

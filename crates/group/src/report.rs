@@ -85,6 +85,19 @@ pub struct GroupRunReport {
     pub frees_grouped: u64,
     /// Grouped allocations served from a group's free list (freed space reused).
     pub reused_objects: u64,
+    /// The runtime's settings (`heaplab run`'s flags) as it applied them.
+    pub settings: Settings,
+}
+
+/// What the grouped allocator ran with.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Settings {
+    /// Objects' alignment: `size` (8 or 16 by size, the default) or `16` (`--align-16`).
+    pub alignment: String,
+    /// Whether freed objects were reused (`--reuse-freed`).
+    pub free_lists: bool,
+    /// Transparent huge pages: `off`, `on` (`--huge-pages`, granted) or `refused` (by the kernel).
+    pub huge_pages: String,
 }
 
 impl GroupRunReport {
@@ -122,6 +135,7 @@ impl GroupRunReport {
             "fragmentation": {"peak_resident_bytes": self.peak_resident_bytes, "live_bytes": self.live_bytes_at_peak, "bytes": frag, "ratio": ratio},
             "frees_grouped": self.frees_grouped,
             "reused_objects": self.reused_objects,
+            "settings": {"alignment": self.settings.alignment, "free_lists": self.settings.free_lists, "huge_pages": self.settings.huge_pages},
         });
         self.common.add_json(&mut v);
         v
@@ -160,6 +174,21 @@ impl GroupRunReport {
                     100.0 * ratio
                 );
             }
+            let mut set = Vec::new();
+            if self.settings.alignment == "16" {
+                set.push("objects 16-byte aligned".to_string());
+            }
+            if self.settings.free_lists {
+                set.push(format!("freed objects reused ({})", grouped(self.reused_objects)));
+            }
+            match self.settings.huge_pages.as_str() {
+                "on" => set.push("huge pages asked for".into()),
+                "refused" => set.push("huge pages refused by the kernel (see /sys/kernel/mm/transparent_hugepage/enabled)".into()),
+                _ => {}
+            }
+            if !set.is_empty() {
+                s += &format!(" With {}.", set.join(", "));
+            }
             if self.sites_unresolved > 0 {
                 s += &format!(" {} of {} selector sites were never found in the program's code.", grouped(self.sites_unresolved), grouped(self.selector_sites));
             }
@@ -196,6 +225,7 @@ impl RuntimeReport for GroupRunReport {
             live_bytes_at_peak: f.need("fragmentation.live_bytes")?,
             frees_grouped: f.need("frees_grouped")?,
             reused_objects: f.need("reused_objects")?,
+            settings: Settings { alignment: f.text("settings.alignment"), free_lists: f.need("settings.free_lists")? == 1, huge_pages: f.text("settings.huge_pages") },
         })
     }
 
@@ -210,7 +240,7 @@ mod tests {
 
     const RUNTIME: &str = r#"{
   "groups_file": "/t/x.hlgroups", "error": null, "walk_depth": 4, "max_object_size": 4096, "chunk_size": 1048576, "spare_chunks": 1,
-  "selector_sites": 2, "sites_unresolved": 0, "allocations": 10, "grouped": {"count": 6, "bytes": 384},
+  "selector_sites": 2, "sites_unresolved": 0, "settings": {"alignment": "size", "free_lists": 1, "huge_pages": "refused"}, "allocations": 10, "grouped": {"count": 6, "bytes": 384},
   "groups": [{"count": 6, "bytes": 384}], "fallback": {"count": 4, "bytes": 64, "too_big": 1, "aligned": 0, "ungrouped": 3, "exhausted": 0},
   "identification": {"walks": 9, "frames": 36, "replayed": 2}, "chunks": {"fresh": 1, "reused": 0, "returned": 0},
   "fragmentation": {"peak_resident_bytes": 400, "live_bytes": 384, "bytes": 16, "ratio": 0.040000},
@@ -231,6 +261,9 @@ mod tests {
         assert_eq!(back["fragmentation"]["bytes"], 16);
         assert_eq!(back["groups"][0]["count"], 6);
         assert_eq!(back["reused_objects"], 2);
+        assert!(s.contains("With freed objects reused (2), huge pages refused by the kernel"), "{s}");
+        assert_eq!(back["settings"]["huge_pages"], "refused");
+        assert_eq!(r.settings.alignment, "size");
     }
 
     #[test]

@@ -47,7 +47,8 @@ standard error, in one paragraph, how it fared (--quiet: nothing; --json: the re
 fallback by reason, first_mismatch, match_rate, frees_region, peak_rss_bytes); with groups,
 allocations, grouped (count, bytes, per group), fallback by reason (too_big, aligned, ungrouped,
 exhausted), identification (stack walks, frames), chunks (fresh, reused, returned), the grouped
-heap's fragmentation at its peak footprint and peak_rss_bytes; both with the run's
+heap's fragmentation at its peak footprint, the settings applied (alignment, free_lists,
+huge_pages: off, on or refused by the kernel) and peak_rss_bytes; both with the run's
 (wall_seconds, exit_status, command).
 
 The layout or groups apply to the process heaplab starts, from its first allocation: give the

@@ -212,6 +212,9 @@ fn lists_a_and_b_share_a_group_c_falls_back() {
     let big = [&p[..], "60000", "3", "2"];
     let small_pages = same_as_plain(&dir, &file, &big, &[], &[]);
     let huge = same_as_plain(&dir, &file, &big, &[], &["--huge-pages"]);
+    // Granted, or refused where the kernel has transparent huge pages off: the report says which.
+    assert!(["on", "refused"].contains(&huge["settings"]["huge_pages"].as_str().unwrap_or("")), "{huge}");
+    assert_eq!(small_pages["settings"]["huge_pages"], "off", "{small_pages}");
     assert_eq!((&huge["groups"], &huge["fallback"]), (&small_pages["groups"], &small_pages["fallback"]), "{huge}");
     assert!(n(&huge, &["grouped", "bytes"]) > 2 << 20, "past the first 2 MiB: {huge}");
 }
@@ -237,6 +240,7 @@ fn odd_sized_objects_pack_densely_unless_aligned_to_16() {
     for v in [&dense, &padded] {
         assert_eq!(n(v, &["groups", "0", "count"]), nodes, "{v}");
     }
+    assert_eq!((&dense["settings"]["alignment"], &padded["settings"]["alignment"]), (&"size".into(), &"16".into()));
     let unused = |v: &Value| n(v, &["fragmentation", "bytes"]);
     // (footprints are counted in pages, so one page either way)
     assert!(unused(&padded) + 4096 >= unused(&dense) + 8 * nodes, "dense {dense}\npadded {padded}");
