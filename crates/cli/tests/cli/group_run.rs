@@ -177,19 +177,25 @@ fn abc(ctxs: &[Ctx], count: u64) -> [(&Ctx, usize); 3] {
     [(nodes[0], apart(0)), (nodes[1], apart(1)), (nodes[2], apart(2))]
 }
 
-#[test]
-fn lists_a_and_b_share_a_group_c_falls_back() {
-    let dir = scratch_dir("group_run", "lists");
-    let p = lists();
-    let ctxs = contexts(&dir, "lists", 8, &[&p, "500", "3"], &[]);
-    let [(a, da), (b, db), (c, _)] = abc(&ctxs, 500);
+/// Groups for lists.c profiled with `count` nodes and `rounds`: A and B nodes in group 0, each
+/// told by the frame that sets it apart; C nodes in none.
+fn a_and_b_grouped(dir: &Path, p: &str, count: &str, rounds: &str) -> String {
+    let ctxs = contexts(dir, "lists", 8, &[p, count, rounds], &[]);
+    let [(a, da), (b, db), (c, _)] = abc(&ctxs, count.parse().unwrap());
     let mut g = Builder::new(1);
     g.context(a, Some(0));
     g.context(b, Some(0));
     g.context(c, None);
     g.select(0, &[(&a.frames[da], da as u32)]);
     g.select(0, &[(&b.frames[db], db as u32)]);
-    let file = g.write(&dir, "ab");
+    g.write(dir, "ab")
+}
+
+#[test]
+fn lists_a_and_b_share_a_group_c_falls_back() {
+    let dir = scratch_dir("group_run", "lists");
+    let p = lists();
+    let file = a_and_b_grouped(&dir, &p, "500", "3");
     for threads in ["1", "4"] {
         let v = same_as_plain(&dir, &file, &[&p, "2000", "3", threads], &[], &[]);
         let t: u64 = threads.parse().unwrap();
@@ -225,15 +231,7 @@ fn odd_sized_objects_pack_densely_unless_aligned_to_16() {
     // --align-16 each takes 64, and the grouped heap's unused bytes at its peak say so.
     let dir = scratch_dir("group_run", "pack");
     let p = lists();
-    let ctxs = contexts(&dir, "lists", 8, &[&p, "300", "2"], &[]);
-    let [(a, da), (b, db), (c, _)] = abc(&ctxs, 300);
-    let mut g = Builder::new(1);
-    g.context(a, Some(0));
-    g.context(b, Some(0));
-    g.context(c, None);
-    g.select(0, &[(&a.frames[da], da as u32)]);
-    g.select(0, &[(&b.frames[db], db as u32)]);
-    let file = g.write(&dir, "ab");
+    let file = a_and_b_grouped(&dir, &p, "300", "2");
     let nodes = 2 * 3000;
     let dense = same_as_plain(&dir, &file, &[&p, "3000", "2"], &[], &[]);
     let padded = same_as_plain(&dir, &file, &[&p, "3000", "2"], &[], &["--align-16"]);
