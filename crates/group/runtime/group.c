@@ -67,6 +67,8 @@
 
 #define GRANULE 8u
 #define HEADER 64u /* bytes of a chunk's header */
+/* The bytes a request of `bytes` takes: a whole number of granules, at least one. */
+static inline uint64_t rounded_size(uint64_t bytes) { return bytes ? (bytes + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE; }
 #define MAX_MODULES 8192
 /* With HEAPLAB_GROUP_HUGEPAGES=1 the grouped heap asks for transparent huge pages beyond its
  * first HUGE_PAGE bytes (MADV_HUGEPAGE): a dense heap walked across then costs far fewer TLB
@@ -175,7 +177,6 @@ struct thread_stats { uint64_t stepped, replayed, fb_count[W_N], fb_bytes[W_N]; 
 static struct thread_stats *thread_stats;
 static _Atomic uint32_t thread_stats_used;
 static __thread struct thread_stats *my_stats __attribute__((tls_model("initial-exec")));
-static __thread int my_stats_shared __attribute__((tls_model("initial-exec")));
 static __thread struct thread_stats *my_own __attribute__((tls_model("initial-exec"))); /* my_stats when not shared, else NULL */
 static _Atomic uint64_t stray_frees;
 static uint64_t chunks_fresh, chunks_reused, chunks_returned; /* under chunk_lock */
@@ -208,22 +209,22 @@ static inline void group_drop(atomic_flag *l, int took) {
 
 static __attribute__((noinline)) struct thread_stats *stats_first(void) {
     uint32_t i = atomic_fetch_add(&thread_stats_used, 1);
-    my_stats_shared = i >= MAX_THREAD_STATS - 1;
-    my_stats = &thread_stats[my_stats_shared ? MAX_THREAD_STATS - 1 : i];
-    my_own = my_stats_shared ? NULL : my_stats;
+    int shared = i >= MAX_THREAD_STATS - 1;
+    my_stats = &thread_stats[shared ? MAX_THREAD_STATS - 1 : i];
+    my_own = shared ? NULL : my_stats;
     return my_stats;
 }
 static inline __attribute__((always_inline)) struct thread_stats *stats(void) {
     struct thread_stats *st = my_stats;
     return HL_LIKELY(st) ? st : stats_first();
 }
-static inline void stat_add(uint64_t *c, uint64_t v) {
-    if (HL_UNLIKELY(my_stats_shared)) atomic_fetch_add_explicit((_Atomic uint64_t *)c, v, memory_order_relaxed);
-    else *c += v;
-}
 /* Adds v to the counter at byte `at` of the thread's block: one thread-local load and a plain
- * add once the thread has a block of its own. */
-static __attribute__((noinline)) void count_slow(size_t at, uint64_t v) { stat_add((uint64_t *)((unsigned char *)stats() + at), v); }
+ * add once the thread has a block of its own; an atomic add in the shared last block. */
+static __attribute__((noinline)) void count_slow(size_t at, uint64_t v) {
+    uint64_t *c = (uint64_t *)((unsigned char *)stats() + at);
+    if (my_own) *c += v;
+    else atomic_fetch_add_explicit((_Atomic uint64_t *)c, v, memory_order_relaxed);
+}
 static inline __attribute__((always_inline)) void count(size_t at, uint64_t v) {
     struct thread_stats *o = my_own;
     if (HL_LIKELY(o)) *(uint64_t *)((unsigned char *)o + at) += v;
@@ -464,7 +465,6 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
     int n = 1, known = 0, any = 0;
     uint32_t best = always, gen = keep ? atomic_load_explicit(&site_gen, memory_order_relaxed) : 0;
-    struct thread_stats *st = stats();
     struct hl_walk w;
     /* One frame to step and no memo: one call for it (a walk in steps costs two, and its state in
      * memory); pausing could not end it sooner. */
@@ -483,8 +483,8 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             if (k > (int)x->n) {
                 memo_pace.walks++;
                 memo_pace.hits++;
-                stat_add(&st->stepped, x->n - 1);
-                stat_add(&st->replayed, 1);
+                count(offsetof(struct thread_stats, stepped), x->n - 1);
+                count(offsetof(struct thread_stats, replayed), 1);
                 return x->group;
             }
             if (k < kv || kv < 0 || (k == kv && i == set->next)) kv = k, way = (int)i;
@@ -579,7 +579,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         e->top = top + 8;
         e->ret = (uintptr_t)ret;
     }
-    stat_add(&st->stepped, (uint64_t)n - 1);
+    count(offsetof(struct thread_stats, stepped), (uint64_t)n - 1);
     return g;
 }
 
@@ -588,7 +588,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
 static inline struct memo *memo_for(void *ret) {
     if (HL_UNLIKELY(!my_memo)) {
         struct thread_stats *st = stats();
-        if (!memo_on || my_stats_shared) return NULL;
+        if (!memo_on || !my_own) return NULL; /* a thread in the shared block keeps none */
         my_memo = (struct memo *)(memo_area + (uint64_t)(st - thread_stats) * MEMO_SLOTS * memo_stride);
     }
     if (HL_UNLIKELY(memo_pace.off)) {
@@ -625,7 +625,8 @@ static inline __attribute__((always_inline)) int64_t identify_near(void *ret, in
 /* identify_in for other walks, out of line: the memo's and the stepwise
  * walk's state stay out of the allocation's fast path. */
 static __attribute__((noinline)) int64_t identify_walk(void *ret, int depth) {
-    struct memo *e = depth > 1 && memo_on ? memo_for(ret) : NULL;
+    /* A walk of one step keeps none: the step costs less than a replay. */
+    struct memo *e = depth > 2 && memo_on ? memo_for(ret) : NULL;
     return e ? identify_in(ret, e, 1, depth) : identify_in(ret, NULL, 0, depth);
 }
 
@@ -849,7 +850,7 @@ static __attribute__((noinline)) void grow(struct chunk *c, uint64_t end) {
  * whether the memory is still zero. NULL when no chunk can be had. Inlined into the serving
  * functions without the lists; the rare steps are calls. */
 static inline __attribute__((always_inline)) void *group_alloc_in(uint32_t g, uint64_t size, uint64_t align, int *zero, const int listed) {
-    uint64_t used = size ? (size + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
+    uint64_t used = rounded_size(size);
     uint64_t sz = listed && used > GRANULE ? (used + REUSE_UNIT - 1) & ~(uint64_t)(REUSE_UNIT - 1) : used;
     struct group_state *G = &groups[g];
     int took = group_take(&G->lock);
@@ -966,7 +967,7 @@ static inline void count_fallback(int why, uint64_t size) {
  * (see the top), else 16; with the free lists (whose classes are multiples of 16) or
  * `align16`, 16 above 8 bytes. */
 static inline uint64_t natural_align(uint64_t bytes) {
-    uint64_t used = bytes ? (bytes + GRANULE - 1) & ~(uint64_t)(GRANULE - 1) : GRANULE;
+    uint64_t used = rounded_size(bytes);
     return odd8 ? 16 - (used & GRANULE) : !reuse && used == GRANULE ? 8 : 16;
 }
 

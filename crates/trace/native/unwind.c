@@ -393,9 +393,8 @@ static __attribute__((noinline)) uint64_t rule_miss(struct hl_rule_slot *t, uint
 static inline __attribute__((always_inline)) uint64_t rule_for(uint64_t a) {
     struct hl_rule_slot *t = get_table();
     if (HL_UNLIKELY(!t)) return decode(a);
-    uint32_t s = hl_rule_slot_of(a);
-    if (HL_LIKELY(atomic_load_explicit(&t[s].pc, memory_order_acquire) == a)) return atomic_load_explicit(&t[s].rule, memory_order_relaxed);
-    return rule_miss(t, a, s, 0);
+    uint64_t r = hl_rule_cached(t, a);
+    return HL_LIKELY(r) ? r : rule_miss(t, a, hl_rule_slot_of(a), 0);
 }
 
 /* ---- the thread's stack: the mapping holding its stack pointer, from /proc/self/maps ---- */

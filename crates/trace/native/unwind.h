@@ -104,6 +104,12 @@ struct hl_rule_slot {
     _Atomic uint64_t rule;
 };
 static inline uint32_t hl_rule_slot_of(uint64_t pc) { return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 46) & (HL_RULE_SLOTS - 1); }
+/* The rule for code address `a` when its first slot of table t holds it, else 0 (no rule's
+ * kind is 0): the hit every walk's frames take once the rules are cached. */
+static inline uint64_t hl_rule_cached(struct hl_rule_slot *t, uint64_t a) {
+    struct hl_rule_slot *e = t + hl_rule_slot_of(a);
+    return atomic_load_explicit(&e->pc, memory_order_acquire) == a ? atomic_load_explicit(&e->rule, memory_order_relaxed) : 0;
+}
 #define HL_UNWIND_INTERNAL __attribute__((visibility("hidden")))
 extern HL_UNWIND_INTERNAL _Atomic(struct hl_rule_slot *) hl_rules; /* NULL until the first walk */
 extern HL_UNWIND_INTERNAL atomic_int hl_unwind_mode_now;          /* enum hl_unwind_mode */
@@ -123,10 +129,8 @@ static inline __attribute__((always_inline)) int hl_unwind_caller_inline(const v
     uintptr_t sp = (uintptr_t)(f + 2), hi = hl_stack_hi;
     if (__builtin_expect(!t || !f || f[1] != (uintptr_t)ret || sp < hl_stack_lo || sp >= hi || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES, 0))
         return hl_unwind_caller(ret, frame, pc);
-    struct hl_rule_slot *e = t + hl_rule_slot_of(a);
-    if (__builtin_expect(atomic_load_explicit(&e->pc, memory_order_acquire) != a, 0)) return hl_unwind_caller(ret, frame, pc);
-    uint64_t r = atomic_load_explicit(&e->rule, memory_order_relaxed);
-    if (__builtin_expect(hl_rule_kind(r) != HL_R_STEP, 0)) return hl_unwind_caller(ret, frame, pc);
+    uint64_t r = hl_rule_cached(t, a);
+    if (__builtin_expect(hl_rule_kind(r) != HL_R_STEP, 0)) return hl_unwind_caller(ret, frame, pc); /* not cached (0), or not a plain step */
     hl_unwind_counted.walks++;
     uintptr_t cfa = (r & HL_R_CFA_RBP ? f[0] : sp) + (uintptr_t)hl_rule_cfa_off(r);
     if (cfa < sp + 8 || cfa > hi) return 0; /* outside the stack: bad CFI or its end */
