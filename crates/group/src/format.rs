@@ -2,7 +2,8 @@
 //! `heaplab group-info` read. Written atomically (a temporary file renamed into place), read
 //! and validated in full: a damaged or inconsistent file is refused with a message naming it.
 //!
-//! Version 1. Fixed-header integers are little-endian; `var` is an unsigned LEB128 varint
+//! Version 2 (version 1, the same without the last three header numbers and the churn flag, is
+//! read too, with no turnover or walk limit). Fixed-header integers are little-endian; `var` is an unsigned LEB128 varint
 //! (`heaplab_model::varint`); `str` is `var` length + UTF-8 bytes; `f64` is IEEE-754 bits.
 //! ```text
 //!   0  magic "HLGROUPS" (8 bytes)
@@ -12,13 +13,15 @@
 //!  24  f64 coverage          32  f64 merge tolerance     40  f64 group threshold
 //!  48  u64 min weight        56  u64 max group members   64  u64 max object size
 //!  72  u64 chunk size        80  u32 spare chunks        84  u32 flags (bit 0: whole call sites,
-//!                                                               bit 1: recursion collapsed by function)
+//!                                                               bit 1: recursion collapsed by function,
+//!                                                               bit 2: groups dropped for their cost)
 //!  88  u64 K = command words 96  u64 S = sites          104  u64 C = contexts
-//! 112  u64 E = edges        120  u64 G = groups
-//! 128  K × str: the profiled command
+//! 112  u64 E = edges        120  u64 G = groups         128  f64 max turnover (0: no limit)
+//! 136  f64 max walk per object (0: no limit)            144  f64 estimated walk per object
+//! 152  K × str: the profiled command
 //!      S × site: str module basename, var file offset, str function ("" = unknown),
 //!                var max depth
-//!      C × context: var flags (bit 0: kept), var group + 1 (0: none), var accesses,
+//!      C × context: var flags (bit 0: kept, bit 1: churns), var group + 1 (0: none), var accesses,
 //!                   var objects, var bytes, var n, n × var site (innermost first)
 //!      E × edge, sorted by (a, b), no repeats: var a, var b (a ≤ b), var weight (≥ 1)
 //!      G × group, in the order selectors are tried: var weight, var accesses,
@@ -30,18 +33,20 @@
 //! indices in range, a context's group listing it as a member and no context in two groups,
 //! and the walk depth being the deepest selector site's max depth + 1.
 
-use crate::{Group, GroupContext, GroupEdge, Groups, Params, Recursion, Site};
+use crate::{Group, GroupContext, GroupEdge, Groups, Identification, Params, Recursion, Site};
 use heaplab_model::varint::{get_varint, put_varint};
 use heaplab_model::{InputError, InputErrorKind};
 use heaplab_trace::context::fnv1a;
 
 /// The file's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"HLGROUPS";
-/// The version this module writes and reads.
-pub const VERSION: u32 = 1;
+/// The version this module writes (it reads this one and the one before).
+pub const VERSION: u32 = 2;
 /// The end marker before the checksum.
 pub const END: &[u8; 8] = b"HLG-END\0";
-const HEADER: usize = 128;
+const HEADER: usize = 152;
+/// Version 1's header: version 2's without the max turnover.
+const HEADER_V1: usize = 128;
 
 /// Why groups could not be written (the format's rules, or the file).
 pub use heaplab_model::files::WriteError;
@@ -53,6 +58,9 @@ pub fn validate(g: &Groups) -> Result<(), String> {
     for (i, c) in g.contexts.iter().enumerate() {
         if let Some(s) = c.sites.iter().find(|&&s| u64::from(s) >= ns) {
             return Err(format!("context {i} names site {s} of {ns}"));
+        }
+        if c.churns && (c.kept || c.group.is_some()) {
+            return Err(format!("context {i} churns but is kept or grouped"));
         }
         if let Some(k) = c.group {
             match g.groups.get(k as usize) {
@@ -71,6 +79,9 @@ pub fn validate(g: &Groups) -> Result<(), String> {
         if e.a > e.b || u64::from(e.b) >= nc || e.weight == 0 {
             return Err(format!("edge {i} ({}, {}, weight {}) is not a ≤ b < {nc} with weight ≥ 1", e.a, e.b, e.weight));
         }
+    }
+    if g.identification.dropped && !g.groups.is_empty() {
+        return Err(format!("{} groups, but they are marked as dropped for their cost", g.groups.len()));
     }
     let mut depth = 0;
     for (k, grp) in g.groups.iter().enumerate() {
@@ -121,10 +132,13 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
         b.extend_from_slice(&v.to_le_bytes());
     }
     b.extend_from_slice(&p.spare_chunks.to_le_bytes());
-    let flags = u32::from(p.whole_call_sites) | u32::from(p.recursion == Recursion::Function) << 1;
+    let flags = u32::from(p.whole_call_sites) | u32::from(p.recursion == Recursion::Function) << 1 | u32::from(g.identification.dropped) << 2;
     b.extend_from_slice(&flags.to_le_bytes());
     for v in [g.command.len(), g.sites.len(), g.contexts.len(), g.edges.len(), g.groups.len()] {
         b.extend_from_slice(&(v as u64).to_le_bytes());
+    }
+    for v in [p.max_turnover, p.max_walk_per_object, g.identification.walk_per_object] {
+        b.extend_from_slice(&v.to_bits().to_le_bytes());
     }
     debug_assert_eq!(b.len(), HEADER);
     for w in &g.command {
@@ -137,7 +151,7 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
         put_varint(&mut b, u64::from(s.max_depth));
     }
     for c in &g.contexts {
-        put_varint(&mut b, u64::from(c.kept));
+        put_varint(&mut b, u64::from(c.kept) | u64::from(c.churns) << 1);
         put_varint(&mut b, c.group.map_or(0, |k| u64::from(k) + 1));
         for v in [c.accesses, c.objects, c.bytes, c.sites.len() as u64] {
             put_varint(&mut b, v);
@@ -220,20 +234,25 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
         return Err(format("not a groups file (no HLGROUPS magic; expected a .hlgroups file from `heaplab group`)".into()));
     }
-    if bytes.len() < HEADER + 16 {
-        return Err(format(format!("truncated: {} bytes, shorter than the {HEADER}-byte header and the end", bytes.len())));
+    if bytes.len() < HEADER_V1 + 16 {
+        return Err(format(format!("truncated: {} bytes, shorter than the {HEADER_V1}-byte header and the end", bytes.len())));
     }
     let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
     let version = u32_at(8);
-    if version != VERSION {
-        return Err(format(format!("groups format version {version}; this heaplab reads version {VERSION}")));
+    let header = match version {
+        1 => HEADER_V1,
+        VERSION => HEADER,
+        _ => return Err(format(format!("groups format version {version}; this heaplab reads versions 1 and {VERSION}"))),
+    };
+    if bytes.len() < header + 16 {
+        return Err(format(format!("truncated: {} bytes, shorter than the {header}-byte header and the end", bytes.len())));
     }
     let body = bytes.len() - 8;
     if &bytes[body - 8..body] != END || u64_at(body) != fnv1a(&bytes[..body]) {
         return Err(format("truncated or corrupt: the end marker or checksum does not match".into()));
     }
-    if u32_at(84) > 3 {
+    if u32_at(84) > if version == 1 { 3 } else { 7 } {
         return Err(format(format!("unknown flags {:#x} at byte 84", u32_at(84))));
     }
     let params = Params {
@@ -247,7 +266,13 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
         spare_chunks: u32_at(80),
         whole_call_sites: u32_at(84) & 1 != 0,
         recursion: if u32_at(84) & 2 != 0 { Recursion::Function } else { Recursion::CallSite },
+        max_turnover: if version == 1 { 0.0 } else { f64::from_bits(u64_at(128)) },
+        max_walk_per_object: if version == 1 { 0.0 } else { f64::from_bits(u64_at(136)) },
     };
+    let walk_per_object = if version == 1 { 0.0 } else { f64::from_bits(u64_at(144)) };
+    if !(walk_per_object.is_finite() && walk_per_object >= 0.0) {
+        return Err(format(format!("estimated walk per object {walk_per_object} at byte 144 is not a number of frames")));
+    }
     let mut g = Groups {
         params,
         command: Vec::new(),
@@ -257,15 +282,17 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
         edges: Vec::new(),
         groups: Vec::new(),
         walk_depth: u32_at(12),
+        identification: Identification { walk_per_object, dropped: u32_at(84) & 4 != 0 },
     };
-    let mut r = Cursor { bytes: &bytes[..body - 8], at: HEADER };
+    let mut r = Cursor { bytes: &bytes[..body - 8], at: header };
     let counts: Vec<u64> = (0..5).map(|k| u64_at(88 + 8 * k)).collect();
     for (n, what) in counts.iter().zip(["command words", "sites", "contexts", "edges", "groups"]) {
         if *n > r.left() as u64 {
             return Err(format(format!("header says {n} {what}, more than the file can hold")));
         }
     }
-    parse_body(&mut r, &mut g, &counts).map_err(format)?;
+    let context_flags = if version == 1 { 1 } else { 3 };
+    parse_body(&mut r, &mut g, &counts, context_flags).map_err(format)?;
     if r.left() != 0 {
         return Err(format(format!("{} unexpected bytes after the groups", r.left())));
     }
@@ -273,7 +300,8 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
     Ok(g)
 }
 
-fn parse_body(r: &mut Cursor, g: &mut Groups, counts: &[u64]) -> Result<(), String> {
+/// The body after the header; `context_flags` are the context flag bits the version knows.
+fn parse_body(r: &mut Cursor, g: &mut Groups, counts: &[u64], context_flags: u64) -> Result<(), String> {
     for _ in 0..counts[0] {
         g.command.push(r.str("command word")?);
     }
@@ -288,7 +316,7 @@ fn parse_body(r: &mut Cursor, g: &mut Groups, counts: &[u64]) -> Result<(), Stri
     for i in 0..counts[2] {
         let what = format!("context {i}");
         let flags = r.var(&what)?;
-        if flags > 1 {
+        if flags & !context_flags != 0 {
             return Err(format!("{what}: unknown flags {flags:#x}"));
         }
         let group = match r.u32(&what)? {
@@ -298,7 +326,7 @@ fn parse_body(r: &mut Cursor, g: &mut Groups, counts: &[u64]) -> Result<(), Stri
         let (accesses, objects, bytes) = (r.var(&what)?, r.var(&what)?, r.var(&what)?);
         let n = r.count(&what)?;
         let sites = (0..n).map(|_| r.u32(&what)).collect::<Result<_, _>>()?;
-        g.contexts.push(GroupContext { sites, group, accesses, objects, bytes, kept: flags == 1 });
+        g.contexts.push(GroupContext { sites, group, accesses, objects, bytes, kept: flags & 1 != 0, churns: flags & 2 != 0 });
     }
     for i in 0..counts[3] {
         let what = format!("edge {i}");

@@ -1,8 +1,9 @@
 //! From an access profile to the graph HALO groups (§4.1, end): one node per reduced context
 //! ([`node_keys`]: the profile's full context, or that with recursion collapsed by function)
 //! that holds accesses to small objects, kept hottest first until they cover the asked share of
-//! all such accesses, and the profile's context affinity edges summed between kept nodes. Also
-//! the profile's contexts and call sites as [`crate::Groups`] records them.
+//! all such accesses (a node whose objects churn, [`turnover`], is passed over), and the
+//! profile's context affinity edges summed between kept nodes. Also the profile's contexts and
+//! call sites as [`crate::Groups`] records them.
 
 use crate::{GroupContext, GroupEdge, GroupError, Params, Recursion, Site};
 use heaplab_access::AccessProfile;
@@ -90,8 +91,10 @@ pub fn build(profile: &AccessProfile, params: &Params) -> Result<Built, GroupErr
         }
         contexts.push(GroupContext { sites: ids, ..GroupContext::default() });
     }
-    // Accesses per context: all objects (for the record), and small ones (the node's weight).
+    // Accesses per context: all objects (for the record), and small ones (the node's weight);
+    // the small ones' lifetimes, for the turnover.
     let mut small = vec![0u64; n];
+    let mut lives: Vec<Vec<Life>> = vec![Vec::new(); n];
     for (i, b) in profile.blocks.iter().enumerate() {
         if b.full_context == u32::MAX {
             continue;
@@ -107,6 +110,7 @@ pub fn build(profile: &AccessProfile, params: &Params) -> Result<Built, GroupErr
         x.accesses = x.accesses.saturating_add(acc);
         if b.size <= params.max_object_size {
             small[c] = small[c].saturating_add(acc);
+            lives[c].push(Life { size: b.size, alloc_at: b.alloc_at, free_at: b.free_at });
         }
     }
     // The context with no frame in the program's modules cannot be told apart at run time: it
@@ -132,6 +136,15 @@ pub fn build(profile: &AccessProfile, params: &Params) -> Result<Built, GroupErr
     for nd in candidates {
         if covered as f64 >= target {
             break;
+        }
+        if params.max_turnover > 0.0 {
+            let node_lives: Vec<Life> = nd.contexts.iter().flat_map(|&c| lives[c as usize].iter().copied()).collect();
+            if turnover(&node_lives) > params.max_turnover {
+                for &c in &nd.contexts {
+                    contexts[c as usize].churns = true;
+                }
+                continue;
+            }
         }
         covered = covered.saturating_add(nd.accesses);
         for &c in &nd.contexts {
@@ -167,6 +180,45 @@ pub fn build(profile: &AccessProfile, params: &Params) -> Result<Built, GroupErr
         same
     });
     Ok(Built { graph: Graph::new(nodes, graph_edges), sites, contexts, edges, groupable_accesses: groupable })
+}
+
+/// An object's size and lifetime on the profile's clock (`free_at` `u64::MAX`: live at exit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Life {
+    /// Bytes asked for.
+    pub size: u64,
+    /// When it was allocated.
+    pub alloc_at: u64,
+    /// When it was freed.
+    pub free_at: u64,
+}
+
+/// How many times over a set of objects is replaced: the bytes allocated over the peak of the
+/// bytes live at once (1 for objects that all live together, 1 for none or only empty ones).
+/// A bump allocator that never reuses a dead object's space touches this many times the
+/// memory an allocator that reuses it does.
+pub fn turnover(lives: &[Life]) -> f64 {
+    let mut events: Vec<(u64, i128)> = Vec::with_capacity(2 * lives.len());
+    let mut total = 0u128;
+    for l in lives {
+        total += u128::from(l.size);
+        events.push((l.alloc_at, i128::from(l.size)));
+        if l.free_at != u64::MAX {
+            events.push((l.free_at, -i128::from(l.size)));
+        }
+    }
+    // Frees before allocations at one instant: a clock tick holds one event, so only a
+    // malformed profile ties, and then the lower peak is the cautious reading.
+    events.sort_unstable_by_key(|&(t, d)| (t, d));
+    let (mut live, mut peak) = (0i128, 0i128);
+    for (_, d) in events {
+        live += d;
+        peak = peak.max(live);
+    }
+    if peak <= 0 {
+        return 1.0;
+    }
+    total as f64 / peak as f64
 }
 
 /// Each context's reduced form, the key of its node: its call sites (indices into `sites`) as

@@ -12,6 +12,7 @@
 //! `.hlgroups` file). [`group`] runs the first three.
 
 pub mod cluster;
+pub mod cost;
 pub mod format;
 pub mod graph;
 pub mod report;
@@ -49,6 +50,15 @@ pub struct Params {
     pub whole_call_sites: bool,
     /// How recursion is collapsed when contexts become the graph's nodes (HALO: by call site).
     pub recursion: Recursion,
+    /// A node whose small objects churn is left out: one whose bytes allocated exceed this many
+    /// times its peak live bytes (0: no limit; HALO has no such rule). A bump allocator that
+    /// never reuses a dead object's space touches `turnover` times the memory a reusing
+    /// allocator does, so short-lived objects stream through the cache instead of packing.
+    pub max_turnover: f64,
+    /// Groups are dropped, all of them, when identifying them would walk more than this many
+    /// stack frames per object they serve ([`cost::walk_per_grouped_object`]; 0: no limit;
+    /// HALO identifies groups in constant time with rewritten binaries and has no such rule).
+    pub max_walk_per_object: f64,
 }
 
 /// How the graph's nodes are made of the profile's contexts. The profile keeps HALO's reduction
@@ -111,6 +121,8 @@ pub struct GroupContext {
     pub bytes: u64,
     /// Whether it was kept in the graph (within the coverage, small objects).
     pub kept: bool,
+    /// Whether it was left out because its node's objects churn ([`Params::max_turnover`]).
+    pub churns: bool,
 }
 
 /// A group of contexts whose objects are allocated together.
@@ -159,6 +171,17 @@ pub struct Groups {
     /// Frames the run-time walk must visit to see every selector site (the deepest selector
     /// site's `max_depth` + 1).
     pub walk_depth: u32,
+    /// What identifying the groups grouping found would cost (before any were dropped for it).
+    pub identification: Identification,
+}
+
+/// The estimated cost of identifying the groups at run time ([`cost`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Identification {
+    /// Stack frames walked per grouped object, for the profile's own allocations.
+    pub walk_per_object: f64,
+    /// Whether the groups were dropped because that exceeds [`Params::max_walk_per_object`].
+    pub dropped: bool,
 }
 
 impl Default for Params {
@@ -167,7 +190,12 @@ impl Default for Params {
     /// artefact's values could not be consulted here, so they are chosen to filter nothing the
     /// paper's text keeps: every edge counts (`min_weight` 1), groups are as large as the merge
     /// benefit lets them grow (no member limit), and a group must hold at least 0.1% of the
-    /// graph's accesses in internal weight to be worth a pool of chunks of its own.
+    /// graph's accesses in internal weight to be worth a pool of chunks of its own. A turnover
+    /// above 4 leaves a node out: a data structure that lives (or is rebuilt a few times over
+    /// the run) stays, while objects replaced many times over, which bump allocation would
+    /// spread over fresh memory, go to the fallback allocator that reuses their space. Groups
+    /// whose identification would walk more than 64 frames per object they serve (about 200 ns
+    /// of walking, more than the cache misses an object's placement can save) are not made.
     fn default() -> Self {
         Params {
             coverage: 0.9,
@@ -180,6 +208,8 @@ impl Default for Params {
             spare_chunks: 1,
             whole_call_sites: false,
             recursion: Recursion::default(),
+            max_turnover: 4.0,
+            max_walk_per_object: 64.0,
         }
     }
 }
@@ -249,6 +279,12 @@ impl Params {
         if self.max_object_size == 0 || self.max_object_size > self.chunk_size / 2 {
             return Err(format!("max object size {} is not from 1 to half the chunk size ({})", self.max_object_size, self.chunk_size / 2));
         }
+        if !(self.max_turnover.is_finite() && (self.max_turnover == 0.0 || self.max_turnover >= 1.0)) {
+            return Err(format!("max turnover {} is not 0 (no limit) or at least 1", self.max_turnover));
+        }
+        if !(self.max_walk_per_object.is_finite() && self.max_walk_per_object >= 0.0) {
+            return Err(format!("max walk per object {} is not 0 (no limit) or more", self.max_walk_per_object));
+        }
         if self.spare_chunks > MAX_SPARE_CHUNKS {
             return Err(format!("{} spare chunks (at most {MAX_SPARE_CHUNKS})", self.spare_chunks));
         }
@@ -299,7 +335,8 @@ pub fn check_affinity_distance(profile: &heaplab_access::AccessProfile, distance
 }
 
 /// Groups a profile's contexts: the graph of the kept contexts ([`graph::build`]), HALO's
-/// greedy grouping ([`cluster::group`]), then the selectors ([`select::identify`]).
+/// greedy grouping ([`cluster::group`]), then the selectors ([`select::identify`]); the
+/// groups are dropped when identifying them costs too much ([`Params::max_walk_per_object`]).
 pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result<Groups, GroupError> {
     params.validate().map_err(GroupError::Params)?;
     let built = graph::build(profile, params)?;
@@ -313,6 +350,7 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
         edges: built.edges,
         groups: Vec::new(),
         walk_depth: 0,
+        identification: Identification::default(),
     };
     for g in &found {
         let members: Vec<u32> = g.members.iter().flat_map(|&n| built.graph.nodes[n].contexts.iter().copied()).collect();
@@ -328,6 +366,16 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
         }
     }
     select::identify(&mut out);
+    let walk_per_object = cost::walk_per_grouped_object(profile, &out);
+    let dropped = params.max_walk_per_object > 0.0 && walk_per_object > params.max_walk_per_object;
+    if dropped {
+        out.groups.clear();
+        out.walk_depth = 0;
+        for c in &mut out.contexts {
+            c.group = None;
+        }
+    }
+    out.identification = Identification { walk_per_object, dropped };
     Ok(out)
 }
 

@@ -55,7 +55,8 @@ pub struct GroupRunReport {
     pub spare_chunks: u64,
     /// Distinct call sites the selectors name.
     pub selector_sites: u64,
-    /// Of them, those not found in the program's mappings at its end.
+    /// Sites of the runtime table (the selectors' and the profile's allocation call sites) not
+    /// found in the program's mappings at its end.
     pub sites_unresolved: u64,
     /// Allocations the program made while grouping applied.
     pub allocations: u64,
@@ -190,7 +191,11 @@ impl GroupRunReport {
                 s += &format!(" With {}.", set.join(", "));
             }
             if self.sites_unresolved > 0 {
-                s += &format!(" {} of {} selector sites were never found in the program's code.", grouped(self.sites_unresolved), grouped(self.selector_sites));
+                // The count covers the allocation call sites too, not only the selectors'.
+                s += &format!(
+                    " {} of the groups' call sites were never found in the program's code (is it the program that was profiled?).",
+                    grouped(self.sites_unresolved)
+                );
             }
         }
         s + &self.common.peak_rss() + &self.common.stray_frees("grouped addresses that were no live object") + &self.common.ending()

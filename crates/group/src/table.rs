@@ -55,7 +55,7 @@ pub struct CallSite {
 }
 
 /// Site `s` as the table names it: (module basename, file offset).
-fn site_key(g: &Groups, s: u32) -> (String, u64) {
+pub(crate) fn site_key(g: &Groups, s: u32) -> (String, u64) {
     let site = &g.sites[s as usize];
     (site.module.rsplit('/').next().unwrap_or_default().to_string(), site.file_offset)
 }
@@ -80,8 +80,9 @@ pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
     for c in &g.contexts {
         let Some(&s0) = c.sites.first() else { continue };
         // With whole call sites, what the kept contexts decide is the call site's answer: the
-        // others allocating there follow it (a call site only they use stays unknown: fallback).
-        if g.params.whole_call_sites && !c.kept {
+        // others allocating there follow it (a call site only they use stays unknown: fallback);
+        // a churning context was left out on purpose and goes on falling back.
+        if g.params.whole_call_sites && !c.kept && !c.churns {
             continue;
         }
         let class = classify(g, &c.sites);
@@ -210,7 +211,7 @@ mod tests {
 
     #[test]
     fn only_selector_sites_are_kept_once_each_in_group_order() {
-        let member = |k| GroupContext { sites: vec![0], group: Some(k), accesses: 1, objects: 1, bytes: 8, kept: true };
+        let member = |k| GroupContext { sites: vec![0], group: Some(k), accesses: 1, objects: 1, bytes: 8, kept: true, churns: false };
         let g = Groups {
             params: Params::default(),
             command: vec!["p".into()],
@@ -224,6 +225,7 @@ mod tests {
                 Group { members: vec![1], weight: 1, accesses: 1, selector: vec![vec![2, 3, 1]] },
             ],
             walk_depth: 4,
+            identification: Default::default(),
         };
         let b = to_bytes(&g).unwrap();
         assert_eq!(&b[..8], MAGIC);
@@ -249,7 +251,7 @@ mod tests {
         // Call sites: 0 (two contexts, both selected into group 0 by site 3), 1 (one context in
         // group 0, one in none), 2 (seen deeper than the innermost frame once). Selector sites
         // 3 (depth 2) and 4 (depth 5).
-        let ctx = |sites: Vec<u32>, group| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept: true };
+        let ctx = |sites: Vec<u32>, group| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept: true, churns: false };
         let g = Groups {
             params: Params::default(),
             command: vec!["p".into()],
@@ -262,6 +264,7 @@ mod tests {
                 Group { members: vec![4], weight: 1, accesses: 1, selector: vec![vec![4]] },
             ],
             walk_depth: 6,
+            identification: Default::default(),
         };
         let c = call_sites(&g);
         let at = |off: u64| c[&("p".to_string(), off)];
@@ -275,7 +278,7 @@ mod tests {
     fn whole_call_sites_let_uncovered_contexts_follow_the_covered_ones() {
         // Call site 0: a covered context in group 0 and an uncovered one no selector holds for;
         // call site 1: only an uncovered context. Selector site 2.
-        let ctx = |sites: Vec<u32>, group, kept| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept };
+        let ctx = |sites: Vec<u32>, group, kept| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept, churns: false };
         let mut g = Groups {
             params: Params::default(),
             command: vec!["p".into()],
@@ -285,6 +288,7 @@ mod tests {
             edges: Vec::new(),
             groups: vec![Group { members: vec![0], weight: 1, accesses: 1, selector: vec![vec![2]] }],
             walk_depth: 2,
+            identification: Default::default(),
         };
         let c = call_sites(&g);
         assert_eq!(c[&("p".to_string(), 0x10)], CallSite { decides: WALK, depth: 2 }, "HALO's rule: the uncovered context walks and falls back");
@@ -306,6 +310,7 @@ mod tests {
             edges: Vec::new(),
             groups: vec![Group { members: Vec::new(), weight: 1, accesses: 1, selector: (0..=MAX_SITES as u32).map(|i| vec![i]).collect() }],
             walk_depth: 1,
+            identification: Default::default(),
         };
         assert!(to_bytes(&g).unwrap_err().contains("selector sites"));
         g.groups[0].selector.truncate(1);

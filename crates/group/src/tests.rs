@@ -111,6 +111,9 @@ fn bad_profiles_and_parameters_are_refused() {
         Params { group_threshold: f64::NAN, ..Params::default() },
         Params { chunk_size: 3 << 20, ..Params::default() },
         Params { max_object_size: 1 << 20, ..Params::default() },
+        Params { max_turnover: 0.5, ..Params::default() },
+        Params { max_turnover: f64::INFINITY, ..Params::default() },
+        Params { max_walk_per_object: -1.0, ..Params::default() },
     ] {
         assert!(matches!(group(&lists(), &bad), Err(GroupError::Params(_))), "{bad:?}");
     }
@@ -193,4 +196,67 @@ fn recursion_by_call_site_keeps_halo_s_nodes() {
         }
     }
     assert_eq!(graph::build(&p, &Params::default()).unwrap().graph.nodes.len(), 8);
+}
+
+#[test]
+fn turnover_is_bytes_allocated_over_peak_live() {
+    use graph::{turnover, Life};
+    let life = |size, alloc_at, free_at| Life { size, alloc_at, free_at };
+    assert_eq!(turnover(&[]), 1.0);
+    assert_eq!(turnover(&[life(0, 0, 1)]), 1.0);
+    // A structure that lives: 1. Built, dropped and built again: 2.
+    assert_eq!(turnover(&[life(8, 0, u64::MAX), life(8, 1, u64::MAX)]), 1.0);
+    assert_eq!(turnover(&[life(8, 0, 2), life(8, 1, 3), life(8, 4, 6), life(8, 5, 7)]), 2.0);
+    // One object at a time, each freed before the next: as many times over as there are objects.
+    let churn: Vec<Life> = (0..10).map(|k| life(16, 2 * k, 2 * k + 1)).collect();
+    assert_eq!(turnover(&churn), 10.0);
+}
+
+/// lists() with list C's objects each freed before the next is allocated.
+fn lists_with_churning_c() -> AccessProfile {
+    let mut p = lists();
+    for b in p.blocks.iter_mut() {
+        b.alloc_at *= 2;
+        if b.full_context == 2 {
+            b.free_at = b.alloc_at + 1;
+        }
+    }
+    p
+}
+
+#[test]
+fn churning_contexts_are_left_out_unless_the_limit_is_off() {
+    let g = group(&lists_with_churning_c(), &Params::default()).unwrap();
+    assert_eq!([0, 1, 2].map(|c| g.contexts[c].churns), [false, false, true]);
+    assert_eq!([0, 1, 2].map(|c| g.contexts[c].kept), [true, true, false]);
+    assert_eq!([0, 1, 2].map(|c| g.contexts[c].group), [Some(0), Some(0), None]);
+    assert_eq!(g.groups.len(), 1);
+    assert!(select::misclassified(&g).is_empty());
+    assert!(format::validate(&g).is_ok());
+    // 100 objects of 16 bytes, one live at a time: 100 times over; a limit above it keeps C.
+    for max_turnover in [0.0, 100.0] {
+        let g = group(&lists_with_churning_c(), &Params { max_turnover, ..Params::default() }).unwrap();
+        assert!(g.contexts.iter().all(|c| !c.churns));
+        assert_eq!(g.contexts[2].group, Some(1), "{max_turnover}");
+    }
+}
+
+#[test]
+fn groups_that_cost_more_walking_than_they_serve_are_dropped() {
+    // lists(): every context allocates through xmalloc (stack position 1, so not a call site
+    // that decides alone), and the frameless one finds no program frame: each of the 301 small
+    // allocations walks the whole depth (3 frames), and 300 of them (lists A, B, C) are grouped.
+    let g = group(&lists(), &Params::default()).unwrap();
+    let per = g.identification.walk_per_object;
+    assert!((per - 3.0 * 301.0 / 300.0).abs() < 1e-9, "{per}");
+    assert!(!g.identification.dropped);
+    let cheap = Params { max_walk_per_object: 3.0, ..Params::default() };
+    let g = group(&lists(), &cheap).unwrap();
+    assert!(g.identification.dropped);
+    assert!(g.groups.is_empty() && g.walk_depth == 0);
+    assert!(g.contexts.iter().all(|c| c.group.is_none()));
+    assert_eq!(g.identification.walk_per_object, per, "the estimate of the groups that were found");
+    assert!(format::validate(&g).is_ok());
+    // Off: kept whatever they cost.
+    assert!(!group(&lists(), &Params { max_walk_per_object: 0.0, ..cheap }).unwrap().identification.dropped);
 }

@@ -92,7 +92,7 @@ fn groups(ctx: &[Vec<(String, u64)>; 2], d: usize, selectors: &[&[usize]]) -> Gr
         command: vec!["group_loop".into()],
         affinity_distance: 128,
         sites,
-        contexts: (0..n).map(|k| GroupContext { sites: vec![k as u32], group: Some(k as u32), accesses: 1, objects: 1, bytes: 1, kept: true }).collect(),
+        contexts: (0..n).map(|k| GroupContext { sites: vec![k as u32], group: Some(k as u32), accesses: 1, objects: 1, bytes: 1, kept: true, churns: false }).collect(),
         edges: Vec::new(),
         groups: selectors
             .iter()
@@ -100,6 +100,7 @@ fn groups(ctx: &[Vec<(String, u64)>; 2], d: usize, selectors: &[&[usize]]) -> Gr
             .map(|(k, s)| Group { members: vec![k as u32], weight: 1, accesses: 1, selector: vec![s.iter().map(|&i| i as u32).collect()] })
             .collect(),
         walk_depth: if n == 0 { 0 } else { d as u32 + 1 },
+        identification: Default::default(),
     }
 }
 

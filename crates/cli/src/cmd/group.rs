@@ -21,7 +21,9 @@ contexts (objects of two contexts accessed within the affinity distance). From i
 
   1. the graph: contexts holding accesses to objects of at most --max-object-size bytes, the
      most accessed first until they cover --coverage of all such accesses (allocations with no
-     program frame on their stack cannot be told apart at run time and are left out); with
+     program frame on their stack cannot be told apart at run time and are left out, and so
+     are contexts whose objects churn: bytes allocated above --max-turnover times their peak
+     live bytes, which bump allocation would spread over fresh memory); with
      --recursion function (the default) contexts that differ only in a recursive function's
      own outer call sites are one node (HALO's `call-site` keeps them apart);
   2. grouping: edges lighter than --min-weight dropped, a group grown around the hotter end of
@@ -32,13 +34,16 @@ contexts (objects of two contexts accessed within the affinity distance). From i
   3. selectors: for each group, most accessed first, the fewest call sites that tell each member
      apart from every context not claimed by an earlier group; the run-time allocator walks the
      stack as deep as the deepest selector site (the walk depth) and takes the first group whose
-     selector matches.
+     selector matches;
+  4. cost: the frames those walks would visit for the profile's own allocations, per object
+     grouped; above --max-walk-per-object no groups are made (the program then runs on the
+     fallback allocator alone).
 
 --affinity-distance is chosen when profiling; given here it must equal the profile's (an error
 otherwise, so a script cannot silently group with another distance). --chunk-size and
 --spare-chunks are recorded for the grouped allocator.
 
-Prints: contexts and how many were kept, each group (its contexts named by their innermost
+Prints: contexts and how many were kept (and left out for churning), each group (its contexts named by their innermost
 functions, its weight and accesses, its selector), the walk depth, and any context the selectors
 would put in the wrong group (its call sites are all shared with another's).
 
@@ -94,6 +99,17 @@ pub struct GroupArgs {
     /// node per distinct chain of call sites). Selectors use every call site either way.
     #[arg(long, value_name = "MODE", default_value = Params::default().recursion.name(), value_parser = parse_recursion)]
     recursion: Recursion,
+    /// Leave out contexts whose small objects churn: bytes allocated above this many times their
+    /// peak live bytes (0: no limit, HALO's behaviour). Bump allocation never reuses a dead
+    /// object's space, so such objects would stream through the cache; the fallback reuses it.
+    #[arg(long, value_name = "X", default_value_t = Params::default().max_turnover)]
+    max_turnover: f64,
+    /// Make no groups when identifying them at run time would walk more than this many stack
+    /// frames per object they serve, estimated on the profile (0: no limit). Allocations made
+    /// deep inside a library walk through its frames to reach the program's: when few of them
+    /// are grouped, the walks cost more than the grouping can save.
+    #[arg(long, value_name = "FRAMES", default_value_t = Params::default().max_walk_per_object)]
+    max_walk_per_object: f64,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -117,6 +133,8 @@ pub fn group(a: GroupArgs) -> Result<(), Failure> {
         spare_chunks: a.spare_chunks,
         whole_call_sites: a.whole_call_sites,
         recursion: a.recursion,
+        max_turnover: a.max_turnover,
+        max_walk_per_object: a.max_walk_per_object,
     };
     params.validate().map_err(Failure::Input)?;
     let profile = heaplab_access::read(&a.profile).map_err(|e| Failure::Input(e.to_string()))?;
@@ -153,6 +171,11 @@ pub fn print_summary(g: &Groups) {
     let grouped_acc: u64 = g.groups.iter().map(|x| x.accesses).sum();
     let share = |v: u64| if all == 0 { 0.0 } else { 100.0 * v as f64 / all as f64 };
     println!("contexts       {} full contexts, {} kept ({:.1}% of {} accesses)", grouped(g.contexts.len() as u64), grouped(kept as u64), share(kept_acc), grouped(all));
+    let churning: Vec<&heaplab_group::GroupContext> = g.contexts.iter().filter(|c| c.churns).collect();
+    if !churning.is_empty() {
+        let acc: u64 = churning.iter().map(|c| c.accesses).sum();
+        println!("churning       {} contexts left out ({:.1}% of accesses): objects replaced more than {} times over", grouped(churning.len() as u64), share(acc), g.params.max_turnover);
+    }
     println!("edges          {} between contexts", grouped(g.edges.len() as u64));
     println!("groups         {} ({:.1}% of accesses grouped)", g.groups.len(), share(grouped_acc));
     for (k, x) in g.groups.iter().enumerate() {
@@ -162,6 +185,15 @@ pub fn print_summary(g: &Groups) {
         println!("               selector: {}", selector_text(g, &x.selector));
     }
     println!("walk depth     {} frames", g.walk_depth);
+    let id = &g.identification;
+    if id.dropped {
+        println!(
+            "identification {:.1} frames walked per grouped object (estimate): above {}, so no groups were made",
+            id.walk_per_object, g.params.max_walk_per_object
+        );
+    } else if !g.groups.is_empty() {
+        println!("identification {:.1} frames walked per grouped object (estimate)", id.walk_per_object);
+    }
     let wrong = select::misclassified(g);
     println!("misclassified  {} contexts", wrong.len());
     let group_name = |k: Option<u32>| k.map_or("none".to_string(), |k| format!("group {k}"));
@@ -198,10 +230,13 @@ pub fn describe(g: &Groups, full: bool) -> Value {
             "coverage": p.coverage, "merge_tolerance": p.merge_tolerance, "min_weight": p.min_weight,
             "max_group_members": p.max_group_members, "group_threshold": p.group_threshold,
             "max_object_size": p.max_object_size, "chunk_size": p.chunk_size, "spare_chunks": p.spare_chunks,
-            "whole_call_sites": p.whole_call_sites, "recursion": p.recursion.name(),
+            "whole_call_sites": p.whole_call_sites, "recursion": p.recursion.name(), "max_turnover": p.max_turnover,
+            "max_walk_per_object": p.max_walk_per_object,
         },
+        "identification": {"walk_per_object": g.identification.walk_per_object, "dropped": g.identification.dropped},
         "contexts": g.contexts.len(),
         "kept": g.contexts.iter().filter(|c| c.kept).count(),
+        "churning": g.contexts.iter().filter(|c| c.churns).count(),
         "edges": g.edges.len(),
         "groups": groups,
         "walk_depth": g.walk_depth,
@@ -221,7 +256,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
                         json!({"site": s, "function": x.function, "module": x.module, "file_offset": x.file_offset, "max_depth": x.max_depth})
                     })
                     .collect();
-                json!({"context": i, "name": names[i], "kept": c.kept, "group": c.group, "accesses": c.accesses, "objects": c.objects, "bytes": c.bytes, "frames": frames})
+                json!({"context": i, "name": names[i], "kept": c.kept, "churns": c.churns, "group": c.group, "accesses": c.accesses, "objects": c.objects, "bytes": c.bytes, "frames": frames})
             })
             .collect();
         v["edge_list"] = g.edges.iter().map(|e| json!({"a": e.a, "b": e.b, "weight": e.weight})).collect();

@@ -12,7 +12,7 @@ use heaplab_plot::graph::{render_graph_png, render_graph_svg, GraphNode, GraphPi
 
 pub const GROUP_INFO_HELP: &str = "\
 Describe groups written by `heaplab group`: the profiled command and parameters, every context
-(kept in the graph or not, its group, accesses, objects, bytes, and its call sites symbolised:
+(kept in the graph, left out because its objects churn, or not; its group, accesses, objects, bytes, and its call sites symbolised:
 function, module and offset, innermost first), the heaviest affinity edges, the groups with their
 selectors, the walk depth, and the contexts the selectors would misclassify. The file is read in
 full and validated first: a damaged or inconsistent file is an error (exit 2) naming what is
@@ -66,18 +66,19 @@ pub fn group_info(a: GroupInfoArgs) -> Result<(), Failure> {
     println!("command        {}", g.command.join(" "));
     println!("affinity       {} B", grouped(g.affinity_distance));
     println!(
-        "parameters     coverage {}, merge tolerance {}, min weight {}, max members {members}, threshold {}, recursion by {}{}",
+        "parameters     coverage {}, merge tolerance {}, min weight {}, max members {members}, threshold {}, recursion by {}, max turnover {}{}",
         p.coverage,
         p.merge_tolerance,
         p.min_weight,
         p.group_threshold,
         p.recursion.name(),
+        if p.max_turnover == 0.0 { "no limit".to_string() } else { p.max_turnover.to_string() },
         if p.whole_call_sites { ", whole call sites" } else { "" }
     );
     println!("allocator      objects ≤ {} B, chunks of {}, {} spare", grouped(p.max_object_size), bytes(p.chunk_size), p.spare_chunks);
     print_summary(&g);
     let names = g.context_names();
-    println!("\ncontext  kept  group     accesses   objects        bytes  call sites (innermost first)");
+    println!("\ncontext  kept   group     accesses   objects        bytes  call sites (innermost first)");
     for (i, c) in g.contexts.iter().enumerate() {
         let sites: Vec<String> = c
             .sites
@@ -89,7 +90,7 @@ pub fn group_info(a: GroupInfoArgs) -> Result<(), Failure> {
             .collect();
         let group = c.group.map_or("-".to_string(), |k| k.to_string());
         let frames = if sites.is_empty() { names[i].clone() } else { sites.join(" < ") };
-        println!("{i:>7}  {:<4}  {group:>5}  {:>11}  {:>8}  {:>11}  {frames}", if c.kept { "yes" } else { "no" }, grouped(c.accesses), grouped(c.objects), grouped(c.bytes));
+        println!("{i:>7}  {:<5}  {group:>5}  {:>11}  {:>8}  {:>11}  {frames}", if c.kept { "yes" } else if c.churns { "churn" } else { "no" }, grouped(c.accesses), grouped(c.objects), grouped(c.bytes));
     }
     let mut edges = g.edges.clone();
     edges.sort_by_key(|e| (std::cmp::Reverse(e.weight), e.a, e.b));

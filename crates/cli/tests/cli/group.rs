@@ -88,6 +88,15 @@ fn group_puts_the_lists_used_together_in_one_group() {
     assert!(format::read(&out).unwrap().params.whole_call_sites);
     let info = heaplab_in(&dir, &["group-info", &out]);
     assert!(info.stdout.contains("whole call sites"), "{}", info.stdout);
+    assert!(info.stdout.contains("max turnover 4") && info.stdout.contains("frames walked per grouped object"), "{}", info.stdout);
+    // Groups that would walk more than they serve are not made, and the summary says why.
+    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--max-walk-per-object", "2"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("above 2, so no groups were made"), "{}", r.stdout);
+    let g = format::read(&out).unwrap();
+    assert!(g.groups.is_empty() && g.identification.dropped);
+    let v = json(&heaplab_in(&dir, &["group-info", &out, "--json"]).stdout, "group-info --json");
+    assert_eq!(v["identification"]["dropped"], true);
 }
 
 #[test]
@@ -107,7 +116,7 @@ fn group_refuses_profiles_without_contexts_and_bad_values() {
     let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--affinity-distance", "64"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("affinity distance 64") && r.stderr.contains("128"), "{}", r.stderr);
-    for bad in [&["--coverage", "1.5"][..], &["--merge-tolerance", "x"], &["--chunk-size", "1000"], &["--max-object-size", "0"], &["--group-threshold", "-1"]] {
+    for bad in [&["--coverage", "1.5"][..], &["--merge-tolerance", "x"], &["--chunk-size", "1000"], &["--max-object-size", "0"], &["--group-threshold", "-1"], &["--max-turnover", "0.5"], &["--max-walk-per-object", "-3"]] {
         let mut args = vec!["group", &prof, "-o", &out];
         args.extend_from_slice(bad);
         let r = heaplab_in(&dir, &args);

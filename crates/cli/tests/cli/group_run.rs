@@ -90,6 +90,7 @@ impl Builder {
             edges: Vec::new(),
             groups: vec![Group { members: Vec::new(), weight: 1, accesses: 1, selector: Vec::new() }; ngroups],
             walk_depth: 0,
+            identification: Default::default(),
         };
         Builder { g, index: HashMap::new() }
     }
@@ -110,7 +111,7 @@ impl Builder {
     fn context(&mut self, c: &Ctx, group: Option<u32>) {
         let sites = c.frames.iter().enumerate().map(|(d, f)| self.site(f, d as u32)).collect();
         let i = self.g.contexts.len() as u32;
-        self.g.contexts.push(GroupContext { sites, group, accesses: 1, objects: c.count, bytes: c.count, kept: group.is_some() });
+        self.g.contexts.push(GroupContext { sites, group, accesses: 1, objects: c.count, bytes: c.count, kept: group.is_some(), churns: false });
         if let Some(k) = group {
             self.g.groups[k as usize].members.push(i);
         }

@@ -35,14 +35,37 @@ fn round_trip() {
         assert_eq!(reread(&to_bytes(&r).unwrap()).unwrap(), r);
     }
     let mut unknown = bytes.clone();
-    unknown[84] = 4;
-    assert!(reread(&resum(unknown)).unwrap_err().to_string().contains("unknown flags 0x4 at byte 84"));
+    unknown[84] = 8;
+    assert!(reread(&resum(unknown)).unwrap_err().to_string().contains("unknown flags 0x8 at byte 84"));
+    let mut dropped = bytes.clone();
+    dropped[84] |= 4;
+    assert!(reread(&resum(dropped)).unwrap_err().to_string().contains("marked as dropped"));
+    let mut churned = empty.clone();
+    churned.contexts[2].kept = false;
+    churned.contexts[2].churns = true;
+    churned.identification = Identification { walk_per_object: 99.5, dropped: true };
+    churned.params.max_turnover = 2.5;
+    churned.params.max_walk_per_object = 10.0;
+    assert_eq!(reread(&to_bytes(&churned).unwrap()).unwrap(), churned);
     let dir = std::env::temp_dir().join(format!("hlgroups-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("g.hlgroups").to_string_lossy().into_owned();
     write(&path, &g).unwrap();
     assert_eq!(read(&path).unwrap(), g);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Version 1: version 2 without the header's last three numbers and the churn flag.
+#[test]
+fn version_1_files_are_read_with_no_limits() {
+    let g = sample();
+    let v2 = to_bytes(&g).unwrap();
+    let mut v1 = v2[..128].to_vec();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    v1.extend_from_slice(&v2[HEADER..]);
+    let old = reread(&resum(v1)).unwrap();
+    let params = Params { max_turnover: 0.0, max_walk_per_object: 0.0, ..g.params.clone() };
+    assert_eq!(old, Groups { params, identification: Identification::default(), ..g });
 }
 
 #[test]

@@ -22,6 +22,7 @@ fn groups(chains: &[Vec<u32>], groups: &[Vec<u32>]) -> Groups {
         edges: Vec::new(),
         groups: groups.iter().map(|g| Group { members: g.clone(), ..Group::default() }).collect(),
         walk_depth: 0,
+        identification: Default::default(),
     };
     identify(&mut out);
     out
