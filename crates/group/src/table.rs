@@ -138,7 +138,8 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, String> {
         return Err(format!("{} selector sites; the grouped allocator tells at most {MAX_SITES} apart", sites.len()));
     }
     let selector_sites = sites.len() as u64;
-    let calls = call_sites(g);
+    // With no groups nothing is identified: no call site has anything to decide.
+    let calls = if g.groups.is_empty() { HashMap::new() } else { call_sites(g) };
     let mut only_calls: Vec<&(String, u64)> = calls.keys().filter(|k| !index.contains_key(*k)).collect();
     only_calls.sort();
     sites.extend(only_calls.into_iter().cloned());
@@ -297,6 +298,20 @@ mod tests {
         let c = call_sites(&g);
         assert_eq!(c[&("p".to_string(), 0x10)], CallSite { decides: 0, depth: 1 }, "the call site decides for both");
         assert!(!c.contains_key(&("p".to_string(), 0x20)), "a call site of uncovered contexts only stays unknown: fallback");
+    }
+
+    #[test]
+    fn with_no_groups_the_table_has_no_call_sites() {
+        // Groups dropped (for their cost, or all below the threshold): every allocation falls
+        // back unwalked, and the call sites' depths would exceed the walk depth of 0.
+        let mut g = crate::group(&crate::tests::lists(), &Params::default()).unwrap();
+        assert!(u64_at(&to_bytes(&g).unwrap(), 48) > 0, "the grouped lists have sites");
+        g.groups.clear();
+        g.walk_depth = 0;
+        for c in &mut g.contexts {
+            c.group = None;
+        }
+        assert_eq!(u64_at(&to_bytes(&g).unwrap(), 48), 0);
     }
 
     #[test]
