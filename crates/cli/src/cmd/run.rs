@@ -140,7 +140,17 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
             settings.iter().fold(c, |c, &(on, var)| if on { c.env(var, "1") } else { c.env_remove(var) })
         })
         .map_err(|e| failure(e.class(), e.to_string()))?;
-        (done.report.map(|r| (r.to_json(), r.summary())).ok_or(done.no_report.unwrap_or_default()), done.status)
+        // A file without groups is valid (grouping found none worth making): say so, and why.
+        let id = &groups.identification;
+        let note = match (groups.groups.is_empty(), id.dropped) {
+            (false, _) => String::new(),
+            (true, true) => format!(
+                " {groups_file} holds no groups: `heaplab group` made none, as identifying them would walk about {:.0} stack frames per grouped object (its --max-walk-per-object is {}).",
+                id.walk_per_object, groups.params.max_walk_per_object
+            ),
+            (true, false) => format!(" {groups_file} holds no groups."),
+        };
+        (done.report.map(|r| (r.to_json(), r.summary() + &note)).ok_or(done.no_report.unwrap_or_default()), done.status)
     } else {
         use heaplab_apply::run::run as run_with_layout;
         let layout = a.layout.as_deref().expect("clap requires --layout or --groups");

@@ -14,7 +14,7 @@
 
 use crate::common::{heaplab_in, prog, real_programs, scratch_dir, Heaplab};
 use crate::runtime::{applied, compiled, shared_workloads, streams_and_status_pass_through, trace};
-use heaplab_group::{Group, GroupContext, Groups, Params, Site};
+use heaplab_group::{Group, GroupContext, Groups, Identification, Params, Site};
 use heaplab_trace::context::{basename, ModuleMap};
 use heaplab_trace::reader::Half;
 use heaplab_trace::TraceReader;
@@ -224,6 +224,25 @@ fn lists_a_and_b_share_a_group_c_falls_back() {
     assert_eq!(small_pages["settings"]["huge_pages"], "off", "{small_pages}");
     assert_eq!((&huge["groups"], &huge["fallback"]), (&small_pages["groups"], &small_pages["fallback"]), "{huge}");
     assert!(n(&huge, &["grouped", "bytes"]) > 2 << 20, "past the first 2 MiB: {huge}");
+}
+
+/// What `heaplab group` writes when identification would cost too much: the profile's
+/// contexts, none grouped. The runtime then walks no stack, and the summary says why.
+#[test]
+fn groups_dropped_for_their_cost_send_everything_to_the_fallback_unwalked() {
+    let dir = scratch_dir("group_run", "dropped");
+    let p = lists();
+    let ctxs = contexts(&dir, "lists", 8, &[&p, "500", "3"], &[]);
+    let mut g = Builder::new(0);
+    for c in &ctxs {
+        g.context(c, None);
+    }
+    g.g.identification = Identification { walk_per_object: 100.0, dropped: true };
+    let file = g.write(&dir, "dropped");
+    let v = same_as_plain(&dir, &file, &[&p, "2000", "3", "2"], &[], &[]);
+    assert_eq!((n(&v, &["grouped", "count"]), n(&v, &["identification", "walks"])), (0, 0), "{v}");
+    let r = Heaplab::new(&["run", "--groups", &file, "--", &p, "10", "1", "1"]).dir(&dir).run();
+    assert!(r.code == 0 && r.stderr.contains("holds no groups") && r.stderr.contains("about 100 stack frames per grouped object"), "{}", r.stderr);
 }
 
 #[test]
