@@ -43,9 +43,10 @@ contexts (objects of two contexts accessed within the affinity distance). From i
 otherwise, so a script cannot silently group with another distance). --chunk-size and
 --spare-chunks are recorded for the grouped allocator.
 
-Prints: contexts and how many were kept (and left out for churning), each group (its contexts named by their innermost
-functions, its weight and accesses, its selector), the walk depth, and any context the selectors
-would put in the wrong group (its call sites are all shared with another's).
+Prints: contexts and how many were kept (and left out for churning), each group (its contexts
+named by their innermost functions, its weight and accesses, its selector), the walk depth, the
+estimated frames walked per grouped object, and any context the selectors would put in the
+wrong group (its call sites are all shared with another's).
 
 Examples:
   heaplab access --contexts -o prof.hlaccess -- ./prog small-input
