@@ -247,6 +247,9 @@ struct Part<'a> {
     /// The part's buffers: borrowed (no copy, 48 bytes a buffer saved) when they are the whole
     /// instance in start order, common at scale (a trace, the `nn` and `malloc` generators).
     buffers: Cow<'a, [Buffer]>,
+    /// The part's buffers in order of their ends, from the splitting, for the start-order
+    /// sweep; emptied once the heuristics have run.
+    ends: Vec<u32>,
     max_load: u64,
     /// Proven lower bound on this component's makespan (its max load, or more).
     lower: u64,
@@ -511,16 +514,26 @@ impl<'a> StageClock<'a> {
 fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
     let comps = heaplab_sweep::components(buffers);
     let single = comps.len() == 1;
+    // Each buffer's index in its component, to give the components' end orders in their own
+    // indices; not needed when the one component is the input itself.
+    let mut local: Vec<u32> = Vec::new();
     comps
         .into_iter()
         .map(|c| {
             // A component is its buffers in start order (ties by index), which the algorithms'
             // tie-breaks see; only when that is the input order can the input be borrowed.
-            let (index, bs) = if single && c.buffers.iter().enumerate().all(|(k, &i)| i as usize == k) {
-                (Vec::new(), Cow::Borrowed(buffers))
+            let (index, bs, ends) = if single && c.buffers.iter().enumerate().all(|(k, &i)| i as usize == k) {
+                (Vec::new(), Cow::Borrowed(buffers), c.ends)
             } else {
+                if local.is_empty() {
+                    local = vec![0; buffers.len()];
+                }
+                for (k, &i) in c.buffers.iter().enumerate() {
+                    local[i as usize] = k as u32;
+                }
+                let ends = c.ends.iter().map(|&i| local[i as usize]).collect();
                 let bs: Vec<Buffer> = c.buffers.iter().map(|&i| buffers[i as usize]).collect();
-                (c.buffers, Cow::Owned(bs))
+                (c.buffers, Cow::Owned(bs), ends)
             };
             let max_load = c.max_load;
             // Above the huge size too none: the improvement search from the best placement
@@ -533,6 +546,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 lower: max_load,
                 index,
                 buffers: bs,
+                ends,
                 offsets: Vec::new(),
                 makespan: 0,
                 algorithm: String::new(),
@@ -598,6 +612,8 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
     };
     let target = run.target;
     let run_heuristics = |parts: &mut [Part]| parts.par_iter_mut().enumerate().for_each(|(index, part)| {
+        // For the start-order sweeps only: dropped (4 bytes a buffer) when this returns.
+        let ends = std::mem::take(&mut part.ends);
         // Trivial cases first (also under `Boxing`, whose own prelude would solve them anyway,
         // so that they do not take a share of the boxing time).
         if run.runs(Stage::Trivial) {
@@ -641,10 +657,11 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             || {
                 (first.order != Order::Start).then(|| {
                     let t = Instant::now();
-                    (sweep.run(&part.buffers), t.elapsed().as_secs_f64())
+                    let off = sweep.run_until_with_ends(&part.buffers, &ends, run.deadline);
+                    (off.expect("the start-order sweep always completes"), t.elapsed().as_secs_f64())
                 })
             },
-            || first.run_until(&part.buffers, run.deadline),
+            || first.run_until_with_ends(&part.buffers, &ends, run.deadline),
         );
         let (first, off) = match (off, &stand_in) {
             (Some(off), _) => (*first, off),
@@ -673,7 +690,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                         return Some((h.name(), off.clone(), *secs));
                     }
                     let t = Instant::now();
-                    let off = h.run_until(&part.buffers, heuristics_cutoff)?;
+                    let off = h.run_until_with_ends(&part.buffers, &ends, heuristics_cutoff)?;
                     Some((h.name(), off, t.elapsed().as_secs_f64()))
                 })
                 .collect::<Vec<_>>(),

@@ -64,18 +64,27 @@ impl Heuristic {
     /// is predicted from another's, and the prediction can be far off (best-fit by area on a
     /// traced perl heap: 12 times first-fit by size). The start-order sweep always finishes.
     pub fn run_until(&self, buffers: &[Buffer], deadline: std::time::Instant) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, Some(deadline))
+        self.run_bounded(buffers, None, Some(deadline))
+    }
+
+    /// [`Heuristic::run_until`] given the buffers in order of their ends (`ends`, as splitting
+    /// into components gives them), which the start-order sweep uses instead of sorting.
+    pub fn run_until_with_ends(&self, buffers: &[Buffer], ends: &[u32], deadline: std::time::Instant) -> Option<Vec<u64>> {
+        self.run_bounded(buffers, Some(ends), Some(deadline))
     }
 
     /// Places every buffer; the result is valid by construction. Start order runs as a sweep
     /// ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
-        self.run_bounded(buffers, None).expect("a placement without a deadline always completes")
+        self.run_bounded(buffers, None, None).expect("a placement without a deadline always completes")
     }
 
-    fn run_bounded(&self, buffers: &[Buffer], deadline: Option<std::time::Instant>) -> Option<Vec<u64>> {
+    fn run_bounded(&self, buffers: &[Buffer], ends: Option<&[u32]>, deadline: Option<std::time::Instant>) -> Option<Vec<u64>> {
         if self.order == Order::Start {
-            return Some(crate::online::place_by_start(buffers, self.fit));
+            return Some(match ends {
+                Some(ends) => crate::online::place_by_start_with_ends(buffers, ends, self.fit),
+                None => crate::online::place_by_start(buffers, self.fit),
+            });
         }
         let order = order(buffers, self.order);
         place_in_order_bounded(buffers, &order, self.fit, u64::MAX, deadline)

@@ -20,8 +20,7 @@
 
 use crate::rules::{Fit, Order};
 use heaplab_model::{align_up, Buffer};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The gaps by start address in a treap (split/merge, random priorities), each node knowing the
 /// longest gap in its subtree, so the lowest gap of at least a given length is found in
@@ -388,28 +387,43 @@ impl FreeSpace {
 /// Places `buffers` in [`Order::Start`] order with the given
 /// fit, by sweeping time; the same offsets as the general placer with that order.
 pub fn place_by_start(buffers: &[Buffer], fit: Fit) -> Vec<u64> {
+    place_by_start_with_ends(buffers, &heaplab_sweep::sorted_by(buffers, |b| b.upper), fit)
+}
+
+/// [`place_by_start`] given the buffers in order of their ends (`ends`, every index once; any
+/// order among equal ends), as splitting into components computes it
+/// ([`heaplab_sweep::Component::ends`]): the sweep frees buffers in that order instead of
+/// keeping the live ones in a heap.
+pub fn place_by_start_with_ends(buffers: &[Buffer], ends: &[u32], fit: Fit) -> Vec<u64> {
+    debug_assert_eq!(ends.len(), buffers.len());
     let order = crate::rules::order(buffers, Order::Start);
     let mut free = FreeSpace::new(fit);
-    // (upper, buffer) of placed buffers still live.
-    let mut live: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
     let mut offsets = vec![0u64; buffers.len()];
+    // The next buffer to free. One ending at or before the next start began before it, so it
+    // is placed; one of empty lifetime is never taken (it would be freed before anything else
+    // is placed), so it is not freed either.
+    let mut next_end = 0;
     for &i in &order {
         let b = &buffers[i as usize];
-        while let Some(&Reverse((upper, j))) = live.peek() {
-            if upper > b.lower {
+        while let Some(&j) = ends.get(next_end) {
+            let e = &buffers[j as usize];
+            if e.upper > b.lower {
                 break;
             }
-            live.pop();
-            let o = offsets[j as usize];
-            free.release(o, o + buffers[j as usize].size);
+            next_end += 1;
+            if e.lower < e.upper {
+                let o = offsets[j as usize];
+                free.release(o, o + e.size);
+            }
         }
         let (a, gap) = match fit {
             Fit::First => free.lowest(b.size, b.align_log2),
             Fit::Best => free.tightest(b.size, b.align_log2),
         };
-        free.take(a, b.size, gap);
+        if b.lower < b.upper {
+            free.take(a, b.size, gap);
+        }
         offsets[i as usize] = a;
-        live.push(Reverse((b.upper, i)));
     }
     offsets
 }
