@@ -269,6 +269,10 @@ struct Part<'a> {
     /// by its relative cost); a boxing pass costs at least that and cannot be interrupted
     /// before its squeeze, so under `Auto` boxing is skipped when less time is left.
     first_fit_seconds: f64,
+    /// Measured seconds of the start-order sweep (0 when it did not run): what an O(n log n)
+    /// pass over the part costs, such as building an improvement search's index, which cannot
+    /// be interrupted ([`Policy::improve_min_sweeps`]).
+    sweep_seconds: f64,
     /// The critical windows already ran on this part (beside the heuristics), and the windows
     /// stage leaves it alone.
     windowed: bool,
@@ -555,6 +559,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 runners_up: Vec::new(),
                 keep_runners_up,
                 first_fit_seconds: 0.0,
+                sweep_seconds: 0.0,
                 windowed: false,
                 validating: 0.0,
                 validate_at_end: huge,
@@ -670,6 +675,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         };
         let unit = t.elapsed();
         part.first_fit_seconds = unit.as_secs_f64() / first.relative_cost();
+        part.sweep_seconds = stand_in.as_ref().map_or(unit.as_secs_f64(), |s| s.1);
         let first_fit_seconds = part.first_fit_seconds;
         let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
         post(index, top);
@@ -961,7 +967,8 @@ fn flat_stage(run: &Run, parts: &mut [Part]) {
     for (k, &i) in queue.iter().enumerate() {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
-        if part.makespan < settled || !crate::flat::is_flat(&part.buffers, part.max_load) {
+        // Whether it is flat is a sweep of the part: not asked once the stage's time is up.
+        if part.makespan < settled || Instant::now() >= stage_end || !crate::flat::is_flat(&part.buffers, part.max_load) {
             continue;
         }
         // An equal share of the stage for this component and each after it in the queue.
@@ -1054,7 +1061,11 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
     for &i in &queue {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
-        if part.makespan < settled || Instant::now() >= until || run.cancelled() {
+        // A search first builds its index of the part, which cannot be interrupted and costs
+        // about a start-order sweep: one that would have little time left to search after it
+        // does not start (at 10^7 buffers it ran the limit over by the time of the build).
+        let left = until.saturating_duration_since(Instant::now()).as_secs_f64();
+        if part.makespan < settled || left <= run.opts.policy.improve_min_sweeps * part.sweep_seconds || run.cancelled() {
             continue;
         }
         let aim = target.max(part.lower);

@@ -177,7 +177,20 @@ fn place_with(
 
 /// The trivial case of no two buffers conflicting, solved optimally: everything at offset 0.
 pub fn solve_conflict_free(buffers: &[Buffer]) -> Option<Vec<u64>> {
-    (heaplab_sweep::max_live(buffers) <= 1).then(|| vec![0; buffers.len()])
+    // In start order (as a component's buffers are) one pass decides, and stops at the first
+    // buffer that starts before an earlier one ends (at once on most instances; sorting for
+    // the sweep took 0.3 s at 10^7 buffers); otherwise the sweep.
+    let mut end = 0;
+    for (k, b) in buffers.iter().enumerate() {
+        if k > 0 && b.lower < buffers[k - 1].lower {
+            return (heaplab_sweep::max_live(buffers) <= 1).then(|| vec![0; buffers.len()]);
+        }
+        if b.lower < end {
+            return None;
+        }
+        end = end.max(b.upper);
+    }
+    Some(vec![0; buffers.len()])
 }
 
 /// The trivial case of equal sizes (every alignment dividing that size), solved optimally: interval
@@ -606,5 +619,29 @@ mod tests {
         let bs: Vec<Buffer> = (0..10u64).map(|i| Buffer::new(i, i, i + 1, 5 + i)).collect();
         assert_eq!(solve_conflict_free(&bs).unwrap(), vec![0; 10]);
         assert!(solve_conflict_free(&[Buffer::new(0, 0, 2, 1), Buffer::new(1, 1, 3, 1)]).is_none());
+    }
+
+    /// Whether an instance is conflict free, decided by one pass in start order or the sweep
+    /// otherwise, is what the count of buffers live at once says.
+    #[test]
+    fn conflict_free_is_at_most_one_live() {
+        let mut rng = crate::rng::Rng::new(9);
+        for round in 0..400u64 {
+            let n = (round % 12) as usize;
+            let mut bs: Vec<Buffer> = (0..n as u64)
+                .map(|i| {
+                    let lo = rng.next_u64() % (4 * n as u64 + 1);
+                    Buffer::new(i, lo, lo + 1 + rng.next_u64() % (1 + round % 4), 8)
+                })
+                .collect();
+            if round % 2 == 0 {
+                bs.sort_by_key(|b| b.lower);
+            }
+            let want = heaplab_sweep::max_live(&bs) <= 1;
+            assert_eq!(solve_conflict_free(&bs).is_some(), want, "round {round}");
+            if want {
+                assert!(validate(&bs, &solve_conflict_free(&bs).unwrap()).is_valid());
+            }
+        }
     }
 }
