@@ -330,7 +330,12 @@ impl FreeSpace {
 /// Places `buffers` in [`Order::Start`] order with the given
 /// fit, by sweeping time; the same offsets as the general placer with that order.
 pub fn place_by_start(buffers: &[Buffer], fit: Fit) -> Vec<u64> {
-    place_by_start_with_ends(buffers, &heaplab_sweep::sorted_by(buffers, |b| b.upper), fit)
+    // Sorted on this thread: callers run it inside parallel stages (a window's fill), where a
+    // parallel sort could make this thread wait on, or take up, the other core's work.
+    let mut keyed: Vec<(u64, u32)> = buffers.iter().enumerate().map(|(i, b)| (b.upper, i as u32)).collect();
+    keyed.sort_unstable();
+    let ends: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
+    place_by_start_with_ends(buffers, &ends, fit)
 }
 
 /// [`place_by_start`] given the buffers in order of their ends (`ends`, every index once; any
