@@ -247,6 +247,9 @@ struct Part<'a> {
     /// The part's buffers: borrowed (no copy, 48 bytes a buffer saved) when they are the whole
     /// instance in start order, common at scale (a trace, the `nn` and `malloc` generators).
     buffers: Cow<'a, [Buffer]>,
+    /// The part's buffers in order of their ends, from the splitting, for the start-order
+    /// sweep; emptied once the heuristics have run.
+    ends: Vec<u32>,
     max_load: u64,
     /// Proven lower bound on this component's makespan (its max load, or more).
     lower: u64,
@@ -266,6 +269,10 @@ struct Part<'a> {
     /// by its relative cost); a boxing pass costs at least that and cannot be interrupted
     /// before its squeeze, so under `Auto` boxing is skipped when less time is left.
     first_fit_seconds: f64,
+    /// Measured seconds of the start-order sweep (0 when it did not run): what an O(n log n)
+    /// pass over the part costs, such as building an improvement search's index, which cannot
+    /// be interrupted ([`Policy::improve_min_sweeps`]).
+    sweep_seconds: f64,
     /// The critical windows already ran on this part (beside the heuristics), and the windows
     /// stage leaves it alone.
     windowed: bool,
@@ -318,16 +325,14 @@ pub fn plan_in_place(buffers: &mut [Buffer], opts: &PlanOptions, progress: Optio
     if buffers.is_sorted_by_key(|b| b.lower) || buffers.len() > u32::MAX as usize {
         return plan(buffers, opts, progress);
     }
-    // Start order, ties by index: the order `split` gives a component's buffers. Sorted as
-    // pairs, several times faster than looking each key up.
-    let mut keyed: Vec<(u64, u32)> = buffers.iter().enumerate().map(|(i, b)| (b.lower, i as u32)).collect();
-    keyed.sort_unstable();
-    let order: Vec<u32> = keyed.iter().map(|&(_, i)| i).collect();
-    drop(keyed);
+    // Start order, ties by index: the order `split` gives a component's buffers (the sort
+    // the splitting does, on both cores; the keys are distinct, so the order is the same on
+    // any number of threads).
+    let order = heaplab_sweep::sorted_by(buffers, |b| b.lower);
     // Reordered through a copy made and dropped before planning starts (and another after it
     // ends), outside its peak: in place, by following cycles, each move waits for the last
     // one's cache miss (several times slower at 10^7 buffers).
-    let sorted: Vec<Buffer> = order.iter().map(|&i| buffers[i as usize]).collect();
+    let sorted: Vec<Buffer> = order.par_iter().map(|&i| buffers[i as usize]).collect();
     buffers.copy_from_slice(&sorted);
     drop(sorted);
     let sorted = InStartOrder { buffers, order };
@@ -511,16 +516,26 @@ impl<'a> StageClock<'a> {
 fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
     let comps = heaplab_sweep::components(buffers);
     let single = comps.len() == 1;
+    // Each buffer's index in its component, to give the components' end orders in their own
+    // indices; not needed when the one component is the input itself.
+    let mut local: Vec<u32> = Vec::new();
     comps
         .into_iter()
         .map(|c| {
             // A component is its buffers in start order (ties by index), which the algorithms'
             // tie-breaks see; only when that is the input order can the input be borrowed.
-            let (index, bs) = if single && c.buffers.iter().enumerate().all(|(k, &i)| i as usize == k) {
-                (Vec::new(), Cow::Borrowed(buffers))
+            let (index, bs, ends) = if single && c.buffers.iter().enumerate().all(|(k, &i)| i as usize == k) {
+                (Vec::new(), Cow::Borrowed(buffers), c.ends)
             } else {
+                if local.is_empty() {
+                    local = vec![0; buffers.len()];
+                }
+                for (k, &i) in c.buffers.iter().enumerate() {
+                    local[i as usize] = k as u32;
+                }
+                let ends = c.ends.iter().map(|&i| local[i as usize]).collect();
                 let bs: Vec<Buffer> = c.buffers.iter().map(|&i| buffers[i as usize]).collect();
-                (c.buffers, Cow::Owned(bs))
+                (c.buffers, Cow::Owned(bs), ends)
             };
             let max_load = c.max_load;
             // Above the huge size too none: the improvement search from the best placement
@@ -533,6 +548,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 lower: max_load,
                 index,
                 buffers: bs,
+                ends,
                 offsets: Vec::new(),
                 makespan: 0,
                 algorithm: String::new(),
@@ -541,6 +557,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 runners_up: Vec::new(),
                 keep_runners_up,
                 first_fit_seconds: 0.0,
+                sweep_seconds: 0.0,
                 windowed: false,
                 validating: 0.0,
                 validate_at_end: huge,
@@ -598,6 +615,8 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
     };
     let target = run.target;
     let run_heuristics = |parts: &mut [Part]| parts.par_iter_mut().enumerate().for_each(|(index, part)| {
+        // For the start-order sweeps only: dropped (4 bytes a buffer) when this returns.
+        let ends = std::mem::take(&mut part.ends);
         // Trivial cases first (also under `Boxing`, whose own prelude would solve them anyway,
         // so that they do not take a share of the boxing time).
         if run.runs(Stage::Trivial) {
@@ -641,10 +660,11 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             || {
                 (first.order != Order::Start).then(|| {
                     let t = Instant::now();
-                    (sweep.run(&part.buffers), t.elapsed().as_secs_f64())
+                    let off = sweep.run_until_with_ends(&part.buffers, &ends, run.deadline);
+                    (off.expect("the start-order sweep always completes"), t.elapsed().as_secs_f64())
                 })
             },
-            || first.run_until(&part.buffers, run.deadline),
+            || first.run_until_with_ends(&part.buffers, &ends, run.deadline),
         );
         let (first, off) = match (off, &stand_in) {
             (Some(off), _) => (*first, off),
@@ -653,6 +673,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         };
         let unit = t.elapsed();
         part.first_fit_seconds = unit.as_secs_f64() / first.relative_cost();
+        part.sweep_seconds = stand_in.as_ref().map_or(unit.as_secs_f64(), |s| s.1);
         let first_fit_seconds = part.first_fit_seconds;
         let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
         post(index, top);
@@ -673,7 +694,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                         return Some((h.name(), off.clone(), *secs));
                     }
                     let t = Instant::now();
-                    let off = h.run_until(&part.buffers, heuristics_cutoff)?;
+                    let off = h.run_until_with_ends(&part.buffers, &ends, heuristics_cutoff)?;
                     Some((h.name(), off, t.elapsed().as_secs_f64()))
                 })
                 .collect::<Vec<_>>(),
@@ -944,7 +965,8 @@ fn flat_stage(run: &Run, parts: &mut [Part]) {
     for (k, &i) in queue.iter().enumerate() {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
-        if part.makespan < settled || !crate::flat::is_flat(&part.buffers, part.max_load) {
+        // Whether it is flat is a sweep of the part: not asked once the stage's time is up.
+        if part.makespan < settled || Instant::now() >= stage_end || !crate::flat::is_flat(&part.buffers, part.max_load) {
             continue;
         }
         // An equal share of the stage for this component and each after it in the queue.
@@ -1037,7 +1059,11 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
     for &i in &queue {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
-        if part.makespan < settled || Instant::now() >= until || run.cancelled() {
+        // A search first builds its index of the part, which cannot be interrupted and costs
+        // about a start-order sweep: one that would have little time left to search after it
+        // does not start (at 10^7 buffers it ran the limit over by the time of the build).
+        let left = until.saturating_duration_since(Instant::now()).as_secs_f64();
+        if part.makespan < settled || left <= run.opts.policy.improve_min_sweeps * part.sweep_seconds || run.cancelled() {
             continue;
         }
         let aim = target.max(part.lower);

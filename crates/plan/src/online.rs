@@ -10,272 +10,214 @@
 //! neighbouring gaps). The offsets are exactly those of
 //! [`place_in_order`](crate::heuristics::place_in_order) with [`Order::Start`]
 //! (the oracle test says so), in O(n log n); memory is O(max live buffers) beyond the output.
-//! First fit finds the lowest gap that holds a buffer in a treap of the gaps by address whose
-//! nodes know the longest gap below them: a plain scan of the gaps in address order was linear
-//! per buffer on real heaps (a traced python3 run of 4.5M blocks: 98 s, 1.2 s with the treap).
-//! The treap alone holds first fit's gaps, and a gap the sweep shrinks, grows or moves between
-//! the same neighbours is changed in place, walking back up the path of the search that found
-//! it: most buffers cost one search and one walk instead of several splits and merges (the
-//! sweep at 10^7 random buffers took three times as long that way).
+//! First fit finds the lowest gap that holds a buffer in a [`GapList`]: the gaps by address in
+//! blocks that know their longest gap, so whole blocks are skipped (a plain scan of every gap
+//! was linear per buffer on real heaps: a traced python3 run of 4.5M blocks took 98 s). A gap
+//! the sweep shrinks, grows or moves between the same neighbours is changed in place, where
+//! the search that found it left it.
 
 use crate::rules::{Fit, Order};
 use heaplab_model::{align_up, Buffer};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// The gaps by start address in a treap (split/merge, random priorities), each node knowing the
-/// longest gap in its subtree, so the lowest gap of at least a given length is found in
-/// O(log n) expected: subtrees with no gap that long are skipped whole.
-struct GapTree {
-    /// Node 0 is the empty tree.
-    nodes: Vec<GapNode>,
-    /// Freed node slots.
-    spare: Vec<u32>,
-    root: u32,
-    /// Priorities (fixed seed: the shape never changes the answers).
-    rng: crate::rng::Rng,
-    /// The root-to-node path of the last search ([`GapTree::lowest`], [`GapTree::around`]),
-    /// and the depths on it of the gaps it returned: the sweep reshapes a gap it has just
-    /// found, and walking back up this path spares a second descent.
-    path: Vec<u32>,
-    found: [usize; 2],
+/// Most gaps a block of a [`GapList`] holds; a fuller one splits in two halves.
+const BLOCK: usize = 64;
+
+/// The gaps by start address, in blocks of at most [`BLOCK`] consecutive gaps, with each
+/// block's first start and longest gap in arrays of their own: the lowest gap of at least a
+/// given length is the first block whose longest gap is that long, found by a scan of one
+/// contiguous array, then a scan of that block; a gap is found by address by two binary
+/// searches. Everything it touches is contiguous, where a search tree chases a pointer at
+/// every level.
+struct GapList {
+    /// The blocks in address order, each its gaps `(start, end)` in address order, never empty.
+    blocks: Vec<Vec<Gap>>,
+    /// Per block: the start of its first gap.
+    first: Vec<u64>,
+    /// Per block: its longest gap.
+    longest: Vec<u64>,
+    /// Where the last searches ([`GapList::lowest`], [`GapList::around`]) found gaps, as
+    /// (block, position): the sweep reshapes a gap it has just found, and looking there first
+    /// spares a search. Cleared when gaps are added or removed (positions move).
+    found: [(usize, usize); 2],
 }
 
 /// A free range `(start, end)`.
 type Gap = (u64, u64);
 
-#[derive(Clone, Copy, Default)]
-struct GapNode {
-    start: u64,
-    end: u64,
-    /// Longest gap in this subtree.
-    max_len: u64,
-    prio: u64,
-    left: u32,
-    right: u32,
-}
+/// No position ([`GapList::found`]).
+const NOWHERE: (usize, usize) = (usize::MAX, usize::MAX);
 
-impl GapTree {
+impl GapList {
     fn new() -> Self {
-        GapTree {
-            nodes: vec![GapNode::default()],
-            spare: Vec::new(),
-            root: 0,
-            rng: crate::rng::Rng::new(0x9e37_79b9_7f4a_7c15),
-            path: Vec::new(),
-            found: [usize::MAX; 2],
-        }
+        GapList { blocks: Vec::new(), first: Vec::new(), longest: Vec::new(), found: [NOWHERE; 2] }
     }
 
-    fn fix(&mut self, t: u32) {
-        let n = self.nodes[t as usize];
-        let m = (n.end - n.start).max(self.nodes[n.left as usize].max_len).max(self.nodes[n.right as usize].max_len);
-        self.nodes[t as usize].max_len = m;
+    fn refresh(&mut self, bi: usize) {
+        let block = &self.blocks[bi];
+        self.first[bi] = block[0].0;
+        self.longest[bi] = block.iter().map(|&(s, e)| e - s).max().unwrap_or(0);
     }
 
-    /// Splits `t` into the gaps starting before `key` and the others.
-    fn split(&mut self, t: u32, key: u64) -> (u32, u32) {
-        if t == 0 {
-            return (0, 0);
-        }
-        if self.nodes[t as usize].start < key {
-            let (a, b) = self.split(self.nodes[t as usize].right, key);
-            self.nodes[t as usize].right = a;
-            self.fix(t);
-            (t, b)
-        } else {
-            let (a, b) = self.split(self.nodes[t as usize].left, key);
-            self.nodes[t as usize].left = b;
-            self.fix(t);
-            (a, t)
-        }
+    /// The block that holds or would hold a gap starting at `key`: the last whose first start
+    /// is at most `key`, else the first.
+    fn block_of(&self, key: u64) -> usize {
+        self.first.partition_point(|&f| f <= key).saturating_sub(1)
     }
 
-    /// Joins two treaps, every gap of `a` below every gap of `b`.
-    fn merge(&mut self, a: u32, b: u32) -> u32 {
-        if a == 0 || b == 0 {
-            return a | b;
+    /// Where the gap starting at `start` (which exists) is.
+    fn locate(&self, start: u64) -> (usize, usize) {
+        for &(bi, k) in &self.found {
+            if self.blocks.get(bi).and_then(|b| b.get(k)).is_some_and(|g| g.0 == start) {
+                return (bi, k);
+            }
         }
-        if self.nodes[a as usize].prio > self.nodes[b as usize].prio {
-            let r = self.merge(self.nodes[a as usize].right, b);
-            self.nodes[a as usize].right = r;
-            self.fix(a);
-            a
-        } else {
-            let l = self.merge(a, self.nodes[b as usize].left);
-            self.nodes[b as usize].left = l;
-            self.fix(b);
-            b
-        }
+        let bi = self.block_of(start);
+        let k = self.blocks[bi].partition_point(|g| g.0 < start);
+        debug_assert!(self.blocks[bi][k].0 == start, "no gap starts at {start}");
+        (bi, k)
     }
 
-    /// Adds the gap `[start, end)`: a descent to where its priority puts it, and a split of
-    /// the subtree there (no whole-tree split and merges).
+    /// Adds the gap `[start, end)`, which overlaps none.
     fn insert(&mut self, start: u64, end: u64) {
-        let node = GapNode { start, end, max_len: end - start, prio: self.rng.next_u64(), left: 0, right: 0 };
-        let id = match self.spare.pop() {
-            Some(id) => {
-                self.nodes[id as usize] = node;
-                id
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        };
-        self.found = [usize::MAX; 2];
-        self.root = self.insert_at(self.root, id);
-    }
-
-    fn insert_at(&mut self, t: u32, id: u32) -> u32 {
-        if t == 0 {
-            return id;
+        self.found = [NOWHERE; 2];
+        if self.blocks.is_empty() {
+            self.blocks.push(vec![(start, end)]);
+            self.first.push(start);
+            self.longest.push(end - start);
+            return;
         }
-        let key = self.nodes[id as usize].start;
-        if self.nodes[id as usize].prio > self.nodes[t as usize].prio {
-            let (a, b) = self.split(t, key);
-            self.nodes[id as usize].left = a;
-            self.nodes[id as usize].right = b;
-            self.fix(id);
-            return id;
-        }
-        if key < self.nodes[t as usize].start {
-            let l = self.insert_at(self.nodes[t as usize].left, id);
-            self.nodes[t as usize].left = l;
+        let bi = self.block_of(start);
+        let block = &mut self.blocks[bi];
+        let k = block.partition_point(|g| g.0 < start);
+        block.insert(k, (start, end));
+        if block.len() > BLOCK {
+            let rest = block.split_off(BLOCK / 2);
+            self.blocks.insert(bi + 1, rest);
+            self.first.insert(bi + 1, 0);
+            self.longest.insert(bi + 1, 0);
+            self.refresh(bi);
+            self.refresh(bi + 1);
         } else {
-            let r = self.insert_at(self.nodes[t as usize].right, id);
-            self.nodes[t as usize].right = r;
+            self.first[bi] = self.first[bi].min(start);
+            self.longest[bi] = self.longest[bi].max(end - start);
         }
-        self.fix(t);
-        t
     }
 
-    /// Removes the gap starting at `start` (which exists): its children merged in its place.
+    /// Removes the gap starting at `start` (which exists). A block left with under a quarter
+    /// of [`BLOCK`] gaps joins its next one where both fit in one, so the blocks stay full
+    /// enough for the scans.
     fn remove(&mut self, start: u64) {
-        self.found = [usize::MAX; 2];
-        self.root = self.remove_at(self.root, start);
-    }
-
-    fn remove_at(&mut self, t: u32, start: u64) -> u32 {
-        debug_assert!(t != 0, "removing a gap that is not there");
-        let n = self.nodes[t as usize];
-        if n.start == start {
-            self.spare.push(t);
-            return self.merge(n.left, n.right);
+        let (bi, k) = self.locate(start);
+        self.found = [NOWHERE; 2];
+        let (s, e) = self.blocks[bi].remove(k);
+        let len = self.blocks[bi].len();
+        if len == 0 {
+            self.blocks.remove(bi);
+            self.first.remove(bi);
+            self.longest.remove(bi);
+            return;
         }
-        if start < n.start {
-            let l = self.remove_at(n.left, start);
-            self.nodes[t as usize].left = l;
-        } else {
-            let r = self.remove_at(n.right, start);
-            self.nodes[t as usize].right = r;
+        if len < BLOCK / 4 {
+            let next = if bi + 1 < self.blocks.len() { Some(bi + 1) } else { bi.checked_sub(1) };
+            if let Some(other) = next.filter(|&o| self.blocks[o].len() + len <= BLOCK) {
+                let (lo, hi) = (bi.min(other), bi.max(other));
+                let moved = self.blocks.remove(hi);
+                self.first.remove(hi);
+                self.longest.remove(hi);
+                self.blocks[lo].extend(moved);
+                self.refresh(lo);
+                return;
+            }
         }
-        self.fix(t);
-        t
+        if k == 0 || e - s == self.longest[bi] {
+            self.refresh(bi);
+        }
     }
 
     /// Changes the gap starting at `start` (which exists) to `[new_start, new_end)`, which
-    /// must keep its place in address order (it lies between its neighbours): one descent,
-    /// the subtree maxima fixed on the way back.
+    /// must keep its place in address order (it lies between its neighbours).
     fn reshape(&mut self, start: u64, new_start: u64, new_end: u64) {
-        let depth = match self.found.iter().copied().find(|&d| d < self.path.len() && self.nodes[self.path[d] as usize].start == start) {
-            Some(d) => d,
-            None => {
-                self.path.clear();
-                let mut t = self.root;
-                while self.nodes[t as usize].start != start {
-                    debug_assert!(t != 0, "reshaping a gap that is not there");
-                    self.path.push(t);
-                    let n = &self.nodes[t as usize];
-                    t = if start < n.start { n.left } else { n.right };
-                }
-                self.path.push(t);
-                self.path.len() - 1
-            }
-        };
-        let t = self.path[depth] as usize;
-        self.nodes[t].start = new_start;
-        self.nodes[t].end = new_end;
-        for k in (0..=depth).rev() {
-            self.fix(self.path[k]);
+        let (bi, k) = self.locate(start);
+        let old = std::mem::replace(&mut self.blocks[bi][k], (new_start, new_end));
+        let len = new_end - new_start;
+        if k == 0 {
+            self.first[bi] = new_start;
+        }
+        if len >= self.longest[bi] {
+            self.longest[bi] = len;
+        } else if old.1 - old.0 == self.longest[bi] {
+            self.refresh(bi);
         }
     }
 
     /// The gaps around `key` (which starts none): the one with the greatest start below it and
-    /// the one with the least start above it, as `(start, end)`, in one descent.
+    /// the one with the least start above it, as `(start, end)`.
     fn around(&mut self, key: u64) -> (Option<Gap>, Option<Gap>) {
-        let (mut t, mut below, mut above) = (self.root, None, None);
-        self.path.clear();
-        self.found = [usize::MAX; 2];
-        while t != 0 {
-            let n = &self.nodes[t as usize];
-            self.path.push(t);
-            if n.start < key {
-                below = Some((n.start, n.end));
-                self.found[0] = self.path.len() - 1;
-                t = n.right;
-            } else {
-                above = Some((n.start, n.end));
-                self.found[1] = self.path.len() - 1;
-                t = n.left;
+        self.found = [NOWHERE; 2];
+        let p = self.first.partition_point(|&f| f < key);
+        if p == 0 {
+            let above = self.blocks.first().map(|b| b[0]);
+            if above.is_some() {
+                self.found[1] = (0, 0);
             }
+            return (None, above);
         }
-        (below, above)
+        let bi = p - 1;
+        let block = &self.blocks[bi];
+        let k = block.partition_point(|g| g.0 < key);
+        let below = block[k - 1];
+        self.found[0] = (bi, k - 1);
+        let above = if k < block.len() {
+            self.found[1] = (bi, k);
+            Some(block[k])
+        } else if p < self.blocks.len() {
+            self.found[1] = (p, 0);
+            Some(self.blocks[p][0])
+        } else {
+            None
+        };
+        (Some(below), above)
     }
 
-    /// [`GapTree::lowest_in`] from the root, remembering the path to the gap found.
+    /// Lowest aligned offset in a gap where `size` bytes fit, with that gap's start and end.
     fn lowest(&mut self, size: u64, align_log2: u8) -> Option<(u64, u64, u64)> {
-        self.path.clear();
-        self.found = [usize::MAX; 2];
-        let r = self.lowest_in(self.root, size, align_log2);
-        if r.is_some() {
-            self.found[0] = self.path.len() - 1;
-        }
-        r
-    }
-
-    /// Lowest aligned offset in a gap of the subtree `t` where `size` bytes fit, with that
-    /// gap's start and end; the path to it is left on `path`.
-    fn lowest_in(&mut self, t: u32, size: u64, align_log2: u8) -> Option<(u64, u64, u64)> {
-        let n = self.nodes[t as usize];
-        if t == 0 || n.max_len < size {
-            return None;
-        }
-        self.path.push(t);
-        if let Some(a) = self.lowest_in(n.left, size, align_log2) {
-            return Some(a);
-        }
-        if n.end - n.start >= size {
-            let a = align_up(n.start, align_log2).unwrap_or(u64::MAX);
-            if a.saturating_add(size) <= n.end {
-                return Some((a, n.start, n.end));
+        self.found = [NOWHERE; 2];
+        let mut from = 0;
+        while let Some(d) = self.longest[from..].iter().position(|&l| l >= size) {
+            let bi = from + d;
+            for (k, &(s, e)) in self.blocks[bi].iter().enumerate() {
+                if e - s >= size {
+                    let a = align_up(s, align_log2).unwrap_or(u64::MAX);
+                    if a.saturating_add(size) <= e {
+                        self.found[0] = (bi, k);
+                        return Some((a, s, e));
+                    }
+                }
             }
+            from = bi + 1;
         }
-        if let Some(a) = self.lowest_in(n.right, size, align_log2) {
-            return Some(a);
-        }
-        self.path.pop();
         None
     }
 }
 
 /// Free address space while the sweep runs: bounded gaps and everything from `top` up. First
-/// fit keeps the gaps in the treap alone (it answers the neighbour queries too); best fit in
+/// fit keeps the gaps in a [`GapList`] alone (it answers the neighbour queries too); best fit in
 /// a map by address and a set by length.
 struct FreeSpace {
     /// Gap start → gap end, for the maximal free ranges below `top` (best fit).
     gaps: BTreeMap<u64, u64>,
     /// The same gaps as (length, start) (best fit).
     by_len: BTreeSet<(u64, u64)>,
-    /// The gaps by address with subtree maxima (first fit).
-    tree: Option<GapTree>,
+    /// The gaps by address with the longest per block (first fit).
+    tree: Option<GapList>,
     /// Everything at or above `top` is free.
     top: u64,
 }
 
 impl FreeSpace {
     fn new(fit: Fit) -> Self {
-        FreeSpace { gaps: BTreeMap::new(), by_len: BTreeSet::new(), tree: (fit == Fit::First).then(GapTree::new), top: 0 }
+        FreeSpace { gaps: BTreeMap::new(), by_len: BTreeSet::new(), tree: (fit == Fit::First).then(GapList::new), top: 0 }
     }
 
     fn add_gap(&mut self, start: u64, end: u64) {
@@ -324,7 +266,7 @@ impl FreeSpace {
     /// Lowest aligned offset where `size` bytes are free, with the gap it lies in (none: on
     /// top).
     fn lowest(&mut self, size: u64, align_log2: u8) -> (u64, Option<(u64, u64)>) {
-        let tree = self.tree.as_mut().expect("first fit keeps the gap tree");
+        let tree = self.tree.as_mut().expect("first fit keeps the gap list");
         match tree.lowest(size, align_log2) {
             Some((a, s, e)) => (a, Some((s, e))),
             None => (align_up(self.top, align_log2).unwrap_or(u64::MAX), None),
@@ -388,28 +330,48 @@ impl FreeSpace {
 /// Places `buffers` in [`Order::Start`] order with the given
 /// fit, by sweeping time; the same offsets as the general placer with that order.
 pub fn place_by_start(buffers: &[Buffer], fit: Fit) -> Vec<u64> {
+    // Sorted on this thread: callers run it inside parallel stages (a window's fill), where a
+    // parallel sort could make this thread wait on, or take up, the other core's work.
+    let mut keyed: Vec<(u64, u32)> = buffers.iter().enumerate().map(|(i, b)| (b.upper, i as u32)).collect();
+    keyed.sort_unstable();
+    let ends: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
+    place_by_start_with_ends(buffers, &ends, fit)
+}
+
+/// [`place_by_start`] given the buffers in order of their ends (`ends`, every index once; any
+/// order among equal ends), as splitting into components computes it
+/// ([`heaplab_sweep::Component::ends`]): the sweep frees buffers in that order instead of
+/// keeping the live ones in a heap.
+pub fn place_by_start_with_ends(buffers: &[Buffer], ends: &[u32], fit: Fit) -> Vec<u64> {
+    debug_assert_eq!(ends.len(), buffers.len());
     let order = crate::rules::order(buffers, Order::Start);
     let mut free = FreeSpace::new(fit);
-    // (upper, buffer) of placed buffers still live.
-    let mut live: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
     let mut offsets = vec![0u64; buffers.len()];
+    // The next buffer to free. One ending at or before the next start began before it, so it
+    // is placed; one of empty lifetime is never taken (it would be freed before anything else
+    // is placed), so it is not freed either.
+    let mut next_end = 0;
     for &i in &order {
         let b = &buffers[i as usize];
-        while let Some(&Reverse((upper, j))) = live.peek() {
-            if upper > b.lower {
+        while let Some(&j) = ends.get(next_end) {
+            let e = &buffers[j as usize];
+            if e.upper > b.lower {
                 break;
             }
-            live.pop();
-            let o = offsets[j as usize];
-            free.release(o, o + buffers[j as usize].size);
+            next_end += 1;
+            if e.lower < e.upper {
+                let o = offsets[j as usize];
+                free.release(o, o + e.size);
+            }
         }
         let (a, gap) = match fit {
             Fit::First => free.lowest(b.size, b.align_log2),
             Fit::Best => free.tightest(b.size, b.align_log2),
         };
-        free.take(a, b.size, gap);
+        if b.lower < b.upper {
+            free.take(a, b.size, gap);
+        }
         offsets[i as usize] = a;
-        live.push(Reverse((b.upper, i)));
     }
     offsets
 }
@@ -419,7 +381,7 @@ mod tests {
     use super::*;
     use crate::heuristics::place_in_order;
 
-    /// Many live buffers at once, so the gap treap grows deep and every case of taking and
+    /// Many live buffers at once, so the gap list splits and joins blocks and every case of taking and
     /// releasing (inside a gap, at its ends, on top, merging with one or both neighbours) occurs:
     /// the sweep gives exactly the general placer's offsets (oracle-tested against brute force),
     /// and every placement passes the validator.
@@ -448,6 +410,60 @@ mod tests {
                 let got = place_by_start(&bs, fit);
                 assert!(heaplab_sweep::validate(&bs, &got).is_valid(), "round {round} {fit:?}");
                 assert_eq!(got, place_in_order(&bs, &ord, fit), "round {round} {fit:?}");
+            }
+        }
+    }
+
+    /// The gap list against a plain ordered map, over random additions, removals and reshapes
+    /// of up to a few thousand gaps (so blocks split, empty and join): the same lowest fits
+    /// (with alignment) and the same neighbours.
+    #[test]
+    fn gap_list_answers_as_an_ordered_map() {
+        let mut rng = crate::rng::Rng::new(23);
+        for round in 0..12u64 {
+            let (mut list, mut map) = (GapList::new(), BTreeMap::<u64, u64>::new());
+            let cap = [10, 70, 300, 3000][round as usize % 4];
+            for step in 0..20_000u64 {
+                // Gaps live on a grid of slots 1,000 apart, each within its slot.
+                let slot = rng.next_u64() % (cap * 2) * 1000;
+                let grow = step % 5000 < 3000;
+                match map.get(&slot).copied() {
+                    None if grow || map.is_empty() => {
+                        let end = slot + 1 + rng.next_u64() % 999;
+                        list.insert(slot, end);
+                        map.insert(slot, end);
+                    }
+                    Some(_) if rng.next_u64().is_multiple_of(3) => {
+                        let (ns, ne) = (slot + rng.next_u64() % 10, slot + 10 + rng.next_u64() % 990);
+                        list.reshape(slot, ns, ne);
+                        map.remove(&slot);
+                        map.insert(ns, ne);
+                        // Back to the grid, so later slots find it.
+                        list.reshape(ns, slot, ne);
+                        map.remove(&ns);
+                        map.insert(slot, ne);
+                    }
+                    Some(_) => {
+                        list.remove(slot);
+                        map.remove(&slot);
+                    }
+                    None => {}
+                }
+                let size = 1 + rng.next_u64() % 1000;
+                let align = (rng.next_u64() % 4) as u8;
+                let want = map.iter().find_map(|(&s, &e)| {
+                    let a = align_up(s, align).unwrap();
+                    (a + size <= e).then_some((a, s, e))
+                });
+                assert_eq!(list.lowest(size, align), want, "round {round} step {step}");
+                let key = rng.next_u64() % (cap * 2) * 1000 + 500;
+                let want = (map.range(..key).next_back().map(|(&s, &e)| (s, e)), map.range(key..).next().map(|(&s, &e)| (s, e)));
+                assert_eq!(list.around(key), want, "round {round} step {step}");
+                assert_eq!(list.blocks.iter().map(Vec::len).sum::<usize>(), map.len());
+                for (bi, b) in list.blocks.iter().enumerate() {
+                    assert!(!b.is_empty() && b.len() <= BLOCK);
+                    assert_eq!((list.first[bi], list.longest[bi]), (b[0].0, b.iter().map(|g| g.1 - g.0).max().unwrap()));
+                }
             }
         }
     }

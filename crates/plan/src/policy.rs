@@ -194,6 +194,11 @@ pub struct Policy {
     /// Share of the time left [`Stage::Improve`] gets otherwise. Default 0.33: boxing passes are
     /// long there, and [`Stage::Polish`] improves boxing's result anyway.
     pub improve_share_large: f64,
+    /// [`Stage::Improve`] (and [`Stage::Polish`]) start on a component only with more time
+    /// left than this many times its start-order sweep took: a search first builds its index
+    /// of the component, about as costly as the sweep and not interruptible. Default 2: at
+    /// least as long to search as to build.
+    pub improve_min_sweeps: f64,
     /// Share of the time left [`Stage::Boxing`] gets; the rest is kept for [`Stage::Polish`].
     /// Default 0.8.
     pub boxing_share: f64,
@@ -239,6 +244,7 @@ impl Default for Policy {
             exact_tie_share: 0.6,
             improve_share_small: 0.5,
             improve_share_large: 0.33,
+            improve_min_sweeps: 2.0,
             boxing_share: 0.8,
             boxing_component_share: 0.6,
         }
@@ -292,7 +298,7 @@ impl Policy {
     pub const KEYS: &'static str = "heuristics_share, heuristics_cutoff_share, huge_buffers, runners_up, \
 runners_up_max_buffers, small_buffers, early_windows_min_buffers, early_windows_max_buffers, windows_share, \
 windows_min_fills, early_windows_seconds_per_buffer, windows_depth, windows_tail_load, local_windows_min_seconds, huge_window_max_buffers, huge_windows_patience, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
-exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, boxing_share, \
+exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, boxing_share, \
 boxing_component_share";
 
     /// Sets the numeric field `key` (see [`Policy::KEYS`]) from `value`; a share must lie in
@@ -342,6 +348,7 @@ boxing_component_share";
             "exact_tie_share" => self.exact_tie_share = share(value)?,
             "improve_share_small" => self.improve_share_small = share(value)?,
             "improve_share_large" => self.improve_share_large = share(value)?,
+            "improve_min_sweeps" => self.improve_min_sweeps = non_negative(value)?,
             "boxing_share" => self.boxing_share = share(value)?,
             "boxing_component_share" => self.boxing_component_share = share(value)?,
             _ => return Err(format!("unknown key {key}; expected one of {}", Policy::KEYS)),
@@ -370,7 +377,7 @@ mod tests {
         assert_eq!((p.flat_min_buffers, p.flat_share), (64, 0.8));
         assert_eq!((p.exact_max_conflicts, p.exact_max_buffers, p.exact_threads), (10_000_000, 6_000, 2));
         assert_eq!((p.exact_share_small, p.exact_share_large, p.exact_tie_share), (0.9, 0.1, 0.6));
-        assert_eq!((p.improve_share_small, p.improve_share_large), (0.5, 0.33));
+        assert_eq!((p.improve_share_small, p.improve_share_large, p.improve_min_sweeps), (0.5, 0.33, 2.0));
         assert_eq!((p.boxing_share, p.boxing_component_share), (0.8, 0.6));
     }
 

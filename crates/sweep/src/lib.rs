@@ -108,6 +108,9 @@ pub fn conflict_count(buffers: &[Buffer]) -> u64 {
 pub struct Component {
     /// Buffer indices, ordered by start time.
     pub buffers: Vec<u32>,
+    /// The same indices ordered by end time (`(upper, index)`): the order a sweep frees them
+    /// in, sorted once here for the splitting.
+    pub ends: Vec<u32>,
     /// First tick of the component.
     pub lower: u64,
     /// Tick after its last.
@@ -135,9 +138,11 @@ pub fn sorted_by(buffers: &[Buffer], key: impl Fn(&Buffer) -> u64 + Sync) -> Vec
 /// component's max load on the way: one sweep of the events. O(n log n).
 pub fn components(buffers: &[Buffer]) -> Vec<Component> {
     let sweep = Sweep::new(buffers);
-    let mut out: Vec<Component> = Vec::new();
-    // Allocations seen so far; the current component began at allocation `start`.
-    let (mut allocs, mut start) = (0usize, 0usize);
+    // Per component: where its allocations and frees end in the sorted orders, its time range
+    // and max load. Frees of one component all come before the next one's allocations, so each
+    // component is a run of both orders.
+    let mut cuts: Vec<(usize, usize, u64, u64, u64)> = Vec::new();
+    let (mut allocs, mut frees) = (0usize, 0usize);
     let (mut live, mut load, mut peak, mut lower) = (0usize, 0u64, 0u64, 0u64);
     for (t, e) in sweep.events(buffers) {
         match e {
@@ -152,17 +157,28 @@ pub fn components(buffers: &[Buffer]) -> Vec<Component> {
             }
             Event::Free(i) => {
                 live -= 1;
+                frees += 1;
                 load -= buffers[i].size;
                 // Frees come before allocations at equal ticks, so nothing is live across `t`.
                 if live == 0 {
-                    out.push(Component { buffers: sweep.by_lower[start..allocs].to_vec(), lower, upper: t, max_load: peak });
-                    start = allocs;
+                    cuts.push((allocs, frees, lower, t, peak));
                     peak = 0;
                 }
             }
         }
     }
-    out
+    // One component (the common case at scale) takes the sorted orders without a copy.
+    if let [(_, _, lower, upper, max_load)] = cuts[..] {
+        return vec![Component { buffers: sweep.by_lower, ends: sweep.by_upper, lower, upper, max_load }];
+    }
+    let (mut a0, mut f0) = (0usize, 0usize);
+    cuts.into_iter()
+        .map(|(a, f, lower, upper, max_load)| {
+            let c = Component { buffers: sweep.by_lower[a0..a].to_vec(), ends: sweep.by_upper[f0..f].to_vec(), lower, upper, max_load };
+            (a0, f0) = (a, f);
+            c
+        })
+        .collect()
 }
 
 /// Maximum number of buffers live at once.
@@ -242,6 +258,11 @@ mod tests {
             assert_eq!(comps.iter().map(|c| c.max_load).max().unwrap_or(0), ml);
             for c in &comps {
                 assert!(c.buffers.windows(2).all(|w| (bs[w[0] as usize].lower, w[0]) < (bs[w[1] as usize].lower, w[1])));
+                assert!(c.ends.windows(2).all(|w| (bs[w[0] as usize].upper, w[0]) < (bs[w[1] as usize].upper, w[1])));
+                let (mut by_start, mut by_end) = (c.buffers.clone(), c.ends.clone());
+                by_start.sort_unstable();
+                by_end.sort_unstable();
+                assert_eq!(by_start, by_end);
                 let sub: Vec<Buffer> = c.buffers.iter().map(|&i| bs[i as usize]).collect();
                 assert_eq!(c.max_load, brute(&sub).0);
             }
