@@ -630,22 +630,89 @@ static __attribute__((noinline)) int64_t identify_walk(void *ret, int depth) {
     return e ? identify_in(ret, e, 1, depth) : identify_in(ret, NULL, 0, depth);
 }
 
-/* The group of an allocation made from `ret` (-1: none). Its call site first: one the profile
- * saw decides alone when every context allocating there had one answer, and otherwise bounds
- * the walk; a return address in a profiled module that is no call site of the profile is an
- * unknown context, sent to the fallback. Inlined (as is grouped()) into the serving functions. */
-static inline __attribute__((always_inline)) int64_t identify(void *ret) {
-    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
+/* identify_near out of line, for the call-site cache's rare cases. */
+static __attribute__((noinline)) int64_t identify_near_out(void *ret, int depth) { return identify_near(ret, depth); }
+
+/* The walk of `depth` frames from `ret`, for what the call-site cache does not answer alone. */
+static int64_t identify_slow(void *ret, int depth) {
+    return depth <= 2 && narrow ? identify_near_out(ret, depth) : identify_walk(ret, depth);
+}
+
+/* ---- the call-site cache ----
+ * What identify() learns from the return address alone is the same at every allocation made
+ * from there until sites are resolved anew (site_gen): its call site's decision (one the profile
+ * saw decides alone when every context allocating there had one answer, and otherwise bounds the
+ * walk; a return address in a profiled module that is no call site of the profile is an unknown
+ * context, sent to the fallback), else the walk depth, the return address's own selector site,
+ * and for a walk of one step the unwind rule there. Each thread keeps it per return address
+ * (direct-mapped), so that a hit costs a few loads where the look-ups cost two or three hashed
+ * probes and calls. Per thread: no atomics and no line shared between threads. */
+#define NEAR_BITS 8
+enum { NEAR_STEP = -2, NEAR_WALK = -3 };
+struct near {
+    uint64_t ret;     /* the return address */
+    uint32_t gen;     /* site_gen + 1 when it was filled (0: empty) */
+    int32_t what;     /* a group, -1 (the fallback), NEAR_STEP or NEAR_WALK */
+    uint64_t present; /* NEAR_STEP: the return address's own site bit; NEAR_WALK: the depth */
+    uint64_t rule;    /* NEAR_STEP: the unwind rule at the return address (a plain step) */
+};
+static __thread struct near near_cache[1u << NEAR_BITS] __attribute__((tls_model("initial-exec")));
+
+/* A one-step walk from the cache: the caller's site joins the return address's own (`present`)
+ * and the selectors decide, as identify_near does. */
+static inline __attribute__((always_inline)) int64_t identify_step(void *ret, uint64_t present, uint64_t rule) {
+    void *pc;
+    int k = hl_unwind_step_with(rule, ret, hl_self.frame, &pc);
+    if (HL_UNLIKELY(k < 0)) return identify_near_out(ret, 2);
+    if (k > 0) {
+        count(offsetof(struct thread_stats, stepped), 1);
+        uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
+        uint64_t a = (uint64_t)(uintptr_t)pc;
+        int64_t s = a - lo <= span ? site_at(a) : -1;
+        if (s >= 0) present |= 1ull << s;
+    }
+    if (!present) return -1; /* no selector site met */
+    uint32_t g = first_holding(present, T.ngroups);
+    return g < T.ngroups ? (int64_t)g : -1;
+}
+
+/* Fills e for `ret` (site generation `gen`, read before the tables) and answers. */
+static __attribute__((noinline)) int64_t identify_fill(void *ret, struct near *e, uint32_t gen) {
     int depth = (int)T.walk_depth;
+    int32_t what = NEAR_WALK;
+    uint64_t a = (uint64_t)(uintptr_t)ret, present = 0, rule = 0;
     if (have_calls) {
-        uint64_t a = (uint64_t)(uintptr_t)ret;
         const struct slot *c = table_slot(&call_sites, a);
         uint32_t d = c ? c->site : in_call_module(a) ? HLG_FALLBACK : HLG_WALK;
-        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) return d == HLG_FALLBACK ? -1 : (int64_t)d;
-        if (c) depth = (int)c->depth;
+        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) what = d == HLG_FALLBACK ? -1 : (int32_t)d;
+        else if (c) depth = (int)c->depth;
     }
-    if (depth <= 2 && narrow) return identify_near(ret, depth);
-    return identify_walk(ret, depth);
+    if (what == NEAR_WALK && depth <= 2 && narrow) {
+        uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
+        int64_t s = a - lo <= span ? site_at(a) : -1;
+        present = s >= 0 ? 1ull << s : 0;
+        uint32_t g = present ? first_holding(present, T.ngroups) : T.ngroups;
+        if (g == 0 || depth < 2) what = g < T.ngroups ? (int32_t)g : -1;
+        else if (hl_rule_kind(rule = hl_unwind_rule(ret)) == HL_R_STEP) what = NEAR_STEP;
+    }
+    e->ret = a, e->gen = gen + 1, e->what = what;
+    e->present = what == NEAR_WALK ? (uint64_t)depth : present;
+    e->rule = rule;
+    if (what >= -1) return what;
+    return what == NEAR_STEP ? identify_step(ret, present, rule) : identify_slow(ret, depth);
+}
+
+/* The group of an allocation made from `ret` (-1: none): the call-site cache, then the walk it
+ * says. Inlined (as is grouped()) into the serving functions. */
+static inline __attribute__((always_inline)) int64_t identify(void *ret) {
+    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
+    uint64_t a = (uint64_t)(uintptr_t)ret;
+    struct near *e = &near_cache[(a * 0x9E3779B97F4A7C15ull) >> (64 - NEAR_BITS)];
+    uint32_t gen = atomic_load_explicit(&site_gen, memory_order_acquire);
+    if (HL_UNLIKELY(e->ret != a || e->gen != gen + 1)) return identify_fill(ret, e, gen);
+    if (HL_LIKELY(e->what >= -1)) return e->what;
+    if (e->what == NEAR_STEP) return identify_step(ret, e->present, e->rule);
+    return identify_slow(ret, (int)e->present);
 }
 
 /* ---- chunks ---- */

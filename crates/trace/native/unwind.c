@@ -575,6 +575,11 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
     return k >= 0 ? k : hl_unwind_after(ret, pcs, max);
 }
 
+uint64_t hl_unwind_rule(const void *ret) {
+    if (!ret || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES) return 0;
+    return rule_for((uint64_t)(uintptr_t)ret - 1);
+}
+
 int hl_unwind_caller(const void *ret, const void *frame, void **pc) {
     const uintptr_t *f = frame;
     if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES) return hl_unwind_above(ret, frame, pc, 1);
@@ -637,6 +642,10 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
     return hl_unwind_after(ret, pcs, max);
 }
 int hl_unwind_caller(const void *ret, const void *frame, void **pc) { return hl_unwind_above(ret, frame, pc, 1); }
+uint64_t hl_unwind_rule(const void *ret) {
+    (void)ret;
+    return 0;
+}
 int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
     (void)ret, (void)frame;
     w->ended = 1;
