@@ -524,7 +524,21 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         n = 2;
         see_frame((uint64_t)(uintptr_t)pcs[1], lo, span, present, &best, &any);
     }
-    if (best != 0 && stepwise) {
+    if (!keep && best != 0 && stepwise) {
+        /* Without a memo only the frames in the sites' range matter: the walk stops at each, and
+         * for good once the first group's selector holds (no later frame changes that answer). */
+        while (n < depth) {
+            void *hit = NULL;
+            int k = hl_walk_to(&w, depth - n, lo, span, &hit);
+            if (k < 0) stepwise = 0;
+            if (k <= 0) break;
+            n += k;
+            if (!hit) break; /* the stack ended, or the depth was reached */
+            see_frame((uint64_t)(uintptr_t)hit, lo, span, present, &best, &any);
+            if (narrow && any && first_holding(present[0], 1) == 0) best = 0;
+            if (best == 0) break;
+        }
+    } else if (best != 0 && stepwise) {
         /* The walk pauses only at frames that may be first-group sites: only they can end it.
          * Pausing costs a call per pause; a thread whose pauses seldom end its walks stops
          * pausing for a while (the answer is the same either way, only the frames walked differ). */

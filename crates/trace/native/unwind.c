@@ -390,12 +390,12 @@ static __attribute__((noinline)) uint64_t rule_miss(struct hl_rule_slot *t, uint
 
 /* The rule for code address `a`: its first slot inline (the hit every walk's frames take once
  * the rules are cached), anything else out of line. */
-static inline __attribute__((always_inline)) uint64_t rule_for(uint64_t a) {
-    struct hl_rule_slot *t = get_table();
+static inline __attribute__((always_inline)) uint64_t rule_in(struct hl_rule_slot *t, uint64_t a) {
     if (HL_UNLIKELY(!t)) return decode(a);
     uint64_t r = hl_rule_cached(t, a);
     return HL_LIKELY(r) ? r : rule_miss(t, a, hl_rule_slot_of(a), 0);
 }
+static inline __attribute__((always_inline)) uint64_t rule_for(uint64_t a) { return rule_in(get_table(), a); }
 
 /* ---- the thread's stack: the mapping holding its stack pointer, from /proc/self/maps ---- */
 
@@ -432,8 +432,7 @@ static void find_stack(uintptr_t sp) {
 /* One frame: from code address *a with stack pointer *sp and frame register *bp (the stack
  * between lo and hi) to its caller's, whose return address goes to *ra. 1: stepped; 0: the
  * stack ends here (or its CFI leaves it); -1: the frame's CFI needs the fallback. */
-static inline __attribute__((always_inline)) int step_traced(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra, struct hl_walk_trace *tr) {
-    uint64_t r = rule_for(*a);
+static inline __attribute__((always_inline)) int step_rule(uint64_t r, uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra, struct hl_walk_trace *tr) {
     int kind = hl_rule_kind(r);
     if (tr) tr->from_bp = kind == HL_R_STEP && (r & HL_R_CFA_RBP);
     if (kind == HL_R_END) return 0;
@@ -454,6 +453,9 @@ static inline __attribute__((always_inline)) int step_traced(uint64_t *a, uintpt
     *ra = ret;
     *a = ret - 1;
     return 1;
+}
+static inline __attribute__((always_inline)) int step_traced(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra, struct hl_walk_trace *tr) {
+    return step_rule(rule_for(*a), a, sp, bp, lo, hi, ra, tr);
 }
 static inline __attribute__((always_inline)) int step_one(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra) {
     return step_traced(a, sp, bp, lo, hi, ra, NULL);
@@ -633,6 +635,29 @@ static inline __attribute__((always_inline)) int walk_more(struct hl_walk *w, vo
     return k;
 }
 int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span) { return walk_more(w, pcs, NULL, max, lo, span); }
+int hl_walk_to(struct hl_walk *w, int max, uint64_t lo, uint64_t span, void **hit) {
+    if (w->ended) return 0;
+    struct hl_rule_slot *t = get_table();
+    if (HL_UNLIKELY(!t)) return -1;
+    uint64_t a = w->a;
+    uintptr_t sp = w->sp, bp = w->bp, slo = w->lo, shi = w->hi, ra = 0;
+    int k = 0;
+    while (k < max) {
+        int r = step_rule(rule_in(t, a), &a, &sp, &bp, slo, shi, &ra, NULL);
+        if (HL_UNLIKELY(r <= 0)) {
+            if (r < 0) return -1;
+            w->ended = 1;
+            break;
+        }
+        k++;
+        if (ra - lo <= span) {
+            *hit = (void *)ra;
+            break;
+        }
+    }
+    w->a = a, w->sp = sp, w->bp = bp;
+    return k;
+}
 int hl_walk_more_traced(struct hl_walk *w, void **pcs, struct hl_walk_trace *tr, int max, uint64_t lo, uint64_t span) {
     return walk_more(w, pcs, tr, max, lo, span);
 }
@@ -658,5 +683,9 @@ int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t s
 int hl_walk_more_traced(struct hl_walk *w, void **pcs, struct hl_walk_trace *tr, int max, uint64_t lo, uint64_t span) {
     (void)tr;
     return hl_walk_more(w, pcs, max, lo, span);
+}
+int hl_walk_to(struct hl_walk *w, int max, uint64_t lo, uint64_t span, void **hit) {
+    (void)w, (void)max, (void)lo, (void)span, (void)hit;
+    return -1;
 }
 #endif

@@ -49,6 +49,12 @@ struct hl_walk { uint64_t a; uintptr_t sp, bp, lo, hi, zero_at; int ended; };
 int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame);
 int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span);
 
+/* hl_walk_more for a caller that needs only some frames: steps up to `max` frames, stopping
+ * after the first whose return address lies in [lo, lo + span], which goes to *hit (left as it
+ * was when none did). Returns the frames stepped (0 once the stack has ended; -1 as
+ * hl_walk_more). No return address is stored: each frame costs a rule look-up and its loads. */
+int hl_walk_to(struct hl_walk *w, int max, uint64_t lo, uint64_t span, void **hit);
+
 /* hl_walk_more that also says, per frame returned, which stack words it read: where the return
  * address was (`ret_at`), where the caller's rbp was restored from (`bp_at`, 0 when it was not),
  * rbp after the step, and whether the step found the frame from rbp (`from_bp`). A walk is a
