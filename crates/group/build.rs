@@ -49,9 +49,7 @@ fn main() {
         .include("../trace/native")
         .include("runtime")
         .include(generated)
-        // -flto: the interposer's malloc and the allocator's serving path are one function then,
-        // with no call and no second save of registers on every allocation.
-        .flags(["-DHL_CLIENT_SERVES", "-DHL_COMPACT_TABLES", "-flto"])
+        .flags(["-DHL_CLIENT_SERVES", "-DHL_COMPACT_TABLES"])
         .lib("dl")
         .lib("pthread")
         .embed("HEAPLAB_GROUP_SO");

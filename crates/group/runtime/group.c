@@ -453,8 +453,18 @@ static inline __attribute__((always_inline)) int memo_holds(struct memo *e, void
  * holds: no later frame can change that answer (the first group in the file's order wins), so
  * allocations of the most accessed group cost only the frames up to their deciding sites.
  * Otherwise it goes on to the walk depth. */
+/* A walk of `depth` frames from `ret` by the fallback unwinder, its sites seen (see_frame);
+ * returns the frames. Out of line: its array of frames stays off the stack of other walks. */
+static __attribute__((noinline)) int walk_unwound(void *ret, int depth, uint64_t lo, uint64_t span, uint64_t *present, uint32_t *best, int *any) {
+    void *pcs[HLG_MAX_WALK];
+    pcs[0] = ret;
+    int n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1);
+    for (int i = 0; i < n; i++) see_frame((uint64_t)(uintptr_t)pcs[i], lo, span, present, best, any);
+    return n;
+}
+
 static inline __attribute__((always_inline)) int64_t identify_in(void *ret, struct memo *e, const int keep, int depth) {
-    void *own[HLG_MAX_WALK];
+    void *own[2]; /* without the memo: the return address and its caller's */
     void **pcs = keep ? memo_pc(e) : own;
     struct hl_walk_trace *tr = keep ? memo_tr(e) : NULL;
     int32_t *site = keep ? memo_site(e) : NULL;
@@ -571,8 +581,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     if (depth > 1 && !stepwise && !one) { /* the walk needs the fallback unwinder: all of it at once, not kept */
         for (uint32_t w = 0; w < words; w++) present[w] = 0;
         any = 0, best = always;
-        n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1);
-        for (int i = 0; i < n; i++) see_frame((uint64_t)(uintptr_t)pcs[i], lo, span, present, &best, &any);
+        n = walk_unwound(ret, depth, lo, span, present, &best, &any);
     }
     if (narrow && any && best != 0) best = first_holding(present[0], T.ngroups);
     int64_t g = any && best < T.ngroups ? (int64_t)best : -1;
@@ -672,12 +681,16 @@ struct near {
 };
 static __thread struct near near_cache[1u << NEAR_BITS] __attribute__((tls_model("initial-exec")));
 
+/* identify_fast's answer when the rest of identify() is needed. */
+#define IDENT_REST (-4)
+
 /* A one-step walk from the cache: the caller's site joins the return address's own (`present`)
- * and the selectors decide, as identify_near does. */
+ * and the selectors decide, as identify_near does; IDENT_REST when the step cannot be made
+ * inline. */
 static inline __attribute__((always_inline)) int64_t identify_step(void *ret, uint64_t present, uint64_t rule) {
     void *pc;
     int k = hl_unwind_step_with(rule, ret, hl_self.frame, &pc);
-    if (HL_UNLIKELY(k < 0)) return identify_near_out(ret, 2);
+    if (HL_UNLIKELY(k < 0)) return IDENT_REST;
     if (k > 0) {
         count(offsetof(struct thread_stats, stepped), 1);
         uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
@@ -713,20 +726,39 @@ static __attribute__((noinline)) int64_t identify_fill(void *ret, struct near *e
     e->present = what == NEAR_WALK ? (uint64_t)depth : present;
     e->rule = rule;
     if (what >= -1) return what;
-    return what == NEAR_STEP ? identify_step(ret, present, rule) : identify_slow(ret, depth);
+    return what == NEAR_STEP ? identify_near_out(ret, 2) : identify_slow(ret, depth);
+}
+
+static inline __attribute__((always_inline)) struct near *near_of(uint64_t a) { return &near_cache[(a * 0x9E3779B97F4A7C15ull) >> (64 - NEAR_BITS)]; }
+
+/* identify()'s common case, inline: a hit in the call-site cache that decides, or its one step
+ * made inline; IDENT_REST otherwise (sites to resolve, a miss, a longer walk). */
+static inline __attribute__((always_inline)) int64_t identify_fast(void *ret) {
+    uint64_t a = (uint64_t)(uintptr_t)ret;
+    struct near *e = near_of(a);
+    uint32_t gen = atomic_load_explicit(&site_gen, memory_order_acquire);
+    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed) || e->ret != a || e->gen != gen + 1)) return IDENT_REST;
+    if (HL_LIKELY(e->what >= -1)) return e->what;
+    return e->what == NEAR_STEP ? identify_step(ret, e->present, e->rule) : IDENT_REST;
+}
+
+/* The rest of identify(): sites resolved now and then while some are missing, the cache filled
+ * on a miss, the step made out of line, the longer walks. */
+static __attribute__((noinline)) int64_t identify_rest(void *ret) {
+    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
+    uint64_t a = (uint64_t)(uintptr_t)ret;
+    struct near *e = near_of(a);
+    uint32_t gen = atomic_load_explicit(&site_gen, memory_order_acquire);
+    if (e->ret != a || e->gen != gen + 1) return identify_fill(ret, e, gen);
+    if (e->what >= -1) return e->what;
+    return e->what == NEAR_STEP ? identify_near_out(ret, 2) : identify_slow(ret, (int)e->present);
 }
 
 /* The group of an allocation made from `ret` (-1: none): the call-site cache, then the walk it
  * says. Inlined (as is grouped()) into the serving functions. */
 static inline __attribute__((always_inline)) int64_t identify(void *ret) {
-    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
-    uint64_t a = (uint64_t)(uintptr_t)ret;
-    struct near *e = &near_cache[(a * 0x9E3779B97F4A7C15ull) >> (64 - NEAR_BITS)];
-    uint32_t gen = atomic_load_explicit(&site_gen, memory_order_acquire);
-    if (HL_UNLIKELY(e->ret != a || e->gen != gen + 1)) return identify_fill(ret, e, gen);
-    if (HL_LIKELY(e->what >= -1)) return e->what;
-    if (e->what == NEAR_STEP) return identify_step(ret, e->present, e->rule);
-    return identify_slow(ret, (int)e->present);
+    int64_t g = identify_fast(ret);
+    return HL_LIKELY(g != IDENT_REST) ? g : identify_rest(ret);
 }
 
 /* ---- chunks ---- */
@@ -926,6 +958,23 @@ static __attribute__((noinline)) void grow(struct chunk *c, uint64_t end) {
     if (more) note_peak(atomic_fetch_add_explicit(&resident_bytes, more, memory_order_relaxed) + more);
 }
 
+/* Bumps chunk c's top from `top` to an object at `off` of `sz` bytes (under its group's lock). */
+static inline __attribute__((always_inline)) void bump_to(struct chunk *c, uint64_t top, uint64_t off, uint64_t sz) {
+    _Atomic uint64_t *bounds = bounds_of(c);
+    if (off != top) bit_set(bounds, top / GRANULE, 1); /* the padding is nobody's: the previous object ends there */
+    bit_set(bounds, off / GRANULE, 1);
+    bit_set(live_of(c), off / GRANULE, 1);
+    /* Boundaries first, then the top (release): a reader that sees the new top sees them. */
+    atomic_store_explicit(&c->top, off + sz, memory_order_release);
+}
+/* Counts a new object of `size` bytes requested, `used` taken, in chunk c of group G. */
+static inline __attribute__((always_inline)) void count_object(struct group_state *G, struct chunk *c, uint64_t size, uint64_t used) {
+    c->refs++;
+    G->count++;
+    G->bytes += size;
+    __atomic_store_n(&G->live, G->live + used, __ATOMIC_RELAXED);
+}
+
 /* Allocates `size` bytes aligned to `align` (8 or 16; 16 with `listed`) in group g: with
  * `listed` (a constant, `reuse`), the newest freed object of its size, else bumped; *zero says
  * whether the memory is still zero. NULL when no chunk can be had. Inlined into the serving
@@ -957,19 +1006,11 @@ static inline __attribute__((always_inline)) void *group_alloc_in(uint32_t g, ui
             }
             top = off = data_start; /* a multiple of 64 */
         }
-        _Atomic uint64_t *bounds = bounds_of(c);
-        if (off != top) bit_set(bounds, top / GRANULE, 1); /* the padding is nobody's: the previous object ends there */
-        bit_set(bounds, off / GRANULE, 1);
-        bit_set(live_of(c), off / GRANULE, 1);
-        /* Boundaries first, then the top (release): a reader that sees the new top sees them. */
-        atomic_store_explicit(&c->top, off + sz, memory_order_release);
+        bump_to(c, top, off, sz);
         *zero = (int)c->zeroed;
     }
     if (sz != used) bit_set(live_of(c), off / GRANULE + 1, 1); /* padded: see group_free */
-    c->refs++;
-    G->count++;
-    G->bytes += size;
-    __atomic_store_n(&G->live, G->live + used, __ATOMIC_RELAXED);
+    count_object(G, c, size, used);
     if (HL_UNLIKELY(off + sz > c->high)) grow(c, off + sz); /* after the live bytes: the peak counts this object */
     group_drop(&G->lock, took);
     return (unsigned char *)c + off;
@@ -1086,7 +1127,38 @@ static inline __attribute__((always_inline)) void *serve(int op, size_t size, si
     return p;
 }
 void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) { return serve(op, size, extra, ret, err); }
-void *hl_serve_malloc(size_t size, void *ret) { return serve(HL_MALLOC, size, 0, ret, NULL); }
+
+/* ---- malloc's common case ----
+ * A small request whose call site the thread's cache answers (alone or with its one step),
+ * bumped in its group's current chunk within the pages it has entered, while the process has
+ * one thread: inline, and every rarer case a call that finishes the allocation, so that no value
+ * lives across a call and the path saves no registers. */
+static __attribute__((noinline)) void *serve_malloc_rest(size_t size, void *ret) { return serve(HL_MALLOC, size, 0, ret, NULL); }
+static __attribute__((noinline)) void *fallback_malloc(size_t size, int why) {
+    count_fallback(why, size);
+    return hl_real.malloc(size);
+}
+static __attribute__((noinline)) void *group_malloc_rest(uint32_t g, size_t size) {
+    int zero;
+    void *p = group_alloc(g, size, natural_align(size), &zero);
+    return p ? p : fallback_malloc(size, W_EXHAUSTED);
+}
+void *hl_serve_malloc(size_t size, void *ret) {
+    if (HL_UNLIKELY(!serving || size > T.max_object || !T.ngroups)) return serve_malloc_rest(size, ret);
+    int64_t g = identify_fast(ret);
+    if (HL_UNLIKELY(g == IDENT_REST)) return serve_malloc_rest(size, ret);
+    if (g < 0) return fallback_malloc(size, W_CONTEXT);
+    if (HL_UNLIKELY(!__libc_single_threaded || reuse)) return group_malloc_rest((uint32_t)g, size);
+    uint64_t used = rounded_size(size), align = natural_align(size);
+    struct group_state *G = &groups[g];
+    struct chunk *c = G->cur;
+    uint64_t top = c ? atomic_load_explicit(&c->top, memory_order_relaxed) : 0, off = (top + align - 1) & ~(align - 1);
+    /* Beyond the pages entered (never beyond the chunk): a new page or chunk to account for. */
+    if (HL_UNLIKELY(!c || off + used > c->high)) return group_malloc_rest((uint32_t)g, size);
+    bump_to(c, top, off, used);
+    count_object(G, c, size, used);
+    return (unsigned char *)c + off;
+}
 
 void hl_serve_free(void *p) { group_free(p); }
 
