@@ -1093,6 +1093,11 @@ static inline uint64_t natural_align(uint64_t bytes) {
     return odd8 ? 16 - (used & GRANULE) : !reuse && used == GRANULE ? 8 : 16;
 }
 
+/* With `odd8`, where an object taking `used` bytes goes when the bump top (a multiple of 8) is
+ * at `top`: natural_align's rule in two operations (an odd number of granules at the top, an
+ * even number at the next multiple of 16, which is 8 further exactly when the top is not one). */
+static inline uint64_t odd8_offset(uint64_t top, uint64_t used) { return top + (top & ~used & GRANULE); }
+
 /* Serves an identified request of `bytes` (alignment `align`, 0 for none) from its group, or
  * returns NULL with the reason counted. */
 static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint64_t align, void *ret, int *zero) {
@@ -1148,11 +1153,11 @@ void *hl_serve_malloc(size_t size, void *ret) {
     int64_t g = identify_fast(ret);
     if (HL_UNLIKELY(g == IDENT_REST)) return serve_malloc_rest(size, ret);
     if (g < 0) return fallback_malloc(size, W_CONTEXT);
-    if (HL_UNLIKELY(!__libc_single_threaded || reuse)) return group_malloc_rest((uint32_t)g, size);
-    uint64_t used = rounded_size(size), align = natural_align(size);
+    if (HL_UNLIKELY(!__libc_single_threaded || !odd8)) return group_malloc_rest((uint32_t)g, size);
+    uint64_t used = rounded_size(size);
     struct group_state *G = &groups[g];
     struct chunk *c = G->cur;
-    uint64_t top = c ? atomic_load_explicit(&c->top, memory_order_relaxed) : 0, off = (top + align - 1) & ~(align - 1);
+    uint64_t top = c ? atomic_load_explicit(&c->top, memory_order_relaxed) : 0, off = odd8_offset(top, used);
     /* Beyond the pages entered (never beyond the chunk): a new page or chunk to account for. */
     if (HL_UNLIKELY(!c || off + used > c->high)) return group_malloc_rest((uint32_t)g, size);
     bump_to(c, top, off, used);

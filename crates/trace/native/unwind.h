@@ -45,7 +45,7 @@ int hl_unwind_caller(const void *ret, const void *frame, void **pc);
  * further return addresses to `pcs`, stopping after the first one in [lo, lo + span] (the
  * addresses the caller looks for), and returns how many (0 once the stack has ended; -1 when a
  * frame needs the fallback: the caller starts over with hl_unwind_above). */
-struct hl_walk { uint64_t a; uintptr_t sp, bp, lo, hi, zero_at; int ended; };
+struct hl_walk { uint64_t a; uintptr_t sp, bp, hi, zero_at; int ended; };
 int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame);
 int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span);
 
@@ -101,15 +101,16 @@ static inline int64_t hl_rule_rbp_off(uint64_t r) { return (int16_t)(uint16_t)(r
 /* A client whose peak RSS is measured (the runtime library) builds with HL_COMPACT_TABLES: the
  * hashed tables scatter over every page they span, so they are kept small there. */
 #ifdef HL_COMPACT_TABLES
-#define HL_RULE_SLOTS (1u << 14)
+#define HL_RULE_BITS 14
 #else
-#define HL_RULE_SLOTS (1u << 18)
+#define HL_RULE_BITS 18
 #endif
+#define HL_RULE_SLOTS (1u << HL_RULE_BITS)
 struct hl_rule_slot {
     _Atomic uint64_t pc;
     _Atomic uint64_t rule;
 };
-static inline uint32_t hl_rule_slot_of(uint64_t pc) { return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 46) & (HL_RULE_SLOTS - 1); }
+static inline uint32_t hl_rule_slot_of(uint64_t pc) { return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> (64 - HL_RULE_BITS)); }
 /* The rule for code address `a` when its first slot of table t holds it, else 0 (no rule's
  * kind is 0): the hit every walk's frames take once the rules are cached. */
 static inline uint64_t hl_rule_cached(struct hl_rule_slot *t, uint64_t a) {
