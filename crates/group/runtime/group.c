@@ -1138,6 +1138,9 @@ void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) { r
  * bumped in its group's current chunk within the pages it has entered, while the process has
  * one thread: inline, and every rarer case a call that finishes the allocation, so that no value
  * lives across a call and the path saves no registers. */
+/* Requests below this take the path (0: none, while not serving, with no groups, or without
+ * `odd8`, whose bump offset the path computes). */
+static uint64_t fast_below;
 static __attribute__((noinline)) void *serve_malloc_rest(size_t size, void *ret) { return serve(HL_MALLOC, size, 0, ret, NULL); }
 static __attribute__((noinline)) void *fallback_malloc(size_t size, int why) {
     count_fallback(why, size);
@@ -1149,11 +1152,11 @@ static __attribute__((noinline)) void *group_malloc_rest(uint32_t g, size_t size
     return p ? p : fallback_malloc(size, W_EXHAUSTED);
 }
 void *hl_serve_malloc(size_t size, void *ret) {
-    if (HL_UNLIKELY(!serving || size > T.max_object || !T.ngroups)) return serve_malloc_rest(size, ret);
+    if (HL_UNLIKELY(size >= fast_below)) return serve_malloc_rest(size, ret);
     int64_t g = identify_fast(ret);
     if (HL_UNLIKELY(g == IDENT_REST)) return serve_malloc_rest(size, ret);
     if (g < 0) return fallback_malloc(size, W_CONTEXT);
-    if (HL_UNLIKELY(!__libc_single_threaded || !odd8)) return group_malloc_rest((uint32_t)g, size);
+    if (HL_UNLIKELY(!__libc_single_threaded)) return group_malloc_rest((uint32_t)g, size);
     uint64_t used = rounded_size(size);
     struct group_state *G = &groups[g];
     struct chunk *c = G->cur;
@@ -1558,6 +1561,7 @@ void hl_on_init(void) {
     hl_own_base = (uintptr_t)range;
     hl_own_len = range_len;
     serving = 1;
+    fast_below = T.ngroups && odd8 ? T.max_object + 1 : 0;
     atomic_store(&hl_active, 1);
 }
 
