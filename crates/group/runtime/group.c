@@ -409,7 +409,7 @@ static inline __attribute__((always_inline)) int64_t see_frame(uint64_t a, uint6
  * allocating from one place): a thread that replayed whole fewer than one walk in MEMO_PAYS over
  * MEMO_JUDGE walks stops keeping them for PACE_OFF_WALKS walks.
  * HEAPLAB_GROUP_MEMO=0 turns it off (for comparing). */
-#define MEMO_SLOTS 64u
+#define MEMO_SLOTS 128u
 #define MEMO_WAYS 4u
 #define MEMO_SETS (MEMO_SLOTS / MEMO_WAYS)
 _Static_assert((MEMO_SETS & (MEMO_SETS - 1)) == 0, "memo sets are picked by the hash's top bits");
@@ -429,20 +429,32 @@ static unsigned char *memo_area; /* MEMO_SLOTS walks per thread, by thread stats
 static int memo_on;
 static __thread struct memo *my_memo __attribute__((tls_model("initial-exec")));
 static __thread struct { uint32_t walks, hits, off; } memo_pace __attribute__((tls_model("initial-exec")));
-static inline void **memo_pc(struct memo *e) { return (void **)(e + 1); }
+/* What a replay reads of each frame, next to the header: where its return address lies (| 1 when
+ * its restored rbp is checked too, see BP_CHECKED) and the return address. */
+struct memo_check { uintptr_t at, pc; };
+static inline struct memo_check *memo_chk(struct memo *e) { return (struct memo_check *)(e + 1); }
+static inline void **memo_pc(struct memo *e) { return (void **)(memo_chk(e) + T.walk_depth); }
 static inline struct hl_walk_trace *memo_tr(struct memo *e) { return (struct hl_walk_trace *)(memo_pc(e) + T.walk_depth); }
 static inline uint64_t *memo_seen(struct memo *e) { return (uint64_t *)(memo_tr(e) + T.walk_depth); }
 static inline int32_t *memo_site(struct memo *e) { return (int32_t *)(memo_seen(e) + T.walk_depth); }
+
+/* In a kept walk's trace, with from_bp: the rbp this step restored is used by a later step
+ * (from_bp), so its saved word is part of the key; rbp restored and never used (rbp a plain
+ * register in code without frame pointers: its saved value changes from call to call) is not. */
+#define BP_CHECKED 2
 
 /* How many of kept walk e's frames still hold for a walk starting at (ret, sp, bp) with the
  * stack's top at `hi`: 0 when it started elsewhere; e->n + 1 when all do and it ended where e
  * did, so that e's answer is this walk's. */
 static inline __attribute__((always_inline)) int memo_holds(struct memo *e, void *ret, uintptr_t sp, uintptr_t bp, uint32_t gen, uintptr_t hi) {
     if (e->ret != (uintptr_t)ret || e->sp != sp || (e->by_bp && e->bp != bp) || e->gen != gen || e->top > hi) return 0;
-    void **pcs = memo_pc(e);
-    struct hl_walk_trace *tr = memo_tr(e);
+    const struct memo_check *chk = memo_chk(e);
     int k = 1, n = (int)e->n;
-    while (k < n && *(const uintptr_t *)tr[k].ret_at == (uintptr_t)pcs[k] && (!tr[k].bp_at || *(const uintptr_t *)tr[k].bp_at == tr[k].bp)) k++;
+    for (; k < n; k++) {
+        uintptr_t at = chk[k].at;
+        if (*(const uintptr_t *)(at & ~(uintptr_t)1) != chk[k].pc) break;
+        if (HL_UNLIKELY(at & 1) && *(const uintptr_t *)memo_tr(e)[k].bp_at != memo_tr(e)[k].bp) break;
+    }
     return k == n && (!e->zero_at || !*(const uintptr_t *)e->zero_at) ? n + 1 : k;
 }
 
@@ -506,10 +518,11 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         known = k0;
         if (known > 1) { /* resume from the last frame that holds, with rbp as it is now unless a frame restored it */
             int restored = 0;
-            for (int i = 1; i < known; i++) restored |= tr[i].bp_at != 0;
+            for (int i = 1; i < known; i++)
+                if (tr[i].bp_at) restored = i;
             w.a = (uint64_t)(uintptr_t)pcs[known - 1] - 1;
             w.sp = tr[known - 1].ret_at + 8;
-            w.bp = restored ? tr[known - 1].bp : bp0;
+            w.bp = restored ? *(const uintptr_t *)tr[restored].bp_at : bp0; /* read again: it may not have been checked */
             top = e->top - 8; /* at least as high as what the frames kept read */
         }
         e->ret = 0; /* rewritten below */
@@ -588,19 +601,21 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     if (keep && stepwise) {
         e->sp = sp0, e->bp = bp0, e->gen = gen, e->n = (uint32_t)n, e->group = g;
         e->zero_at = w.ended ? w.zero_at : 0;
-        /* Steps 1..n-1, and the one that ended the walk: did one find its frame from the
-         * start's rbp, before any frame restored rbp? */
-        e->by_bp = 0;
-        for (int i = 1; i <= n && i < depth && (i < n || w.ended); i++) {
-            if (tr[i].from_bp) {
-                e->by_bp = 1;
-                break;
-            }
-            if (tr[i].bp_at) break;
+        /* Steps 1..n-1, and the one that ended the walk, backwards: which restored rbp does a
+         * later step use (BP_CHECKED), and does one use the start's (by_bp)? */
+        int last = n < depth && w.ended ? n : n - 1, need = 0;
+        uintptr_t odd = 0; /* a return address read off a word boundary (bad CFI): not kept, its bit 0 being the flag */
+        struct memo_check *chk = memo_chk(e);
+        for (int i = last; i >= 1; i--) {
+            int from_bp = tr[i].from_bp & 1;
+            tr[i].from_bp = from_bp | (tr[i].bp_at && need ? BP_CHECKED : 0);
+            need = from_bp || (need && !tr[i].bp_at);
+            if (i < n) chk[i] = (struct memo_check){tr[i].ret_at | (tr[i].from_bp & BP_CHECKED ? 1 : 0), (uintptr_t)pcs[i]}, odd |= tr[i].ret_at & 7;
         }
+        e->by_bp = (uint32_t)need;
         if (e->zero_at > top) top = e->zero_at;
         e->top = top + 8;
-        e->ret = (uintptr_t)ret;
+        e->ret = odd ? 0 : (uintptr_t)ret;
     }
     count(offsetof(struct thread_stats, stepped), (uint64_t)n - 1);
     return g;
@@ -1440,7 +1455,7 @@ static int load_table(void) {
     }
     if (T.walk_depth > 1) {
         hl_unwind_init();
-        memo_stride = (sizeof(struct memo) + T.walk_depth * (sizeof(void *) + sizeof(struct hl_walk_trace) + sizeof(uint64_t) + sizeof(int32_t)) + 63) & ~(uint64_t)63;
+        memo_stride = (sizeof(struct memo) + T.walk_depth * (sizeof(struct memo_check) + sizeof(void *) + sizeof(struct hl_walk_trace) + sizeof(uint64_t) + sizeof(int32_t)) + 63) & ~(uint64_t)63;
         const char *m = getenv("HEAPLAB_GROUP_MEMO");
         if (!m || strcmp(m, "0") != 0) {
             memo_area = sys_mmap(NULL, (MAX_THREAD_STATS - 1) * MEMO_SLOTS * memo_stride, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
