@@ -1166,10 +1166,15 @@ static __attribute__((noinline)) void *group_malloc_rest(uint32_t g, size_t size
     void *p = group_alloc(g, size, natural_align(size), &zero);
     return p ? p : fallback_malloc(size, W_EXHAUSTED);
 }
+/* A request the path takes whose group the rest of identify() finds. */
+static __attribute__((noinline)) void *serve_malloc_walked(size_t size, void *ret) {
+    int64_t g = identify_rest(ret);
+    return g < 0 ? fallback_malloc(size, W_CONTEXT) : group_malloc_rest((uint32_t)g, size);
+}
 void *hl_serve_malloc(size_t size, void *ret) {
     if (HL_UNLIKELY(size >= fast_below)) return serve_malloc_rest(size, ret);
     int64_t g = identify_fast(ret);
-    if (HL_UNLIKELY(g == IDENT_REST)) return serve_malloc_rest(size, ret);
+    if (HL_UNLIKELY(g == IDENT_REST)) return serve_malloc_walked(size, ret);
     if (g < 0) return fallback_malloc(size, W_CONTEXT);
     if (HL_UNLIKELY(!__libc_single_threaded)) return group_malloc_rest((uint32_t)g, size);
     uint64_t used = rounded_size(size);
