@@ -409,7 +409,7 @@ static inline __attribute__((always_inline)) int64_t see_frame(uint64_t a, uint6
  * allocating from one place): a thread that replayed whole fewer than one walk in MEMO_PAYS over
  * MEMO_JUDGE walks stops keeping them for PACE_OFF_WALKS walks.
  * HEAPLAB_GROUP_MEMO=0 turns it off (for comparing). */
-#define MEMO_SLOTS 128u
+#define MEMO_SLOTS 256u
 #define MEMO_WAYS 4u
 #define MEMO_SETS (MEMO_SLOTS / MEMO_WAYS)
 _Static_assert((MEMO_SETS & (MEMO_SETS - 1)) == 0, "memo sets are picked by the hash's top bits");
@@ -423,6 +423,7 @@ struct memo {
     uint32_t by_bp;        /* a step used the start's rbp (so it is part of the key) */
     int32_t group;         /* the answer */
     uint32_t next;         /* in a set's first way: whose turn it is to be replaced among equals */
+    uint32_t last;         /* in a set's first way: the way replayed last, looked at first */
 };
 static uint64_t memo_stride;     /* bytes per kept walk: the header, then pc, tr and site arrays of walk_depth each */
 static unsigned char *memo_area; /* MEMO_SLOTS walks per thread, by thread stats block */
@@ -499,10 +500,12 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
          * resuming from what it still holds. */
         struct memo *set = e;
         int kv = -1, way = 0;
-        for (uint32_t i = 0; i < MEMO_WAYS; i++) {
+        for (uint32_t j = 0; j < MEMO_WAYS; j++) {
+            uint32_t i = (set->last + j) % MEMO_WAYS;
             struct memo *x = (struct memo *)((unsigned char *)set + i * memo_stride);
             int k = stepwise ? memo_holds(x, ret, sp0, bp0, gen, w.hi) : 0;
             if (k > (int)x->n) {
+                set->last = i;
                 memo_pace.walks++;
                 memo_pace.hits++;
                 count(offsetof(struct thread_stats, stepped), x->n - 1);
