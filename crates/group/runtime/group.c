@@ -16,8 +16,8 @@
  * in order whose selector holds wins, so the walk stops as soon as the first group's does. A walk
  * that meets no selector site falls back. Before any walk, the allocation's call site (the
  * table's call sites, from the profile) may decide alone or bound the walk, and an unprofiled
- * call site in a profiled module falls back; each thread replays recent walks whose stack words
- * still hold (the walk memo).
+ * call site in a profiled module falls back; each thread keeps what it learnt per call site
+ * (the call-site cache) and replays recent walks whose stack words still hold (the walk memo).
  *
  * Allocation (HALO §4.4). One virtual range is reserved at start (PROT_NONE, NORESERVE) and made
  * accessible a block at a time (HUGE_PAGE), so "is this pointer ours" is one range check. Chunks are
@@ -398,17 +398,17 @@ static inline __attribute__((always_inline)) int64_t see_frame(uint64_t a, uint6
 
 /* ---- the walk memo ----
  * A walk is a function of where it starts (return address, stack pointer, rbp) and of the stack
- * words it reads (unwind.h, hl_walk_more_traced): each thread keeps its last walks, MEMO_SLOTS of
- * them hashed by their start, with the words each frame read, its site and the answer. A walk
- * that starts where a kept one did reads those words again (a load and a compare per frame
- * instead of a rule look-up and a step): when all are unchanged the frames, and so the answer,
- * are the kept ones; otherwise it resumes stepping from the last frame that still holds. The
- * answer is a fresh walk's either way; site addresses found later (a library loaded) make every
- * kept walk stale (`site_gen`). Keeping walks costs stores at every frame and cache lines (the
- * kept words of four ways are read at each look-up), which pays only where stacks repeat (a loop
- * allocating from one place): a thread that replayed whole fewer than one walk in MEMO_PAYS over
- * MEMO_JUDGE walks stops keeping them for PACE_OFF_WALKS walks.
- * HEAPLAB_GROUP_MEMO=0 turns it off (for comparing). */
+ * words it reads that decide its frames (unwind.h, hl_walk_more_traced; see BP_CHECKED): each
+ * thread keeps its last walks, MEMO_SLOTS of them hashed by their start, with those words, its
+ * sites and the answer. A walk that starts where a kept one did reads those words again (a load
+ * and a compare per frame instead of a rule look-up and a step): when all are unchanged the
+ * frames, and so the answer, are the kept ones; otherwise it resumes stepping from the last frame
+ * that still holds. The answer is a fresh walk's either way; site addresses found later (a
+ * library loaded) make every kept walk stale (`site_gen`). Keeping walks costs stores at every
+ * frame and cache lines (a set's headers, from the way replayed last, and the kept words), which
+ * pays only where stacks repeat (a loop allocating from one place): a thread that replayed whole
+ * fewer than one walk in MEMO_PAYS over MEMO_JUDGE walks stops keeping them for PACE_OFF_WALKS
+ * walks. HEAPLAB_GROUP_MEMO=0 turns it off (for comparing). */
 #define MEMO_SLOTS 256u
 #define MEMO_WAYS 4u
 #define MEMO_SETS (MEMO_SLOTS / MEMO_WAYS)
@@ -425,7 +425,7 @@ struct memo {
     uint32_t next;         /* in a set's first way: whose turn it is to be replaced among equals */
     uint32_t last;         /* in a set's first way: the way replayed last, looked at first */
 };
-static uint64_t memo_stride;     /* bytes per kept walk: the header, then pc, tr and site arrays of walk_depth each */
+static uint64_t memo_stride;     /* bytes per kept walk: the header, then check, pc, tr, seen and site arrays of walk_depth each */
 static unsigned char *memo_area; /* MEMO_SLOTS walks per thread, by thread stats block */
 static int memo_on;
 static __thread struct memo *my_memo __attribute__((tls_model("initial-exec")));
