@@ -16,8 +16,8 @@
  * in order whose selector holds wins, so the walk stops as soon as the first group's does. A walk
  * that meets no selector site falls back. Before any walk, the allocation's call site (the
  * table's call sites, from the profile) may decide alone or bound the walk, and an unprofiled
- * call site in a profiled module falls back; each thread replays recent walks whose stack words
- * still hold (the walk memo).
+ * call site in a profiled module falls back; each thread keeps what it learnt per call site
+ * (the call-site cache) and replays recent walks whose stack words still hold (the walk memo).
  *
  * Allocation (HALO §4.4). One virtual range is reserved at start (PROT_NONE, NORESERVE) and made
  * accessible a block at a time (HUGE_PAGE), so "is this pointer ours" is one range check. Chunks are
@@ -398,18 +398,18 @@ static inline __attribute__((always_inline)) int64_t see_frame(uint64_t a, uint6
 
 /* ---- the walk memo ----
  * A walk is a function of where it starts (return address, stack pointer, rbp) and of the stack
- * words it reads (unwind.h, hl_walk_more_traced): each thread keeps its last walks, MEMO_SLOTS of
- * them hashed by their start, with the words each frame read, its site and the answer. A walk
- * that starts where a kept one did reads those words again (a load and a compare per frame
- * instead of a rule look-up and a step): when all are unchanged the frames, and so the answer,
- * are the kept ones; otherwise it resumes stepping from the last frame that still holds. The
- * answer is a fresh walk's either way; site addresses found later (a library loaded) make every
- * kept walk stale (`site_gen`). Keeping walks costs stores at every frame and cache lines (the
- * kept words of four ways are read at each look-up), which pays only where stacks repeat (a loop
- * allocating from one place): a thread that replayed whole fewer than one walk in MEMO_PAYS over
- * MEMO_JUDGE walks stops keeping them for PACE_OFF_WALKS walks.
- * HEAPLAB_GROUP_MEMO=0 turns it off (for comparing). */
-#define MEMO_SLOTS 64u
+ * words it reads that decide its frames (unwind.h, hl_walk_more_traced; see BP_CHECKED): each
+ * thread keeps its last walks, MEMO_SLOTS of them hashed by their start, with those words, its
+ * sites and the answer. A walk that starts where a kept one did reads those words again (a load
+ * and a compare per frame instead of a rule look-up and a step): when all are unchanged the
+ * frames, and so the answer, are the kept ones; otherwise it resumes stepping from the last frame
+ * that still holds. The answer is a fresh walk's either way; site addresses found later (a
+ * library loaded) make every kept walk stale (`site_gen`). Keeping walks costs stores at every
+ * frame and cache lines (a set's headers, from the way replayed last, and the kept words), which
+ * pays only where stacks repeat (a loop allocating from one place): a thread that replayed whole
+ * fewer than one walk in MEMO_PAYS over MEMO_JUDGE walks stops keeping them for PACE_OFF_WALKS
+ * walks. HEAPLAB_GROUP_MEMO=0 turns it off (for comparing). */
+#define MEMO_SLOTS 256u
 #define MEMO_WAYS 4u
 #define MEMO_SETS (MEMO_SLOTS / MEMO_WAYS)
 _Static_assert((MEMO_SETS & (MEMO_SETS - 1)) == 0, "memo sets are picked by the hash's top bits");
@@ -423,26 +423,39 @@ struct memo {
     uint32_t by_bp;        /* a step used the start's rbp (so it is part of the key) */
     int32_t group;         /* the answer */
     uint32_t next;         /* in a set's first way: whose turn it is to be replaced among equals */
+    uint32_t last;         /* in a set's first way: the way replayed last, looked at first */
 };
-static uint64_t memo_stride;     /* bytes per kept walk: the header, then pc, tr and site arrays of walk_depth each */
+static uint64_t memo_stride;     /* bytes per kept walk: the header, then check, pc, tr, seen and site arrays of walk_depth each */
 static unsigned char *memo_area; /* MEMO_SLOTS walks per thread, by thread stats block */
 static int memo_on;
 static __thread struct memo *my_memo __attribute__((tls_model("initial-exec")));
 static __thread struct { uint32_t walks, hits, off; } memo_pace __attribute__((tls_model("initial-exec")));
-static inline void **memo_pc(struct memo *e) { return (void **)(e + 1); }
+/* What a replay reads of each frame, next to the header: where its return address lies (| 1 when
+ * its restored rbp is checked too, see BP_CHECKED) and the return address. */
+struct memo_check { uintptr_t at, pc; };
+static inline struct memo_check *memo_chk(struct memo *e) { return (struct memo_check *)(e + 1); }
+static inline void **memo_pc(struct memo *e) { return (void **)(memo_chk(e) + T.walk_depth); }
 static inline struct hl_walk_trace *memo_tr(struct memo *e) { return (struct hl_walk_trace *)(memo_pc(e) + T.walk_depth); }
 static inline uint64_t *memo_seen(struct memo *e) { return (uint64_t *)(memo_tr(e) + T.walk_depth); }
 static inline int32_t *memo_site(struct memo *e) { return (int32_t *)(memo_seen(e) + T.walk_depth); }
+
+/* In a kept walk's trace, with from_bp: the rbp this step restored is used by a later step
+ * (from_bp), so its saved word is part of the key; rbp restored and never used (rbp a plain
+ * register in code without frame pointers: its saved value changes from call to call) is not. */
+#define BP_CHECKED 2
 
 /* How many of kept walk e's frames still hold for a walk starting at (ret, sp, bp) with the
  * stack's top at `hi`: 0 when it started elsewhere; e->n + 1 when all do and it ended where e
  * did, so that e's answer is this walk's. */
 static inline __attribute__((always_inline)) int memo_holds(struct memo *e, void *ret, uintptr_t sp, uintptr_t bp, uint32_t gen, uintptr_t hi) {
     if (e->ret != (uintptr_t)ret || e->sp != sp || (e->by_bp && e->bp != bp) || e->gen != gen || e->top > hi) return 0;
-    void **pcs = memo_pc(e);
-    struct hl_walk_trace *tr = memo_tr(e);
+    const struct memo_check *chk = memo_chk(e);
     int k = 1, n = (int)e->n;
-    while (k < n && *(const uintptr_t *)tr[k].ret_at == (uintptr_t)pcs[k] && (!tr[k].bp_at || *(const uintptr_t *)tr[k].bp_at == tr[k].bp)) k++;
+    for (; k < n; k++) {
+        uintptr_t at = chk[k].at;
+        if (*(const uintptr_t *)(at & ~(uintptr_t)1) != chk[k].pc) break;
+        if (HL_UNLIKELY(at & 1) && *(const uintptr_t *)memo_tr(e)[k].bp_at != memo_tr(e)[k].bp) break;
+    }
     return k == n && (!e->zero_at || !*(const uintptr_t *)e->zero_at) ? n + 1 : k;
 }
 
@@ -453,8 +466,18 @@ static inline __attribute__((always_inline)) int memo_holds(struct memo *e, void
  * holds: no later frame can change that answer (the first group in the file's order wins), so
  * allocations of the most accessed group cost only the frames up to their deciding sites.
  * Otherwise it goes on to the walk depth. */
+/* A walk of `depth` frames from `ret` by the fallback unwinder, its sites seen (see_frame);
+ * returns the frames. Out of line: its array of frames stays off the stack of other walks. */
+static __attribute__((noinline)) int walk_unwound(void *ret, int depth, uint64_t lo, uint64_t span, uint64_t *present, uint32_t *best, int *any) {
+    void *pcs[HLG_MAX_WALK];
+    pcs[0] = ret;
+    int n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1);
+    for (int i = 0; i < n; i++) see_frame((uint64_t)(uintptr_t)pcs[i], lo, span, present, best, any);
+    return n;
+}
+
 static inline __attribute__((always_inline)) int64_t identify_in(void *ret, struct memo *e, const int keep, int depth) {
-    void *own[HLG_MAX_WALK];
+    void *own[2]; /* without the memo: the return address and its caller's */
     void **pcs = keep ? memo_pc(e) : own;
     struct hl_walk_trace *tr = keep ? memo_tr(e) : NULL;
     int32_t *site = keep ? memo_site(e) : NULL;
@@ -477,10 +500,12 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
          * resuming from what it still holds. */
         struct memo *set = e;
         int kv = -1, way = 0;
-        for (uint32_t i = 0; i < MEMO_WAYS; i++) {
+        for (uint32_t j = 0; j < MEMO_WAYS; j++) {
+            uint32_t i = (set->last + j) % MEMO_WAYS;
             struct memo *x = (struct memo *)((unsigned char *)set + i * memo_stride);
             int k = stepwise ? memo_holds(x, ret, sp0, bp0, gen, w.hi) : 0;
             if (k > (int)x->n) {
+                set->last = i;
                 memo_pace.walks++;
                 memo_pace.hits++;
                 count(offsetof(struct thread_stats, stepped), x->n - 1);
@@ -496,10 +521,11 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         known = k0;
         if (known > 1) { /* resume from the last frame that holds, with rbp as it is now unless a frame restored it */
             int restored = 0;
-            for (int i = 1; i < known; i++) restored |= tr[i].bp_at != 0;
+            for (int i = 1; i < known; i++)
+                if (tr[i].bp_at) restored = i;
             w.a = (uint64_t)(uintptr_t)pcs[known - 1] - 1;
             w.sp = tr[known - 1].ret_at + 8;
-            w.bp = restored ? tr[known - 1].bp : bp0;
+            w.bp = restored ? *(const uintptr_t *)tr[restored].bp_at : bp0; /* read again: it may not have been checked */
             top = e->top - 8; /* at least as high as what the frames kept read */
         }
         e->ret = 0; /* rewritten below */
@@ -524,7 +550,21 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         n = 2;
         see_frame((uint64_t)(uintptr_t)pcs[1], lo, span, present, &best, &any);
     }
-    if (best != 0 && stepwise) {
+    if (!keep && best != 0 && stepwise) {
+        /* Without a memo only the frames in the sites' range matter: the walk stops at each, and
+         * for good once the first group's selector holds (no later frame changes that answer). */
+        while (n < depth) {
+            void *hit = NULL;
+            int k = hl_walk_to(&w, depth - n, lo, span, &hit);
+            if (k < 0) stepwise = 0;
+            if (k <= 0) break;
+            n += k;
+            if (!hit) break; /* the stack ended, or the depth was reached */
+            see_frame((uint64_t)(uintptr_t)hit, lo, span, present, &best, &any);
+            if (narrow && any && first_holding(present[0], 1) == 0) best = 0;
+            if (best == 0) break;
+        }
+    } else if (best != 0 && stepwise) {
         /* The walk pauses only at frames that may be first-group sites: only they can end it.
          * Pausing costs a call per pause; a thread whose pauses seldom end its walks stops
          * pausing for a while (the answer is the same either way, only the frames walked differ). */
@@ -557,27 +597,28 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     if (depth > 1 && !stepwise && !one) { /* the walk needs the fallback unwinder: all of it at once, not kept */
         for (uint32_t w = 0; w < words; w++) present[w] = 0;
         any = 0, best = always;
-        n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1);
-        for (int i = 0; i < n; i++) see_frame((uint64_t)(uintptr_t)pcs[i], lo, span, present, &best, &any);
+        n = walk_unwound(ret, depth, lo, span, present, &best, &any);
     }
     if (narrow && any && best != 0) best = first_holding(present[0], T.ngroups);
     int64_t g = any && best < T.ngroups ? (int64_t)best : -1;
     if (keep && stepwise) {
         e->sp = sp0, e->bp = bp0, e->gen = gen, e->n = (uint32_t)n, e->group = g;
         e->zero_at = w.ended ? w.zero_at : 0;
-        /* Steps 1..n-1, and the one that ended the walk: did one find its frame from the
-         * start's rbp, before any frame restored rbp? */
-        e->by_bp = 0;
-        for (int i = 1; i <= n && i < depth && (i < n || w.ended); i++) {
-            if (tr[i].from_bp) {
-                e->by_bp = 1;
-                break;
-            }
-            if (tr[i].bp_at) break;
+        /* Steps 1..n-1, and the one that ended the walk, backwards: which restored rbp does a
+         * later step use (BP_CHECKED), and does one use the start's (by_bp)? */
+        int last = n < depth && w.ended ? n : n - 1, need = 0;
+        uintptr_t odd = 0; /* a return address read off a word boundary (bad CFI): not kept, its bit 0 being the flag */
+        struct memo_check *chk = memo_chk(e);
+        for (int i = last; i >= 1; i--) {
+            int from_bp = tr[i].from_bp & 1;
+            tr[i].from_bp = from_bp | (tr[i].bp_at && need ? BP_CHECKED : 0);
+            need = from_bp || (need && !tr[i].bp_at);
+            if (i < n) chk[i] = (struct memo_check){tr[i].ret_at | (tr[i].from_bp & BP_CHECKED ? 1 : 0), (uintptr_t)pcs[i]}, odd |= tr[i].ret_at & 7;
         }
+        e->by_bp = (uint32_t)need;
         if (e->zero_at > top) top = e->zero_at;
         e->top = top + 8;
-        e->ret = (uintptr_t)ret;
+        e->ret = odd ? 0 : (uintptr_t)ret;
     }
     count(offsetof(struct thread_stats, stepped), (uint64_t)n - 1);
     return g;
@@ -630,22 +671,112 @@ static __attribute__((noinline)) int64_t identify_walk(void *ret, int depth) {
     return e ? identify_in(ret, e, 1, depth) : identify_in(ret, NULL, 0, depth);
 }
 
-/* The group of an allocation made from `ret` (-1: none). Its call site first: one the profile
- * saw decides alone when every context allocating there had one answer, and otherwise bounds
- * the walk; a return address in a profiled module that is no call site of the profile is an
- * unknown context, sent to the fallback. Inlined (as is grouped()) into the serving functions. */
-static inline __attribute__((always_inline)) int64_t identify(void *ret) {
-    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
+/* identify_near out of line, for the call-site cache's rare cases. */
+static __attribute__((noinline)) int64_t identify_near_out(void *ret, int depth) { return identify_near(ret, depth); }
+
+/* The walk of `depth` frames from `ret`, for what the call-site cache does not answer alone. */
+static int64_t identify_slow(void *ret, int depth) {
+    return depth <= 2 && narrow ? identify_near_out(ret, depth) : identify_walk(ret, depth);
+}
+
+/* ---- the call-site cache ----
+ * What identify() learns from the return address alone is the same at every allocation made
+ * from there until sites are resolved anew (site_gen): its call site's decision (one the profile
+ * saw decides alone when every context allocating there had one answer, and otherwise bounds the
+ * walk; a return address in a profiled module that is no call site of the profile is an unknown
+ * context, sent to the fallback), else the walk depth, the return address's own selector site,
+ * and for a walk of one step the unwind rule there. Each thread keeps it per return address
+ * (direct-mapped), so that a hit costs a few loads where the look-ups cost two or three hashed
+ * probes and calls. Per thread: no atomics and no line shared between threads. */
+#define NEAR_BITS 8
+enum { NEAR_STEP = -2, NEAR_WALK = -3 };
+struct near {
+    uint64_t ret;     /* the return address */
+    uint32_t gen;     /* site_gen + 1 when it was filled (0: empty) */
+    int32_t what;     /* a group, -1 (the fallback), NEAR_STEP or NEAR_WALK */
+    uint64_t present; /* NEAR_STEP: the return address's own site bit; NEAR_WALK: the depth */
+    uint64_t rule;    /* NEAR_STEP: the unwind rule at the return address (a plain step) */
+};
+static __thread struct near near_cache[1u << NEAR_BITS] __attribute__((tls_model("initial-exec")));
+
+/* identify_fast's answer when the rest of identify() is needed. */
+#define IDENT_REST (-4)
+
+/* A one-step walk from the cache: the caller's site joins the return address's own (`present`)
+ * and the selectors decide, as identify_near does; IDENT_REST when the step cannot be made
+ * inline. */
+static inline __attribute__((always_inline)) int64_t identify_step(void *ret, uint64_t present, uint64_t rule) {
+    void *pc;
+    int k = hl_unwind_step_with(rule, ret, hl_self.frame, &pc);
+    if (HL_UNLIKELY(k < 0)) return IDENT_REST;
+    if (k > 0) {
+        count(offsetof(struct thread_stats, stepped), 1);
+        uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
+        uint64_t a = (uint64_t)(uintptr_t)pc;
+        int64_t s = a - lo <= span ? site_at(a) : -1;
+        if (s >= 0) present |= 1ull << s;
+    }
+    if (!present) return -1; /* no selector site met */
+    uint32_t g = first_holding(present, T.ngroups);
+    return g < T.ngroups ? (int64_t)g : -1;
+}
+
+/* Fills e for `ret` (site generation `gen`, read before the tables) and answers. */
+static __attribute__((noinline)) int64_t identify_fill(void *ret, struct near *e, uint32_t gen) {
     int depth = (int)T.walk_depth;
+    int32_t what = NEAR_WALK;
+    uint64_t a = (uint64_t)(uintptr_t)ret, present = 0, rule = 0;
     if (have_calls) {
-        uint64_t a = (uint64_t)(uintptr_t)ret;
         const struct slot *c = table_slot(&call_sites, a);
         uint32_t d = c ? c->site : in_call_module(a) ? HLG_FALLBACK : HLG_WALK;
-        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) return d == HLG_FALLBACK ? -1 : (int64_t)d;
-        if (c) depth = (int)c->depth;
+        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) what = d == HLG_FALLBACK ? -1 : (int32_t)d;
+        else if (c) depth = (int)c->depth;
     }
-    if (depth <= 2 && narrow) return identify_near(ret, depth);
-    return identify_walk(ret, depth);
+    if (what == NEAR_WALK && depth <= 2 && narrow) {
+        uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
+        int64_t s = a - lo <= span ? site_at(a) : -1;
+        present = s >= 0 ? 1ull << s : 0;
+        uint32_t g = present ? first_holding(present, T.ngroups) : T.ngroups;
+        if (g == 0 || depth < 2) what = g < T.ngroups ? (int32_t)g : -1;
+        else if (hl_rule_kind(rule = hl_unwind_rule(ret)) == HL_R_STEP) what = NEAR_STEP;
+    }
+    e->ret = a, e->gen = gen + 1, e->what = what;
+    e->present = what == NEAR_WALK ? (uint64_t)depth : present;
+    e->rule = rule;
+    if (what >= -1) return what;
+    return what == NEAR_STEP ? identify_near_out(ret, 2) : identify_slow(ret, depth);
+}
+
+static inline __attribute__((always_inline)) struct near *near_of(uint64_t a) { return &near_cache[(a * 0x9E3779B97F4A7C15ull) >> (64 - NEAR_BITS)]; }
+
+/* identify()'s common case, inline: a hit in the call-site cache that decides, or its one step
+ * made inline; IDENT_REST otherwise (sites to resolve, a miss, a longer walk). */
+static inline __attribute__((always_inline)) int64_t identify_fast(void *ret) {
+    uint64_t a = (uint64_t)(uintptr_t)ret;
+    struct near *e = near_of(a);
+    uint32_t gen = atomic_load_explicit(&site_gen, memory_order_acquire);
+    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed) || e->ret != a || e->gen != gen + 1)) return IDENT_REST;
+    if (HL_LIKELY(e->what >= -1)) return e->what;
+    return e->what == NEAR_STEP ? identify_step(ret, e->present, e->rule) : IDENT_REST;
+}
+
+/* The rest of identify(): sites resolved now and then while some are missing, the cache filled
+ * on a miss, the step made out of line, the longer walks. */
+static __attribute__((noinline)) int64_t identify_rest(void *ret) {
+    if (HL_UNLIKELY(atomic_load_explicit(&unresolved, memory_order_relaxed)) && (++tick & RESOLVE_EVERY) == 0) resolve_sites();
+    uint64_t a = (uint64_t)(uintptr_t)ret;
+    struct near *e = near_of(a);
+    uint32_t gen = atomic_load_explicit(&site_gen, memory_order_acquire);
+    if (e->ret != a || e->gen != gen + 1) return identify_fill(ret, e, gen);
+    if (e->what >= -1) return e->what;
+    return e->what == NEAR_STEP ? identify_near_out(ret, 2) : identify_slow(ret, (int)e->present);
+}
+
+/* The group of an allocation made from `ret` (-1: none): the call-site cache, then the walk it
+ * says. Inlined (as is grouped()) into the serving functions. */
+static inline __attribute__((always_inline)) int64_t identify(void *ret) {
+    int64_t g = identify_fast(ret);
+    return HL_LIKELY(g != IDENT_REST) ? g : identify_rest(ret);
 }
 
 /* ---- chunks ---- */
@@ -845,6 +976,23 @@ static __attribute__((noinline)) void grow(struct chunk *c, uint64_t end) {
     if (more) note_peak(atomic_fetch_add_explicit(&resident_bytes, more, memory_order_relaxed) + more);
 }
 
+/* Bumps chunk c's top from `top` to an object at `off` of `sz` bytes (under its group's lock). */
+static inline __attribute__((always_inline)) void bump_to(struct chunk *c, uint64_t top, uint64_t off, uint64_t sz) {
+    _Atomic uint64_t *bounds = bounds_of(c);
+    if (off != top) bit_set(bounds, top / GRANULE, 1); /* the padding is nobody's: the previous object ends there */
+    bit_set(bounds, off / GRANULE, 1);
+    bit_set(live_of(c), off / GRANULE, 1);
+    /* Boundaries first, then the top (release): a reader that sees the new top sees them. */
+    atomic_store_explicit(&c->top, off + sz, memory_order_release);
+}
+/* Counts a new object of `size` bytes requested, `used` taken, in chunk c of group G. */
+static inline __attribute__((always_inline)) void count_object(struct group_state *G, struct chunk *c, uint64_t size, uint64_t used) {
+    c->refs++;
+    G->count++;
+    G->bytes += size;
+    __atomic_store_n(&G->live, G->live + used, __ATOMIC_RELAXED);
+}
+
 /* Allocates `size` bytes aligned to `align` (8 or 16; 16 with `listed`) in group g: with
  * `listed` (a constant, `reuse`), the newest freed object of its size, else bumped; *zero says
  * whether the memory is still zero. NULL when no chunk can be had. Inlined into the serving
@@ -876,19 +1024,11 @@ static inline __attribute__((always_inline)) void *group_alloc_in(uint32_t g, ui
             }
             top = off = data_start; /* a multiple of 64 */
         }
-        _Atomic uint64_t *bounds = bounds_of(c);
-        if (off != top) bit_set(bounds, top / GRANULE, 1); /* the padding is nobody's: the previous object ends there */
-        bit_set(bounds, off / GRANULE, 1);
-        bit_set(live_of(c), off / GRANULE, 1);
-        /* Boundaries first, then the top (release): a reader that sees the new top sees them. */
-        atomic_store_explicit(&c->top, off + sz, memory_order_release);
+        bump_to(c, top, off, sz);
         *zero = (int)c->zeroed;
     }
     if (sz != used) bit_set(live_of(c), off / GRANULE + 1, 1); /* padded: see group_free */
-    c->refs++;
-    G->count++;
-    G->bytes += size;
-    __atomic_store_n(&G->live, G->live + used, __ATOMIC_RELAXED);
+    count_object(G, c, size, used);
     if (HL_UNLIKELY(off + sz > c->high)) grow(c, off + sz); /* after the live bytes: the peak counts this object */
     group_drop(&G->lock, took);
     return (unsigned char *)c + off;
@@ -971,6 +1111,11 @@ static inline uint64_t natural_align(uint64_t bytes) {
     return odd8 ? 16 - (used & GRANULE) : !reuse && used == GRANULE ? 8 : 16;
 }
 
+/* With `odd8`, where an object taking `used` bytes goes when the bump top (a multiple of 8) is
+ * at `top`: natural_align's rule in two operations (an odd number of granules at the top, an
+ * even number at the next multiple of 16, which is 8 further exactly when the top is not one). */
+static inline uint64_t odd8_offset(uint64_t top, uint64_t used) { return top + (top & ~used & GRANULE); }
+
 /* Serves an identified request of `bytes` (alignment `align`, 0 for none) from its group, or
  * returns NULL with the reason counted. */
 static inline __attribute__((always_inline)) void *grouped(uint64_t bytes, uint64_t align, void *ret, int *zero) {
@@ -1005,7 +1150,46 @@ static inline __attribute__((always_inline)) void *serve(int op, size_t size, si
     return p;
 }
 void *hl_serve_alloc(int op, size_t size, size_t extra, void *ret, int *err) { return serve(op, size, extra, ret, err); }
-void *hl_serve_malloc(size_t size, void *ret) { return serve(HL_MALLOC, size, 0, ret, NULL); }
+
+/* ---- malloc's common case ----
+ * A small request whose call site the thread's cache answers (alone or with its one step),
+ * bumped in its group's current chunk within the pages it has entered, while the process has
+ * one thread: inline, and every rarer case a call that finishes the allocation, so that no value
+ * lives across a call and the path saves no registers. */
+/* Requests below this take the path (0: none, while not serving, with no groups, or without
+ * `odd8`, whose bump offset the path computes). */
+static uint64_t fast_below;
+static __attribute__((noinline)) void *serve_malloc_rest(size_t size, void *ret) { return serve(HL_MALLOC, size, 0, ret, NULL); }
+static __attribute__((noinline)) void *fallback_malloc(size_t size, int why) {
+    count_fallback(why, size);
+    return hl_real.malloc(size);
+}
+static __attribute__((noinline)) void *group_malloc_rest(uint32_t g, size_t size) {
+    int zero;
+    void *p = group_alloc(g, size, natural_align(size), &zero);
+    return p ? p : fallback_malloc(size, W_EXHAUSTED);
+}
+/* A request the path takes whose group the rest of identify() finds. */
+static __attribute__((noinline)) void *serve_malloc_walked(size_t size, void *ret) {
+    int64_t g = identify_rest(ret);
+    return g < 0 ? fallback_malloc(size, W_CONTEXT) : group_malloc_rest((uint32_t)g, size);
+}
+void *hl_serve_malloc(size_t size, void *ret) {
+    if (HL_UNLIKELY(size >= fast_below)) return serve_malloc_rest(size, ret);
+    int64_t g = identify_fast(ret);
+    if (HL_UNLIKELY(g == IDENT_REST)) return serve_malloc_walked(size, ret);
+    if (g < 0) return fallback_malloc(size, W_CONTEXT);
+    if (HL_UNLIKELY(!__libc_single_threaded)) return group_malloc_rest((uint32_t)g, size);
+    uint64_t used = rounded_size(size);
+    struct group_state *G = &groups[g];
+    struct chunk *c = G->cur;
+    uint64_t top = c ? atomic_load_explicit(&c->top, memory_order_relaxed) : 0, off = odd8_offset(top, used);
+    /* Beyond the pages entered (never beyond the chunk): a new page or chunk to account for. */
+    if (HL_UNLIKELY(!c || off + used > c->high)) return group_malloc_rest((uint32_t)g, size);
+    bump_to(c, top, off, used);
+    count_object(G, c, size, used);
+    return (unsigned char *)c + off;
+}
 
 void hl_serve_free(void *p) { group_free(p); }
 
@@ -1279,7 +1463,7 @@ static int load_table(void) {
     }
     if (T.walk_depth > 1) {
         hl_unwind_init();
-        memo_stride = (sizeof(struct memo) + T.walk_depth * (sizeof(void *) + sizeof(struct hl_walk_trace) + sizeof(uint64_t) + sizeof(int32_t)) + 63) & ~(uint64_t)63;
+        memo_stride = (sizeof(struct memo) + T.walk_depth * (sizeof(struct memo_check) + sizeof(void *) + sizeof(struct hl_walk_trace) + sizeof(uint64_t) + sizeof(int32_t)) + 63) & ~(uint64_t)63;
         const char *m = getenv("HEAPLAB_GROUP_MEMO");
         if (!m || strcmp(m, "0") != 0) {
             memo_area = sys_mmap(NULL, (MAX_THREAD_STATS - 1) * MEMO_SLOTS * memo_stride, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -1400,6 +1584,7 @@ void hl_on_init(void) {
     hl_own_base = (uintptr_t)range;
     hl_own_len = range_len;
     serving = 1;
+    fast_below = T.ngroups && odd8 ? T.max_object + 1 : 0;
     atomic_store(&hl_active, 1);
 }
 

@@ -390,12 +390,12 @@ static __attribute__((noinline)) uint64_t rule_miss(struct hl_rule_slot *t, uint
 
 /* The rule for code address `a`: its first slot inline (the hit every walk's frames take once
  * the rules are cached), anything else out of line. */
-static inline __attribute__((always_inline)) uint64_t rule_for(uint64_t a) {
-    struct hl_rule_slot *t = get_table();
+static inline __attribute__((always_inline)) uint64_t rule_in(struct hl_rule_slot *t, uint64_t a) {
     if (HL_UNLIKELY(!t)) return decode(a);
     uint64_t r = hl_rule_cached(t, a);
     return HL_LIKELY(r) ? r : rule_miss(t, a, hl_rule_slot_of(a), 0);
 }
+static inline __attribute__((always_inline)) uint64_t rule_for(uint64_t a) { return rule_in(get_table(), a); }
 
 /* ---- the thread's stack: the mapping holding its stack pointer, from /proc/self/maps ---- */
 
@@ -429,22 +429,23 @@ static void find_stack(uintptr_t sp) {
     syscall(SYS_close, f);
 }
 
-/* One frame: from code address *a with stack pointer *sp and frame register *bp (the stack
- * between lo and hi) to its caller's, whose return address goes to *ra. 1: stepped; 0: the
+/* One frame with rule r: from code address *a with stack pointer *sp and frame register *bp
+ * (the stack ends at hi) to its caller's, whose return address goes to *ra. 1: stepped; 0: the
  * stack ends here (or its CFI leaves it); -1: the frame's CFI needs the fallback. */
-static inline __attribute__((always_inline)) int step_traced(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra, struct hl_walk_trace *tr) {
-    uint64_t r = rule_for(*a);
+static inline __attribute__((always_inline)) int step_rule(uint64_t r, uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t hi, uintptr_t *ra, struct hl_walk_trace *tr) {
     int kind = hl_rule_kind(r);
     if (tr) tr->from_bp = kind == HL_R_STEP && (r & HL_R_CFA_RBP);
     if (kind == HL_R_END) return 0;
     if (kind != HL_R_STEP) return -1;
+    /* The return address and the saved rbp lie in the frame, at or above its sp: anything else
+     * is bad CFI or the stack's end. */
     uintptr_t cfa = (r & HL_R_CFA_RBP ? *bp : *sp) + (uintptr_t)hl_rule_cfa_off(r);
-    if (cfa <= *sp || cfa < lo + 8 || cfa > hi) return 0; /* outside the stack: bad CFI or its end */
+    if (cfa < *sp + 8 || cfa > hi) return 0;
     uintptr_t ret = *(const uintptr_t *)(cfa - 8);
     if (tr) tr->ret_at = cfa - 8, tr->bp_at = 0;
     if (r & HL_R_RBP_SAVED) {
         uintptr_t at = cfa + (uintptr_t)hl_rule_rbp_off(r);
-        if (at < lo || at + 8 > hi) return 0;
+        if (at < *sp || at + 8 > hi) return 0;
         *bp = *(const uintptr_t *)at;
         if (tr) tr->bp_at = at;
     }
@@ -455,8 +456,11 @@ static inline __attribute__((always_inline)) int step_traced(uint64_t *a, uintpt
     *a = ret - 1;
     return 1;
 }
-static inline __attribute__((always_inline)) int step_one(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t lo, uintptr_t hi, uintptr_t *ra) {
-    return step_traced(a, sp, bp, lo, hi, ra, NULL);
+static inline __attribute__((always_inline)) int step_traced(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t hi, uintptr_t *ra, struct hl_walk_trace *tr) {
+    return step_rule(rule_for(*a), a, sp, bp, hi, ra, tr);
+}
+static inline __attribute__((always_inline)) int step_one(uint64_t *a, uintptr_t *sp, uintptr_t *bp, uintptr_t hi, uintptr_t *ra) {
+    return step_traced(a, sp, bp, hi, ra, NULL);
 }
 
 /* Steps frames from code address `a` (the pc itself for the first frame of a walk, a return
@@ -466,11 +470,11 @@ static inline __attribute__((always_inline)) int step_one(uint64_t *a, uintptr_t
 static inline __attribute__((always_inline)) int steps(uint64_t a, uintptr_t sp, uintptr_t bp, int skip, const void *after, void **pcs, int max) {
     int want = skip + (after ? HL_UNWIND_SEARCH : 0) + max; /* frames to step at most */
     if (HL_UNLIKELY(sp < hl_stack_lo || sp >= hl_stack_hi)) find_stack(sp);
-    uintptr_t lo = sp, hi = hl_stack_hi;
+    uintptr_t hi = hl_stack_hi;
     int n = 0, k = 0, found = !after;
     while (n < want && k < max) {
         uintptr_t ra;
-        int r = step_one(&a, &sp, &bp, lo, hi, &ra);
+        int r = step_one(&a, &sp, &bp, hi, &ra);
         if (r < 0) return -1;
         if (r == 0) break;
         n++;
@@ -575,6 +579,11 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
     return k >= 0 ? k : hl_unwind_after(ret, pcs, max);
 }
 
+uint64_t hl_unwind_rule(const void *ret) {
+    if (!ret || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES) return 0;
+    return rule_for((uint64_t)(uintptr_t)ret - 1);
+}
+
 int hl_unwind_caller(const void *ret, const void *frame, void **pc) {
     const uintptr_t *f = frame;
     if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES) return hl_unwind_above(ret, frame, pc, 1);
@@ -582,7 +591,7 @@ int hl_unwind_caller(const void *ret, const void *frame, void **pc) {
     uint64_t a = (uint64_t)(uintptr_t)ret - 1;
     uintptr_t sp = (uintptr_t)(f + 2), bp = f[0], ra;
     if (HL_UNLIKELY(sp < hl_stack_lo || sp >= hl_stack_hi)) find_stack(sp);
-    int r = step_one(&a, &sp, &bp, sp, hl_stack_hi, &ra);
+    int r = step_one(&a, &sp, &bp, hl_stack_hi, &ra);
     if (HL_UNLIKELY(r < 0)) return hl_unwind_after(ret, pc, 1);
     if (r > 0) *pc = (void *)ra;
     return r;
@@ -595,7 +604,7 @@ int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
     if (!ret || !f || f[1] != (uintptr_t)ret || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES) return -1;
     hl_unwind_counted.walks++;
     w->a = (uint64_t)(uintptr_t)ret - 1;
-    w->sp = w->lo = (uintptr_t)(f + 2);
+    w->sp = (uintptr_t)(f + 2);
     w->bp = f[0];
     if (HL_UNLIKELY(w->sp < hl_stack_lo || w->sp >= hl_stack_hi)) find_stack(w->sp);
     w->hi = hl_stack_hi;
@@ -607,12 +616,12 @@ static inline __attribute__((always_inline)) int walk_more(struct hl_walk *w, vo
     if (w->ended) return 0;
     /* In locals: stores to pcs could otherwise alias the walk's state. */
     uint64_t a = w->a;
-    uintptr_t sp = w->sp, bp = w->bp, slo = w->lo, shi = w->hi;
+    uintptr_t sp = w->sp, bp = w->bp, shi = w->hi;
     int k = 0;
     while (k < max) {
         uintptr_t ra;
         if (tr) tr[k].ret_at = 0;
-        int r = step_traced(&a, &sp, &bp, slo, shi, &ra, tr ? tr + k : NULL);
+        int r = step_traced(&a, &sp, &bp, shi, &ra, tr ? tr + k : NULL);
         if (r < 0) return -1;
         if (r == 0) {
             w->ended = 1;
@@ -628,6 +637,34 @@ static inline __attribute__((always_inline)) int walk_more(struct hl_walk *w, vo
     return k;
 }
 int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span) { return walk_more(w, pcs, NULL, max, lo, span); }
+int hl_walk_to(struct hl_walk *w, int max, uint64_t lo, uint64_t span, void **hit) {
+    if (w->ended) return 0;
+    struct hl_rule_slot *t = get_table();
+    if (HL_UNLIKELY(!t)) return -1;
+    uint64_t a = w->a;
+    uintptr_t sp = w->sp, bp = w->bp, hi = w->hi, ra = 0;
+    int k = 0, r = 1;
+    while (k < max) {
+        /* Frames whose rules are cached, with no call in the loop: its values stay in registers. */
+        uint64_t rule;
+        while ((rule = hl_rule_cached(t, a)) != 0 && k < max) {
+            r = step_rule(rule, &a, &sp, &bp, hi, &ra, NULL);
+            if (HL_UNLIKELY(r <= 0)) break;
+            k++;
+            if (ra - lo <= span) break;
+        }
+        if (r <= 0 || k == max || (k && ra - lo <= span)) break;
+        r = step_rule(rule_miss(t, a, hl_rule_slot_of(a), 0), &a, &sp, &bp, hi, &ra, NULL);
+        if (r <= 0) break;
+        k++;
+        if (ra - lo <= span) break;
+    }
+    if (r < 0) return -1;
+    if (r == 0) w->ended = 1;
+    else if (k && ra - lo <= span) *hit = (void *)ra;
+    w->a = a, w->sp = sp, w->bp = bp;
+    return k;
+}
 int hl_walk_more_traced(struct hl_walk *w, void **pcs, struct hl_walk_trace *tr, int max, uint64_t lo, uint64_t span) {
     return walk_more(w, pcs, tr, max, lo, span);
 }
@@ -637,6 +674,10 @@ int hl_unwind_above(const void *ret, const void *frame, void **pcs, int max) {
     return hl_unwind_after(ret, pcs, max);
 }
 int hl_unwind_caller(const void *ret, const void *frame, void **pc) { return hl_unwind_above(ret, frame, pc, 1); }
+uint64_t hl_unwind_rule(const void *ret) {
+    (void)ret;
+    return 0;
+}
 int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame) {
     (void)ret, (void)frame;
     w->ended = 1;
@@ -649,5 +690,9 @@ int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t s
 int hl_walk_more_traced(struct hl_walk *w, void **pcs, struct hl_walk_trace *tr, int max, uint64_t lo, uint64_t span) {
     (void)tr;
     return hl_walk_more(w, pcs, max, lo, span);
+}
+int hl_walk_to(struct hl_walk *w, int max, uint64_t lo, uint64_t span, void **hit) {
+    (void)w, (void)max, (void)lo, (void)span, (void)hit;
+    return -1;
 }
 #endif

@@ -45,9 +45,15 @@ int hl_unwind_caller(const void *ret, const void *frame, void **pc);
  * further return addresses to `pcs`, stopping after the first one in [lo, lo + span] (the
  * addresses the caller looks for), and returns how many (0 once the stack has ended; -1 when a
  * frame needs the fallback: the caller starts over with hl_unwind_above). */
-struct hl_walk { uint64_t a; uintptr_t sp, bp, lo, hi, zero_at; int ended; };
+struct hl_walk { uint64_t a; uintptr_t sp, bp, hi, zero_at; int ended; };
 int hl_walk_start(struct hl_walk *w, const void *ret, const void *frame);
 int hl_walk_more(struct hl_walk *w, void **pcs, int max, uint64_t lo, uint64_t span);
+
+/* hl_walk_more for a caller that needs only some frames: steps up to `max` frames, stopping
+ * after the first whose return address lies in [lo, lo + span], which goes to *hit (left as it
+ * was when none did). Returns the frames stepped (0 once the stack has ended; -1 as
+ * hl_walk_more). No return address is stored: each frame costs a rule look-up and its loads. */
+int hl_walk_to(struct hl_walk *w, int max, uint64_t lo, uint64_t span, void **hit);
 
 /* hl_walk_more that also says, per frame returned, which stack words it read: where the return
  * address was (`ret_at`), where the caller's rbp was restored from (`bp_at`, 0 when it was not),
@@ -95,15 +101,16 @@ static inline int64_t hl_rule_rbp_off(uint64_t r) { return (int16_t)(uint16_t)(r
 /* A client whose peak RSS is measured (the runtime library) builds with HL_COMPACT_TABLES: the
  * hashed tables scatter over every page they span, so they are kept small there. */
 #ifdef HL_COMPACT_TABLES
-#define HL_RULE_SLOTS (1u << 14)
+#define HL_RULE_BITS 14
 #else
-#define HL_RULE_SLOTS (1u << 18)
+#define HL_RULE_BITS 18
 #endif
+#define HL_RULE_SLOTS (1u << HL_RULE_BITS)
 struct hl_rule_slot {
     _Atomic uint64_t pc;
     _Atomic uint64_t rule;
 };
-static inline uint32_t hl_rule_slot_of(uint64_t pc) { return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 46) & (HL_RULE_SLOTS - 1); }
+static inline uint32_t hl_rule_slot_of(uint64_t pc) { return (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> (64 - HL_RULE_BITS)); }
 /* The rule for code address `a` when its first slot of table t holds it, else 0 (no rule's
  * kind is 0): the hit every walk's frames take once the rules are cached. */
 static inline uint64_t hl_rule_cached(struct hl_rule_slot *t, uint64_t a) {
@@ -117,27 +124,41 @@ extern HL_UNWIND_INTERNAL atomic_int hl_unwind_mode_now;          /* enum hl_unw
 extern HL_UNWIND_INTERNAL __thread uintptr_t hl_stack_lo __attribute__((tls_model("initial-exec"))), hl_stack_hi __attribute__((tls_model("initial-exec")));
 extern HL_UNWIND_INTERNAL __thread struct hl_unwind_counts hl_unwind_counted __attribute__((tls_model("initial-exec")));
 
-/* hl_unwind_caller with its common case inline: the rule for `ret` cached in its first slot and
- * a plain step, from a frame that holds `ret`, on a stack already known. One step needs only the
- * caller's return address at CFA - 8, not rbp's saved value, which only a further step would
- * use (so where rbp was saved is not checked against the stack either). A `ret` of 0 finds no
- * rule (none is kept for address -1) and goes to hl_unwind_caller. */
-static inline __attribute__((always_inline)) int hl_unwind_caller_inline(const void *ret, const void *frame, void **pc) {
+/* The rule for return address `ret` (the code address ret - 1), decoded and cached if it was not;
+ * 0 where the rules are not used. Fixed per code address, so a caller may keep it. */
+uint64_t hl_unwind_rule(const void *ret);
+
+/* One plain step with rule r (a HL_R_STEP rule for `ret`, from the cache or kept by the caller),
+ * from a frame that holds `ret`, on a stack already known: 1 and the caller's return address in
+ * *pc; 0 when the stack ends there; -1 when it cannot be done here (the frame does not hold
+ * `ret`, the stack is not known yet, or walks are not made with the rules): the caller takes
+ * hl_unwind_caller. One step needs only the caller's return address at CFA - 8, not rbp's saved
+ * value, which only a further step would use (so where rbp was saved is not checked against the
+ * stack either). */
+static inline __attribute__((always_inline)) int hl_unwind_step_with(uint64_t r, const void *ret, const void *frame, void **pc) {
     const uintptr_t *f = (const uintptr_t *)frame;
-    struct hl_rule_slot *t = atomic_load_explicit(&hl_rules, memory_order_acquire);
-    uint64_t a = (uint64_t)(uintptr_t)ret - 1;
     uintptr_t sp = (uintptr_t)(f + 2), hi = hl_stack_hi;
-    if (__builtin_expect(!t || !f || f[1] != (uintptr_t)ret || sp < hl_stack_lo || sp >= hi || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES, 0))
-        return hl_unwind_caller(ret, frame, pc);
-    uint64_t r = hl_rule_cached(t, a);
-    if (__builtin_expect(hl_rule_kind(r) != HL_R_STEP, 0)) return hl_unwind_caller(ret, frame, pc); /* not cached (0), or not a plain step */
-    hl_unwind_counted.walks++;
+    if (__builtin_expect(!f || f[1] != (uintptr_t)ret || sp < hl_stack_lo || sp >= hi || atomic_load_explicit(&hl_unwind_mode_now, memory_order_relaxed) != HL_UNWIND_RULES, 0))
+        return -1;
     uintptr_t cfa = (r & HL_R_CFA_RBP ? f[0] : sp) + (uintptr_t)hl_rule_cfa_off(r);
     if (cfa < sp + 8 || cfa > hi) return 0; /* outside the stack: bad CFI or its end */
     uintptr_t ra = *(const uintptr_t *)(cfa - 8);
     if (ra == 0) return 0;
     *pc = (void *)ra;
     return 1;
+}
+
+/* hl_unwind_caller with its common case inline: the rule for `ret` cached in its first slot and
+ * a plain step (hl_unwind_step_with). A `ret` of 0 finds no rule (none is kept for address -1)
+ * and goes to hl_unwind_caller. */
+static inline __attribute__((always_inline)) int hl_unwind_caller_inline(const void *ret, const void *frame, void **pc) {
+    struct hl_rule_slot *t = atomic_load_explicit(&hl_rules, memory_order_acquire);
+    uint64_t r = t ? hl_rule_cached(t, (uint64_t)(uintptr_t)ret - 1) : 0;
+    if (__builtin_expect(hl_rule_kind(r) != HL_R_STEP, 0)) return hl_unwind_caller(ret, frame, pc); /* not cached (0), or not a plain step */
+    int k = hl_unwind_step_with(r, ret, frame, pc);
+    if (__builtin_expect(k < 0, 0)) return hl_unwind_caller(ret, frame, pc);
+    hl_unwind_counted.walks++;
+    return k;
 }
 
 #endif
