@@ -241,7 +241,7 @@ impl<'a> Improver<'a> {
     /// search could not keep it below `m` within its budget; with the free set's size.
     fn slab_move(&mut self, star: u32, m: u64, thickness: u64) -> (Option<Vec<(usize, u64)>>, usize) {
         let buffers = self.buffers;
-        let Some(mut free) = free_set(buffers, &self.by_top, star, m.saturating_sub(thickness), self.params.max_free) else {
+        let Some(mut free) = free_set(buffers, &self.by_top, star, m.saturating_sub(thickness), self.params.max_free, self.params.deadline) else {
             return (None, 0);
         };
         free.sort_unstable();
@@ -253,7 +253,11 @@ impl<'a> Improver<'a> {
         let mut floors = vec![0u64; self.free.len()];
         let mut by_lower: Vec<usize> = (0..self.free.len()).collect();
         by_lower.sort_unstable_by_key(|&k| buffers[self.free[k]].lower);
-        for &j in &self.fixed {
+        for (n, &j) in self.fixed.iter().enumerate() {
+            // |fixed| × |free| steps at worst: the clock is read every 1024 fixed buffers.
+            if n % 1024 == 1023 && Instant::now() >= self.params.deadline {
+                return (None, size);
+            }
             let (b, top) = (&buffers[j], self.offsets[j] + buffers[j].size);
             // Free buffers starting before b ends; of those, the ones ending after b starts.
             let end = by_lower.partition_point(|&k| buffers[self.free[k]].lower < b.upper);
@@ -359,8 +363,9 @@ impl<'a> Improver<'a> {
 /// The free set around `star`: buffers with top above `h`, grown from `star` by layers of
 /// overlapping lifetimes (each layer adds the buffers above `h` alive during the previous
 /// layer's time span) while it stays within `max` buffers; at most the whole connected slab.
-/// `None` when `star` itself is not above `h`.
-fn free_set(buffers: &[Buffer], by_top: &BTreeSet<(u64, u32)>, star: u32, h: u64, max: usize) -> Option<Vec<usize>> {
+/// `None` when `star` itself is not above `h`, or once `deadline` passes (each layer is a pass
+/// over every buffer above `h`: on a flat component, nearly all of them).
+fn free_set(buffers: &[Buffer], by_top: &BTreeSet<(u64, u32)>, star: u32, h: u64, max: usize, deadline: Instant) -> Option<Vec<usize>> {
     if by_top.range((h + 1, 0)..).all(|&(_, i)| i != star) {
         return None;
     }
@@ -369,6 +374,9 @@ fn free_set(buffers: &[Buffer], by_top: &BTreeSet<(u64, u32)>, star: u32, h: u64
     let (mut lo, mut hi) = (s.lower, s.upper);
     let mut layer = vec![star as usize];
     loop {
+        if Instant::now() >= deadline {
+            return None;
+        }
         let next: Vec<usize> = above.iter().copied().filter(|&i| buffers[i].lower < hi && lo < buffers[i].upper).collect();
         if next.len() > max || next.len() == layer.len() {
             return Some(if next.len() > max { layer } else { next });
@@ -429,11 +437,12 @@ mod tests {
         let bs = vec![Buffer::new(0, 0, 4, 3), Buffer::new(1, 2, 6, 3), Buffer::new(2, 8, 9, 9), Buffer::new(3, 0, 9, 2)];
         let off: Vec<u64> = vec![3, 6, 0, 0];
         let by_top: BTreeSet<(u64, u32)> = (0..4).map(|i| (off[i] + bs[i].size, i as u32)).collect();
-        let mut f = free_set(&bs, &by_top, 1, 5, 10).unwrap();
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        let mut f = free_set(&bs, &by_top, 1, 5, 10, far).unwrap();
         f.sort();
         assert_eq!(f, vec![0, 1]);
-        assert_eq!(free_set(&bs, &by_top, 1, 5, 1).unwrap(), vec![1], "capped to the first layer");
-        assert_eq!(free_set(&bs, &by_top, 2, 5, 10).unwrap(), vec![2]);
-        assert!(free_set(&bs, &by_top, 3, 5, 10).is_none());
+        assert_eq!(free_set(&bs, &by_top, 1, 5, 1, far).unwrap(), vec![1], "capped to the first layer");
+        assert_eq!(free_set(&bs, &by_top, 2, 5, 10, far).unwrap(), vec![2]);
+        assert!(free_set(&bs, &by_top, 3, 5, 10, far).is_none());
     }
 }
