@@ -994,7 +994,15 @@ fn flat_stage(run: &Run, parts: &mut [Part]) {
             let order = (round > 0).then(|| seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let Some(blocks) = crate::flat::reduce(&part.buffers, order, part_end) else { break };
             if blocks.len() * 2 > part.buffers.len() {
-                break; // no structure to exploit
+                // No structure to exploit: first fit by size, which the heuristics stage left
+                // to this stage on a flat component, gets the time instead.
+                let first_fit = Heuristic { order: Order::Size, fit: Fit::First };
+                if run.opts.algorithm == Algorithm::Auto {
+                    if let Some(off) = first_fit.run_until(&part.buffers, part_end) {
+                        part.offer(first_fit.name(), off, now.elapsed().as_secs_f64());
+                    }
+                }
+                break;
             }
             let sub = blocks.buffers();
             let until = now + part_end.saturating_duration_since(now) / 2;

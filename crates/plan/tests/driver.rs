@@ -49,6 +49,37 @@ fn portfolio_is_never_worse_than_its_heuristics() {
     }
 }
 
+/// A flat component with no blocks to merge: pinwheels of five pieces (no two of one lifetime,
+/// no two of one height meeting in time), each time slab padded to the same load, all under one
+/// long buffer. The heuristics stage runs only the start-order sweep on a flat component; when
+/// the blocks find no structure, first fit by size must still be tried.
+#[test]
+fn a_flat_component_without_blocks_still_gets_first_fit_by_size() {
+    let mut bs = Vec::new();
+    let slabs = 2_000u64;
+    let top = 1_000_000u64;
+    for k in 0..slabs {
+        let (t, u) = (3 * k, 10 + k);
+        // A pinwheel of heights 4u (bottom left), 5u (right), 2u (top right), 3u (top left)
+        // and u (centre): the start-order sweep, largest first at one start, splits the room
+        // the 5u piece needs; first fit by size packs it.
+        for (lower, upper, size) in [(t, t + 2, 4 * u), (t + 2, t + 3, 5 * u), (t + 1, t + 3, 2 * u), (t, t + 1, 3 * u), (t + 1, t + 2, u), (t, t + 3, top - 7 * u)] {
+            bs.push(heaplab_model::Buffer::new(bs.len() as u64, lower, upper, size));
+        }
+    }
+    bs.push(heaplab_model::Buffer::new(bs.len() as u64, 0, 3 * slabs, 7));
+    assert!(heaplab_plan::flat::is_flat(&bs, heaplab_sweep::max_load(&bs)));
+    // The stages that could repair the sweep's placement on their own are off, so that what is
+    // tested is that first fit by size runs at all.
+    let policy = heaplab_plan::Policy { windows: false, early_windows: false, improve: false, boxing: false, polish: false, ..Default::default() };
+    let quick = PlanOptions { time_limit: Duration::from_secs(3), policy, ..opts(Algorithm::Auto, 1) };
+    let auto = plan(&bs, &quick, None);
+    assert!(validate(&bs, &auto.offsets).is_valid());
+    let first_fit = heaplab_plan::heuristics::Heuristic { order: heaplab_plan::rules::Order::Size, fit: heaplab_plan::rules::Fit::First }.run(&bs);
+    let ff_makespan = bs.iter().zip(&first_fit).map(|(b, &o)| o + b.size).max().unwrap();
+    assert!(auto.makespan <= ff_makespan, "auto {} ({}) > first fit by size {ff_makespan}", auto.makespan, auto.algorithm);
+}
+
 #[test]
 fn exact_stage_proves_what_it_claims() {
     // Small tight instances (a zero-waste packing exists) and small random ones: the exact
