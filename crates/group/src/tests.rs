@@ -260,3 +260,21 @@ fn groups_that_cost_more_walking_than_they_serve_are_dropped() {
     // Off: kept whatever they cost.
     assert!(!group(&lists(), &Params { max_walk_per_object: 0.0, ..cheap }).unwrap().identification.dropped);
 }
+
+#[test]
+fn groups_the_program_hardly_touches_are_dropped() {
+    // lists(): of about 110,900 accesses, A and B's objects take 7,800 (7%), C's 3,050 (2.7%),
+    // the table's 100,000. At a threshold of 5% C's group falls short of all accesses (not of
+    // the graph's: 5% of its 10,850 is 543, below C's weight of 5,000) and is dropped.
+    let g = group(&lists(), &Params { group_threshold: 0.05, ..Params::default() }).unwrap();
+    assert_eq!(g.groups.len(), 1);
+    assert_eq!(g.groups[0].members, vec![0, 1]);
+    assert_eq!([0, 1, 2].map(|c| g.contexts[c].group), [Some(0), Some(0), None]);
+    assert!(format::validate(&g).is_ok());
+    // The table alone taking nearly every access: no group is worth serving.
+    let mut p = lists();
+    p.blocks.iter_mut().filter(|b| b.full_context == 3).for_each(|b| (b.reads, b.writes) = (100_000_000, 0));
+    let g = group(&p, &Params::default()).unwrap();
+    assert!(g.groups.is_empty() && g.contexts.iter().all(|c| c.group.is_none()));
+    assert!(format::validate(&g).is_ok());
+}

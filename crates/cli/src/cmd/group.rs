@@ -30,7 +30,9 @@ contexts (objects of two contexts accessed within the affinity distance). From i
      the strongest edge left, adding the context with the best merge benefit
      m = S(A+B) - (1 - T) max(S(A), S(B)) while it is positive (S = weight / (loops + pairs),
      T = --merge-tolerance), up to --max-group-members; a group is kept if its internal weight
-     is at least --group-threshold of the graph's accesses;
+     is at least --group-threshold of the graph's accesses and its objects' accesses at least
+     that share of all the profile's accesses (a group the program hardly touches cannot move
+     its misses, and serving it costs the runtime's start-up);
   3. selectors: for each group, most accessed first, the fewest call sites that tell each member
      apart from every context not claimed by an earlier group; the run-time allocator walks the
      stack as deep as the deepest selector site (the walk depth) and takes the first group whose
@@ -76,7 +78,8 @@ pub struct GroupArgs {
     #[arg(long, value_name = "N", default_value_t = Params::default().max_group_members, value_parser = GROUP_MEMBERS.parser::<usize>(),
           help = GROUP_MEMBERS.help("Most contexts per group (0: no limit)"))]
     max_group_members: usize,
-    /// A group is kept if its internal weight is at least this share of the graph's accesses.
+    /// A group is kept if its internal weight is at least this share of the graph's accesses,
+    /// and its objects' accesses this share of all the profile's accesses.
     #[arg(long, value_name = "SHARE", default_value_t = Params::default().group_threshold)]
     group_threshold: f64,
     #[arg(long, value_name = "BYTES", default_value_t = Params::default().max_object_size, value_parser = MAX_OBJECT_SIZE.parser::<u64>(),
