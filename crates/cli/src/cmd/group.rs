@@ -182,6 +182,15 @@ pub fn print_summary(g: &Groups) {
     }
     println!("edges          {} between contexts", grouped(g.edges.len() as u64));
     println!("groups         {} ({:.1}% of accesses grouped)", g.groups.len(), share(grouped_acc));
+    if g.groups.is_empty() && !g.identification.dropped && kept > 0 {
+        // Why none: the clustering found no group whose weight and accesses reach the threshold.
+        println!(
+            "               none reaches --group-threshold {} of the graph's weight and of all {} accesses (the kept contexts take {:.1}% of them)",
+            g.params.group_threshold,
+            grouped(all),
+            share(kept_acc)
+        );
+    }
     for (k, x) in g.groups.iter().enumerate() {
         let members: Vec<&str> = x.members.iter().map(|&m| names[m as usize].as_str()).collect();
         println!("  group {k:<6} {}", members.join(", "));

@@ -131,6 +131,19 @@ fn group_refuses_profiles_without_contexts_and_bad_values() {
 }
 
 #[test]
+fn group_says_why_it_made_no_group() {
+    let dir = scratch!("nogroup");
+    let out = path(&dir, "prog.hlgroups");
+    let prof = write_profile(&dir, &lists_profile()).unwrap();
+    // A and B's objects take about 7% of the lists profile's accesses, C's about 3%.
+    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--group-threshold", "0.5"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("groups         0") && r.stdout.contains("none reaches --group-threshold 0.5"), "{}", r.stdout);
+    let r = heaplab_in(&dir, &["group-info", &out]);
+    assert!(r.stdout.contains("none reaches --group-threshold 0.5"), "{}", r.stdout);
+}
+
+#[test]
 fn group_info_describes_and_draws() {
     let dir = scratch!("info");
     let file = groups_file(&dir);
