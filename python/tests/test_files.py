@@ -107,9 +107,17 @@ def test_frag_equals_the_cli(traced, cli):
 def test_damaged_trace_is_an_input_error(traced, tmp_path):
     data = (traced / "ls.hltrace").read_bytes()
     cut = tmp_path / "cut.hltrace"
-    cut.write_bytes(data[: len(data) * 2 // 3])
-    with pytest.raises(heaplab.InputError, match="allow_truncated=True"):
-        heaplab.read(cut)
+    # A cut exactly between two windows reads as the trace of a killed process (no trailer,
+    # every committed event there), as it should: of two neighbouring cuts at most one is.
+    for end in (len(data) * 2 // 3, len(data) * 2 // 3 - 1):
+        cut.write_bytes(data[:end])
+        try:
+            heaplab.read(cut)
+        except heaplab.InputError as e:
+            assert "allow_truncated=True" in str(e)
+            break
+    else:
+        pytest.fail("neither cut was refused")
     with pytest.raises(heaplab.InputError):
         heaplab.Trace(cut).events()
     # Its usable part (small here: the trace is one window of events) reads without error.
