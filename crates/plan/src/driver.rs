@@ -276,6 +276,9 @@ struct Part<'a> {
     /// The critical windows already ran on this part (beside the heuristics), and the windows
     /// stage leaves it alone.
     windowed: bool,
+    /// More than [`Policy::flat_min_buffers`] buffers and flat ([`crate::flat::is_flat`]): the
+    /// flat stage's, which the heuristics and the early windows leave to it. Asked once here.
+    flat: bool,
     /// Seconds spent validating the placements offered.
     validating: f64,
     /// Placements offered are not validated one by one, only the result (in `assemble`):
@@ -543,6 +546,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
             // peak that its index sets, never searched from.
             let keep_runners_up = if bs.len() <= policy.runners_up_max_buffers { policy.runners_up } else { 0 };
             let huge = policy.is_huge(bs.len());
+            let flat = bs.len() > policy.flat_min_buffers && crate::flat::is_flat(&bs, max_load);
             Part {
                 max_load,
                 lower: max_load,
@@ -559,6 +563,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 first_fit_seconds: 0.0,
                 sweep_seconds: 0.0,
                 windowed: false,
+                flat,
                 validating: 0.0,
                 validate_at_end: huge,
             }
@@ -583,7 +588,7 @@ fn early_windows_part(run: &Run, parts: &[Part]) -> Option<usize> {
     // core (see the policy).
     let long = !policy.is_huge(n) && run.opts.time_limit.as_secs_f64() >= policy.early_windows_seconds_per_buffer * n as f64;
     let sized = (policy.early_windows_min_buffers..=policy.early_windows_max_buffers).contains(&n) || (n > policy.early_windows_max_buffers && long);
-    (sized && !crate::flat::is_flat(&p.buffers, p.max_load)).then_some(i)
+    (sized && !p.flat).then_some(i)
 }
 
 /// The trivial cases and the greedy heuristics on every component, in parallel; beside them,
@@ -643,13 +648,10 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // A flat component that the flat stage will take (every tick at the max load) gains
         // nothing from the greedy orders, which end 20–40% above its load, while first fit by
         // size alone took 21 of a 30 s budget at 10^6 pieces and left the blocks a third of
-        // it: only the start-order sweep runs there, for a first placement (O(n) to ask).
-        if opts.algorithm == Algorithm::Auto
-            && run.runs(Stage::Flat)
-            && part.buffers.len() > policy.flat_min_buffers
-            && crate::flat::is_flat(&part.buffers, part.max_load)
-        {
-            heuristics = vec![Heuristic { order: Order::Start, fit: Fit::First }];
+        // it: only the start-order sweep runs there, for a first placement.
+        let sweep = Heuristic { order: Order::Start, fit: Fit::First };
+        if run.runs(Stage::Flat) && part.flat {
+            heuristics = vec![sweep];
         }
         let filled = early == Some(index) && part.buffers.len() > policy.early_windows_max_buffers;
         if (policy.is_huge(part.buffers.len()) || filled) && heuristics.len() > 1 {
@@ -666,7 +668,6 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // runs beside it (on an idle core, at no cost in wall time), so that the stand-in does
         // not itself run past the deadline. Its result also serves when the portfolio runs it
         // below (it always completes, with the same offsets).
-        let sweep = Heuristic { order: Order::Start, fit: Fit::First };
         let (stand_in, off) = rayon::join(
             || {
                 (first.order != Order::Start).then(|| {
@@ -976,8 +977,7 @@ fn flat_stage(run: &Run, parts: &mut [Part]) {
     for (k, &i) in queue.iter().enumerate() {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
-        // Whether it is flat is a sweep of the part: not asked once the stage's time is up.
-        if part.makespan < settled || Instant::now() >= stage_end || !crate::flat::is_flat(&part.buffers, part.max_load) {
+        if part.makespan < settled || Instant::now() >= stage_end || !part.flat {
             continue;
         }
         // An equal share of the stage for this component and each after it in the queue.
@@ -997,10 +997,8 @@ fn flat_stage(run: &Run, parts: &mut [Part]) {
                 // No structure to exploit: first fit by size, which the heuristics stage left
                 // to this stage on a flat component, gets the time instead.
                 let first_fit = Heuristic { order: Order::Size, fit: Fit::First };
-                if run.opts.algorithm == Algorithm::Auto {
-                    if let Some(off) = first_fit.run_until(&part.buffers, part_end) {
-                        part.offer(first_fit.name(), off, now.elapsed().as_secs_f64());
-                    }
+                if let Some(off) = first_fit.run_until(&part.buffers, part_end) {
+                    part.offer(first_fit.name(), off, now.elapsed().as_secs_f64());
                 }
                 break;
             }
