@@ -95,6 +95,11 @@ enum Next {
 const PATIENCE: usize = 200;
 const PATIENCE_SECONDS: f64 = 0.5;
 
+/// Most buffers left in place that a move looks at, in window sizes
+/// ([`ImproveParams::max_window`]); beyond it the move works in a band (see
+/// [`Improver::collect_fixed`]).
+const FIXED_MAX_WINDOWS: usize = 16;
+
 /// Improves `offsets` (a valid placement of `buffers`) in place until the deadline, the target,
 /// or until it is stuck (no drop of the makespan in [`PATIENCE`] moves or [`PATIENCE_SECONDS`],
 /// and in as long as the last drop took), unless [`ImproveParams::patient`].
@@ -224,17 +229,27 @@ impl<'a> Improver<'a> {
     }
 
     /// Fills `self.fixed` with the buffers overlapping the free set's time span that are not in
-    /// it (the free set is `self.free`, marked by [`Improver::mark_free`]).
-    fn collect_fixed(&mut self) {
+    /// it (the free set is `self.free`, marked by [`Improver::mark_free`]), and returns the
+    /// *band floor*: 0, or where there are more of them than [`FIXED_MAX_WINDOWS`] windows'
+    /// worth, an address below which the move leaves everything as it is, so that only the
+    /// fixed buffers reaching above it are kept (`None` when even those are too many). On a
+    /// traced heap a million buffers can be live at every instant, each move then costing a
+    /// whole placement; the free buffers' offsets at or above the band floor keep every
+    /// buffer below it out of their way.
+    fn collect_fixed(&mut self, h: u64, m: u64) -> Option<u64> {
         let (lo, hi) = self.free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(self.buffers[i].lower), hi.max(self.buffers[i].upper)));
         self.found.clear();
         self.index.overlapping(lo, hi, &mut self.found);
+        let cap = FIXED_MAX_WINDOWS * self.params.max_window;
+        // The band: twice the free set's depth below the makespan.
+        let floor = if self.found.len() > cap + self.free.len() { h.saturating_sub(m - h) } else { 0 };
         self.fixed.clear();
         for &j in &self.found {
-            if self.mark[j] != self.epoch {
+            if self.mark[j] != self.epoch && self.offsets[j] + self.buffers[j].size > floor {
                 self.fixed.push(j);
             }
         }
+        (self.fixed.len() <= cap).then_some(floor)
     }
 
     /// Slab move (see the module doc): new offsets for the free set, or `None` when the exact
@@ -248,9 +263,12 @@ impl<'a> Improver<'a> {
         let size = free.len();
         self.free = free;
         self.mark_free();
-        self.collect_fixed();
-        // Floors: the highest top of fixed buffers alive during each free buffer's lifetime.
-        let mut floors = vec![0u64; self.free.len()];
+        let Some(band) = self.collect_fixed(m.saturating_sub(thickness), m) else {
+            return (None, size);
+        };
+        // Floors: the highest top of fixed buffers alive during each free buffer's lifetime,
+        // and at least the band floor.
+        let mut floors = vec![band; self.free.len()];
         let mut by_lower: Vec<usize> = (0..self.free.len()).collect();
         by_lower.sort_unstable_by_key(|&k| buffers[self.free[k]].lower);
         for (n, &j) in self.fixed.iter().enumerate() {
@@ -308,11 +326,20 @@ impl<'a> Improver<'a> {
             return None;
         }
         self.mark_free();
-        self.collect_fixed();
-        let local: Vec<Buffer> = self.fixed.iter().chain(&self.free).map(|&i| buffers[i]).collect();
+        let band = self.collect_fixed(h, m)?;
+        // Below a band floor one buffer stands for everything left in place: live throughout
+        // the free set's span, from 0 up to the floor.
+        let mut local: Vec<Buffer> = self.fixed.iter().chain(&self.free).map(|&i| buffers[i]).collect();
+        let nfix = self.fixed.len() + (band > 0) as usize;
+        let mut occ_offsets: Vec<u64> = self.fixed.iter().map(|&j| self.offsets[j]).collect();
+        if band > 0 {
+            let (lo, hi) = self.free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(buffers[i].lower), hi.max(buffers[i].upper)));
+            local.insert(self.fixed.len(), Buffer::new(0, lo, hi, band));
+            occ_offsets.push(0);
+        }
         let mut occ = Occupancy::new(&local);
-        for (k, &j) in self.fixed.iter().enumerate() {
-            occ.insert(k, self.offsets[j]);
+        for (k, &o) in occ_offsets.iter().enumerate() {
+            occ.insert(k, o);
         }
         let nf = self.free.len();
         let mut order: Vec<usize> = (0..nf).collect();
@@ -337,7 +364,6 @@ impl<'a> Improver<'a> {
         }
         let best = self.rng.below(4) == 0;
         let mut placed = vec![0u64; nf];
-        let nfix = self.fixed.len();
         for &k in &order {
             let at = nfix + k;
             placed[k] = if best { occ.tightest_fit(at) } else { occ.lowest_fit(at) };
@@ -428,6 +454,37 @@ mod tests {
                 assert_eq!(v.makespan, st.end);
                 assert_eq!(st.start, before);
             }
+        }
+    }
+
+    #[test]
+    fn moves_under_a_tall_column_work_in_a_band_and_stay_valid() {
+        // 400 unit buffers live throughout, stacked, under two short ones placed one above the
+        // other although they never meet: more left-in-place buffers than a move looks at
+        // (max_window 10: 160), so the move works in the band above 400 and still drops B.
+        let mut bs: Vec<Buffer> = (0..400).map(|i| Buffer::new(i, 0, 100, 1)).collect();
+        bs.push(Buffer::new(400, 0, 50, 10));
+        bs.push(Buffer::new(401, 50, 100, 10));
+        let mut off: Vec<u64> = (0..400).collect();
+        off.extend([400, 410]);
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        let params = ImproveParams { max_window: 10, ..ImproveParams::new(far, 1, max_load(&bs)) };
+        let st = improve(&bs, &mut off, &params);
+        let v = validate(&bs, &off);
+        assert!(v.is_valid(), "{}", v.describe(&bs, &off));
+        assert_eq!((st.start, st.end), (420, 410));
+        // Adversarial shapes with the band on nearly every move: valid, never higher.
+        for (k, &kind) in heaplab_gen::Kind::ALL.iter().enumerate() {
+            let inst = heaplab_gen::generate(kind, 3000, 21 + k as u64);
+            let bs = &inst.buffers;
+            let mut off = Heuristic { order: crate::rules::Order::Start, fit: crate::rules::Fit::First }.run(bs);
+            let before = validate(bs, &off).makespan;
+            let deadline = Instant::now() + std::time::Duration::from_millis(200);
+            let params = ImproveParams { max_window: 4, patient: true, ..ImproveParams::new(deadline, 7, max_load(bs)) };
+            let st = improve(bs, &mut off, &params);
+            let v = validate(bs, &off);
+            assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(bs, &off));
+            assert!(v.makespan <= before && v.makespan == st.end, "{}", kind.name());
         }
     }
 
