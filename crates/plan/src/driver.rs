@@ -9,6 +9,9 @@
 //!    heuristic or the heuristics alone were asked for.
 //! 3. Run the greedy heuristics on every component, in parallel, keeping the best. Under `Auto`
 //!    they may not start after the first quarter of the time limit, kept for the searches.
+//!    Above 2·10^6 buffers the start-order sweep goes first; up to 4·10^6
+//!    ([`Policy::huge_first_fit_max_buffers`]) first fit by size runs beside it and is kept
+//!    only while its progress says it will finish by the deadline.
 //! 4. On *flat* components (load equal to the max at every tick) of more than 64 buffers that
 //!    decide the makespan, merge the buffers into blocks ([`crate::flat`]) and plan the blocks by
 //!    this same pipeline (nested), trying other merge orders while they do not pack at the
@@ -654,7 +657,12 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             heuristics = vec![sweep];
         }
         let filled = early == Some(index) && part.buffers.len() > policy.early_windows_max_buffers;
-        if (policy.is_huge(part.buffers.len()) || filled) && heuristics.len() > 1 {
+        // Up to `huge_first_fit_max_buffers` first fit by size still goes first above the huge
+        // size, but only while it can finish: the sweep beside it is the stand-in, and once
+        // that is done, first fit gives up if its progress says it would not make the deadline.
+        let n = part.buffers.len();
+        let projected = policy.is_huge(n) && n <= policy.huge_first_fit_max_buffers && !filled && heuristics.first().is_some_and(|h| h.order != Order::Start);
+        if (policy.is_huge(n) || filled) && !projected && heuristics.len() > 1 {
             let cheapest = (0..heuristics.len())
                 .min_by(|&a, &b| heuristics[a].relative_cost().total_cmp(&heuristics[b].relative_cost()))
                 .unwrap_or(0);
@@ -668,15 +676,23 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // runs beside it (on an idle core, at no cost in wall time), so that the stand-in does
         // not itself run past the deadline. Its result also serves when the portfolio runs it
         // below (it always completes, with the same offsets).
+        let swept = AtomicBool::new(false);
         let (stand_in, off) = rayon::join(
             || {
                 (first.order != Order::Start).then(|| {
                     let t = Instant::now();
                     let off = sweep.run_until_with_ends(&part.buffers, &ends, run.deadline);
+                    swept.store(true, Ordering::Relaxed);
                     (off.expect("the start-order sweep always completes"), t.elapsed().as_secs_f64())
                 })
             },
-            || first.run_until_with_ends(&part.buffers, &ends, run.deadline),
+            || {
+                if projected {
+                    first.run_projected(&part.buffers, run.deadline, &swept)
+                } else {
+                    first.run_until_with_ends(&part.buffers, &ends, run.deadline)
+                }
+            },
         );
         let (first, off) = match (off, &stand_in) {
             (Some(off), _) => (*first, off),

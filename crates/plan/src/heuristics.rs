@@ -75,6 +75,20 @@ impl Heuristic {
         self.run_bounded(buffers, Some(ends), Some(deadline))
     }
 
+    /// [`Heuristic::run_until`] that also gives up once `gate` is set and its progress so far
+    /// (buffers placed against the clock, from its start) says it would not finish by
+    /// `deadline`: for a run beside another that stands in for it, abandoned as soon as that
+    /// one is done rather than at the deadline. The start-order sweep ignores the gate.
+    pub fn run_projected(&self, buffers: &[Buffer], deadline: std::time::Instant, gate: &std::sync::atomic::AtomicBool) -> Option<Vec<u64>> {
+        if self.order == Order::Start {
+            return self.run_until(buffers, deadline);
+        }
+        let order = order(buffers, self.order);
+        let mut clock = DeadlineCheck::new(Some(deadline));
+        clock.projection = Some((gate, std::time::Instant::now()));
+        place_with(&mut Occupancy::new(buffers), buffers, &order, self.fit, u64::MAX, clock)
+    }
+
     /// Places every buffer; the result is valid by construction. Start order runs as a sweep
     /// ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
@@ -111,25 +125,44 @@ pub const WORK_PER_CLOCK_CHECK: u64 = 1 << 16;
 
 /// Looks at the clock of a greedy loop over an [`Occupancy`] every 512 buffers and every
 /// [`WORK_PER_CLOCK_CHECK`] steps of the index, whichever comes first.
-pub struct DeadlineCheck {
+pub struct DeadlineCheck<'g> {
     deadline: Option<std::time::Instant>,
     next_work: u64,
+    /// With a gate set: give up when (buffers placed, time since the given start) project past
+    /// the deadline ([`Heuristic::run_projected`]).
+    projection: Option<(&'g std::sync::atomic::AtomicBool, std::time::Instant)>,
 }
 
-impl DeadlineCheck {
+impl DeadlineCheck<'_> {
     /// Checks for `deadline` (never, when `None`).
     pub fn new(deadline: Option<std::time::Instant>) -> Self {
-        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK }
+        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK, projection: None }
     }
 
     /// Whether the deadline has passed, asked before placing the `k`-th buffer with `occ`.
     pub fn passed(&mut self, k: usize, occ: &Occupancy) -> bool {
+        self.passed_of(k, 0, occ)
+    }
+
+    /// [`DeadlineCheck::passed`], of `n` buffers in all: true also, with a projection whose gate
+    /// is set, when the run would pass the deadline before the last is placed (judged from the
+    /// first 1/64 of them on: the first, largest buffers are the cheapest).
+    fn passed_of(&mut self, k: usize, n: usize, occ: &Occupancy) -> bool {
         let Some(d) = self.deadline else { return false };
         if k % 512 != 511 && occ.work() < self.next_work {
             return false;
         }
         self.next_work = occ.work() + WORK_PER_CLOCK_CHECK;
-        std::time::Instant::now() >= d
+        let now = std::time::Instant::now();
+        if let Some((gate, began)) = self.projection {
+            if k > 0 && k * 64 >= n && gate.load(std::sync::atomic::Ordering::Relaxed) {
+                let done = now.duration_since(began).as_secs_f64() * n as f64 / k as f64;
+                if began + std::time::Duration::from_secs_f64(done) > d {
+                    return true;
+                }
+            }
+        }
+        now >= d
     }
 }
 
@@ -145,7 +178,7 @@ pub fn place_in_order_bounded(
     max_makespan: u64,
     deadline: Option<std::time::Instant>,
 ) -> Option<Vec<u64>> {
-    place_with(&mut Occupancy::new(buffers), buffers, order, fit, max_makespan, deadline)
+    place_with(&mut Occupancy::new(buffers), buffers, order, fit, max_makespan, DeadlineCheck::new(deadline))
 }
 
 /// [`place_in_order_bounded`] on a given (empty) index, so that a test can read its work.
@@ -155,12 +188,11 @@ fn place_with(
     order: &[u32],
     fit: Fit,
     max_makespan: u64,
-    deadline: Option<std::time::Instant>,
+    mut clock: DeadlineCheck,
 ) -> Option<Vec<u64>> {
     let mut offsets = vec![0u64; buffers.len()];
-    let mut clock = DeadlineCheck::new(deadline);
     for (k, &i) in order.iter().enumerate() {
-        if clock.passed(k, occ) {
+        if clock.passed_of(k, order.len(), occ) {
             return None;
         }
         let i = i as usize;
@@ -314,6 +346,22 @@ mod tests {
     }
 
     #[test]
+    fn a_projected_run_that_can_finish_is_the_plain_run() {
+        let inst = heaplab_gen::generate(heaplab_gen::Kind::Random, 20_000, 5);
+        let bs = &inst.buffers;
+        let h = Heuristic { order: Order::Size, fit: Fit::First };
+        let plain = h.run(bs);
+        let far = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+        for gate in [false, true] {
+            let g = std::sync::atomic::AtomicBool::new(gate);
+            assert_eq!(h.run_projected(bs, far, &g).as_deref(), Some(&plain[..]), "gate {gate}");
+        }
+        // A deadline already passed: given up, gate or not.
+        let past = std::time::Instant::now();
+        assert_eq!(h.run_projected(bs, past, &std::sync::atomic::AtomicBool::new(true)), None);
+    }
+
+    #[test]
     fn run_until_gives_up_only_after_its_deadline() {
         let inst = heaplab_gen::generate(heaplab_gen::Kind::Random, 3000, 4);
         let bs = &inst.buffers;
@@ -347,7 +395,7 @@ mod tests {
         let bs = long_lived_under_churn(20_000);
         let ord = order(&bs, Order::Size);
         let mut occ = Occupancy::new(&bs);
-        let full = place_with(&mut occ, &bs, &ord, Fit::First, u64::MAX, None).unwrap();
+        let full = place_with(&mut occ, &bs, &ord, Fit::First, u64::MAX, DeadlineCheck::new(None)).unwrap();
         assert!(validate(&bs, &full).is_valid());
         let total = occ.work();
         // The shape is costly: far more work than a few steps per buffer ...
@@ -357,7 +405,7 @@ mod tests {
         for fit in [Fit::First, Fit::Best] {
             let mut occ = Occupancy::new(&bs);
             let past = std::time::Instant::now();
-            assert_eq!(place_with(&mut occ, &bs, &ord, fit, u64::MAX, Some(past)), None);
+            assert_eq!(place_with(&mut occ, &bs, &ord, fit, u64::MAX, DeadlineCheck::new(Some(past))), None);
             assert!(occ.work() <= WORK_PER_CLOCK_CHECK + total / 1000, "work {} of {total}", occ.work());
         }
     }
@@ -466,7 +514,7 @@ mod tests {
             assert!(validate(bs, &expected).is_valid());
             for h in [1, 2, 3, 4, crate::occupancy::LOW_HEIGHT] {
                 let mut occ = Occupancy::with_low_height(bs, h);
-                let got = place_with(&mut occ, bs, ord, fit, u64::MAX, None).unwrap();
+                let got = place_with(&mut occ, bs, ord, fit, u64::MAX, DeadlineCheck::new(None)).unwrap();
                 assert_eq!(got, expected, "{what} {fit:?} low height {h}");
             }
         }

@@ -155,6 +155,42 @@ fn above_the_huge_size_the_local_windows_run_and_keep_the_plan_valid() {
 }
 
 #[test]
+fn above_the_huge_size_first_fit_by_size_goes_first_up_to_its_limit() {
+    // At small n through the policy: up to `huge_first_fit_max_buffers` first fit by size runs
+    // first (beside the sweep, kept when it finishes in time), above it the sweep does.
+    use heaplab_plan::Policy;
+    let mut checked = 0;
+    for (k, &kind) in Kind::ALL.iter().enumerate() {
+        let inst = generate(kind, 4_000, 61 + k as u64);
+        let n = inst.buffers.len();
+        for (limit, first) in [(n, "first-fit/size"), (n - 1, "first-fit/start")] {
+            let policy = Policy {
+                huge_buffers: 2_500,
+                huge_first_fit_max_buffers: limit,
+                early_windows: false,
+                flat: false,
+                windows: false,
+                exact: false,
+                improve: false,
+                boxing: false,
+                ..Policy::default()
+            };
+            let o = PlanOptions { time_limit: Duration::from_secs(10), policy, ..PlanOptions::default() };
+            let out = plan(&inst.buffers, &o, None);
+            let v = validate(&inst.buffers, &out.offsets);
+            assert!(v.is_valid() && v.makespan == out.makespan, "{}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
+            // Only a component of all n buffers, not solved trivially, is what this is about.
+            if out.critical_buffers != n || out.attempts.iter().any(|a| a.name.starts_with("exact:")) {
+                continue;
+            }
+            checked += 1;
+            assert!(out.attempts.first().is_some_and(|a| a.name == first), "{} at {limit}: {:?}", kind.name(), out.attempts.iter().map(|a| &a.name).collect::<Vec<_>>());
+        }
+    }
+    assert!(checked >= 4, "{checked} kinds planned as one component");
+}
+
+#[test]
 fn a_capacity_ends_the_plan_at_the_first_placement_within_it() {
     // Each kind at 3% above its max load, at a size where the exact search runs and one where
     // the windows and boxing do: a placement within it comes back, valid (the stages aim at
