@@ -11,7 +11,8 @@
 //! fixed as well ([`base_env`]): Python copies every variable into `os.environ`, so one more
 //! exported variable changed its heap.
 //! Each workload makes roughly 4·10^4–10^5 heap allocations, inside the 10^4–10^5 range the boxing comparison is about,
-//! and again at [`Scale::Large`] (0.3–3 million), the size of the real traces in the anchors.
+//! and again at [`Scale::Large`] (0.3–3 million), the size of the real traces in the anchors,
+//! and python3 and sqlite3 at [`Scale::Huge`] (above 2 million, the planner's huge size).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -199,6 +200,10 @@ pub enum Scale {
     /// 0.3–3 million blocks each, the size of the traces in `../shared/ANCHORS.md` on which
     /// idealloc ran out of memory or failed (rows `traced/NAME-large`, not in `--quick`).
     Large,
+    /// Above the planner's huge size (2·10^6 buffers), python3 and sqlite3 only: real heaps
+    /// where the planner's local stages meet 10^5–10^6 buffers live at every instant (rows
+    /// `traced/NAME-huge`, not in `--quick`).
+    Huge,
 }
 
 impl Scale {
@@ -208,6 +213,15 @@ impl Scale {
         match self {
             Scale::Small => (800, 2000, 8000, 3000),
             Scale::Large => (20_000, 60_000, 100_000, 30_000),
+            Scale::Huge => (42_000, 100_000, 0, 0),
+        }
+    }
+
+    /// The programs traced at this scale.
+    fn programs(self) -> &'static [&'static str] {
+        match self {
+            Scale::Small | Scale::Large => &PROGRAMS,
+            Scale::Huge => &PROGRAMS[..2],
         }
     }
 
@@ -216,6 +230,7 @@ impl Scale {
         match self {
             Scale::Small => "",
             Scale::Large => "-large",
+            Scale::Huge => "-huge",
         }
     }
 }
@@ -226,7 +241,7 @@ pub fn workloads(dir: &Path, scale: Scale) -> std::io::Result<(Vec<Workload>, Ve
     let (py_n, sql_rows, perl_keys, jq_n) = scale.counts();
     let mut found = Vec::new();
     let mut missing = Vec::new();
-    for program in PROGRAMS {
+    for &program in scale.programs() {
         let binary = program.split('-').next().unwrap_or(program);
         let Some(exe) = heaplab_trace::launch::find_binary(binary) else {
             if !missing.contains(&binary) {
@@ -334,7 +349,9 @@ mod tests {
         }
         let (large, _) = workloads(&dir, Scale::Large).unwrap();
         assert_eq!(large.len(), found.len());
-        for w in found.iter().chain(&large) {
+        let (huge, _) = workloads(&dir, Scale::Huge).unwrap();
+        assert!(huge.len() <= 2 && huge.iter().all(|w| ["python3", "sqlite3"].contains(&w.name)));
+        for w in found.iter().chain(&large).chain(&huge) {
             assert!(w.exe.is_absolute());
             // Only the input in the program's folder.
             assert_eq!(std::fs::read_dir(&w.cwd).unwrap().count(), 1);
