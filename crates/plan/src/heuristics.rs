@@ -66,13 +66,13 @@ impl Heuristic {
     /// is predicted from another's, and the prediction can be far off (best-fit by area on a
     /// traced perl heap: 12 times first-fit by size). The start-order sweep always finishes.
     pub fn run_until(&self, buffers: &[Buffer], deadline: std::time::Instant) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, None, Some(deadline))
+        self.run_bounded(buffers, None, Some(deadline), None)
     }
 
     /// [`Heuristic::run_until`] given the buffers in order of their ends (`ends`, as splitting
     /// into components gives them), which the start-order sweep uses instead of sorting.
     pub fn run_until_with_ends(&self, buffers: &[Buffer], ends: &[u32], deadline: std::time::Instant) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, Some(ends), Some(deadline))
+        self.run_bounded(buffers, Some(ends), Some(deadline), None)
     }
 
     /// [`Heuristic::run_until`] that also gives up once `gate` is set and its progress so far
@@ -80,25 +80,16 @@ impl Heuristic {
     /// `deadline`: for a run beside another that stands in for it, abandoned as soon as that
     /// one is done rather than at the deadline. The start-order sweep ignores the gate.
     pub fn run_projected(&self, buffers: &[Buffer], deadline: std::time::Instant, gate: &std::sync::atomic::AtomicBool) -> Option<Vec<u64>> {
-        if self.order == Order::Start {
-            return self.run_until(buffers, deadline);
-        }
-        let order = order(buffers, self.order);
-        let mut occ = Occupancy::new(buffers);
-        // Projected from the placements alone: the order and the index took a second or two
-        // at 3·10^6 buffers, once.
-        let mut clock = DeadlineCheck::new(Some(deadline));
-        clock.projection = Some((gate, std::time::Instant::now()));
-        place_with(&mut occ, buffers, &order, self.fit, u64::MAX, clock)
+        self.run_bounded(buffers, None, Some(deadline), Some(gate))
     }
 
     /// Places every buffer; the result is valid by construction. Start order runs as a sweep
     /// ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
-        self.run_bounded(buffers, None, None).expect("a placement without a deadline always completes")
+        self.run_bounded(buffers, None, None, None).expect("a placement without a deadline always completes")
     }
 
-    fn run_bounded(&self, buffers: &[Buffer], ends: Option<&[u32]>, deadline: Option<std::time::Instant>) -> Option<Vec<u64>> {
+    fn run_bounded(&self, buffers: &[Buffer], ends: Option<&[u32]>, deadline: Option<std::time::Instant>, gate: Option<&std::sync::atomic::AtomicBool>) -> Option<Vec<u64>> {
         if self.order == Order::Start {
             return Some(match ends {
                 Some(ends) => crate::online::place_by_start_with_ends(buffers, ends, self.fit),
@@ -106,7 +97,8 @@ impl Heuristic {
             });
         }
         let order = order(buffers, self.order);
-        place_in_order_bounded(buffers, &order, self.fit, u64::MAX, deadline)
+        let clock = DeadlineCheck { gate, ..DeadlineCheck::new(deadline) };
+        place_with(&mut Occupancy::new(buffers), buffers, &order, self.fit, u64::MAX, clock)
     }
 }
 
@@ -131,15 +123,18 @@ pub const WORK_PER_CLOCK_CHECK: u64 = 1 << 16;
 pub struct DeadlineCheck<'g> {
     deadline: Option<std::time::Instant>,
     next_work: u64,
-    /// With a gate set: give up when (buffers placed, time since the given start) project past
-    /// the deadline ([`Heuristic::run_projected`]).
-    projection: Option<(&'g std::sync::atomic::AtomicBool, std::time::Instant)>,
+    /// Once set: give up when (buffers placed, time since the first placement) project past
+    /// the deadline ([`Heuristic::run_projected`]). Timed from the first placement, not from
+    /// the order's sort and the index's set-up (a second or two at 3·10^6 buffers, paid once).
+    gate: Option<&'g std::sync::atomic::AtomicBool>,
+    /// When the first buffer was placed.
+    began: Option<std::time::Instant>,
 }
 
 impl DeadlineCheck<'_> {
     /// Checks for `deadline` (never, when `None`).
     pub fn new(deadline: Option<std::time::Instant>) -> Self {
-        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK, projection: None }
+        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK, gate: None, began: None }
     }
 
     /// Whether the deadline has passed, asked before placing the `k`-th buffer with `occ`.
@@ -152,12 +147,15 @@ impl DeadlineCheck<'_> {
     /// first 1/64 of them on: the first, largest buffers are the cheapest).
     fn passed_of(&mut self, k: usize, n: usize, occ: &Occupancy) -> bool {
         let Some(d) = self.deadline else { return false };
+        if self.gate.is_some() && self.began.is_none() {
+            self.began = Some(std::time::Instant::now());
+        }
         if k % 512 != 511 && occ.work() < self.next_work {
             return false;
         }
         self.next_work = occ.work() + WORK_PER_CLOCK_CHECK;
         let now = std::time::Instant::now();
-        if let Some((gate, began)) = self.projection {
+        if let (Some(gate), Some(began)) = (self.gate, self.began) {
             if k > 0 && k * 64 >= n && gate.load(std::sync::atomic::Ordering::Relaxed) {
                 let done = now.duration_since(began).as_secs_f64() * n as f64 / k as f64;
                 if began + std::time::Duration::from_secs_f64(done) > d {

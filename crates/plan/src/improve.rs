@@ -228,6 +228,11 @@ impl<'a> Improver<'a> {
         }
     }
 
+    /// The time span of the free set (`self.free`): its first start and last end.
+    fn free_span(&self) -> (u64, u64) {
+        self.free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(self.buffers[i].lower), hi.max(self.buffers[i].upper)))
+    }
+
     /// Fills `self.fixed` with the buffers overlapping the free set's time span that are not in
     /// it (the free set is `self.free`, marked by [`Improver::mark_free`]), and returns the
     /// *band floor*: 0, or where there are more of them than [`FIXED_MAX_WINDOWS`] windows'
@@ -237,7 +242,7 @@ impl<'a> Improver<'a> {
     /// whole placement; the free buffers' offsets at or above the band floor keep every
     /// buffer below it out of their way.
     fn collect_fixed(&mut self, h: u64, m: u64) -> Option<u64> {
-        let (lo, hi) = self.free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(self.buffers[i].lower), hi.max(self.buffers[i].upper)));
+        let (lo, hi) = self.free_span();
         self.found.clear();
         self.index.overlapping(lo, hi, &mut self.found);
         let cap = FIXED_MAX_WINDOWS * self.params.max_window;
@@ -333,7 +338,7 @@ impl<'a> Improver<'a> {
         let nfix = self.fixed.len() + (band > 0) as usize;
         let mut occ_offsets: Vec<u64> = self.fixed.iter().map(|&j| self.offsets[j]).collect();
         if band > 0 {
-            let (lo, hi) = self.free.iter().fold((u64::MAX, 0), |(lo, hi), &i| (lo.min(buffers[i].lower), hi.max(buffers[i].upper)));
+            let (lo, hi) = self.free_span();
             local.insert(self.fixed.len(), Buffer::new(0, lo, hi, band));
             occ_offsets.push(0);
         }

@@ -105,9 +105,10 @@ pub struct Policy {
     /// first, beside the start-order sweep (on the other core), and is abandoned as soon as the
     /// sweep is done and its progress says it would not finish by the deadline. Default
     /// 4,000,000: its index holds about 240 bytes a buffer (833 MB at 3.5·10^6), which above
-    /// that would take the planner past 1.5 GiB; on a traced python3 heap of 3.5·10^6 buffers
-    /// (10^6 live at every instant) it is the one heuristic that reaches the max load, where the
-    /// sweep ends 3.7% above it and nothing local lowers the peak.
+    /// that would take the planner past 1.5 GiB. On traced python3 heaps of that size (most
+    /// objects live all run) it is the one heuristic that reaches the max load, where the sweep
+    /// ends 3.4–3.7% above it and nothing local lowers the peak: at 2.45·10^6 buffers in 20 s
+    /// of a 30 s limit; at 3.5·10^6 it needs 27.5 s alone and gives up.
     pub huge_first_fit_max_buffers: usize,
     /// Runners-up (next best placements) kept per component as further starting points for the
     /// improvement search, which gets stuck in different places from each. Default 2.
