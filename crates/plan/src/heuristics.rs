@@ -21,8 +21,9 @@ pub struct Heuristic {
 impl Heuristic {
     /// The deterministic heuristics a portfolio run tries, most useful first (first-fit by size
     /// is usually best and always cheapest; best-fit costs more).
-    pub const STANDARD: [Heuristic; 8] = [
+    pub const STANDARD: [Heuristic; 9] = [
         Heuristic { order: Order::Size, fit: Fit::First },
+        Heuristic { order: Order::Rocks, fit: Fit::First },
         Heuristic { order: Order::Size, fit: Fit::Best },
         Heuristic { order: Order::Area, fit: Fit::First },
         Heuristic { order: Order::Length, fit: Fit::First },
@@ -43,6 +44,7 @@ impl Heuristic {
             Order::Area => "area".to_string(),
             Order::Length => "lifetime".to_string(),
             Order::Start => "start".to_string(),
+            Order::Rocks => "rocks".to_string(),
             Order::Random(s) => format!("random#{s}"),
         };
         format!("{fit}/{order}")
@@ -52,11 +54,11 @@ impl Heuristic {
     /// whether another heuristic still fits in the time left: best fit walks every gap (about
     /// three times first fit's work); start order is a sweep ([`crate::online`]), a few percent
     /// of it at 10^5-10^6 buffers, first fit's sweep (its gaps in a flat list) about half of
-    /// best fit's (in ordered maps).
+    /// best fit's (in ordered maps); first fit around the rocks a sweep and a little more.
     pub fn relative_cost(&self) -> f64 {
         match (self.order, self.fit) {
             (Order::Start, Fit::First) => 0.05,
-            (Order::Start, Fit::Best) => 0.1,
+            (Order::Start, Fit::Best) | (Order::Rocks, Fit::First) => 0.1,
             (_, Fit::Best) => 3.0,
             (_, Fit::First) => 1.0,
         }
@@ -96,8 +98,26 @@ impl Heuristic {
                 None => crate::online::place_by_start(buffers, self.fit),
             });
         }
-        let order = order(buffers, self.order);
         let clock = DeadlineCheck { gate, ..DeadlineCheck::new(deadline) };
+        if self.order == Order::Rocks && self.fit == Fit::First {
+            // The rocks by first fit by size in an index of their own, then the sweep around
+            // them ([`crate::online::first_fit_around`]): the same offsets as the general
+            // placer's, at little more than a sweep's cost.
+            let rocks = crate::rules::rocks(buffers);
+            let sub: Vec<Buffer> = rocks.iter().map(|&r| buffers[r as usize]).collect();
+            let in_order: Vec<u32> = (0..sub.len() as u32).collect();
+            let rock_offsets = place_with(&mut Occupancy::new(&sub), &sub, &in_order, Fit::First, u64::MAX, clock)?;
+            let sorted;
+            let ends = match ends {
+                Some(ends) => ends,
+                None => {
+                    sorted = crate::online::ends_of(buffers);
+                    &sorted
+                }
+            };
+            return crate::online::first_fit_around(buffers, ends, &rocks, &rock_offsets, deadline);
+        }
+        let order = order(buffers, self.order);
         place_with(&mut Occupancy::new(buffers), buffers, &order, self.fit, u64::MAX, clock)
     }
 }
@@ -373,6 +393,9 @@ mod tests {
             if h.order == Order::Start {
                 // The sweep is cheap and always finishes.
                 assert_eq!(h.run_until(bs, past), Some(h.run(bs)), "{}", h.name());
+            } else if h.order == Order::Rocks {
+                // A sweep too, looking at the clock every 4096 buffers: here it may finish.
+                assert!(h.run_until(bs, past).is_none_or(|off| off == h.run(bs)), "{}", h.name());
             } else {
                 assert_eq!(h.run_until(bs, past), None, "{}", h.name());
             }

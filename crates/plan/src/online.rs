@@ -182,22 +182,58 @@ impl GapList {
 
     /// Lowest aligned offset in a gap where `size` bytes fit, with that gap's start and end.
     fn lowest(&mut self, size: u64, align_log2: u8) -> Option<(u64, u64, u64)> {
+        self.lowest_from(0, size, align_log2)
+    }
+
+    /// [`GapList::lowest`] at or above `from`: a gap that straddles `from` counts from there.
+    fn lowest_from(&mut self, from: u64, size: u64, align_log2: u8) -> Option<(u64, u64, u64)> {
         self.found = [NOWHERE; 2];
-        let mut from = 0;
-        while let Some(d) = self.longest[from..].iter().position(|&l| l >= size) {
-            let bi = from + d;
+        if self.blocks.is_empty() {
+            return None;
+        }
+        let fit = |s: u64, e: u64| {
+            let a = align_up(s.max(from), align_log2).unwrap_or(u64::MAX);
+            (a.saturating_add(size) <= e).then_some(a)
+        };
+        // Only the block that holds `from` has gaps below it; the blocks after it start above.
+        let bi = self.block_of(from);
+        if self.longest[bi] >= size {
+            let block = &self.blocks[bi];
+            let k0 = block.partition_point(|g| g.1 <= from);
+            for (k, &(s, e)) in block.iter().enumerate().skip(k0) {
+                if let Some(a) = fit(s, e) {
+                    self.found[0] = (bi, k);
+                    return Some((a, s, e));
+                }
+            }
+        }
+        let mut next = bi + 1;
+        while let Some(d) = self.longest[next..].iter().position(|&l| l >= size) {
+            let bi = next + d;
             for (k, &(s, e)) in self.blocks[bi].iter().enumerate() {
                 if e - s >= size {
-                    let a = align_up(s, align_log2).unwrap_or(u64::MAX);
-                    if a.saturating_add(size) <= e {
+                    if let Some(a) = fit(s, e) {
                         self.found[0] = (bi, k);
                         return Some((a, s, e));
                     }
                 }
             }
-            from = bi + 1;
+            next = bi + 1;
         }
         None
+    }
+
+    /// The gap that holds address `a`, if one does.
+    fn containing(&mut self, a: u64) -> Option<Gap> {
+        self.found = [NOWHERE; 2];
+        if self.blocks.is_empty() {
+            return None;
+        }
+        let bi = self.block_of(a);
+        let k = self.blocks[bi].partition_point(|g| g.0 <= a);
+        let g = *self.blocks[bi].get(k.checked_sub(1)?)?;
+        self.found[0] = (bi, k - 1);
+        (g.1 > a).then_some(g)
     }
 }
 
@@ -273,6 +309,29 @@ impl FreeSpace {
         }
     }
 
+    /// [`FreeSpace::lowest`] at or above `from` (first fit).
+    fn lowest_from(&mut self, from: u64, size: u64, align_log2: u8) -> (u64, Option<(u64, u64)>) {
+        let tree = self.tree.as_mut().expect("first fit keeps the gap list");
+        match tree.lowest_from(from, size, align_log2) {
+            Some((a, s, e)) => (a, Some((s, e))),
+            None => (align_up(self.top.max(from), align_log2).unwrap_or(u64::MAX), None),
+        }
+    }
+
+    /// Marks the free range `[a, a + size)` taken, wherever it lies (first fit). Free below the
+    /// top means inside one gap: the space just under the top is a live block's.
+    fn take_range(&mut self, a: u64, size: u64) {
+        let gap = if a >= self.top {
+            None
+        } else {
+            let tree = self.tree.as_mut().expect("first fit keeps the gap list");
+            let g = tree.containing(a).filter(|&(_, e)| a + size <= e);
+            assert!(g.is_some(), "the range [{a}, {}) is not free", a + size);
+            g
+        };
+        self.take(a, size, gap);
+    }
+
     /// Aligned start of the smallest gap that holds `size` bytes (lowest on ties), else on top,
     /// with the gap it lies in.
     fn tightest(&self, size: u64, align_log2: u8) -> (u64, Option<(u64, u64)>) {
@@ -330,12 +389,16 @@ impl FreeSpace {
 /// Places `buffers` in [`Order::Start`] order with the given
 /// fit, by sweeping time; the same offsets as the general placer with that order.
 pub fn place_by_start(buffers: &[Buffer], fit: Fit) -> Vec<u64> {
-    // Sorted on this thread: callers run it inside parallel stages (a window's fill), where a
-    // parallel sort could make this thread wait on, or take up, the other core's work.
+    place_by_start_with_ends(buffers, &ends_of(buffers), fit)
+}
+
+/// The buffers in order of their ends, as the sweeps free them. Sorted on this thread: callers
+/// run sweeps inside parallel stages (a window's fill), where a parallel sort could make this
+/// thread wait on, or take up, the other core's work.
+pub(crate) fn ends_of(buffers: &[Buffer]) -> Vec<u32> {
     let mut keyed: Vec<(u64, u32)> = buffers.iter().enumerate().map(|(i, b)| (b.upper, i as u32)).collect();
     keyed.sort_unstable();
-    let ends: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
-    place_by_start_with_ends(buffers, &ends, fit)
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// [`place_by_start`] given the buffers in order of their ends (`ends`, every index once; any
@@ -376,6 +439,154 @@ pub fn place_by_start_with_ends(buffers: &[Buffer], ends: &[u32], fit: Fit) -> V
     offsets
 }
 
+/// The rocks' rectangles by address, for the one question the sweep asks them before it places
+/// a buffer: does a rock that starts later in the buffer's lifetime overlap this range? (Rocks
+/// live at its start are in the free space already.) The address space up to the highest rock
+/// is cut into buckets of `2^shift` bytes, each listing the rocks that overlap it, by start.
+struct RockIndex {
+    shift: u32,
+    /// Where each bucket's rocks begin in `rocks` (one more entry than buckets).
+    starts: Vec<usize>,
+    /// Per bucket, its rocks as (lower, upper, offset, top) by lower.
+    rocks: Vec<(u64, u64, u64, u64)>,
+}
+
+impl RockIndex {
+    /// About this many buckets per rock: a rock spans `size >> shift` + 1 or 2 buckets, and a
+    /// query scans the rocks of the buckets its range meets.
+    const BUCKETS_PER_ROCK: usize = 4;
+    const MAX_BUCKETS: usize = 1 << 20;
+
+    fn new(buffers: &[Buffer], rocks: &[u32], offsets: &[u64]) -> Self {
+        let top = rocks.iter().zip(offsets).map(|(&r, &o)| o + buffers[r as usize].size).max().unwrap_or(0);
+        let want = (rocks.len() * Self::BUCKETS_PER_ROCK).clamp(1, Self::MAX_BUCKETS) as u64;
+        let shift = (top / want).max(1).next_power_of_two().trailing_zeros();
+        let nb = ((top >> shift) + 1) as usize;
+        let span = |r: u32, o: u64| (o >> shift) as usize..=((o + buffers[r as usize].size - 1) >> shift) as usize;
+        let mut starts = vec![0usize; nb + 1];
+        for (&r, &o) in rocks.iter().zip(offsets) {
+            span(r, o).for_each(|k| starts[k + 1] += 1);
+        }
+        for k in 0..nb {
+            starts[k + 1] += starts[k];
+        }
+        let mut fill = starts.clone();
+        let mut items = vec![(0, 0, 0, 0); starts[nb]];
+        for (&r, &o) in rocks.iter().zip(offsets) {
+            let b = &buffers[r as usize];
+            for k in span(r, o) {
+                items[fill[k]] = (b.lower, b.upper, o, o + b.size);
+                fill[k] += 1;
+            }
+        }
+        for k in 0..nb {
+            items[starts[k]..starts[k + 1]].sort_unstable();
+        }
+        RockIndex { shift, starts, rocks: items }
+    }
+
+    /// The highest top among the rocks that start within `(lower, upper)` and overlap
+    /// `[a, a + size)`, if any.
+    fn conflict(&self, a: u64, size: u64, lower: u64, upper: u64) -> Option<u64> {
+        let nb = self.starts.len() - 1;
+        let first = (a >> self.shift) as usize;
+        if first >= nb || upper <= lower + 1 {
+            return None;
+        }
+        let last = (((a + size - 1) >> self.shift) as usize).min(nb - 1);
+        let mut top = None;
+        for k in first..=last {
+            let bucket = &self.rocks[self.starts[k]..self.starts[k + 1]];
+            let p = bucket.partition_point(|r| r.0 <= lower);
+            for &(_, _, o, t) in bucket[p..].iter().take_while(|r| r.0 < upper) {
+                if o < a + size && t > a {
+                    top = top.max(Some(t));
+                }
+            }
+        }
+        top
+    }
+}
+
+/// First fit in start order around buffers placed beforehand (the rocks of [`Order::Rocks`],
+/// at `rock_offsets`, valid among themselves): the same offsets as the general placer with the
+/// rocks first and the rest in [`Order::Start`] order. A rock takes its range in the sweep's
+/// free space when it starts; a buffer placed before then keeps clear of it through
+/// [`RockIndex`], so the search for its place resumes above any rock in the way. `None` once
+/// `deadline` has passed (looked at every 4096 buffers or steps over a rock).
+pub fn first_fit_around(buffers: &[Buffer], ends: &[u32], rocks: &[u32], rock_offsets: &[u64], deadline: Option<std::time::Instant>) -> Option<Vec<u64>> {
+    debug_assert_eq!(ends.len(), buffers.len());
+    const WAITING: u8 = 1;
+    const TAKEN: u8 = 2;
+    const GONE: u8 = 3;
+    let mut offsets = vec![0u64; buffers.len()];
+    let mut state = vec![0u8; buffers.len()];
+    for (&r, &o) in rocks.iter().zip(rock_offsets) {
+        offsets[r as usize] = o;
+        state[r as usize] = WAITING;
+    }
+    let mut by_start = rocks.to_vec();
+    by_start.sort_unstable_by_key(|&r| (buffers[r as usize].lower, r));
+    let index = RockIndex::new(buffers, rocks, rock_offsets);
+    let mut free = FreeSpace::new(Fit::First);
+    let (mut next_end, mut next_rock) = (0, 0);
+    let mut steps = 0u32;
+    let mut passed = || {
+        steps += 1;
+        steps % 4096 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d)
+    };
+    for i in crate::rules::order(buffers, Order::Start) {
+        if passed() {
+            return None;
+        }
+        if state[i as usize] != 0 {
+            continue;
+        }
+        let b = &buffers[i as usize];
+        while let Some(&j) = ends.get(next_end) {
+            let e = &buffers[j as usize];
+            if e.upper > b.lower {
+                break;
+            }
+            next_end += 1;
+            match state[j as usize] {
+                _ if e.lower >= e.upper => {}
+                WAITING => state[j as usize] = GONE, // ended before anything was placed beside it
+                0 | TAKEN => {
+                    let o = offsets[j as usize];
+                    free.release(o, o + e.size);
+                }
+                _ => {}
+            }
+        }
+        while let Some(&r) = by_start.get(next_rock) {
+            let rb = &buffers[r as usize];
+            if rb.lower > b.lower {
+                break;
+            }
+            next_rock += 1;
+            if state[r as usize] == WAITING && rb.lower < rb.upper {
+                free.take_range(offsets[r as usize], rb.size);
+                state[r as usize] = TAKEN;
+            }
+        }
+        let mut from = 0;
+        let (a, gap) = loop {
+            let (a, gap) = free.lowest_from(from, b.size, b.align_log2);
+            match index.conflict(a, b.size, b.lower, b.upper) {
+                Some(_) if passed() => return None,
+                Some(top) => from = top,
+                None => break (a, gap),
+            }
+        };
+        if b.lower < b.upper {
+            free.take(a, b.size, gap);
+        }
+        offsets[i as usize] = a;
+    }
+    Some(offsets)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,26 +596,70 @@ mod tests {
     /// releasing (inside a gap, at its ends, on top, merging with one or both neighbours) occurs:
     /// the sweep gives exactly the general placer's offsets (oracle-tested against brute force),
     /// and every placement passes the validator.
+    /// Instances for the sweeps' oracle tests, by round: tiny to large sizes, dense to sparse
+    /// in time, some with alignment; odd rounds mimic a heap (a few large long-lived blocks among
+    /// many small short-lived ones, and runs of equal starts).
+    fn sweep_instance(rng: &mut crate::rng::Rng, round: u64) -> Vec<Buffer> {
+        let n = 200 + (round as usize * 97) % 3000;
+        let span = 1 + n as u64 / (1 + round % 7);
+        (0..n as u64)
+            .map(|i| {
+                let lo = if round % 2 == 1 && rng.next_u64() % 4 == 0 { (i as u64 * span / n as u64) & !3 } else { rng.next_u64() % span };
+                let mut len = 1 + rng.next_u64() % (1 + span / (1 + round % 5));
+                let mut size = match round % 3 {
+                    0 => 1 + rng.next_u64() % 8,
+                    1 => 1 << (rng.next_u64() % 12),
+                    _ => 1 + rng.next_u64() % 100_000,
+                };
+                if round % 2 == 1 && rng.next_u64() % 50 == 0 {
+                    (size, len) = (size * 64, len * 8);
+                }
+                let mut b = Buffer::new(i, lo, lo + len, size);
+                b.align_log2 = if round % 4 == 0 { (rng.next_u64() % 6) as u8 } else { 0 };
+                b
+            })
+            .collect()
+    }
+
+    /// First fit around rocks gives exactly the general placer's offsets with the rocks first,
+    /// for the rocks of [`Order::Rocks`] and for any subset placed in any order (rocks that
+    /// start with, before, inside and after the others' lifetimes, and ones that end before
+    /// anything is placed beside them); every placement passes the validator.
+    #[test]
+    fn first_fit_around_rocks_matches_the_general_placer() {
+        let mut rng = crate::rng::Rng::new(29);
+        for round in 0..80u64 {
+            let bs = sweep_instance(&mut rng, round);
+            let ends = ends_of(&bs);
+            let rocks: Vec<u32> = match round % 4 {
+                0 | 1 => crate::rules::rocks(&bs),
+                _ => {
+                    let mut r: Vec<u32> = (0..bs.len() as u32).filter(|_| rng.next_u64() % (2 + round % 9) == 0).collect();
+                    crate::rng::Rng::new(round).shuffle(&mut r);
+                    r
+                }
+            };
+            let sub: Vec<Buffer> = rocks.iter().map(|&r| bs[r as usize]).collect();
+            let rock_offsets = place_in_order(&sub, &(0..sub.len() as u32).collect::<Vec<_>>(), Fit::First);
+            let got = first_fit_around(&bs, &ends, &rocks, &rock_offsets, None).expect("no deadline");
+            assert!(heaplab_sweep::validate(&bs, &got).is_valid(), "round {round}");
+            let mut is_rock = vec![false; bs.len()];
+            rocks.iter().for_each(|&r| is_rock[r as usize] = true);
+            let ord: Vec<u32> = rocks.iter().copied().chain(crate::rules::order(&bs, Order::Start).into_iter().filter(|&i| !is_rock[i as usize])).collect();
+            assert_eq!(got, place_in_order(&bs, &ord, Fit::First), "round {round}: {} rocks", rocks.len());
+            if round % 4 < 2 {
+                let h = crate::heuristics::Heuristic { order: Order::Rocks, fit: Fit::First };
+                assert_eq!(h.run(&bs), got, "round {round}: the heuristic");
+                assert_eq!(ord, crate::rules::order(&bs, Order::Rocks), "round {round}: the order");
+            }
+        }
+    }
+
     #[test]
     fn sweep_matches_the_general_placer_with_many_gaps() {
         let mut rng = crate::rng::Rng::new(17);
         for round in 0..60u64 {
-            let n = 200 + (round as usize * 97) % 3000;
-            let span = 1 + n as u64 / (1 + round % 7);
-            let bs: Vec<Buffer> = (0..n as u64)
-                .map(|i| {
-                    let lo = rng.next_u64() % span;
-                    let len = 1 + rng.next_u64() % (1 + span / (1 + round % 5));
-                    let size = match round % 3 {
-                        0 => 1 + rng.next_u64() % 8,
-                        1 => 1 << (rng.next_u64() % 12),
-                        _ => 1 + rng.next_u64() % 100_000,
-                    };
-                    let mut b = Buffer::new(i, lo, lo + len, size);
-                    b.align_log2 = if round % 4 == 0 { (rng.next_u64() % 6) as u8 } else { 0 };
-                    b
-                })
-                .collect();
+            let bs = sweep_instance(&mut rng, round);
             let ord = crate::rules::order(&bs, Order::Start);
             for fit in [Fit::First, Fit::Best] {
                 let got = place_by_start(&bs, fit);

@@ -25,8 +25,42 @@ pub enum Order {
     Length,
     /// Start time ascending, larger first: what an online allocator would see.
     Start,
+    /// The largest buffers (the "rocks", [`rocks`]) in [`Order::Size`] order, then the rest in
+    /// [`Order::Start`] order: first fit by size where it shapes the peak, the cheap sweep of an
+    /// online allocator for the many small buffers that fill in around the rocks.
+    Rocks,
     /// Seeded random permutation.
     Random(u64),
+}
+
+/// At most one buffer in this many is a rock ([`rocks`]). On traced python3 heaps (a few large
+/// tables among millions of small objects) first fit around the largest 1/4096, 1/512 or 1/64
+/// came within 0.002% of the max load as first fit by size did (2.4 and 3.5·10^6 buffers: 0%
+/// and 0.002% in 1.0-3.9 s, first fit by size 22 and 27 s). More rocks cost more: a buffer
+/// placed below the rocks that start during its lifetime steps over them one by one (random
+/// 10^6 with 1/64: 55 s), and on shapes where the order matters less than the fit (random
+/// sizes, 9.9% with 1/512 against first fit by size's 4.1%) they do not make up for it.
+pub const ROCK_SHARE: usize = 1024;
+
+/// The rocks of [`Order::Rocks`] in [`Order::Size`] order: the buffers larger than the
+/// `n / ROCK_SHARE + 1`-th largest size (so never a part of one size class; none when the
+/// sizes are all equal).
+pub fn rocks(buffers: &[Buffer]) -> Vec<u32> {
+    let k = buffers.len() / ROCK_SHARE;
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut sizes: Vec<u64> = buffers.iter().map(|b| b.size).collect();
+    let (_, &mut cut, _) = sizes.select_nth_unstable_by(k, |a, b| b.cmp(a));
+    let mut idx: Vec<u32> = (0..buffers.len() as u32).filter(|&i| buffers[i as usize].size > cut).collect();
+    idx.sort_unstable_by_key(|&i| size_key(buffers, i));
+    idx
+}
+
+/// [`Order::Size`]'s sort key of buffer `i`.
+fn size_key(buffers: &[Buffer], i: u32) -> (std::cmp::Reverse<(u64, u64)>, u64, u32) {
+    let b = &buffers[i as usize];
+    (std::cmp::Reverse((b.size, b.length())), b.lower, i)
 }
 
 /// Buffer indices in the given order (ties broken by index, so the result is deterministic).
@@ -34,7 +68,7 @@ pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
     let mut idx: Vec<u32> = (0..buffers.len() as u32).collect();
     let b = |i: &u32| &buffers[*i as usize];
     match o {
-        Order::Size => idx.sort_unstable_by_key(|i| (std::cmp::Reverse((b(i).size, b(i).length())), b(i).lower, *i)),
+        Order::Size => idx.sort_unstable_by_key(|&i| size_key(buffers, i)),
         Order::Area => idx.sort_unstable_by_key(|i| {
             (std::cmp::Reverse((b(i).size as u128 * b(i).length() as u128, b(i).size)), b(i).lower, *i)
         }),
@@ -53,6 +87,13 @@ pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
                 }
                 k += run;
             }
+        }
+        Order::Rocks => {
+            let mut first = rocks(buffers);
+            let mut rock = vec![false; buffers.len()];
+            first.iter().for_each(|&i| rock[i as usize] = true);
+            first.extend(order(buffers, Order::Start).into_iter().filter(|&i| !rock[i as usize]));
+            idx = first;
         }
         Order::Random(seed) => crate::rng::Rng::new(seed).shuffle(&mut idx),
     }

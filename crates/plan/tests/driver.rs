@@ -347,3 +347,21 @@ fn planning_in_place_gives_the_same_plan_and_restores_the_order() {
     assert_eq!(sorted, copy);
     assert!(validate(&copy, &out.offsets).is_valid());
 }
+
+#[test]
+fn every_heuristic_named_on_the_command_line_plans_validly_by_itself() {
+    let names: Vec<&str> = Algorithm::NAMES.split(',').map(str::trim).filter(|n| n.contains('/')).collect();
+    assert!(names.contains(&"first-fit/rocks") && names.len() == 12, "{names:?}");
+    for (k, &kind) in Kind::ALL.iter().enumerate() {
+        // Enough buffers for a few rocks (one in 1024).
+        let inst = generate(kind, 5_000, 71 + k as u64);
+        for name in &names {
+            let algorithm = Algorithm::parse(name, 1).unwrap_or_else(|| panic!("{name} does not parse"));
+            let out = plan(&inst.buffers, &opts(algorithm, 1), None);
+            let v = validate(&inst.buffers, &out.offsets);
+            assert!(v.is_valid(), "{} {name}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
+            assert_eq!(v.makespan, out.makespan, "{} {name}", kind.name());
+            assert!(out.attempts.iter().any(|a| a.name.starts_with(name)) || out.algorithm.starts_with("exact"), "{} {name}: {:?}", kind.name(), out.algorithm);
+        }
+    }
+}

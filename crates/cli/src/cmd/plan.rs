@@ -91,6 +91,9 @@ pub struct PlanArgs {
         help = SEED.help("Seed for the stochastic algorithms; same seed and threads give the same plan."))]
     seed: u64,
     /// Restrict to one algorithm (auto, heuristics, boxing, exact, or FIT/ORDER such as best-fit/size).
+    /// FIT is first-fit or best-fit; ORDER is size (largest first), area, lifetime, start (an
+    /// online allocator's order), rocks (the largest 1/1024 by size, then the rest by start:
+    /// first-fit/rocks costs about a start-order sweep) or random (by --seed).
     #[arg(long, default_value = "auto", value_name = "NAME")]
     algorithm: String,
     /// Also draw the placement to this file (.png or .svg).
