@@ -303,7 +303,7 @@ fn main() -> ExitCode {
         // The large and huge traces (10^5-10^6 blocks, and above 2·10^6) are the scale check on
         // real heaps: not in --quick, and without the boxing baseline, which is for 10^4-10^5
         // buffers.
-        let scales: &[traced::Scale] = if opts.quick { &[traced::Scale::Small] } else { &[traced::Scale::Small, traced::Scale::Large, traced::Scale::Huge] };
+        let scales: &[traced::Scale] = if opts.quick { &[traced::Scale::Small] } else { &[traced::Scale::Small, traced::Scale::Large, traced::Scale::Huge, traced::Scale::Giant] };
         for &scale in scales {
             match traced::workloads(&work, scale) {
                 Ok((found, missing)) => {

@@ -12,7 +12,8 @@
 //! exported variable changed its heap.
 //! Each workload makes roughly 4·10^4–10^5 heap allocations, inside the 10^4–10^5 range the boxing comparison is about,
 //! and again at [`Scale::Large`] (0.3–3 million), the size of the real traces in the anchors,
-//! and python3 and sqlite3 at [`Scale::Huge`] (above 2 million, the planner's huge size).
+//! and python3 and sqlite3 at [`Scale::Huge`] (above 2 million, the planner's huge size) and
+//! [`Scale::Giant`] (about 7 million, near the 10^7 end of the planner's range).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -204,6 +205,9 @@ pub enum Scale {
     /// where the planner's local stages meet 10^5–10^6 buffers live at every instant (rows
     /// `traced/NAME-huge`, not in `--quick`).
     Huge,
+    /// About 7 million buffers, python3 and sqlite3 only: above the size up to which first fit
+    /// by size may run (rows `traced/NAME-giant`, not in `--quick`).
+    Giant,
 }
 
 impl Scale {
@@ -214,6 +218,7 @@ impl Scale {
             Scale::Small => (800, 2000, 8000, 3000),
             Scale::Large => (20_000, 60_000, 100_000, 30_000),
             Scale::Huge => (42_000, 100_000, 0, 0),
+            Scale::Giant => (120_000, 280_000, 0, 0),
         }
     }
 
@@ -221,7 +226,7 @@ impl Scale {
     fn programs(self) -> &'static [&'static str] {
         match self {
             Scale::Small | Scale::Large => &PROGRAMS,
-            Scale::Huge => &PROGRAMS[..2],
+            Scale::Huge | Scale::Giant => &PROGRAMS[..2],
         }
     }
 
@@ -231,6 +236,7 @@ impl Scale {
             Scale::Small => "",
             Scale::Large => "-large",
             Scale::Huge => "-huge",
+            Scale::Giant => "-giant",
         }
     }
 }
@@ -351,7 +357,9 @@ mod tests {
         assert_eq!(large.len(), found.len());
         let (huge, _) = workloads(&dir, Scale::Huge).unwrap();
         assert!(huge.len() <= 2 && huge.iter().all(|w| ["python3", "sqlite3"].contains(&w.name)));
-        for w in found.iter().chain(&large).chain(&huge) {
+        let (giant, _) = workloads(&dir, Scale::Giant).unwrap();
+        assert_eq!(giant.len(), huge.len());
+        for w in found.iter().chain(&large).chain(&huge).chain(&giant) {
             assert!(w.exe.is_absolute());
             // Only the input in the program's folder.
             assert_eq!(std::fs::read_dir(&w.cwd).unwrap().count(), 1);
