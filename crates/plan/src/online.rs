@@ -441,19 +441,24 @@ pub fn place_by_start_with_ends(buffers: &[Buffer], ends: &[u32], fit: Fit) -> V
 
 /// The rocks' rectangles by address, for the one question the sweep asks them before it places
 /// a buffer: does a rock that starts later in the buffer's lifetime overlap this range? (Rocks
-/// live at its start are in the free space already.) The address space up to the highest rock
-/// is cut into buckets of `2^shift` bytes, each listing the rocks that overlap it, by start.
+/// live at its start are in the free space already.) A rock overlaps `[a, a + size)` when it
+/// holds `a` or starts above it, below `a + size`. For the first the address space up to the
+/// highest rock is cut into buckets of `2^shift` bytes, each listing the rocks that overlap it,
+/// by start; for the second the rocks are also kept by offset. A query costs two binary
+/// searches and the rocks it meets, however long the range (a buffer below the rocks' size can
+/// still span many buckets).
 struct RockIndex {
     shift: u32,
     /// Where each bucket's rocks begin in `rocks` (one more entry than buckets).
     starts: Vec<usize>,
-    /// Per bucket, its rocks as (lower, upper, offset, top) by lower.
-    rocks: Vec<(u64, u64, u64, u64)>,
+    /// Per bucket, its rocks as (lower, offset, top) by lower.
+    rocks: Vec<(u64, u64, u64)>,
+    /// Every rock as (offset, lower, top), by offset.
+    by_offset: Vec<(u64, u64, u64)>,
 }
 
 impl RockIndex {
-    /// About this many buckets per rock: a rock spans `size >> shift` + 1 or 2 buckets, and a
-    /// query scans the rocks of the buckets its range meets.
+    /// About this many buckets per rock: a rock is listed in `size >> shift` + 1 or 2 buckets.
     const BUCKETS_PER_ROCK: usize = 4;
     const MAX_BUCKETS: usize = 1 << 20;
 
@@ -471,37 +476,44 @@ impl RockIndex {
             starts[k + 1] += starts[k];
         }
         let mut fill = starts.clone();
-        let mut items = vec![(0, 0, 0, 0); starts[nb]];
+        let mut items = vec![(0, 0, 0); starts[nb]];
         for (&r, &o) in rocks.iter().zip(offsets) {
             let b = &buffers[r as usize];
             for k in span(r, o) {
-                items[fill[k]] = (b.lower, b.upper, o, o + b.size);
+                items[fill[k]] = (b.lower, o, o + b.size);
                 fill[k] += 1;
             }
         }
         for k in 0..nb {
             items[starts[k]..starts[k + 1]].sort_unstable();
         }
-        RockIndex { shift, starts, rocks: items }
+        let mut by_offset: Vec<(u64, u64, u64)> = rocks.iter().zip(offsets).map(|(&r, &o)| (o, buffers[r as usize].lower, o + buffers[r as usize].size)).collect();
+        by_offset.sort_unstable();
+        RockIndex { shift, starts, rocks: items, by_offset }
     }
 
     /// The highest top among the rocks that start within `(lower, upper)` and overlap
     /// `[a, a + size)`, if any.
     fn conflict(&self, a: u64, size: u64, lower: u64, upper: u64) -> Option<u64> {
-        let nb = self.starts.len() - 1;
-        let first = (a >> self.shift) as usize;
-        if first >= nb || upper <= lower + 1 {
+        let k = (a >> self.shift) as usize;
+        if k + 1 >= self.starts.len() || upper <= lower + 1 {
             return None;
         }
-        let last = (((a + size - 1) >> self.shift) as usize).min(nb - 1);
+        let in_time = |l: u64| lower < l && l < upper;
         let mut top = None;
-        for k in first..=last {
-            let bucket = &self.rocks[self.starts[k]..self.starts[k + 1]];
-            let p = bucket.partition_point(|r| r.0 <= lower);
-            for &(_, _, o, t) in bucket[p..].iter().take_while(|r| r.0 < upper) {
-                if o < a + size && t > a {
-                    top = top.max(Some(t));
-                }
+        // Rocks that hold `a` (and others of its bucket: any overlap counts).
+        let bucket = &self.rocks[self.starts[k]..self.starts[k + 1]];
+        let p = bucket.partition_point(|r| r.0 <= lower);
+        for &(_, o, t) in bucket[p..].iter().take_while(|r| r.0 < upper) {
+            if o < a + size && t > a {
+                top = top.max(Some(t));
+            }
+        }
+        // Rocks that start inside the range.
+        let p = self.by_offset.partition_point(|r| r.0 <= a);
+        for &(_, l, t) in self.by_offset[p..].iter().take_while(|r| r.0 < a + size) {
+            if in_time(l) {
+                top = top.max(Some(t));
             }
         }
         top
