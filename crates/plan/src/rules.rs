@@ -37,9 +37,9 @@ pub enum Order {
 /// tables among millions of small objects) first fit around the largest 1/4096, 1/512 or 1/64
 /// came within 0.002% of the max load as first fit by size did (2.4 and 3.5·10^6 buffers: 0%
 /// and 0.002% in 1.0-3.9 s, first fit by size 22 and 27 s). More rocks cost more: a buffer
-/// placed below the rocks that start during its lifetime steps over them one by one (random
-/// 10^6 with 1/64: 55 s), and on shapes where the order matters less than the fit (random
-/// sizes, 9.9% with 1/512 against first fit by size's 4.1%) they do not make up for it.
+/// placed below the rocks that start during its lifetime steps over them one by one, and on
+/// shapes where the order matters less than the fit (random sizes: 9.9% with 1/512 against
+/// first fit by size's 4.1%) they do not make up for it.
 pub const ROCK_SHARE: usize = 1024;
 
 /// The rocks of [`Order::Rocks`] in [`Order::Size`] order: the buffers larger than the
