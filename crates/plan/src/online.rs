@@ -416,17 +416,13 @@ pub fn place_by_start_with_ends(buffers: &[Buffer], ends: &[u32], fit: Fit) -> V
     let mut next_end = 0;
     for &i in &order {
         let b = &buffers[i as usize];
-        while let Some(&j) = ends.get(next_end) {
+        for_ended(buffers, ends, &mut next_end, b.lower, |j| {
             let e = &buffers[j as usize];
-            if e.upper > b.lower {
-                break;
-            }
-            next_end += 1;
             if e.lower < e.upper {
                 let o = offsets[j as usize];
                 free.release(o, o + e.size);
             }
-        }
+        });
         let (a, gap) = match fit {
             Fit::First => free.lowest(b.size, b.align_log2),
             Fit::Best => free.tightest(b.size, b.align_log2),
@@ -437,6 +433,19 @@ pub fn place_by_start_with_ends(buffers: &[Buffer], ends: &[u32], fit: Fit) -> V
         offsets[i as usize] = a;
     }
     offsets
+}
+
+/// Calls `each` with the buffers of `ends` (in order of their ends) from `*next` on that end
+/// at or before `now`, and moves `*next` past them: what a sweep frees before it places a
+/// buffer starting at `now`.
+fn for_ended(buffers: &[Buffer], ends: &[u32], next: &mut usize, now: u64, mut each: impl FnMut(u32)) {
+    while let Some(&j) = ends.get(*next) {
+        if buffers[j as usize].upper > now {
+            break;
+        }
+        *next += 1;
+        each(j);
+    }
 }
 
 /// The rocks' rectangles by address, for the one question the sweep asks them before it places
@@ -555,12 +564,8 @@ pub fn first_fit_around(buffers: &[Buffer], ends: &[u32], rocks: &[u32], rock_of
             continue;
         }
         let b = &buffers[i as usize];
-        while let Some(&j) = ends.get(next_end) {
+        for_ended(buffers, ends, &mut next_end, b.lower, |j| {
             let e = &buffers[j as usize];
-            if e.upper > b.lower {
-                break;
-            }
-            next_end += 1;
             match state[j as usize] {
                 _ if e.lower >= e.upper => {}
                 WAITING => state[j as usize] = GONE, // ended before anything was placed beside it
@@ -570,7 +575,7 @@ pub fn first_fit_around(buffers: &[Buffer], ends: &[u32], rocks: &[u32], rock_of
                 }
                 _ => {}
             }
-        }
+        });
         while let Some(&r) = by_start.get(next_rock) {
             let rb = &buffers[r as usize];
             if rb.lower > b.lower {
