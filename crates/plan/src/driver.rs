@@ -706,23 +706,26 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                 done
             },
             || {
-                if projected {
+                let off = if projected {
                     first.run_projected(&part.buffers, run.deadline, &swept)
                 } else {
                     first.run_until_with_ends(&part.buffers, &ends, run.deadline)
-                }
+                };
+                (off, t.elapsed().as_secs_f64())
             },
         );
-        let (first, off) = match (off, stand_ins.first()) {
-            (Some(off), _) => (*first, off),
-            (None, Some((h, off, _))) => (*h, off.clone()),
+        let (off, own) = off;
+        let unit = t.elapsed();
+        // Costs are scaled from the first's own time where it finished (the rocks beside it
+        // may take longer), else from the time it was given.
+        let (first, off, scale) = match (off, stand_ins.first()) {
+            (Some(off), _) => (*first, off, own),
+            (None, Some((h, off, _))) => (*h, off.clone(), unit.as_secs_f64()),
             (None, None) => unreachable!("the start-order sweep always completes"),
         };
-        let unit = t.elapsed();
-        part.first_fit_seconds = unit.as_secs_f64() / first.relative_cost();
-        // An O(n log n) pass's time: the sweep's, else the rocks' (about as long).
-        let pass = stand_ins.iter().find(|s| s.0 == sweep).or(stand_ins.first());
-        part.sweep_seconds = pass.map_or(unit.as_secs_f64(), |s| s.2);
+        part.first_fit_seconds = scale / first.relative_cost();
+        // The sweep's time: beside the first, or the first's own.
+        part.sweep_seconds = stand_ins.iter().find(|s| s.0 == sweep).map_or(own, |s| s.2);
         let first_fit_seconds = part.first_fit_seconds;
         let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
         post(index, top);
