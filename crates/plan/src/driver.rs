@@ -683,7 +683,8 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // after the heuristics keep the other half: it comes nearest first fit by size where
         // that is too slow, at about a sweep's cost on heaps (a traced python3 heap of 3.5·10^6
         // buffers: 0.002% over the max load in 1.2–2.9 s, the sweep 3.7%, first fit by size 0%
-        // in 27 s). Giving up costs nothing more: the sweep has run.
+        // in 27 s). Giving up costs nothing more: the sweep has run. Nor is it started with
+        // less time than a sweep takes (`Policy::rocks_min_seconds_per_buffer`).
         let rocks = Heuristic { order: Order::Rocks, fit: Fit::First };
         let with_rocks = rest.contains(&rocks) && part.buffers.len() >= crate::rules::ROCK_SHARE;
         let swept = AtomicBool::new(false);
@@ -696,9 +697,13 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     done.push((sweep, off.expect("the start-order sweep always completes"), t.elapsed().as_secs_f64()));
                     swept.store(true, Ordering::Relaxed);
                 }
+                // Not started where they could only give up (see the policy): with less
+                // time than the sweep took, or is expected to take where it goes first.
                 let now = Instant::now();
-                if with_rocks && now < run.deadline {
-                    let until = now + run.deadline.duration_since(now) / 2;
+                let given = run.deadline.saturating_duration_since(now) / 2;
+                let least = done.first().map_or(policy.rocks_min_seconds_per_buffer * part.buffers.len() as f64, |s| s.2);
+                if with_rocks && given.as_secs_f64() >= least {
+                    let until = now + given;
                     if let Some(off) = rocks.run_until_with_ends(&part.buffers, &ends, until) {
                         done.push((rocks, off, now.elapsed().as_secs_f64()));
                     }
