@@ -686,7 +686,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // in 27 s). Giving up costs nothing more: the sweep has run. Nor is it started with
         // less time than a sweep takes (`Policy::rocks_min_seconds_per_buffer`).
         let rocks = Heuristic { order: Order::Rocks, fit: Fit::First };
-        let with_rocks = rest.contains(&rocks) && part.buffers.len() >= crate::rules::ROCK_SHARE;
+        let with_rocks = rest.contains(&rocks) && crate::rules::most_rocks(part.buffers.len()) > 0;
         let swept = AtomicBool::new(false);
         let (stand_ins, off) = rayon::join(
             || {
@@ -698,9 +698,14 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     swept.store(true, Ordering::Relaxed);
                 }
                 // Not started where they could only give up (see the policy): with less
-                // time than the sweep took, or is expected to take where it goes first.
+                // time than the sweep took, or is expected to take where it goes first. Above
+                // the huge size they may take all the time left: what follows there (the
+                // local windows and the improvement search) gains little on a short budget,
+                // where the rocks reach the max load on heaps (a traced python3 heap of
+                // 2.45·10^6 buffers at 3 s: the sweep 3.40%, the rocks 0% in 1.5 s).
                 let now = Instant::now();
-                let given = run.deadline.saturating_duration_since(now) / 2;
+                let left = run.deadline.saturating_duration_since(now);
+                let given = if policy.is_huge(part.buffers.len()) { left } else { left / 2 };
                 let least = done.first().map_or(policy.rocks_min_seconds_per_buffer * part.buffers.len() as f64, |s| s.2);
                 if with_rocks && given.as_secs_f64() >= least {
                     let until = now + given;
@@ -720,17 +725,20 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             },
         );
         let (off, own) = off;
-        let unit = t.elapsed();
-        // Costs are scaled from the first's own time where it finished (the rocks beside it
-        // may take longer), else from the time it was given.
-        let (first, off, scale) = match (off, stand_ins.first()) {
-            (Some(off), _) => (*first, off, own),
-            (None, Some((h, off, _))) => (*h, off.clone(), unit.as_secs_f64()),
-            (None, None) => unreachable!("the start-order sweep always completes"),
-        };
-        part.first_fit_seconds = scale / first.relative_cost();
+        let (mut stand_ins, unit) = (stand_ins, t.elapsed());
         // The sweep's time: beside the first, or the first's own.
         part.sweep_seconds = stand_ins.iter().find(|s| s.0 == sweep).map_or(own, |s| s.2);
+        // Costs are scaled from the first's own time where it finished (the rocks beside it
+        // may take longer), else from the time it was given.
+        let (first, off, scale) = match off {
+            Some(off) => (*first, off, own),
+            None => {
+                assert!(!stand_ins.is_empty(), "the start-order sweep always completes");
+                let (h, off, _) = stand_ins.remove(0);
+                (h, off, unit.as_secs_f64())
+            }
+        };
+        part.first_fit_seconds = scale / first.relative_cost();
         let first_fit_seconds = part.first_fit_seconds;
         let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
         post(index, top);
@@ -742,13 +750,21 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         } else {
             rest.iter().copied().filter(|h| *h != first && (*h != rocks || with_rocks)).collect()
         };
+        // Those run beside the first are offered as they are (moved, not copied: 80 MB a
+        // placement at 10^7 buffers), in their place in the portfolio's order.
+        let mut beside: Vec<Option<(Vec<u64>, f64)>> = vec![None; rest.len()];
+        for (h, off, secs) in stand_ins {
+            if let Some(k) = rest.iter().position(|r| *r == h) {
+                beside[k] = Some((off, secs));
+            }
+        }
         let mut results = vec![(first.name(), off, unit.as_secs_f64())];
         results.extend(
             rest.par_iter()
-                .filter_map(|h| {
-                    // Those run beside the first are offered as they are.
-                    if let Some((_, off, secs)) = stand_ins.iter().find(|s| s.0 == *h) {
-                        return Some((h.name(), off.clone(), *secs));
+                .zip(beside.into_par_iter())
+                .filter_map(|(h, beside)| {
+                    if let Some((off, secs)) = beside {
+                        return Some((h.name(), off, secs));
                     }
                     // Relative costs are to first fit by size, which the first one's time
                     // was scaled to.

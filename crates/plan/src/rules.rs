@@ -42,11 +42,17 @@ pub enum Order {
 /// first fit by size's 4.1%) they do not make up for it.
 pub const ROCK_SHARE: usize = 1024;
 
+/// The most rocks `n` buffers have ([`rocks`]): none below [`ROCK_SHARE`] buffers, where
+/// [`Order::Rocks`] is [`Order::Start`].
+pub fn most_rocks(n: usize) -> usize {
+    n / ROCK_SHARE
+}
+
 /// The rocks of [`Order::Rocks`] in [`Order::Size`] order: the buffers larger than the
-/// `n / ROCK_SHARE + 1`-th largest size (so never a part of one size class; none when the
+/// `most_rocks(n) + 1`-th largest size (so never a part of one size class; none when the
 /// sizes are all equal).
 pub fn rocks(buffers: &[Buffer]) -> Vec<u32> {
-    let k = buffers.len() / ROCK_SHARE;
+    let k = most_rocks(buffers.len());
     if k == 0 {
         return Vec::new();
     }
