@@ -68,37 +68,52 @@ impl Heuristic {
     /// is predicted from another's, and the prediction can be far off (best-fit by area on a
     /// traced perl heap: 12 times first-fit by size). The start-order sweep always finishes.
     pub fn run_until(&self, buffers: &[Buffer], deadline: std::time::Instant) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, None, Some(deadline), None)
+        self.run_bounded(buffers, None, Some(deadline), None, None)
     }
 
     /// [`Heuristic::run_until`] given the buffers in order of their ends (`ends`, as splitting
     /// into components gives them), which the start-order sweep uses instead of sorting.
     pub fn run_until_with_ends(&self, buffers: &[Buffer], ends: &[u32], deadline: std::time::Instant) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, Some(ends), Some(deadline), None)
+        self.run_bounded(buffers, Some(ends), Some(deadline), None, None)
     }
 
-    /// [`Heuristic::run_until`] that also gives up once `gate` is set and its progress so far
-    /// (buffers placed against the clock, from its start) says it would not finish by
-    /// `deadline`: for a run beside another that stands in for it, abandoned as soon as that
-    /// one is done rather than at the deadline. The start-order sweep ignores the gate.
-    pub fn run_projected(&self, buffers: &[Buffer], deadline: std::time::Instant, gate: &std::sync::atomic::AtomicBool) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, None, Some(deadline), Some(gate))
+    /// [`Heuristic::run_until_with_ends`] for a run beside others that stand in for it: it
+    /// gives up as soon as `stop` is set (one of them reached the target), and, with a `gate`,
+    /// once the gate is set (they are done) and its progress so far (buffers placed against the
+    /// clock, from its start) says it would not finish by `deadline`. The start-order sweep
+    /// ignores both.
+    pub fn run_beside(
+        &self,
+        buffers: &[Buffer],
+        ends: &[u32],
+        deadline: std::time::Instant,
+        gate: Option<&std::sync::atomic::AtomicBool>,
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Option<Vec<u64>> {
+        self.run_bounded(buffers, Some(ends), Some(deadline), gate, Some(stop))
     }
 
     /// Places every buffer; the result is valid by construction. Start order runs as a sweep
     /// ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
-        self.run_bounded(buffers, None, None, None).expect("a placement without a deadline always completes")
+        self.run_bounded(buffers, None, None, None, None).expect("a placement without a deadline always completes")
     }
 
-    fn run_bounded(&self, buffers: &[Buffer], ends: Option<&[u32]>, deadline: Option<std::time::Instant>, gate: Option<&std::sync::atomic::AtomicBool>) -> Option<Vec<u64>> {
+    fn run_bounded(
+        &self,
+        buffers: &[Buffer],
+        ends: Option<&[u32]>,
+        deadline: Option<std::time::Instant>,
+        gate: Option<&std::sync::atomic::AtomicBool>,
+        stop: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Option<Vec<u64>> {
         if self.order == Order::Start {
             return Some(match ends {
                 Some(ends) => crate::online::place_by_start_with_ends(buffers, ends, self.fit),
                 None => crate::online::place_by_start(buffers, self.fit),
             });
         }
-        let clock = DeadlineCheck { gate, ..DeadlineCheck::new(deadline) };
+        let clock = DeadlineCheck { gate, stop, ..DeadlineCheck::new(deadline) };
         if self.order == Order::Rocks && self.fit == Fit::First {
             // The rocks by first fit by size in an index of their own, then the sweep around
             // them ([`crate::online::first_fit_around`]): the same offsets as the general
@@ -144,17 +159,19 @@ pub struct DeadlineCheck<'g> {
     deadline: Option<std::time::Instant>,
     next_work: u64,
     /// Once set: give up when (buffers placed, time since the first placement) project past
-    /// the deadline ([`Heuristic::run_projected`]). Timed from the first placement, not from
+    /// the deadline ([`Heuristic::run_beside`]). Timed from the first placement, not from
     /// the order's sort and the index's set-up (a second or two at 3·10^6 buffers, paid once).
     gate: Option<&'g std::sync::atomic::AtomicBool>,
     /// When the first buffer was placed.
     began: Option<std::time::Instant>,
+    /// Once set: give up at the next check ([`Heuristic::run_beside`]).
+    stop: Option<&'g std::sync::atomic::AtomicBool>,
 }
 
 impl DeadlineCheck<'_> {
     /// Checks for `deadline` (never, when `None`).
     pub fn new(deadline: Option<std::time::Instant>) -> Self {
-        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK, gate: None, began: None }
+        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK, gate: None, began: None, stop: None }
     }
 
     /// Whether the deadline has passed, asked before placing the `k`-th buffer with `occ`.
@@ -174,6 +191,9 @@ impl DeadlineCheck<'_> {
             return false;
         }
         self.next_work = occ.work() + WORK_PER_CLOCK_CHECK;
+        if self.stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+            return true;
+        }
         let now = std::time::Instant::now();
         if let (Some(gate), Some(began)) = (self.gate, self.began) {
             if k > 0 && k * 64 >= n && gate.load(std::sync::atomic::Ordering::Relaxed) {
@@ -367,19 +387,25 @@ mod tests {
     }
 
     #[test]
-    fn a_projected_run_that_can_finish_is_the_plain_run() {
+    fn a_run_beside_others_that_can_finish_is_the_plain_run_until_stopped() {
+        use std::sync::atomic::AtomicBool;
         let inst = heaplab_gen::generate(heaplab_gen::Kind::Random, 20_000, 5);
         let bs = &inst.buffers;
+        let ends = crate::online::ends_of(bs);
         let h = Heuristic { order: Order::Size, fit: Fit::First };
         let plain = h.run(bs);
         let far = std::time::Instant::now() + std::time::Duration::from_secs(3600);
-        for gate in [false, true] {
-            let g = std::sync::atomic::AtomicBool::new(gate);
-            assert_eq!(h.run_projected(bs, far, &g).as_deref(), Some(&plain[..]), "gate {gate}");
+        let (unset, set) = (AtomicBool::new(false), AtomicBool::new(true));
+        for gate in [None, Some(&unset), Some(&set)] {
+            assert_eq!(h.run_beside(bs, &ends, far, gate, &unset).as_deref(), Some(&plain[..]), "gate {gate:?}");
+            // Stopped: given up (the sweep ignores it).
+            assert_eq!(h.run_beside(bs, &ends, far, gate, &set), None, "gate {gate:?}");
         }
+        let sweep = Heuristic { order: Order::Start, fit: Fit::First };
+        assert_eq!(sweep.run_beside(bs, &ends, far, Some(&set), &set), Some(sweep.run(bs)));
         // A deadline already passed: given up, gate or not.
         let past = std::time::Instant::now();
-        assert_eq!(h.run_projected(bs, past, &std::sync::atomic::AtomicBool::new(true)), None);
+        assert_eq!(h.run_beside(bs, &ends, past, Some(&set), &unset), None);
     }
 
     #[test]
