@@ -679,12 +679,10 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // not itself run past the deadline. Its result also serves when the portfolio runs it
         // below (it always completes, with the same offsets).
         // First fit around the rocks follows the sweep on that core (or runs beside the first
-        // heuristic when that is the sweep), given half the time left then, so that the stages
-        // after the heuristics keep the other half: it comes nearest first fit by size where
-        // that is too slow, at about a sweep's cost on heaps (a traced python3 heap of 3.5·10^6
-        // buffers: 0.002% over the max load in 1.2–2.9 s, the sweep 3.7%, first fit by size 0%
-        // in 27 s). Giving up costs nothing more: the sweep has run. Nor is it started with
-        // less time than a sweep takes (`Policy::rocks_min_seconds_per_buffer`).
+        // heuristic when that is the sweep), for the time given below: it comes nearest first
+        // fit by size where that is too slow, at about a sweep's cost on heaps (a traced
+        // python3 heap of 3.5·10^6 buffers: 0.002% over the max load in 2.4 s, the sweep 3.7%,
+        // first fit by size 0% in 27 s). Giving up costs nothing more: the sweep has run.
         let rocks = Heuristic { order: Order::Rocks, fit: Fit::First };
         let with_rocks = rest.contains(&rocks) && crate::rules::most_rocks(part.buffers.len()) > 0;
         // `swept`: the sweep beside the first is done; `solved`: a placement beside it reached
@@ -705,12 +703,13 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     done.push((sweep, off, t.elapsed().as_secs_f64()));
                     swept.store(true, Ordering::Relaxed);
                 }
-                // Not started where they could only give up (see the policy): with less
-                // time than the sweep took, or is expected to take where it goes first. Above
-                // the huge size they may take all the time left: what follows there (the
-                // local windows and the improvement search) gains little on a short budget,
-                // where the rocks reach the max load on heaps (a traced python3 heap of
-                // 2.45·10^6 buffers at 3 s: the sweep 3.40%, the rocks 0% in 1.5 s).
+                // Half the time left, so that the stages after the heuristics keep the other
+                // half; above the huge size all of it: what follows there (the local windows
+                // and the improvement search) gains little on a short budget, where the rocks
+                // reach the max load on heaps (a traced python3 heap of 2.45·10^6 buffers at
+                // 3 s: the sweep 3.40%, the rocks 0% in 1.5 s). Not started where they could
+                // only give up (`Policy::rocks_min_seconds_per_buffer`): with less time than
+                // the sweep took, or is expected to take where it goes first.
                 let now = Instant::now();
                 let left = run.deadline.saturating_duration_since(now);
                 let given = if policy.is_huge(part.buffers.len()) { left } else { left / 2 };

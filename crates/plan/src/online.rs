@@ -260,12 +260,8 @@ impl GapList {
         (Some(below), above)
     }
 
-    /// Lowest aligned offset in a gap where `size` bytes fit, with that gap's start and end.
-    fn lowest(&mut self, size: u64, align_log2: u8) -> Option<(u64, u64, u64)> {
-        self.lowest_from(0, size, align_log2)
-    }
-
-    /// [`GapList::lowest`] at or above `from`: a gap that straddles `from` counts from there.
+    /// Lowest aligned offset at or above `from` in a gap where `size` bytes fit, with that gap's
+    /// start and end (a gap that straddles `from` counts from there).
     fn lowest_from(&mut self, from: u64, size: u64, align_log2: u8) -> Option<(u64, u64, u64)> {
         self.found = [NOWHERE; 2];
         if self.blocks.is_empty() {
@@ -374,11 +370,7 @@ impl FreeSpace {
     /// Lowest aligned offset where `size` bytes are free, with the gap it lies in (none: on
     /// top).
     fn lowest(&mut self, size: u64, align_log2: u8) -> (u64, Option<(u64, u64)>) {
-        let tree = self.tree.as_mut().expect("first fit keeps the gap list");
-        match tree.lowest(size, align_log2) {
-            Some((a, s, e)) => (a, Some((s, e))),
-            None => (align_up(self.top, align_log2).unwrap_or(u64::MAX), None),
-        }
+        self.lowest_from(0, size, align_log2)
     }
 
     /// [`FreeSpace::lowest`] at or above `from` (first fit).
@@ -800,7 +792,7 @@ mod tests {
                     let a = align_up(s, align).unwrap();
                     (a + size <= e).then_some((a, s, e))
                 });
-                assert_eq!(list.lowest(size, align), want, "round {round} step {step}");
+                assert_eq!(list.lowest_from(0, size, align), want, "round {round} step {step}");
                 // From an address: a gap straddling it counts from there.
                 let from = rng.next_u64() % (cap * 2) * 1000 + rng.next_u64() % 1000;
                 let want = map.iter().find_map(|(&s, &e)| {

@@ -132,23 +132,22 @@ pub fn sorted_by(buffers: &[Buffer], key: impl Fn(&Buffer) -> u64 + Sync) -> Vec
     if buffers.par_windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
         return (0..n as u32).collect();
     }
-    let large = n > 1 << 16;
     if buffers.par_iter().all(|b| key(b) <= u32::MAX as u64) {
-        let mut keys: Vec<u64> = buffers.par_iter().enumerate().map(|(i, b)| key(b) << 32 | i as u64).collect();
-        if large {
-            keys.par_sort_unstable();
-        } else {
-            keys.sort_unstable();
-        }
-        return keys.par_iter().map(|&k| k as u32).collect();
+        sorted_keys(buffers.par_iter().enumerate().map(|(i, b)| key(b) << 32 | i as u64).collect(), |k| k as u32)
+    } else {
+        sorted_keys(buffers.par_iter().enumerate().map(|(i, b)| (key(b) as u128) << 32 | i as u128).collect(), |k| k as u32)
     }
-    let mut keys: Vec<u128> = buffers.par_iter().enumerate().map(|(i, b)| (key(b) as u128) << 32 | i as u128).collect();
-    if large {
+}
+
+/// The indices in the low bits of `keys`, once sorted (on both cores when there are many).
+fn sorted_keys<K: Ord + Copy + Send + Sync>(mut keys: Vec<K>, index: impl Fn(K) -> u32 + Sync) -> Vec<u32> {
+    use rayon::prelude::*;
+    if keys.len() > 1 << 16 {
         keys.par_sort_unstable();
     } else {
         keys.sort_unstable();
     }
-    keys.par_iter().map(|&k| k as u32).collect()
+    keys.par_iter().map(|&k| index(k)).collect()
 }
 
 /// Splits the time axis wherever no buffer is live across a tick boundary, and finds each
