@@ -97,7 +97,7 @@ pub enum Algorithm {
 impl Algorithm {
     /// Names accepted by `--algorithm`.
     pub const NAMES: &'static str = "auto, heuristics, boxing, exact, first-fit/size, best-fit/size, first-fit/area, \
-best-fit/area, first-fit/lifetime, best-fit/lifetime, first-fit/start, best-fit/start, first-fit/rocks, best-fit/rocks, first-fit/random, \
+best-fit/area, first-fit/lifetime, best-fit/lifetime, first-fit/start, best-fit/start, first-fit/rocks, best-fit/rocks, first-fit/outward, best-fit/outward, first-fit/random, \
 best-fit/random";
 
     /// Parses a name from [`Algorithm::NAMES`]; `random` orders use the seed.
@@ -121,6 +121,7 @@ best-fit/random";
             "lifetime" => Order::Length,
             "start" => Order::Start,
             "rocks" => Order::Rocks,
+            "outward" => Order::Outward,
             "random" => Order::Random(seed),
             _ => return None,
         };
@@ -671,6 +672,12 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             let h = heuristics.remove(cheapest);
             heuristics.insert(0, h);
         }
+        // Above the huge size the sweep, where it goes first, runs outward from the middle
+        // instead: the same sweep in two halves at once, one per core (at 10^7 buffers it alone
+        // is the 3 s budget's placement). The sweep itself stays in the portfolio.
+        if policy.is_huge(n) && heuristics.first() == Some(&sweep) && !matches!(opts.algorithm, Algorithm::Heuristic(_)) {
+            heuristics.insert(0, Heuristic { order: Order::Outward, fit: Fit::First });
+        }
         let Some((first, rest)) = heuristics.split_first() else { return };
         let t = Instant::now();
         // Even the first heuristic stops at the deadline: its cost can grow quadratically (see
@@ -696,7 +703,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         let (stand_ins, off) = rayon::join(
             || {
                 let mut done: Vec<(Heuristic, Vec<u64>, f64)> = Vec::new();
-                if first.order != Order::Start {
+                if !matches!(first.order, Order::Start | Order::Outward) {
                     let t = Instant::now();
                     let off = sweep.run_until_with_ends(&part.buffers, &ends, run.deadline).expect("the start-order sweep always completes");
                     solved.fetch_or(at_target(&off), Ordering::Relaxed);
@@ -730,8 +737,9 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         );
         let (off, own) = off;
         let (mut stand_ins, unit) = (stand_ins, t.elapsed());
-        // The sweep's time: beside the first, or the first's own.
-        part.sweep_seconds = stand_ins.iter().find(|s| s.0 == sweep).map_or(own, |s| s.2);
+        // The sweep's time: beside the first, or the first's own (scaled where that is the
+        // outward pair).
+        part.sweep_seconds = stand_ins.iter().find(|s| s.0 == sweep).map_or(own * sweep.relative_cost() / first.relative_cost(), |s| s.2);
         // Costs are scaled from the first's own time where it finished (the rocks beside it
         // may take longer), else from the time it was given.
         let (first, off, scale) = match off {

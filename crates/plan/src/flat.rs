@@ -40,12 +40,18 @@ use std::time::Instant;
 /// Whether the load of `buffers`, whose max load is `max_load`, is `max_load` at every tick from
 /// the first start to the last end. O(n), no allocation: the load never exceeds its max, so it
 /// is the max everywhere exactly when the buffers' total area (size × lifetime) is the max
-/// times the span. False for an empty slice.
+/// times the span. False for an empty slice. One pass, on both cores (0.17 s as three passes
+/// at 10^7 buffers, each plan's).
 pub fn is_flat(buffers: &[Buffer], max_load: u64) -> bool {
-    let (Some(first), Some(last)) = (buffers.iter().map(|b| b.lower).min(), buffers.iter().map(|b| b.upper).max()) else {
+    use rayon::prelude::*;
+    if buffers.is_empty() {
         return false;
-    };
-    let area: u128 = buffers.iter().map(|b| b.size as u128 * (b.upper - b.lower) as u128).sum();
+    }
+    let (first, last, area) = buffers
+        .par_iter()
+        .with_min_len(1 << 16)
+        .fold(|| (u64::MAX, 0u64, 0u128), |(f, l, a), b| (f.min(b.lower), l.max(b.upper), a + b.size as u128 * (b.upper - b.lower) as u128))
+        .reduce(|| (u64::MAX, 0, 0), |x, y| (x.0.min(y.0), x.1.max(y.1), x.2 + y.2));
     area == max_load as u128 * (last - first) as u128
 }
 

@@ -29,6 +29,12 @@ pub enum Order {
     /// [`Order::Start`] order: first fit by size where it shapes the peak, the cheap sweep of an
     /// online allocator for the many small buffers that fill in around the rocks.
     Rocks,
+    /// Outward from one instant ([`outward_cut`]): the buffers live at it in [`Order::Start`]
+    /// order (so they stack), then those that start at or after it in start order, then those
+    /// that end at or before it by end, latest first (ties: higher index first). Start order
+    /// replayed both ways in time from the cut, so the two halves can be swept at once, one per
+    /// core ([`crate::online::place_outward`]).
+    Outward,
     /// Seeded random permutation.
     Random(u64),
 }
@@ -69,6 +75,55 @@ fn size_key(buffers: &[Buffer], i: u32) -> (std::cmp::Reverse<(u64, u64)>, u64, 
     (std::cmp::Reverse((b.size, b.length())), b.lower, i)
 }
 
+/// [`Order::Outward`]'s parts given the start order and the buffers by `(upper, index)`:
+/// `(live at the cut, starting at or after it, ending at or before it)`, each in its placement
+/// order. The cut is the start of the middle buffer in start order, so that about as many
+/// buffers start after it as end before it.
+pub fn outward_parts(buffers: &[Buffer], start_order: &[u32], ends: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    let Some(&mid) = start_order.get(start_order.len() / 2) else { return Default::default() };
+    let b = |i: u32| &buffers[i as usize];
+    let cut = b(mid).lower;
+    let m = start_order.partition_point(|&i| b(i).lower < cut);
+    let live = start_order[..m].iter().copied().filter(|&i| b(i).upper > cut).collect();
+    let before = ends.iter().rev().copied().filter(|&i| b(i).upper <= cut && b(i).lower < cut).collect();
+    (live, start_order[m..].to_vec(), before)
+}
+
+/// [`Order::Start`] of `buffers[range]`, where `buffers` are by start already (as a
+/// component's are) and `range` does not split a run of equal starts: each run by larger size
+/// first, then index, one index at a time, without building the whole order (40 MB and 0.2 s
+/// at 10^7 buffers).
+pub fn start_order_of_sorted(buffers: &[Buffer], range: std::ops::Range<usize>) -> impl Iterator<Item = u32> + '_ {
+    let (mut next, end) = (range.start, range.end);
+    let mut run: Vec<u32> = Vec::new();
+    let mut taken = 0;
+    std::iter::from_fn(move || {
+        if taken < run.len() {
+            taken += 1;
+            return Some(run[taken - 1]);
+        }
+        if next >= end {
+            return None;
+        }
+        let lower = buffers[next].lower;
+        let len = buffers[next + 1..end].iter().take_while(|b| b.lower == lower).count() + 1;
+        next += len;
+        if len == 1 {
+            return Some((next - 1) as u32);
+        }
+        run.clear();
+        run.extend((next - len) as u32..next as u32);
+        run.sort_unstable_by_key(|&i| equal_start_key(buffers, i));
+        taken = 1;
+        Some(run[0])
+    })
+}
+
+/// [`Order::Start`]'s order among equal starts: larger first, then by index.
+fn equal_start_key(buffers: &[Buffer], i: u32) -> (std::cmp::Reverse<u64>, u32) {
+    (std::cmp::Reverse(buffers[i as usize].size), i)
+}
+
 /// Buffer indices in the given order (ties broken by index, so the result is deterministic).
 pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
     let mut idx: Vec<u32> = (0..buffers.len() as u32).collect();
@@ -82,16 +137,18 @@ pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
         Order::Start => {
             // By start (already so for a component or a trace), then runs of equal starts by
             // larger size first.
-            if !buffers.windows(2).all(|w| w[0].lower <= w[1].lower) {
+            if buffers.windows(2).all(|w| w[0].lower <= w[1].lower) {
+                idx = start_order_of_sorted(buffers, 0..buffers.len()).collect();
+            } else {
                 idx = heaplab_sweep::sorted_by(buffers, |b| b.lower);
-            }
-            let mut k = 0;
-            while k < idx.len() {
-                let run = idx[k..].iter().take_while(|i| b(i).lower == b(&idx[k]).lower).count();
-                if run > 1 {
-                    idx[k..k + run].sort_unstable_by_key(|i| (std::cmp::Reverse(b(i).size), *i));
+                let mut k = 0;
+                while k < idx.len() {
+                    let run = idx[k..].iter().take_while(|i| b(i).lower == b(&idx[k]).lower).count();
+                    if run > 1 {
+                        idx[k..k + run].sort_unstable_by_key(|&i| equal_start_key(buffers, i));
+                    }
+                    k += run;
                 }
-                k += run;
             }
         }
         Order::Rocks => {
@@ -100,6 +157,12 @@ pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
             first.iter().for_each(|&i| rock[i as usize] = true);
             first.extend(order(buffers, Order::Start).into_iter().filter(|&i| !rock[i as usize]));
             idx = first;
+        }
+        Order::Outward => {
+            let start = order(buffers, Order::Start);
+            let (mut live, after, before) = outward_parts(buffers, &start, &heaplab_sweep::sorted_by(buffers, |b| b.upper));
+            live.extend(after.into_iter().chain(before));
+            idx = live;
         }
         Order::Random(seed) => crate::rng::Rng::new(seed).shuffle(&mut idx),
     }

@@ -157,13 +157,14 @@ fn above_the_huge_size_the_local_windows_run_and_keep_the_plan_valid() {
 #[test]
 fn above_the_huge_size_first_fit_by_size_goes_first_up_to_its_limit() {
     // At small n through the policy: up to `huge_first_fit_max_buffers` first fit by size runs
-    // first (beside the sweep, kept when it finishes in time), above it the sweep does.
+    // first (beside the sweep, kept when it finishes in time), above it the sweep does, as the
+    // outward pair.
     use heaplab_plan::Policy;
     let mut checked = 0;
     for (k, &kind) in Kind::ALL.iter().enumerate() {
         let inst = generate(kind, 4_000, 61 + k as u64);
         let n = inst.buffers.len();
-        for (limit, first) in [(n, "first-fit/size"), (n - 1, "first-fit/start")] {
+        for (limit, first) in [(n, "first-fit/size"), (n - 1, "first-fit/outward")] {
             let policy = Policy {
                 huge_buffers: 2_500,
                 huge_first_fit_max_buffers: limit,
@@ -351,7 +352,7 @@ fn planning_in_place_gives_the_same_plan_and_restores_the_order() {
 #[test]
 fn every_heuristic_named_on_the_command_line_plans_validly_by_itself() {
     let names: Vec<&str> = Algorithm::NAMES.split(',').map(str::trim).filter(|n| n.contains('/')).collect();
-    assert!(names.contains(&"first-fit/rocks") && names.len() == 12, "{names:?}");
+    assert!(names.contains(&"first-fit/rocks") && names.contains(&"best-fit/outward") && names.len() == 14, "{names:?}");
     for (k, &kind) in Kind::ALL.iter().enumerate() {
         // Enough buffers for a few rocks (one in 1024).
         let inst = generate(kind, 5_000, 71 + k as u64);
