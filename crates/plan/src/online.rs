@@ -722,7 +722,7 @@ pub fn first_fit_around(buffers: &[Buffer], ends: &[u32], rocks: &[u32], rock_of
         steps += 1;
         steps % 4096 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d)
     };
-    for i in crate::rules::order(buffers, Order::Start) {
+    for i in in_start_order(buffers) {
         if passed() {
             return None;
         }
