@@ -275,8 +275,8 @@ struct Part<'a> {
     /// by its relative cost); a boxing pass costs at least that and cannot be interrupted
     /// before its squeeze, so under `Auto` boxing is skipped when less time is left.
     first_fit_seconds: f64,
-    /// Measured seconds of the start-order sweep (0 when it did not run): what an O(n log n)
-    /// pass over the part costs, such as building an improvement search's index, which cannot
+    /// Seconds of the start-order sweep, measured, or where the outward pair ran instead,
+    /// scaled from its time (0 when neither ran): what an O(n log n) pass over the part costs, such as building an improvement search's index, which cannot
     /// be interrupted ([`Policy::improve_min_sweeps`]).
     sweep_seconds: f64,
     /// The critical windows already ran on this part (beside the heuristics), and the windows
@@ -654,7 +654,8 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // A flat component that the flat stage will take (every tick at the max load) gains
         // nothing from the greedy orders, which end 20–40% above its load, while first fit by
         // size alone took 21 of a 30 s budget at 10^6 pieces and left the blocks a third of
-        // it: only the start-order sweep runs there, for a first placement.
+        // it: only the start-order sweep (or the outward pair, below) runs there, for a first
+        // placement.
         let sweep = Heuristic { order: Order::Start, fit: Fit::First };
         if run.runs(Stage::Flat) && part.flat {
             heuristics = vec![sweep];
@@ -664,7 +665,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // size, but only while it can finish: the sweep beside it is the stand-in, and once
         // that is done, first fit gives up if its progress says it would not make the deadline.
         let n = part.buffers.len();
-        let projected = policy.is_huge(n) && n <= policy.huge_first_fit_max_buffers && !filled && heuristics.first().is_some_and(|h| h.order != Order::Start);
+        let projected = policy.is_huge(n) && n <= policy.huge_first_fit_max_buffers && !filled && heuristics.first().is_some_and(|h| !h.is_sweep());
         if (policy.is_huge(n) || filled) && !projected && heuristics.len() > 1 {
             let cheapest = (0..heuristics.len())
                 .min_by(|&a, &b| heuristics[a].relative_cost().total_cmp(&heuristics[b].relative_cost()))
@@ -672,21 +673,23 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             let h = heuristics.remove(cheapest);
             heuristics.insert(0, h);
         }
-        // Above the huge size the sweep, where it goes first, runs outward from the middle
-        // instead: the same sweep in two halves at once, one per core (at 10^7 buffers it alone
-        // is the 3 s budget's placement). The sweep itself stays in the portfolio.
+        // Above the huge size, where the sweep goes first, the outward pair of sweeps takes its
+        // place (two halves at once, one per core: at 10^7 buffers the one placement within
+        // the 3 s budget). Where it does not, the sweep stands in beside the first, below.
         if policy.is_huge(n) && heuristics.first() == Some(&sweep) && !matches!(opts.algorithm, Algorithm::Heuristic(_)) {
-            heuristics.insert(0, Heuristic { order: Order::Outward, fit: Fit::First });
+            heuristics[0] = Heuristic { order: Order::Outward, fit: Fit::First };
         }
         let Some((first, rest)) = heuristics.split_first() else { return };
         let t = Instant::now();
         // Even the first heuristic stops at the deadline: its cost can grow quadratically (see
-        // `WORK_PER_CLOCK_CHECK`). The start-order sweep, O(n log n), then stands in for it; it
+        // `WORK_PER_CLOCK_CHECK`). Unless it is a sweep itself, the start-order sweep,
+        // O(n log n), then stands in for it; it
         // runs beside it (on an idle core, at no cost in wall time), so that the stand-in does
         // not itself run past the deadline. Its result also serves when the portfolio runs it
         // below (it always completes, with the same offsets).
         // First fit around the rocks follows the sweep on that core (or runs beside the first
-        // heuristic when that is the sweep), for the time given below: it comes nearest first
+        // heuristic when that is a sweep, the outward pair then sharing one core), for the time
+        // given below: it comes nearest first
         // fit by size where that is too slow, at about a sweep's cost on heaps (a traced
         // python3 heap of 3.5·10^6 buffers: 0.002% over the max load in 2.4 s, the sweep 3.7%,
         // first fit by size 0% in 27 s). Giving up costs nothing more: the sweep has run.
@@ -697,13 +700,16 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // of 2.45·10^6 buffers at 30 s: the rocks reached the max load in 1.5 s, first fit by
         // size ran on for 20 s to the same).
         let (swept, solved) = (AtomicBool::new(false), AtomicBool::new(false));
+        // Whether the rocks ran beside the first from its start: an outward pair then had one
+        // core for both its halves, and took a sweep's time.
+        let rocks_beside = AtomicBool::new(false);
         // Not where the user named the one heuristic to run: its own result is wanted.
         let named = matches!(opts.algorithm, Algorithm::Heuristic(_));
         let at_target = |off: &[u64]| !named && part.buffers.iter().zip(off).all(|(b, &o)| o + b.size <= target);
         let (stand_ins, off) = rayon::join(
             || {
                 let mut done: Vec<(Heuristic, Vec<u64>, f64)> = Vec::new();
-                if !matches!(first.order, Order::Start | Order::Outward) {
+                if !first.is_sweep() {
                     let t = Instant::now();
                     let off = sweep.run_until_with_ends(&part.buffers, &ends, run.deadline).expect("the start-order sweep always completes");
                     solved.fetch_or(at_target(&off), Ordering::Relaxed);
@@ -722,6 +728,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                 let given = if policy.is_huge(part.buffers.len()) { left } else { left / 2 };
                 let least = done.first().map_or(policy.rocks_min_seconds_per_buffer * part.buffers.len() as f64, |s| s.2);
                 if with_rocks && given.as_secs_f64() >= least && !solved.load(Ordering::Relaxed) {
+                    rocks_beside.store(done.is_empty(), Ordering::Relaxed);
                     let until = now + given;
                     if let Some(off) = rocks.run_until_with_ends(&part.buffers, &ends, until) {
                         solved.fetch_or(at_target(&off), Ordering::Relaxed);
@@ -737,20 +744,30 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         );
         let (off, own) = off;
         let (mut stand_ins, unit) = (stand_ins, t.elapsed());
-        // The sweep's time: beside the first, or the first's own (scaled where that is the
-        // outward pair).
-        part.sweep_seconds = stand_ins.iter().find(|s| s.0 == sweep).map_or(own * sweep.relative_cost() / first.relative_cost(), |s| s.2);
+        // The first's cost relative to first fit by size, as it ran.
+        let first_cost = if first.order == Order::Outward && rocks_beside.load(Ordering::Relaxed) {
+            Heuristic { order: Order::Start, ..*first }.relative_cost()
+        } else {
+            first.relative_cost()
+        };
+        // The sweep's time: beside the first, or the first's own (scaled from the outward
+        // pair's).
+        part.sweep_seconds = match stand_ins.iter().find(|s| s.0 == sweep) {
+            Some(s) => s.2,
+            None if first.order == Order::Outward => own * sweep.relative_cost() / first_cost,
+            None => own,
+        };
         // Costs are scaled from the first's own time where it finished (the rocks beside it
         // may take longer), else from the time it was given.
-        let (first, off, scale) = match off {
-            Some(off) => (*first, off, own),
+        let (first, off, cost, scale) = match off {
+            Some(off) => (*first, off, first_cost, own),
             None => {
                 assert!(!stand_ins.is_empty(), "the start-order sweep always completes");
                 let (h, off, _) = stand_ins.remove(0);
-                (h, off, unit.as_secs_f64())
+                (h, off, h.relative_cost(), unit.as_secs_f64())
             }
         };
-        part.first_fit_seconds = scale / first.relative_cost();
+        part.first_fit_seconds = scale / cost;
         let first_fit_seconds = part.first_fit_seconds;
         let top = part.buffers.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
         post(index, top);

@@ -33,6 +33,12 @@ impl Heuristic {
         Heuristic { order: Order::Start, fit: Fit::Best },
     ];
 
+    /// Whether it runs as a sweep over time ([`crate::online`]): start order, or outward from
+    /// the middle. A sweep always completes (it ignores deadlines), in O(n log n).
+    pub fn is_sweep(&self) -> bool {
+        matches!(self.order, Order::Start | Order::Outward)
+    }
+
     /// A short name such as `first-fit/size`.
     pub fn name(&self) -> String {
         let fit = match self.fit {
@@ -70,13 +76,13 @@ impl Heuristic {
 
     /// [`Heuristic::run`] that gives up (`None`) once `deadline` has passed: a heuristic's cost
     /// is predicted from another's, and the prediction can be far off (best-fit by area on a
-    /// traced perl heap: 12 times first-fit by size). The start-order sweep always finishes.
+    /// traced perl heap: 12 times first-fit by size). The sweeps always finish.
     pub fn run_until(&self, buffers: &[Buffer], deadline: std::time::Instant) -> Option<Vec<u64>> {
         self.run_bounded(buffers, None, Some(deadline), None, None)
     }
 
     /// [`Heuristic::run_until`] given the buffers in order of their ends (`ends`, as splitting
-    /// into components gives them), which the start-order sweep uses instead of sorting.
+    /// into components gives them), which the sweeps use instead of sorting.
     pub fn run_until_with_ends(&self, buffers: &[Buffer], ends: &[u32], deadline: std::time::Instant) -> Option<Vec<u64>> {
         self.run_bounded(buffers, Some(ends), Some(deadline), None, None)
     }
@@ -84,8 +90,7 @@ impl Heuristic {
     /// [`Heuristic::run_until_with_ends`] for a run beside others that stand in for it: it
     /// gives up as soon as `stop` is set (one of them reached the target), and, with a `gate`,
     /// once the gate is set (they are done) and its progress so far (buffers placed against the
-    /// clock, from its start) says it would not finish by `deadline`. The start-order sweep
-    /// ignores both.
+    /// clock, from its start) says it would not finish by `deadline`. The sweeps ignore both.
     pub fn run_beside(
         &self,
         buffers: &[Buffer],
@@ -97,8 +102,8 @@ impl Heuristic {
         self.run_bounded(buffers, Some(ends), Some(deadline), gate, Some(stop))
     }
 
-    /// Places every buffer; the result is valid by construction. Start order runs as a sweep
-    /// ([`crate::online`]): the same offsets, in O(n log n).
+    /// Places every buffer; the result is valid by construction. Start order and outward run as
+    /// sweeps ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
         self.run_bounded(buffers, None, None, None, None).expect("a placement without a deadline always completes")
     }
@@ -111,16 +116,18 @@ impl Heuristic {
         gate: Option<&std::sync::atomic::AtomicBool>,
         stop: Option<&std::sync::atomic::AtomicBool>,
     ) -> Option<Vec<u64>> {
-        if self.order == Order::Start {
-            return Some(match ends {
-                Some(ends) => crate::online::place_by_start_with_ends(buffers, ends, self.fit),
-                None => crate::online::place_by_start(buffers, self.fit),
-            });
-        }
-        if self.order == Order::Outward {
-            return Some(match ends {
-                Some(ends) => crate::online::place_outward(buffers, ends, self.fit),
-                None => crate::online::place_outward(buffers, &crate::online::ends_of(buffers), self.fit),
+        if self.is_sweep() {
+            let sorted;
+            let ends = match ends {
+                Some(ends) => ends,
+                None => {
+                    sorted = crate::online::ends_of(buffers);
+                    &sorted
+                }
+            };
+            return Some(match self.order {
+                Order::Start => crate::online::place_by_start_with_ends(buffers, ends, self.fit),
+                _ => crate::online::place_outward(buffers, ends, self.fit),
             });
         }
         let clock = DeadlineCheck { gate, stop, ..DeadlineCheck::new(deadline) };

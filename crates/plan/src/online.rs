@@ -492,7 +492,7 @@ pub fn place_by_start_with_ends(buffers: &[Buffer], ends: &[u32], fit: Fit) -> V
     // is placed; one of empty lifetime is never taken (it would be freed before anything else
     // is placed), so it is not freed either.
     let mut next_end = 0;
-    for i in in_start_order(buffers) {
+    for i in crate::rules::in_start_order(buffers) {
         let b = &buffers[i as usize];
         for_ended(buffers, ends, &mut next_end, b.lower, |j| {
             let e = &buffers[j as usize];
@@ -506,51 +506,41 @@ pub fn place_by_start_with_ends(buffers: &[Buffer], ends: &[u32], fit: Fit) -> V
     offsets
 }
 
-/// [`Order::Start`] one index at a time: built whole only where the buffers are not by start
-/// already.
-fn in_start_order(buffers: &[Buffer]) -> Box<dyn Iterator<Item = u32> + '_> {
-    if buffers.windows(2).all(|w| w[0].lower <= w[1].lower) {
-        Box::new(crate::rules::start_order_of_sorted(buffers, 0..buffers.len()))
-    } else {
-        Box::new(crate::rules::order(buffers, Order::Start).into_iter())
-    }
-}
-
 /// [`Order::Outward`] as two sweeps that run at once, one per core where two are free: the
 /// buffers live at the cut go first, in start order (they all conflict, so they stack); from
 /// that free space one sweep runs forward in time over the buffers that start at or after the
 /// cut, and one backward (start and end swapped) over those that end at or before it. The two
 /// share only the buffers live at the cut, placed before either starts. The same offsets as the
-/// general placer with that order for every buffer of non-empty lifetime (the oracle test says
-/// so), in about 60% of the sweep's wall time on two cores. `ends`: the buffers by their ends;
-/// among equal ends, by index, as [`ends_of`] and splitting into components give them (the
-/// backward sweep takes them in reverse).
+/// general placer in that order for every buffer of non-empty lifetime (the oracle test says
+/// so), in about 60% of the sweep's wall time where it has two cores. `ends`: the buffers by
+/// their ends, in any order among equal ends.
 pub fn place_outward(buffers: &[Buffer], ends: &[u32], fit: Fit) -> Vec<u64> {
-    if buffers.windows(2).all(|w| w[0].lower <= w[1].lower) {
-        return outward_by_start(buffers, ends, fit);
+    if crate::rules::by_start(buffers) {
+        return outward_by_start(buffers, ends, fit, |i| i);
     }
-    // Swept in start order as a copy, then the offsets put back (the ends' order among equal
-    // ends is kept: it decides the backward order).
+    // Swept in start order as a copy, then the offsets put back; ties among equal ends are
+    // broken by the buffers' own indices.
     let order = crate::rules::order(buffers, Order::Start);
     let mut at = vec![0u32; buffers.len()];
     order.iter().enumerate().for_each(|(k, &i)| at[i as usize] = k as u32);
     let sorted: Vec<Buffer> = order.iter().map(|&i| buffers[i as usize]).collect();
     let ends: Vec<u32> = ends.iter().map(|&i| at[i as usize]).collect();
     let mut offsets = vec![0u64; buffers.len()];
-    for (&i, o) in order.iter().zip(outward_by_start(&sorted, &ends, fit)) {
+    for (&i, o) in order.iter().zip(outward_by_start(&sorted, &ends, fit, |k| order[k as usize])) {
         offsets[i as usize] = o;
     }
     offsets
 }
 
-/// [`place_outward`] on buffers by start (so their start order differs from index order only
-/// within runs of equal starts).
-fn outward_by_start(buffers: &[Buffer], ends: &[u32], fit: Fit) -> Vec<u64> {
+/// [`place_outward`] on buffers by start whose start order breaks ties among equal starts and
+/// sizes by index; `tie` gives the index that breaks them among equal ends and sizes.
+fn outward_by_start(buffers: &[Buffer], ends: &[u32], fit: Fit, tie: impl Fn(u32) -> u32 + Sync) -> Vec<u64> {
+    use crate::rules::{runs_by_size, Cut};
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     let n = buffers.len();
-    // The cut ([`crate::rules::outward_parts`]): the start of the middle buffer.
-    let Some(cut) = buffers.get(n / 2).map(|b| b.lower) else { return Vec::new() };
-    let m = buffers.partition_point(|b| b.lower < cut);
+    let Some(middle) = buffers.get(n / 2) else { return Vec::new() };
+    let cut = Cut::of(middle);
+    let m = buffers.partition_point(|b| !cut.after(b));
     // Each half writes its own buffers' offsets and reads those of the live ones, written
     // before either starts (relaxed atomics are plain loads and stores here).
     let offsets: Vec<AtomicU64> = std::iter::repeat_with(|| AtomicU64::new(0)).take(n).collect();
@@ -562,17 +552,15 @@ fn outward_by_start(buffers: &[Buffer], ends: &[u32], fit: Fit) -> Vec<u64> {
         }
     };
     let mut free = FreeSpace::new(fit);
-    let live: Vec<u32> = (0..m as u32).filter(|&i| buffers[i as usize].upper > cut).collect();
-    let live_order: Vec<u32> = crate::rules::order(&live.iter().map(|&i| buffers[i as usize]).collect::<Vec<_>>(), Order::Start);
-    for &k in &live_order {
-        let i = live[k as usize];
+    let live = (0..m as u32).filter(|&i| cut.live(&buffers[i as usize]));
+    for i in runs_by_size(buffers, live, |b| b.lower, |i| i) {
         offsets[i as usize].store(free.place(&buffers[i as usize], fit), Relaxed);
     }
     // Those ending at or before the cut come first in `ends`.
-    let p = ends.partition_point(|&j| buffers[j as usize].upper <= cut);
+    let p = ends.partition_point(|&j| buffers[j as usize].upper <= cut.0);
     let forward = |mut free: FreeSpace| {
         let mut next = p;
-        for i in crate::rules::start_order_of_sorted(buffers, m..n) {
+        for i in runs_by_size(buffers, m as u32..n as u32, |b| b.lower, |i| i) {
             let b = &buffers[i as usize];
             for_ended(buffers, ends, &mut next, b.lower, |j| release(&mut free, j));
             offsets[i as usize].store(free.place(b, fit), Relaxed);
@@ -581,14 +569,13 @@ fn outward_by_start(buffers: &[Buffer], ends: &[u32], fit: Fit) -> Vec<u64> {
     let backward = |mut free: FreeSpace| {
         // Time runs backward: a buffer is freed once the next one to place ends at or before
         // its start. Those starting before the cut, latest first, are the live ones and those
-        // of this side already placed (one starting at or after the next one's end also ends
-        // after it, so it came first); among equal starts the order does not matter.
+        // of this side already placed (one of non-empty lifetime starting at or after the next
+        // one's end also ends after it, so it came first); among equal starts the order does
+        // not matter.
         let mut next = m;
-        for &i in ends[..p].iter().rev() {
+        let side = ends[..p].iter().rev().copied().filter(|&i| cut.before(&buffers[i as usize]));
+        for i in runs_by_size(buffers, side, |b| b.upper, &tie) {
             let b = &buffers[i as usize];
-            if b.lower >= cut {
-                continue;
-            }
             while next > 0 && buffers[next - 1].lower >= b.upper {
                 next -= 1;
                 release(&mut free, next as u32);
@@ -722,7 +709,7 @@ pub fn first_fit_around(buffers: &[Buffer], ends: &[u32], rocks: &[u32], rock_of
         steps += 1;
         steps % 4096 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d)
     };
-    for i in in_start_order(buffers) {
+    for i in crate::rules::in_start_order(buffers) {
         if passed() {
             return None;
         }
@@ -853,36 +840,61 @@ mod tests {
     }
 
     /// The outward sweeps give exactly the general placer's offsets in [`Order::Outward`], with
-    /// either fit, on buffers by start and not, on instances whose cut falls inside runs of equal
-    /// starts and ends (odd rounds) and where a lifetime is empty; every placement passes the
-    /// validator.
+    /// either fit, through the heuristic too: on buffers by start and not; with the ends in any
+    /// order among equal ends (the ties are the sweeps' own); with empty lifetimes anywhere,
+    /// the middle buffer's (the cut's) included; on instances where the cut falls inside runs of
+    /// equal starts and of equal ends (checked to occur), where everything starts at one tick
+    /// (no backward side), and of 0 to 3 buffers. Every placement passes the validator.
     #[test]
     fn outward_sweeps_match_the_general_placer() {
         let mut rng = crate::rng::Rng::new(31);
-        for round in 0..60u64 {
-            let mut bs = sweep_instance(&mut rng, round);
+        let (mut starts_tied, mut ends_tied) = (0, 0);
+        for round in 0..80u64 {
+            let mut bs = match round {
+                0..=3 => (0..round).map(|i| Buffer::new(i, i % 2, 3 + i % 2, 1 + i)).collect(),
+                4 => (0..300).map(|i| Buffer::new(i, 7, 8 + i % 13, 1 + i % 5)).collect(),
+                _ => sweep_instance(&mut rng, round),
+            };
+            let n = bs.len();
             // Both paths: buffers by start (as a component's are) and not.
             if round % 4 < 2 {
                 bs.sort_by_key(|b| b.lower);
             }
-            if round % 3 == 0 {
-                let b = &mut bs[round as usize % 7];
-                b.upper = b.lower;
+            if n > 4 && round % 3 == 0 {
+                for k in [round as usize % n, n / 2, rng.next_u64() as usize % n] {
+                    bs[k].upper = bs[k].lower;
+                }
             }
             let ord = crate::rules::order(&bs, Order::Outward);
             let mut seen = ord.clone();
             seen.sort_unstable();
-            assert_eq!(seen, (0..bs.len() as u32).collect::<Vec<_>>(), "round {round}: every buffer once");
+            assert_eq!(seen, (0..n as u32).collect::<Vec<_>>(), "round {round}: every buffer once");
+            // Ends with the ties among equal ends shuffled.
+            let mut ends = ends_of(&bs);
+            let mut k = 0;
+            while k < n {
+                let run = ends[k..].iter().take_while(|&&j| bs[j as usize].upper == bs[ends[k] as usize].upper).count();
+                crate::rng::Rng::new(round ^ k as u64).shuffle(&mut ends[k..k + run]);
+                k += run;
+            }
+            if let Some(&middle) = crate::rules::order(&bs, Order::Start).get(n / 2) {
+                let cut = bs[middle as usize].lower;
+                starts_tied += usize::from(bs.iter().filter(|b| b.lower == cut).count() > 1);
+                ends_tied += usize::from(bs.iter().filter(|b| b.upper == cut && b.lower < cut).count() > 1);
+            }
             for fit in [Fit::First, Fit::Best] {
-                let got = place_outward(&bs, &ends_of(&bs), fit);
+                let got = place_outward(&bs, &ends, fit);
                 let nonempty: Vec<Buffer> = bs.iter().filter(|b| b.lower < b.upper).copied().collect();
                 let placed: Vec<u64> = bs.iter().zip(&got).filter(|(b, _)| b.lower < b.upper).map(|(_, &o)| o).collect();
                 assert!(heaplab_sweep::validate(&nonempty, &placed).is_valid(), "round {round} {fit:?}");
                 let want = place_in_order(&bs, &ord, fit);
                 let differ = bs.iter().zip(got.iter().zip(&want)).filter(|(b, (g, w))| b.lower < b.upper && g != w).count();
                 assert_eq!(differ, 0, "round {round} {fit:?}");
+                let h = crate::heuristics::Heuristic { order: Order::Outward, fit };
+                assert_eq!(h.run(&bs), place_outward(&bs, &ends_of(&bs), fit), "round {round} {fit:?}: the heuristic");
             }
         }
+        assert!(starts_tied >= 10 && ends_tied >= 10, "cuts inside runs: {starts_tied} of equal starts, {ends_tied} of equal ends");
     }
 
     /// The gap list against a plain ordered map, over random additions, removals and reshapes

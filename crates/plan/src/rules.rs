@@ -29,11 +29,11 @@ pub enum Order {
     /// [`Order::Start`] order: first fit by size where it shapes the peak, the cheap sweep of an
     /// online allocator for the many small buffers that fill in around the rocks.
     Rocks,
-    /// Outward from one instant ([`outward_cut`]): the buffers live at it in [`Order::Start`]
-    /// order (so they stack), then those that start at or after it in start order, then those
-    /// that end at or before it by end, latest first (ties: higher index first). Start order
-    /// replayed both ways in time from the cut, so the two halves can be swept at once, one per
-    /// core ([`crate::online::place_outward`]).
+    /// Outward from one instant (the [`Cut`]): the buffers live at it in [`Order::Start`] order,
+    /// then those that start at or after it in start order, then those that end at or before it
+    /// in start order mirrored (by end, latest first, then larger first, then index). The two
+    /// sides share only the buffers live at the cut, placed before either, so they can be swept
+    /// at once, one per core ([`crate::online::place_outward`]).
     Outward,
     /// Seeded random permutation.
     Random(u64),
@@ -75,26 +75,50 @@ fn size_key(buffers: &[Buffer], i: u32) -> (std::cmp::Reverse<(u64, u64)>, u64, 
     (std::cmp::Reverse((b.size, b.length())), b.lower, i)
 }
 
-/// [`Order::Outward`]'s parts given the start order and the buffers by `(upper, index)`:
-/// `(live at the cut, starting at or after it, ending at or before it)`, each in its placement
-/// order. The cut is the start of the middle buffer in start order, so that about as many
-/// buffers start after it as end before it.
-pub fn outward_parts(buffers: &[Buffer], start_order: &[u32], ends: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
-    let Some(&mid) = start_order.get(start_order.len() / 2) else { return Default::default() };
-    let b = |i: u32| &buffers[i as usize];
-    let cut = b(mid).lower;
-    let m = start_order.partition_point(|&i| b(i).lower < cut);
-    let live = start_order[..m].iter().copied().filter(|&i| b(i).upper > cut).collect();
-    let before = ends.iter().rev().copied().filter(|&i| b(i).upper <= cut && b(i).lower < cut).collect();
-    (live, start_order[m..].to_vec(), before)
+/// Whether `buffers` are by start already (a component's are, and a trace's).
+pub fn by_start(buffers: &[Buffer]) -> bool {
+    buffers.windows(2).all(|w| w[0].lower <= w[1].lower)
 }
 
-/// [`Order::Start`] of `buffers[range]`, where `buffers` are by start already (as a
-/// component's are) and `range` does not split a run of equal starts: each run by larger size
-/// first, then index, one index at a time, without building the whole order (40 MB and 0.2 s
-/// at 10^7 buffers).
-pub fn start_order_of_sorted(buffers: &[Buffer], range: std::ops::Range<usize>) -> impl Iterator<Item = u32> + '_ {
-    let (mut next, end) = (range.start, range.end);
+/// Where [`Order::Outward`] starts, and which side of it each buffer is placed from.
+#[derive(Clone, Copy, Debug)]
+pub struct Cut(pub u64);
+
+impl Cut {
+    /// The start of the middle buffer in start order (the `n/2`-th), so that about as many
+    /// buffers start after the cut as end before it.
+    pub fn of(middle: &Buffer) -> Cut {
+        Cut(middle.lower)
+    }
+
+    /// Live at the cut: placed first.
+    pub fn live(self, b: &Buffer) -> bool {
+        b.lower < self.0 && self.0 < b.upper
+    }
+
+    /// Starting at or after the cut: swept forward.
+    pub fn after(self, b: &Buffer) -> bool {
+        b.lower >= self.0
+    }
+
+    /// Ending at or before the cut (and starting before it): swept backward.
+    pub fn before(self, b: &Buffer) -> bool {
+        b.lower < self.0 && b.upper <= self.0
+    }
+}
+
+/// The indices of `source`, which come by `key` (equal keys in any order), with each run of
+/// equal keys by larger size first, then by `tie(index)`, one index at a time, without building
+/// the whole order (40 MB and 0.2 s at 10^7 buffers): [`Order::Start`] from indices by start
+/// (key: the start), and the backward side of [`Order::Outward`] from indices by end, latest
+/// first (key: the end).
+pub fn runs_by_size<'a>(
+    buffers: &'a [Buffer],
+    source: impl Iterator<Item = u32> + 'a,
+    key: impl Fn(&Buffer) -> u64 + 'a,
+    tie: impl Fn(u32) -> u32 + 'a,
+) -> impl Iterator<Item = u32> + 'a {
+    let mut source = source.peekable();
     let mut run: Vec<u32> = Vec::new();
     let mut taken = 0;
     std::iter::from_fn(move || {
@@ -102,26 +126,30 @@ pub fn start_order_of_sorted(buffers: &[Buffer], range: std::ops::Range<usize>) 
             taken += 1;
             return Some(run[taken - 1]);
         }
-        if next >= end {
-            return None;
-        }
-        let lower = buffers[next].lower;
-        let len = buffers[next + 1..end].iter().take_while(|b| b.lower == lower).count() + 1;
-        next += len;
-        if len == 1 {
-            return Some((next - 1) as u32);
+        let first = source.next()?;
+        let k = key(&buffers[first as usize]);
+        if source.peek().is_none_or(|&j| key(&buffers[j as usize]) != k) {
+            return Some(first);
         }
         run.clear();
-        run.extend((next - len) as u32..next as u32);
-        run.sort_unstable_by_key(|&i| equal_start_key(buffers, i));
+        run.push(first);
+        while let Some(j) = source.next_if(|&j| key(&buffers[j as usize]) == k) {
+            run.push(j);
+        }
+        run.sort_unstable_by_key(|&i| (std::cmp::Reverse(buffers[i as usize].size), tie(i)));
         taken = 1;
         Some(run[0])
     })
 }
 
-/// [`Order::Start`]'s order among equal starts: larger first, then by index.
-fn equal_start_key(buffers: &[Buffer], i: u32) -> (std::cmp::Reverse<u64>, u32) {
-    (std::cmp::Reverse(buffers[i as usize].size), i)
+/// [`Order::Start`] one index at a time (sorted first only where `buffers` are not by start).
+pub fn in_start_order(buffers: &[Buffer]) -> impl Iterator<Item = u32> + '_ {
+    let source: Box<dyn Iterator<Item = u32>> = if by_start(buffers) {
+        Box::new(0..buffers.len() as u32)
+    } else {
+        Box::new(heaplab_sweep::sorted_by(buffers, |b| b.lower).into_iter())
+    };
+    runs_by_size(buffers, source, |b| b.lower, |i| i)
 }
 
 /// Buffer indices in the given order (ties broken by index, so the result is deterministic).
@@ -134,23 +162,9 @@ pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
             (std::cmp::Reverse((b(i).size as u128 * b(i).length() as u128, b(i).size)), b(i).lower, *i)
         }),
         Order::Length => idx.sort_unstable_by_key(|i| (std::cmp::Reverse((b(i).length(), b(i).size)), b(i).lower, *i)),
-        Order::Start => {
-            // By start (already so for a component or a trace), then runs of equal starts by
-            // larger size first.
-            if buffers.windows(2).all(|w| w[0].lower <= w[1].lower) {
-                idx = start_order_of_sorted(buffers, 0..buffers.len()).collect();
-            } else {
-                idx = heaplab_sweep::sorted_by(buffers, |b| b.lower);
-                let mut k = 0;
-                while k < idx.len() {
-                    let run = idx[k..].iter().take_while(|i| b(i).lower == b(&idx[k]).lower).count();
-                    if run > 1 {
-                        idx[k..k + run].sort_unstable_by_key(|&i| equal_start_key(buffers, i));
-                    }
-                    k += run;
-                }
-            }
-        }
+        // By start (already so for a component or a trace), then runs of equal starts by
+        // larger size first.
+        Order::Start => idx = in_start_order(buffers).collect(),
         Order::Rocks => {
             let mut first = rocks(buffers);
             let mut rock = vec![false; buffers.len()];
@@ -160,9 +174,11 @@ pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
         }
         Order::Outward => {
             let start = order(buffers, Order::Start);
-            let (mut live, after, before) = outward_parts(buffers, &start, &heaplab_sweep::sorted_by(buffers, |b| b.upper));
-            live.extend(after.into_iter().chain(before));
-            idx = live;
+            let Some(&middle) = start.get(start.len() / 2) else { return idx };
+            let cut = Cut::of(&buffers[middle as usize]);
+            let mut before: Vec<u32> = idx.iter().copied().filter(|&i| cut.before(b(&i))).collect();
+            before.sort_unstable_by_key(|i| (std::cmp::Reverse((b(i).upper, b(i).size)), *i));
+            idx = start.iter().copied().filter(|&i| cut.live(b(&i))).chain(start.iter().copied().filter(|&i| cut.after(b(&i)))).chain(before).collect();
         }
         Order::Random(seed) => crate::rng::Rng::new(seed).shuffle(&mut idx),
     }

@@ -93,7 +93,8 @@ pub struct PlanArgs {
     /// Restrict to one algorithm (auto, heuristics, boxing, exact, or FIT/ORDER such as best-fit/size).
     /// FIT is first-fit or best-fit; ORDER is size (largest first), area, lifetime, start (an
     /// online allocator's order), rocks (the largest 1/1024 by size, then the rest by start:
-    /// first-fit/rocks costs about a start-order sweep) or random (by --seed).
+    /// first-fit/rocks costs about a start-order sweep), outward (start order both ways in time
+    /// from the middle: two sweeps at once, one per core) or random (by --seed).
     #[arg(long, default_value = "auto", value_name = "NAME")]
     algorithm: String,
     /// Also draw the placement to this file (.png or .svg).
