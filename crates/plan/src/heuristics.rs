@@ -116,15 +116,18 @@ impl Heuristic {
         gate: Option<&std::sync::atomic::AtomicBool>,
         stop: Option<&std::sync::atomic::AtomicBool>,
     ) -> Option<Vec<u64>> {
+        // The sweeps, and first fit around the rocks, free buffers in order of their ends.
+        let sweeps = self.is_sweep() || (self.order == Order::Rocks && self.fit == Fit::First);
+        let sorted;
+        let ends = match ends {
+            Some(ends) => ends,
+            None if sweeps => {
+                sorted = crate::online::ends_of(buffers);
+                &sorted
+            }
+            None => &[],
+        };
         if self.is_sweep() {
-            let sorted;
-            let ends = match ends {
-                Some(ends) => ends,
-                None => {
-                    sorted = crate::online::ends_of(buffers);
-                    &sorted
-                }
-            };
             return Some(match self.order {
                 Order::Start => crate::online::place_by_start_with_ends(buffers, ends, self.fit),
                 _ => crate::online::place_outward(buffers, ends, self.fit),
@@ -139,14 +142,6 @@ impl Heuristic {
             let sub: Vec<Buffer> = rocks.iter().map(|&r| buffers[r as usize]).collect();
             let in_order: Vec<u32> = (0..sub.len() as u32).collect();
             let rock_offsets = place_with(&mut Occupancy::new(&sub), &sub, &in_order, Fit::First, u64::MAX, clock)?;
-            let sorted;
-            let ends = match ends {
-                Some(ends) => ends,
-                None => {
-                    sorted = crate::online::ends_of(buffers);
-                    &sorted
-                }
-            };
             return crate::online::first_fit_around(buffers, ends, &rocks, &rock_offsets, deadline);
         }
         let order = order(buffers, self.order);
