@@ -276,8 +276,9 @@ struct Part<'a> {
     /// before its squeeze, so under `Auto` boxing is skipped when less time is left.
     first_fit_seconds: f64,
     /// Seconds of the start-order sweep, measured, or where the outward pair ran instead,
-    /// scaled from its time (0 when neither ran): what an O(n log n) pass over the part costs, such as building an improvement search's index, which cannot
-    /// be interrupted ([`Policy::improve_min_sweeps`]).
+    /// scaled from its time (0 when neither ran): what an O(n log n) pass over the part costs,
+    /// such as building an improvement search's index, which cannot be interrupted
+    /// ([`Policy::improve_min_sweeps`]).
     sweep_seconds: f64,
     /// The critical windows already ran on this part (beside the heuristics), and the windows
     /// stage leaves it alone.
@@ -676,23 +677,23 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // Above the huge size, where the sweep goes first, the outward pair of sweeps takes its
         // place (two halves at once, one per core: at 10^7 buffers the one placement within
         // the 3 s budget). Where it does not, the sweep stands in beside the first, below.
-        if policy.is_huge(n) && heuristics.first() == Some(&sweep) && !matches!(opts.algorithm, Algorithm::Heuristic(_)) {
+        // Not where the user named the one heuristic to run: its own result is wanted.
+        let named = matches!(opts.algorithm, Algorithm::Heuristic(_));
+        if policy.is_huge(n) && heuristics.first() == Some(&sweep) && !named {
             heuristics[0] = Heuristic { order: Order::Outward, fit: Fit::First };
         }
         let Some((first, rest)) = heuristics.split_first() else { return };
         let t = Instant::now();
         // Even the first heuristic stops at the deadline: its cost can grow quadratically (see
         // `WORK_PER_CLOCK_CHECK`). Unless it is a sweep itself, the start-order sweep,
-        // O(n log n), then stands in for it; it
-        // runs beside it (on an idle core, at no cost in wall time), so that the stand-in does
-        // not itself run past the deadline. Its result also serves when the portfolio runs it
+        // O(n log n), then stands in for it; it runs beside it (on an idle core, at no cost in
+        // wall time), so that the stand-in does not itself run past the deadline. Its result also serves when the portfolio runs it
         // below (it always completes, with the same offsets).
         // First fit around the rocks follows the sweep on that core (or runs beside the first
         // heuristic when that is a sweep, the outward pair then sharing one core), for the time
-        // given below: it comes nearest first
-        // fit by size where that is too slow, at about a sweep's cost on heaps (a traced
-        // python3 heap of 3.5·10^6 buffers: 0.002% over the max load in 2.4 s, the sweep 3.7%,
-        // first fit by size 0% in 27 s). Giving up costs nothing more: the sweep has run.
+        // given below: it comes nearest first fit by size where that is too slow, at about a
+        // sweep's cost on heaps (a traced python3 heap of 3.5·10^6 buffers: 0.002% over the max
+        // load in 2.4 s, the sweep 3.7%, first fit by size 0% in 27 s). Giving up costs nothing more: the sweep has run.
         let rocks = Heuristic { order: Order::Rocks, fit: Fit::First };
         let with_rocks = rest.contains(&rocks) && crate::rules::most_rocks(part.buffers.len()) > 0;
         // `swept`: the sweep beside the first is done; `solved`: a placement beside it reached
@@ -703,8 +704,6 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // Whether the rocks ran beside the first from its start: an outward pair then had one
         // core for both its halves, and took a sweep's time.
         let rocks_beside = AtomicBool::new(false);
-        // Not where the user named the one heuristic to run: its own result is wanted.
-        let named = matches!(opts.algorithm, Algorithm::Heuristic(_));
         let at_target = |off: &[u64]| !named && part.buffers.iter().zip(off).all(|(b, &o)| o + b.size <= target);
         let (stand_ins, off) = rayon::join(
             || {

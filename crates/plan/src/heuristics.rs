@@ -117,11 +117,11 @@ impl Heuristic {
         stop: Option<&std::sync::atomic::AtomicBool>,
     ) -> Option<Vec<u64>> {
         // The sweeps, and first fit around the rocks, free buffers in order of their ends.
-        let sweeps = self.is_sweep() || (self.order == Order::Rocks && self.fit == Fit::First);
+        let around_rocks = self.order == Order::Rocks && self.fit == Fit::First;
         let sorted;
         let ends = match ends {
             Some(ends) => ends,
-            None if sweeps => {
+            None if self.is_sweep() || around_rocks => {
                 sorted = crate::online::ends_of(buffers);
                 &sorted
             }
@@ -134,7 +134,7 @@ impl Heuristic {
             });
         }
         let clock = DeadlineCheck { gate, stop, ..DeadlineCheck::new(deadline) };
-        if self.order == Order::Rocks && self.fit == Fit::First {
+        if around_rocks {
             // The rocks by first fit by size in an index of their own, then the sweep around
             // them ([`crate::online::first_fit_around`]): the same offsets as the general
             // placer's, at little more than a sweep's cost.
