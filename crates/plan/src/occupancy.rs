@@ -53,6 +53,10 @@
 //! lists. That is 4 bytes per node, 12 per non-empty set, 16 per stored interval, and no
 //! allocator call or pointer chase per set. The leaf ranges are computed once in
 //! [`Occupancy::new`] (8 bytes per buffer), so no query or insertion searches the time axis.
+//! A query or an insertion touches a few dozen sets spread over the pool: it first asks the
+//! cache for all their handles, heads and first intervals, level by level, so that their misses
+//! overlap instead of coming one set after the other (first fit by size on 10^6 random buffers:
+//! a quarter less time).
 //!
 //! # Complexity
 //! `new`: O(n log n) time, O(n) memory. `insert`: O(log n) set insertions, each a binary search
