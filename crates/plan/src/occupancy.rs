@@ -70,6 +70,7 @@
 //! offsets are known.
 
 use heaplab_model::{align_up, Buffer};
+use heaplab_sweep::prefetch;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -171,18 +172,6 @@ impl Pool {
         self.heads[*h as usize] = hd;
         work
     }
-}
-
-/// Asks the cache for the line holding `x`.
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch only hints the cache, here about a valid reference.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(x as *const T as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 /// Asks the cache for the lines of `v` (up to 16 of them) at once, before a binary search

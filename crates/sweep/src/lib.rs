@@ -46,8 +46,8 @@ impl Sweep {
         std::iter::from_fn(move || {
             // The buffers a few steps ahead in both orders, fetched early: on input out of
             // start order each look-up by index was a cache miss that the next step waited on.
-            prefetch(buffers, &self.by_lower, a + PREFETCH_AHEAD);
-            prefetch(buffers, &self.by_upper, f + PREFETCH_AHEAD);
+            prefetch_ahead(buffers, &self.by_lower, a + PREFETCH_AHEAD);
+            prefetch_ahead(buffers, &self.by_upper, f + PREFETCH_AHEAD);
             let next_alloc = self.by_lower.get(a).map(|&i| &buffers[i as usize]);
             let next_free = self.by_upper.get(f).map(|&i| &buffers[i as usize]);
             match (next_alloc, next_free) {
@@ -65,19 +65,29 @@ impl Sweep {
     }
 }
 
-/// How many steps ahead a sweep fetches the buffers it will read ([`prefetch`]).
+/// How many steps ahead a sweep fetches the buffers it will read ([`prefetch_ahead`]).
 pub(crate) const PREFETCH_AHEAD: usize = 32;
 
-/// Asks the cache for item `order[k]` of `items` (nothing past the end, or off x86-64).
+/// Asks the cache for item `order[k]` of `items`, if there is one.
 #[inline(always)]
-pub(crate) fn prefetch<T>(items: &[T], order: &[u32], k: usize) {
-    #[cfg(target_arch = "x86_64")]
+pub(crate) fn prefetch_ahead<T>(items: &[T], order: &[u32], k: usize) {
     if let Some(item) = order.get(k).and_then(|&i| items.get(i as usize)) {
-        // SAFETY: a prefetch only hints the cache, here about an element of `items`.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(item as *const T as *const i8) };
+        prefetch(item);
     }
+}
+
+/// Asks the cache for the line holding `x`, for a look-up to come (a hint only; nothing off
+/// x86-64): the sweeps here and the planner's occupancy index use it where misses would
+/// otherwise come one after the other.
+#[inline(always)]
+pub fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing and cannot fault; `x` is a valid reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(x as *const T as *const i8)
+    };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (items, order, k);
+    let _ = x;
 }
 
 /// Maximum over ticks of the summed sizes of live buffers: the trivial lower bound on makespan.

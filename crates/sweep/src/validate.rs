@@ -6,7 +6,7 @@
 //! and left out of the map, so the map stays disjoint and every later clash with a correctly
 //! placed buffer is still found. Validity (no clash at all) is therefore decided exactly.
 
-use crate::{prefetch, Sweep, PREFETCH_AHEAD};
+use crate::{prefetch_ahead, Sweep, PREFETCH_AHEAD};
 use heaplab_model::Buffer;
 use std::collections::BTreeMap;
 
@@ -152,11 +152,11 @@ fn clashes(buffers: &[Buffer], offsets: &[u64], chunks: usize, v: &mut Validatio
             let (mut count, mut found) = (0usize, Vec::new());
             let (mut a, mut f) = (a0, f0);
             while a < a1 {
-                // The buffers and offsets a few steps ahead, fetched early (see `prefetch`).
-                prefetch(buffers, &sweep.by_lower, a + PREFETCH_AHEAD);
-                prefetch(offsets, &sweep.by_lower, a + PREFETCH_AHEAD);
-                prefetch(buffers, &sweep.by_upper, f + PREFETCH_AHEAD);
-                prefetch(offsets, &sweep.by_upper, f + PREFETCH_AHEAD);
+                // The buffers and offsets a few steps ahead, fetched early (see `prefetch_ahead`).
+                prefetch_ahead(buffers, &sweep.by_lower, a + PREFETCH_AHEAD);
+                prefetch_ahead(offsets, &sweep.by_lower, a + PREFETCH_AHEAD);
+                prefetch_ahead(buffers, &sweep.by_upper, f + PREFETCH_AHEAD);
+                prefetch_ahead(offsets, &sweep.by_upper, f + PREFETCH_AHEAD);
                 let i = sweep.by_lower[a] as usize;
                 // Frees first at equal ticks (half-open lifetimes).
                 if let Some(&j) = sweep.by_upper.get(f).filter(|&&j| buffers[j as usize].upper <= buffers[i].lower) {
