@@ -687,13 +687,15 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // Even the first heuristic stops at the deadline: its cost can grow quadratically (see
         // `WORK_PER_CLOCK_CHECK`). Unless it is a sweep itself, the start-order sweep,
         // O(n log n), then stands in for it; it runs beside it (on an idle core, at no cost in
-        // wall time), so that the stand-in does not itself run past the deadline. Its result also serves when the portfolio runs it
-        // below (it always completes, with the same offsets).
+        // wall time), so that the stand-in does not itself run past the deadline. Its result
+        // also serves when the portfolio runs it below (it always completes, with the same
+        // offsets).
         // First fit around the rocks follows the sweep on that core (or runs beside the first
         // heuristic when that is a sweep, the outward pair then sharing one core), for the time
         // given below: it comes nearest first fit by size where that is too slow, at about a
         // sweep's cost on heaps (a traced python3 heap of 3.5·10^6 buffers: 0.002% over the max
-        // load in 2.4 s, the sweep 3.7%, first fit by size 0% in 27 s). Giving up costs nothing more: the sweep has run.
+        // load in 2.4 s, the sweep 3.7%, first fit by size 0% in 27 s). Giving up costs
+        // nothing more: the sweep has run.
         let rocks = Heuristic { order: Order::Rocks, fit: Fit::First };
         let with_rocks = rest.contains(&rocks) && crate::rules::most_rocks(part.buffers.len()) > 0;
         // `swept`: the sweep beside the first is done; `solved`: a placement beside it reached

@@ -147,7 +147,6 @@ impl Pool {
         let mut hd = self.heads[*h as usize];
         let (at, len) = (hd.at as usize, hd.len as usize);
         let v = &self.slots[at..at + len];
-        prefetch_lines(v);
         let i = v.partition_point(|iv| iv.1 < start);
         let j = i + v[i..].partition_point(|iv| iv.0 <= end);
         let work = 1 + (len - i) as u64;
