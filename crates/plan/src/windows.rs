@@ -25,8 +25,10 @@
 //!
 //! It stops at the deadline, at the target (reached by itself or the rival), when the buffer
 //! that ended highest belongs to a window (then the window's own plan decides and another window
-//! cannot help), or after two rounds in a row that did not improve. The windows spend effort
-//! where the makespan is decided: the rest of the instance only has to stay below them.
+//! cannot help), or after [`WindowParams::fill_patience`] rounds in a row without a better complete fill: the
+//! chase from window to window often takes several rounds whose fills stop early (cheaply)
+//! before one completes lower. The windows spend effort where the makespan is decided: the rest
+//! of the instance only has to stay below them.
 //!
 //! A fill costs one first-fit placement of the whole instance, seconds from 10^6 buffers on.
 //! [`improve_windows`] is the local form for that scale: it starts from a complete placement,
@@ -83,12 +85,14 @@ pub struct WindowParams {
     pub tail_load: f64,
     /// Rounds in a row without a kept move after which [`improve_windows`] gives up.
     pub patience: usize,
+    /// Rounds in a row without a better complete fill after which [`plan_windows`] gives up.
+    pub fill_patience: usize,
 }
 
 impl WindowParams {
     /// Defaults: windows of up to 4,000 buffers, one window in the first round.
     pub fn new(deadline: Instant, target: u64, bound: u64) -> Self {
-        WindowParams { deadline, target, bound, max_window: 4000, rival: None, cancel: None, depth: 0.0, depth_share: 0.25, plan_share: 0.25, tail_load: 0.0, patience: LOCAL_PATIENCE }
+        WindowParams { deadline, target, bound, max_window: 4000, rival: None, cancel: None, depth: 0.0, depth_share: 0.25, plan_share: 0.25, tail_load: 0.0, patience: LOCAL_PATIENCE, fill_patience: FILL_PATIENCE }
     }
 }
 
@@ -234,7 +238,7 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
         }
         // The buffer that ended highest: a window's (then its plan decides) or the next focus.
         let culprit = highest.1;
-        if culprit == usize::MAX || stale >= 2 {
+        if culprit == usize::MAX || stale >= params.fill_patience {
             break;
         }
         focus = peak_in(&profile, buffers[culprit].lower, buffers[culprit].upper);
@@ -255,6 +259,10 @@ pub struct LocalOutcome {
     /// Makespan after.
     pub end: u64,
 }
+
+/// [`WindowParams::fill_patience`] by default (see the module doc). Two gave up where the chase
+/// had barely begun (docs/planning.md).
+pub const FILL_PATIENCE: usize = 8;
 
 /// Rounds in a row without a kept move after which [`improve_windows`] gives up by default
 /// ([`WindowParams::patience`]): every peak buffer has then been tried a few times, from
@@ -734,6 +742,24 @@ mod tests {
         assert_eq!(tail_start(&bs, &ord, 0.0004), 160);
         assert_eq!(tail_start(&bs, &ord, 0.0001), 200, "no cut point is light enough");
         assert_eq!(tail_start(&[], &[], 0.5), 0);
+    }
+
+    /// Two rounds in a row whose fills do not beat the best makespan do not end the chase: on
+    /// these instances the third round's fill is the first to complete lower.
+    #[test]
+    fn the_chase_outlasts_two_failed_fills() {
+        for seed in [2u64, 6] {
+            let inst = heaplab_gen::generate(heaplab_gen::Kind::Nested, 3000, seed);
+            let bs = &inst.buffers;
+            let greedy = validate(bs, &first_fit(bs, Instant::now())).makespan;
+            let params = WindowParams { max_window: 64, ..WindowParams::new(Instant::now() + Duration::from_secs(60), max_load(bs), greedy) };
+            let hasty = plan_windows(bs, &WindowParams { fill_patience: 2, ..params.clone() }, &mut first_fit);
+            let patient = plan_windows(bs, &params, &mut first_fit);
+            assert!(patient.rounds > hasty.rounds && patient.makespan < hasty.makespan, "seed {seed}: {} rounds to {} against {} to {}", hasty.rounds, hasty.makespan, patient.rounds, patient.makespan);
+            let off = patient.offsets.expect("a fill below first fit's makespan");
+            let v = validate(bs, &off);
+            assert!(v.is_valid() && v.makespan == patient.makespan, "{}", v.describe(bs, &off));
+        }
     }
 
     #[test]
