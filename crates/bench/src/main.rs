@@ -37,6 +37,8 @@ Options:
   --heaplab PATH        heaplab binary to measure [default: target/release/heaplab]
   --time-limit SECONDS  passed to `heaplab plan --time-limit` [default: the CLI's own]
   --seed N              seed for `heaplab gen` (instances) [default: 1]
+  --seeds LIST          several generator seeds (1,2,5 or 1-8): each generated row once per seed,
+                        named KIND-N/seedS, to see how much a planner's figure owes to one draw
   --plan-seed N         passed to `heaplab plan --seed` [default: the CLI's own]
   --max-n N             largest generated instance: 10^3 … 10^7 by powers of ten [default: 1000000;
                         make bench passes 10000000]
@@ -64,7 +66,8 @@ Exit status: 0 when every run succeeded and every placement was valid, 1 otherwi
 struct Opts {
     heaplab: PathBuf,
     time_limit: Option<String>,
-    seed: u64,
+    /// Generator seeds; rows carry the seed in their name when there are several.
+    seeds: Vec<u64>,
     plan_seed: Option<String>,
     max_n: usize,
     min_n: usize,
@@ -84,7 +87,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
     let mut o = Opts {
         heaplab: PathBuf::from("target/release/heaplab"),
         time_limit: None,
-        seed: 1,
+        seeds: vec![1],
         plan_seed: None,
         max_n: 1_000_000,
         min_n: 0,
@@ -122,8 +125,9 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             }
             "--seed" => {
                 let v = value(flag)?;
-                o.seed = v.parse().map_err(|_| format!("--seed: expected an unsigned integer, got '{v}'"))?;
+                o.seeds = vec![v.parse().map_err(|_| format!("--seed: expected an unsigned integer, got '{v}'"))?];
             }
+            "--seeds" => o.seeds = parse_seeds(&value(flag)?)?,
             "--plan-seed" => {
                 let v = value(flag)?;
                 v.parse::<u64>().map_err(|_| format!("--plan-seed: expected an unsigned integer, got '{v}'"))?;
@@ -181,7 +185,7 @@ struct Job {
     /// `shared`, `generated` or `traced`.
     group: &'static str,
     /// For generated instances: (kind, n); the file is made by `heaplab gen` first.
-    gen: Option<(String, usize)>,
+    gen: Option<(String, usize, u64)>,
     /// For traced programs: the run to trace; `path` is made by `heaplab trace` and `convert`.
     traced: Option<traced::Workload>,
     /// Also run the boxing algorithm alone on it (the boxing baseline).
@@ -208,6 +212,32 @@ fn shared_jobs(dir: &Path) -> Vec<Job> {
     v.into_iter()
         .map(|(name, rel, capacity)| Job { name, group: "shared", gen: None, traced: None, baseline: false, capacity, path: dir.join(rel) })
         .collect()
+}
+
+/// `--seeds`: a comma-separated list of seeds and inclusive ranges (`1,4,6-8`), in that order,
+/// without repeats.
+fn parse_seeds(v: &str) -> Result<Vec<u64>, String> {
+    let bad = || format!("--seeds: expected seeds such as 1,2,5 or 1-8, got '{v}'");
+    let mut out: Vec<u64> = Vec::new();
+    for part in v.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse::<u64>().map_err(|_| bad())?, b.trim().parse::<u64>().map_err(|_| bad())?),
+            None => {
+                let a = part.trim().parse::<u64>().map_err(|_| bad())?;
+                (a, a)
+            }
+        };
+        if a > b || b - a >= 1000 {
+            return Err(format!("--seeds: '{part}' is not a range of at most 1,000 seeds"));
+        }
+        for seed in a..=b {
+            if out.contains(&seed) {
+                return Err(format!("--seeds: seed {seed} given twice"));
+            }
+            out.push(seed);
+        }
+    }
+    Ok(out)
 }
 
 fn short_n(n: usize) -> String {
@@ -287,16 +317,21 @@ fn main() -> ExitCode {
             }
             // Binary for the big ones: CSV parsing would dominate the measurement.
             let ext = if n >= 100_000 { "hlbin" } else { "csv" };
-            let name = format!("{kind}-{}", short_n(n));
-            jobs.push(Job {
-                path: work.join(format!("{name}.{ext}")),
-                name,
-                group: "generated",
-                gen: Some((kind.clone(), n)),
-                traced: None,
-                baseline: opts.baseline && wants_baseline(n),
-                capacity: None,
-            });
+            for &seed in &opts.seeds {
+                let mut name = format!("{kind}-{}", short_n(n));
+                if opts.seeds.len() > 1 {
+                    name += &format!("/seed{seed}");
+                }
+                jobs.push(Job {
+                    path: work.join(format!("{}.{ext}", name.replace('/', "_"))),
+                    name,
+                    group: "generated",
+                    gen: Some((kind.clone(), n, seed)),
+                    traced: None,
+                    baseline: opts.baseline && wants_baseline(n),
+                    capacity: None,
+                });
+            }
         }
     }
     if opts.traced {
@@ -343,11 +378,11 @@ fn main() -> ExitCode {
     for (k, job) in jobs.iter().enumerate() {
         let tag = format!("[{:>2}/{total}] {}", k + 1, job.name);
         let mut row = Row::new(&job.name, job.group, &job.path);
-        if let Some((kind, n)) = &job.gen {
+        if let Some((kind, n, seed)) = &job.gen {
             eprint!("{tag}: generating … ");
             let mut c = Command::new(&opts.heaplab);
-            c.args(["gen", "--kind", kind, "--buffers", &n.to_string(), "--seed", &opts.seed.to_string(), "-o"]).arg(&job.path);
-            row.generator = Some(format!("heaplab gen --kind {kind} --buffers {n} --seed {}", opts.seed));
+            c.args(["gen", "--kind", kind, "--buffers", &n.to_string(), "--seed", &seed.to_string(), "-o"]).arg(&job.path);
+            row.generator = Some(format!("heaplab gen --kind {kind} --buffers {n} --seed {seed}"));
             match step(&mut c, "gen", kill) {
                 Ok(m) => eprintln!("{:.2} s", m.wall),
                 Err(e) => row.error = Some(e),
@@ -359,7 +394,7 @@ fn main() -> ExitCode {
         if row.error.is_none() {
             eprint!("{tag}: plan … ");
             // Binary placements for the big generated instances, as for their inputs.
-            let ext = if job.gen.as_ref().is_some_and(|&(_, n)| n >= 100_000) { "hlbin" } else { "csv" };
+            let ext = if job.gen.as_ref().is_some_and(|&(_, n, _)| n >= 100_000) { "hlbin" } else { "csv" };
             let out = work.join(format!("{}.placement.{ext}", job.name.replace('/', "_")));
             plan_and_check(&opts, &job.path, &out, kill, &mut row);
             match &row.error {
@@ -382,7 +417,7 @@ fn main() -> ExitCode {
         }
         if job.baseline && row.error.is_none() {
             eprint!("{tag}: boxing alone … ");
-            let big = job.gen.as_ref().is_some_and(|&(_, n)| n >= 100_000);
+            let big = job.gen.as_ref().is_some_and(|&(_, n, _)| n >= 100_000);
             let out = work.join(format!("{}.boxing.placement.{}", job.name.replace('/', "_"), if big { "hlbin" } else { "csv" }));
             let b = baseline(&opts, &job.path, &out, kill);
             match &b.error {
@@ -690,6 +725,16 @@ mod tests {
         assert!(o.baseline && o.traced);
         let o = parse(&["--no-baseline", "--no-traced"]);
         assert!(!o.baseline && !o.traced);
+    }
+
+    #[test]
+    fn seeds_are_lists_and_ranges() {
+        assert_eq!(parse(&[]).seeds, vec![1]);
+        assert_eq!(parse(&["--seed", "7"]).seeds, vec![7]);
+        assert_eq!(parse(&["--seeds", "1-3,9"]).seeds, vec![1, 2, 3, 9]);
+        for bad in ["", "x", "3-1", "1,1", "2-", "1-5000"] {
+            assert!(parse_seeds(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
