@@ -499,6 +499,46 @@ pub fn limit_summary(rows: &[Row]) -> Option<String> {
     ))
 }
 
+/// The spread over generator seeds (`--seeds`): for each generated row run under several seeds
+/// (named `KIND-N/seedS`), the fragmentation's least, median, mean and largest value and how
+/// many seeds planned to a proven optimum. `None` when no row has a seed in its name.
+pub fn seed_spread(rows: &[Row]) -> Option<String> {
+    let mut groups: Vec<(&str, Vec<&Row>)> = Vec::new();
+    for r in rows {
+        let Some((base, _)) = r.name.split_once("/seed") else { continue };
+        match groups.iter_mut().find(|g| g.0 == base) {
+            Some(g) => g.1.push(r),
+            None => groups.push((base, vec![r])),
+        }
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let mut t = String::from("| rows | seeds | optimal | frag % least | median | mean | largest | worst seed |\n|---|--:|--:|--:|--:|--:|--:|---|\n");
+    for (base, rs) in groups {
+        let mut fr: Vec<(f64, &str)> = rs.iter().filter_map(|r| Some((r.frag_pct?, r.name.rsplit('/').next().unwrap_or("")))).collect();
+        fr.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let optimal = rs.iter().filter(|r| r.optimal == Some(true)).count();
+        let cell = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.2}"));
+        let median = match fr.len() {
+            0 => None,
+            k if k % 2 == 1 => Some(fr[k / 2].0),
+            k => Some((fr[k / 2 - 1].0 + fr[k / 2].0) / 2.0),
+        };
+        let mean = (!fr.is_empty()).then(|| fr.iter().map(|f| f.0).sum::<f64>() / fr.len() as f64);
+        t += &format!(
+            "| {base} | {} | {optimal} | {} | {} | {} | {} | {} |\n",
+            rs.len(),
+            cell(fr.first().map(|f| f.0)),
+            cell(median),
+            cell(mean),
+            cell(fr.last().map(|f| f.0)),
+            fr.last().map_or("—", |f| f.1),
+        );
+    }
+    Some(t)
+}
+
 /// Writes `results.md` and `results.json` into `dir` (created if needed), each atomically.
 pub fn write_results(dir: &Path, m: &Machine, rows: &[Row], notes: &[String], table: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
@@ -532,6 +572,11 @@ pub fn write_results(dir: &Path, m: &Machine, rows: &[Row], notes: &[String], ta
     if let Some(t) = limit_summary(rows) {
         md.push_str(&t);
         md.push_str("\n\n");
+    }
+    if let Some(t) = seed_spread(rows) {
+        md.push_str("## Over the generator seeds\n\n");
+        md.push_str(&t);
+        md.push_str("\n*optimal* counts the seeds planned to a proven optimum; *worst seed* is the one with the largest fragmentation.\n\n");
     }
     md.push_str(BASELINE_NOTE);
     md.push_str("\n\n");
@@ -607,6 +652,20 @@ mod tests {
             b
         });
         r
+    }
+
+    #[test]
+    fn seed_spread_groups_the_seeds_of_a_row() {
+        let named = |name: &str, makespan: u64| {
+            let mut r = row(100, makespan, 1.0, None);
+            r.name = name.to_string();
+            r
+        };
+        assert_eq!(seed_spread(&[named("random-1k", 101)]), None);
+        let rows = [named("random-1k/seed1", 100), named("random-1k/seed2", 104), named("random-1k/seed3", 101), named("nn-1k/seed1", 102)];
+        let t = seed_spread(&rows).expect("a spread");
+        assert!(t.contains("| random-1k | 3 | 0 | 0.00 | 1.00 | 1.67 | 4.00 | seed2 |"), "{t}");
+        assert!(t.contains("| nn-1k | 1 | 0 | 2.00 | 2.00 | 2.00 | 2.00 | seed1 |"), "{t}");
     }
 
     #[test]
