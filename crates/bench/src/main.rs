@@ -184,7 +184,8 @@ struct Job {
     name: String,
     /// `shared`, `generated` or `traced`.
     group: &'static str,
-    /// For generated instances: (kind, n); the file is made by `heaplab gen` first.
+    /// For generated instances: (kind, n, generator seed); the file is made by `heaplab gen`
+    /// first.
     gen: Option<(String, usize, u64)>,
     /// For traced programs: the run to trace; `path` is made by `heaplab trace` and `convert`.
     traced: Option<traced::Workload>,

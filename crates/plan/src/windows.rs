@@ -25,10 +25,10 @@
 //!
 //! It stops at the deadline, at the target (reached by itself or the rival), when the buffer
 //! that ended highest belongs to a window (then the window's own plan decides and another window
-//! cannot help), or after [`WindowParams::fill_patience`] rounds in a row without a better complete fill: the
-//! chase from window to window often takes several rounds whose fills stop early (cheaply)
-//! before one completes lower. The windows spend effort where the makespan is decided: the rest
-//! of the instance only has to stay below them.
+//! cannot help), or after [`WindowParams::fill_patience`] rounds in a row without a better
+//! complete fill: the chase from window to window often takes several rounds whose fills stop
+//! early (cheaply) before one completes lower. The windows spend effort where the makespan is
+//! decided: the rest of the instance only has to stay below them.
 //!
 //! A fill costs one first-fit placement of the whole instance, seconds from 10^6 buffers on.
 //! [`improve_windows`] is the local form for that scale: it starts from a complete placement,
