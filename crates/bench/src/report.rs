@@ -520,12 +520,9 @@ pub fn seed_spread(rows: &[Row]) -> Option<String> {
         fr.sort_by(|a, b| a.0.total_cmp(&b.0));
         let optimal = rs.iter().filter(|r| r.optimal == Some(true)).count();
         let cell = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.2}"));
-        let median = match fr.len() {
-            0 => None,
-            k if k % 2 == 1 => Some(fr[k / 2].0),
-            k => Some((fr[k / 2 - 1].0 + fr[k / 2].0) / 2.0),
-        };
-        let mean = (!fr.is_empty()).then(|| fr.iter().map(|f| f.0).sum::<f64>() / fr.len() as f64);
+        let values: Vec<f64> = fr.iter().map(|f| f.0).collect();
+        let median = (!values.is_empty()).then(|| heaplab_study::stats::median(&values));
+        let mean = (!values.is_empty()).then(|| heaplab_study::stats::mean_sd(&values).0);
         t += &format!(
             "| {base} | {} | {optimal} | {} | {} | {} | {} | {} |\n",
             rs.len(),

@@ -349,6 +349,7 @@ impl<'a> Occupancy<'a> {
             prefetch_lines(self.pool.get(self.pool.range(h)));
         }
         for &(kind, node) in &targets {
+            // `handle`'s match again, by field: the pool is borrowed mutably beside the handle.
             let h = match kind {
                 SetKind::Full => &mut self.full[node as usize],
                 SetKind::Pending => &mut self.pending[node as usize],
