@@ -640,7 +640,7 @@ fn minimize_with(
         let share = if bound + 1 >= out.makespan { 1.0 } else { 0.8 };
         let first = decide_portfolio(problem, bound, strategies, threads, Limits { deadline: Some(share_of(deadline, share)), cancel, ..Limits::default() });
         out.absorb(problem, bound, first);
-        descend(problem, &mut out, strategies, threads, deadline, cancel, None);
+        descend(problem, &mut out, strategies, threads, deadline, cancel, None, None);
         return out;
     }
     // The bound alone first, on every thread: most instances settle there quickly.
@@ -649,7 +649,7 @@ fn minimize_with(
     out.absorb(problem, bound, (d, st));
     if !unsettled {
         // Optimal, or refuted: the descent has every thread.
-        descend(problem, &mut out, strategies, threads, deadline, cancel, None);
+        descend(problem, &mut out, strategies, threads, deadline, cancel, None, None);
         return out;
     }
     let (bound_done, descent_done) = (AtomicBool::new(false), AtomicBool::new(false));
@@ -667,11 +667,12 @@ fn minimize_with(
         });
         // The descent works above the bound: the bound's own front settles it.
         let mut above = Minimized { offsets: None, makespan: out.makespan, lower_bound: bound + 1, nodes: 0 };
-        descend(problem, &mut above, strategies, threads / 2, deadline, cancel, Some(&bound_done));
-        // A refutation above the bound refutes it too, and a placement at the bound settles
-        // it; a gap closed above it leaves the bound's search going.
+        // A refutation above the bound refutes it too (the descent says so at once), and a
+        // placement at the bound settles it; a gap closed above it leaves the bound's search
+        // going.
+        descend(problem, &mut above, strategies, threads / 2, deadline, cancel, Some(&bound_done), Some(&descent_done));
         let refuted = above.lower_bound > bound + 1;
-        if refuted || above.makespan <= bound {
+        if above.makespan <= bound {
             descent_done.store(true, Ordering::Relaxed);
         }
         out.nodes += above.nodes;
@@ -717,8 +718,19 @@ impl Minimized {
 }
 
 /// The descent of [`minimize`]: capacities between `out.lower_bound` and `out.makespan`,
-/// halving the gap (see there), until it closes, the deadline, `cancel` or `moot`.
-fn descend(problem: &Problem, out: &mut Minimized, strategies: &[Strategy], threads: usize, deadline: Instant, cancel: Option<&AtomicBool>, moot: Option<&AtomicBool>) {
+/// halving the gap (see there), until it closes, the deadline, `cancel` or `moot`. Sets
+/// `refuted` as soon as it refutes a capacity.
+#[allow(clippy::too_many_arguments)]
+fn descend(
+    problem: &Problem,
+    out: &mut Minimized,
+    strategies: &[Strategy],
+    threads: usize,
+    deadline: Instant,
+    cancel: Option<&AtomicBool>,
+    moot: Option<&AtomicBool>,
+    refuted: Option<&AtomicBool>,
+) {
     let mut cap = out.lower_bound + (out.makespan.saturating_sub(out.lower_bound)) / 2;
     while out.lower_bound < out.makespan {
         if Instant::now() >= deadline || [cancel, moot].into_iter().flatten().any(|c| c.load(Ordering::Relaxed)) {
@@ -737,6 +749,9 @@ fn descend(problem: &Problem, out: &mut Minimized, strategies: &[Strategy], thre
                 cap = out.lower_bound + out.makespan.saturating_sub(out.lower_bound) / 2;
             }
             Decision::Infeasible => {
+                if let Some(r) = refuted {
+                    r.store(true, Ordering::Relaxed);
+                }
                 out.lower_bound = cap + 1;
                 cap = out.lower_bound + (out.makespan.saturating_sub(1).saturating_sub(out.lower_bound)) / 2;
             }
