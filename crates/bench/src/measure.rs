@@ -67,7 +67,9 @@ pub fn invocation(w: &Workload, how: &Launch, report: &Path, wrap: &[String]) ->
 fn run_large(w: &Workload, how: &Launch, wrap: &[String], env: Vec<(String, String)>, out: &Path, report: &Path, timeout: std::time::Duration) -> Result<(Run, Fingerprint), String> {
     let _ = std::fs::remove_file(report);
     let (program, args, preload) = invocation(w, how, report, wrap);
-    let spec = RunSpec { program: program.clone(), arg0: program.display().to_string(), args, env, preload, stdin: w.large.stdin.clone(), stdout: Some(out.to_path_buf()), cwd: w.large.cwd.clone(), timeout };
+    // No /proc sampler: the peak comes from wait4, and `heaplab run` (the grouped and laid-out
+    // rows) starts its programs without one, so every row is timed the same way.
+    let spec = RunSpec { program: program.clone(), arg0: program.display().to_string(), args, env, preload, stdin: w.large.stdin.clone(), stdout: Some(out.to_path_buf()), cwd: w.large.cwd.clone(), timeout, unsampled: true };
     let run = run_once(&spec).map_err(|e| format!("cannot run: {e}"))?;
     if !run.ok() {
         let how = if run.status < 0 { format!("killed by {}", heaplab_trace::launch::signal_name(-run.status)) } else { format!("exit status {}", run.status) };

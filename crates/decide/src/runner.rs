@@ -487,6 +487,7 @@ impl Runner {
             stdout: None,
             cwd: self.plan.cwd.clone(),
             timeout: self.plan.timeout,
+            unsampled: false,
         };
         let fail = |what: String, tail: &str| {
             let tail = if tail.is_empty() { " (no standard error)".to_string() } else { format!("; its standard error ends:\n{tail}") };

@@ -42,6 +42,10 @@ pub struct RunSpec {
     pub cwd: PathBuf,
     /// Killed after this long.
     pub timeout: Duration,
+    /// Leave out the /proc sampler of resident memory (every 4 ms, on the other core), for a
+    /// caller that takes the peak from `wait4` alone and compares the wall time with runs
+    /// launched without one (`heaplab run`'s); [`Run::sampled_rss`] is then 0.
+    pub unsampled: bool,
 }
 
 /// Which peak-RSS figure a study uses.
@@ -241,7 +245,7 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
     let pid: u32 = line.strip_prefix("pid ").and_then(|p| p.trim().parse().ok()).unwrap_or(0);
     let stop = Arc::new(AtomicBool::new(false));
     let peak = Arc::new(AtomicU64::new(0));
-    let sampler = (pid != 0).then(|| {
+    let sampler = (pid != 0 && !spec.unsampled).then(|| {
         let (s, p) = (stop.clone(), peak.clone());
         std::thread::spawn(move || sample(pid, s, p))
     });
@@ -327,6 +331,9 @@ mod tests {
         assert!(r.rusage_rss < 200 << 20, "the parent's RSS leaked into the program's: {r:?}");
         assert!(r.rusage_rss >= 64 << 20 && r.sampled_rss >= 60 << 20, "{r:?}");
         assert!(r.peak(RssMethod::Rusage) == r.rusage_rss);
+        // Unsampled: the peak from wait4 alone.
+        let r = run_once(&RunSpec { unsampled: true, ..spec.clone() }).unwrap();
+        assert!(r.ok() && r.rusage_rss >= 64 << 20 && r.sampled_rss == 0, "{r:?}");
         let fail = RunSpec { args: vec!["-c".into(), "import sys\nfor i in range(100): print('line', i, file=sys.stderr)\nsys.exit(3)".into()], ..spec };
         let r = run_once(&fail).unwrap();
         assert_eq!(r.status, 3);

@@ -225,6 +225,7 @@ fn run_workload(w: &Workload, cwd: &Path, opts: &StudyOptions, progress: &mut dy
                 stdout: None,
                 cwd: cwd.to_path_buf(),
                 timeout: opts.timeout,
+                unsampled: false,
             };
             let before = files_in(cwd);
             let run = run_once(&spec).map_err(|e| format!("cannot run {}: {e}", w.command[0]));
