@@ -32,8 +32,9 @@
 //!    buffers ([`Policy::windows_tail_load`]), and it stands in for first fit by size, which
 //!    runs only when cheap.
 //! 6. On components small enough for it (a bounded conflict count), run the exact search
-//!    ([`crate::exact`]) from the best placement: it tries the lower bound first and then halves
-//!    the gap, on two threads, and proves optimality when it closes the gap. Under `Auto` it
+//!    ([`crate::exact`]) from the best placement: it tries the lower bound first, then goes on
+//!    with it beside a descent that halves the gap from above (see [`crate::exact::minimize`]),
+//!    and proves optimality when it closes the gap. Under `Auto` it
 //!    gets 90% of the time left when components have at most 2,000 buffers, else 10% (all of
 //!    it for a component that decides the makespan alone, 60% of it per component when several
 //!    tie); what it refutes raises the lower bound.
