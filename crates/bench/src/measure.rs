@@ -68,7 +68,7 @@ fn run_large(w: &Workload, how: &Launch, wrap: &[String], env: Vec<(String, Stri
     let _ = std::fs::remove_file(report);
     let (program, args, preload) = invocation(w, how, report, wrap);
     // No /proc sampler: the peak comes from wait4, and `heaplab run` (the grouped and laid-out
-    // rows) starts its programs without one, so every row is timed the same way.
+    // rows) starts its programs without one, so no row carries the sampler's cost.
     let spec = RunSpec { program: program.clone(), arg0: program.display().to_string(), args, env, preload, stdin: w.large.stdin.clone(), stdout: Some(out.to_path_buf()), cwd: w.large.cwd.clone(), timeout, unsampled: true };
     let run = run_once(&spec).map_err(|e| format!("cannot run: {e}"))?;
     if !run.ok() {

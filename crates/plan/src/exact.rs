@@ -739,28 +739,21 @@ fn descend(
         let share = if cap + 1 >= out.makespan { 1.0 } else { 0.5 };
         let limits = Limits { deadline: Some(share_of(deadline, share)), cancel, moot, ..Limits::default() };
         let (d, st) = decide_portfolio(problem, cap, strategies, threads, limits);
-        out.nodes += st.nodes;
-        match d {
-            Decision::Found(off) => {
-                out.makespan = problem.makespan_of(&off);
-                out.offsets = Some(off);
-                // A placement below the lower bound handed in (the whole instance's, above
-                // this component's optimum) ends the search like one at it.
-                cap = out.lower_bound + out.makespan.saturating_sub(out.lower_bound) / 2;
+        let (found, refutes) = (matches!(d, Decision::Found(_)), d == Decision::Infeasible);
+        out.absorb(problem, cap, (d, st));
+        if found {
+            // A placement below the lower bound handed in (the whole instance's, above this
+            // component's optimum) ends the search like one at it.
+            cap = out.lower_bound + out.makespan.saturating_sub(out.lower_bound) / 2;
+        } else if refutes {
+            if let Some(r) = refuted {
+                r.store(true, Ordering::Relaxed);
             }
-            Decision::Infeasible => {
-                if let Some(r) = refuted {
-                    r.store(true, Ordering::Relaxed);
-                }
-                out.lower_bound = cap + 1;
-                cap = out.lower_bound + (out.makespan.saturating_sub(1).saturating_sub(out.lower_bound)) / 2;
-            }
-            Decision::Unknown => {
-                if share == 1.0 {
-                    break;
-                }
-                cap += (out.makespan - 1 - cap).div_ceil(2);
-            }
+            cap = out.lower_bound + (out.makespan.saturating_sub(1).saturating_sub(out.lower_bound)) / 2;
+        } else if share == 1.0 {
+            break;
+        } else {
+            cap += (out.makespan - 1 - cap).div_ceil(2);
         }
     }
 }
