@@ -9,7 +9,9 @@
  *
  * Usage: heaplab_run PROGRAM ARGV0 [ARGS...]; descriptor 3 is a pipe for the report:
  *   "pid N\n" once the program is started, then
- *   "done STATUS MAXRSS_KIB UTIME_US STIME_US\n" (STATUS: exit code, or -signal), or
+ *   "done STATUS MAXRSS_KIB UTIME_US STIME_US WALL_NS\n" (STATUS: exit code, or -signal;
+ *   WALL_NS: from just before the fork to the program's reaping, so that the time it takes the
+ *   caller to start this launcher, a fork of a possibly large process, is not counted), or
  *   "exec ERRNO\n" when the program could not be started.
  * HEAPLAB_RUN_PRELOAD, when set and not empty, becomes the program's LD_PRELOAD (the launcher
  * itself runs without the allocator under test). */
@@ -22,6 +24,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void report(const char *s) {
@@ -42,7 +45,9 @@ int main(int argc, char **argv) {
     }
     fcntl(3, F_SETFD, FD_CLOEXEC);
     const char *pre = getenv("HEAPLAB_RUN_PRELOAD");
-    char line[160];
+    char line[200];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(line, sizeof line, "exec %d\n", errno);
@@ -73,10 +78,12 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long long wall = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    snprintf(line, sizeof line, "done %d %ld %lld %lld\n", code, ru.ru_maxrss,
+    snprintf(line, sizeof line, "done %d %ld %lld %lld %lld\n", code, ru.ru_maxrss,
              (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
-             (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
+             (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec, wall);
     report(line);
     return 0;
 }

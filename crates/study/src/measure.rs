@@ -83,7 +83,10 @@ pub struct Run {
     pub rusage_rss: u64,
     /// The /proc sampler's peak in bytes: max of VmHWM and of the tree's summed VmRSS.
     pub sampled_rss: u64,
-    /// Wall time, seconds.
+    /// Wall time, seconds: the launcher's, from its fork of the program to the program's end
+    /// (starting the launcher, a fork of the caller, is left out: it grows with the caller's
+    /// size, and `heaplab run`, measured from a small process, would otherwise look faster).
+    /// The caller's own clock where the launcher was killed before it could report.
     pub wall: f64,
     /// User CPU time, seconds.
     pub user: f64,
@@ -249,24 +252,20 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
         let (s, p) = (stop.clone(), peak.clone());
         std::thread::spawn(move || sample(pid, s, p))
     });
-    let done = Arc::new(AtomicBool::new(false));
+    // The watchdog sleeps on a channel so that the end of the run wakes it at once.
+    let (ended, wait_end) = std::sync::mpsc::channel::<()>();
     let watchdog = {
-        let (d, limit, lpid) = (done.clone(), spec.timeout, child.id());
+        let (limit, lpid) = (spec.timeout, child.id());
         std::thread::spawn(move || {
-            let t = Instant::now();
-            while !d.load(Ordering::Relaxed) {
-                if t.elapsed() > limit {
-                    // SAFETY: kill on the program (still a child of the waiting launcher, so
-                    // its pid cannot be reused) and on the launcher (not yet waited for).
-                    unsafe {
-                        if pid != 0 {
-                            libc::kill(pid as libc::pid_t, libc::SIGKILL);
-                        }
-                        libc::kill(lpid as libc::pid_t, libc::SIGKILL);
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait_end.recv_timeout(limit) {
+                // SAFETY: kill on the program (still a child of the waiting launcher, so
+                // its pid cannot be reused) and on the launcher (not yet waited for).
+                unsafe {
+                    if pid != 0 {
+                        libc::kill(pid as libc::pid_t, libc::SIGKILL);
                     }
-                    return;
+                    libc::kill(lpid as libc::pid_t, libc::SIGKILL);
                 }
-                std::thread::sleep(Duration::from_millis(20));
             }
         })
     };
@@ -274,7 +273,7 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
     let _ = report.read_to_string(&mut rest);
     let _ = child.wait();
     let wall = t0.elapsed().as_secs_f64();
-    done.store(true, Ordering::Relaxed);
+    drop(ended);
     stop.store(true, Ordering::Relaxed);
     let _ = watchdog.join();
     if let Some(s) = sampler {
@@ -292,13 +291,13 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
         return Ok(Run { sampled_rss: peak.load(Ordering::Relaxed), wall, status: -(libc::SIGKILL), stderr_tail, ..Default::default() });
     };
     let v: Vec<i64> = done.split_whitespace().filter_map(|x| x.parse().ok()).collect();
-    if v.len() != 4 {
+    if v.len() != 5 {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("launcher report '{done}'")));
     }
     Ok(Run {
         rusage_rss: v[1].max(0) as u64 * 1024,
         sampled_rss: peak.load(Ordering::Relaxed),
-        wall,
+        wall: v[4] as f64 / 1e9,
         user: v[2] as f64 / 1e6,
         sys: v[3] as f64 / 1e6,
         status: v[0] as i32,
@@ -331,6 +330,8 @@ mod tests {
         assert!(r.rusage_rss < 200 << 20, "the parent's RSS leaked into the program's: {r:?}");
         assert!(r.rusage_rss >= 64 << 20 && r.sampled_rss >= 60 << 20, "{r:?}");
         assert!(r.peak(RssMethod::Rusage) == r.rusage_rss);
+        // The launcher's clock: at least the program's sleep, and not the 60 s deadline.
+        assert!(r.wall >= 0.1 && r.wall < 30.0, "{r:?}");
         // Unsampled: the peak from wait4 alone.
         let r = run_once(&RunSpec { unsampled: true, ..spec.clone() }).unwrap();
         assert!(r.ok() && r.rusage_rss >= 64 << 20 && r.sampled_rss == 0, "{r:?}");
@@ -339,6 +340,22 @@ mod tests {
         assert_eq!(r.status, 3);
         let want: Vec<String> = (80..100).map(|i| format!("line {i}")).collect();
         assert_eq!(r.stderr_tail, want.join("\n"), "the last 20 lines of standard error");
+    }
+
+    #[test]
+    fn the_deadline_kills_a_program_that_runs_too_long() {
+        let spec = RunSpec {
+            program: "/bin/sleep".into(),
+            arg0: "sleep".into(),
+            args: vec!["30".into()],
+            cwd: std::env::temp_dir(),
+            timeout: Duration::from_millis(300),
+            ..Default::default()
+        };
+        let t = Instant::now();
+        let r = run_once(&spec).unwrap();
+        assert_eq!(r.status, -libc::SIGKILL, "{r:?}");
+        assert!(r.wall >= 0.3 && t.elapsed() < Duration::from_secs(20), "{r:?}");
     }
 
     #[test]
