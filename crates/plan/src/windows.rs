@@ -230,6 +230,10 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
         }
         out.rounds += 1;
         if complete {
+            // Another search's fills (the driver may run two chases) stop above it too.
+            if let Some(r) = &params.rival {
+                r.fetch_min(makespan, Ordering::Relaxed);
+            }
             out.makespan = makespan;
             out.offsets = Some(offsets);
             stale = 0;

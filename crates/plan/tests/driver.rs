@@ -129,6 +129,28 @@ fn large_components_open_windows_beside_the_heuristics() {
 }
 
 #[test]
+fn above_the_early_windows_range_two_chases_run_and_the_plan_stays_valid() {
+    // The filled path at small n through the policy (a component above the early windows'
+    // range with a limit long enough for fills): the chase from the windows at every stretch
+    // near the max load, and beside it, once the heuristics are done, the chase from the
+    // peak's window alone (which offers a placement only where its fills beat the other's).
+    // The result, whichever offered it, is valid and the best of the attempts.
+    use heaplab_plan::Policy;
+    for (k, &kind) in [Kind::Random, Kind::Malloc].iter().enumerate() {
+        let inst = generate(kind, 6_000, 7 + k as u64);
+        let policy = Policy { early_windows_min_buffers: 100, early_windows_max_buffers: 1_000, early_windows_seconds_per_buffer: 0.0, exact: false, ..Policy::default() };
+        let o = PlanOptions { time_limit: Duration::from_secs(3), policy, ..PlanOptions::default() };
+        let out = plan(&inst.buffers, &o, None);
+        let v = validate(&inst.buffers, &out.offsets);
+        assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
+        assert_eq!(v.makespan, out.makespan);
+        assert!(out.stages.iter().any(|(s, _)| s == "heuristics + critical windows"), "{}: {:?}", kind.name(), out.stages);
+        let best = out.attempts.iter().map(|a| a.makespan).min().unwrap();
+        assert_eq!(out.makespan.min(best), out.makespan, "{}: {:?}", kind.name(), out.attempts);
+    }
+}
+
+#[test]
 fn above_the_huge_size_the_local_windows_run_and_keep_the_plan_valid() {
     // The huge path at small n through the policy: the sweeps first, no fills, the local
     // windows (of up to `huge_window_max_buffers`) whatever the time, then the improvement
