@@ -257,7 +257,8 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
     let watchdog = {
         let (limit, lpid) = (spec.timeout, child.id());
         std::thread::spawn(move || {
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait_end.recv_timeout(limit) {
+            let late = matches!(wait_end.recv_timeout(limit), Err(std::sync::mpsc::RecvTimeoutError::Timeout));
+            if late {
                 // SAFETY: kill on the program (still a child of the waiting launcher, so
                 // its pid cannot be reused) and on the launcher (not yet waited for).
                 unsafe {
@@ -267,6 +268,7 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
                     libc::kill(lpid as libc::pid_t, libc::SIGKILL);
                 }
             }
+            late
         })
     };
     let mut rest = String::new();
@@ -275,7 +277,9 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
     let wall = t0.elapsed().as_secs_f64();
     drop(ended);
     stop.store(true, Ordering::Relaxed);
-    let _ = watchdog.join();
+    // Killed at the deadline: the caller's clock, which the deadline was measured on (the
+    // launcher, if it still reported, started its clock a little later).
+    let late = watchdog.join().unwrap_or(false);
     if let Some(s) = sampler {
         let _ = s.join();
     }
@@ -297,7 +301,7 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
     Ok(Run {
         rusage_rss: v[1].max(0) as u64 * 1024,
         sampled_rss: peak.load(Ordering::Relaxed),
-        wall: v[4] as f64 / 1e9,
+        wall: if late { wall } else { v[4] as f64 / 1e9 },
         user: v[2] as f64 / 1e6,
         sys: v[3] as f64 / 1e6,
         status: v[0] as i32,
