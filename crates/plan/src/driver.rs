@@ -846,14 +846,15 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             // (seeds 2-4: 7-9%, against 6.3%). Which holds is not known before a fill, and one
             // fill takes most of the limit: each core runs one. Both post their complete fills
             // to `rival`, so the other's fills stop once they cannot beat them.
-            let second = sub.len() > policy.early_windows_max_buffers && params.depth > 0.0;
+            // Only there is the first round deep (above): elsewhere the two chases are one.
+            let second = params.depth > 0.0;
             let single = crate::windows::WindowParams { depth: 0.0, ..params.clone() };
             let solve = |w: &[Buffer], until: Instant| plan_nested(w, until, opts);
             let ((single_out, single_secs), out) = rayon::join(
                 || {
                     run_heuristics(parts);
                     let t = Instant::now();
-                    let more = second && Instant::now() < run.deadline && !run.cancelled() && rival.load(Ordering::Relaxed) > target;
+                    let more = second && t < run.deadline && !run.cancelled() && rival.load(Ordering::Relaxed) > target;
                     (more.then(|| crate::windows::plan_windows(&sub, &single, &mut |w: &[Buffer], until: Instant| solve(w, until))), t)
                 },
                 || crate::windows::plan_windows(&sub, &params, &mut |w: &[Buffer], until: Instant| solve(w, until)),
@@ -861,8 +862,8 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             if let Some(off) = out.offsets {
                 parts[i].offer(format!("critical windows ({})", out.windows), off, began.elapsed().as_secs_f64());
             }
-            if let Some(off) = single_out.and_then(|o| o.offsets.map(|off| (off, o.windows))) {
-                parts[i].offer(format!("critical windows ({}, from the peak's alone)", off.1), off.0, single_secs.elapsed().as_secs_f64());
+            if let Some(crate::windows::WindowOutcome { offsets: Some(off), windows, .. }) = single_out {
+                parts[i].offer(format!("critical windows ({windows}, from the peak's alone)"), off, single_secs.elapsed().as_secs_f64());
             }
             parts[i].windowed = true;
             show_best(parts, run.progress);

@@ -86,7 +86,8 @@ pub struct Run {
     /// Wall time, seconds: the launcher's, from its fork of the program to the program's end
     /// (starting the launcher, a fork of the caller, is left out: it grows with the caller's
     /// size, and `heaplab run`, measured from a small process, would otherwise look faster).
-    /// The caller's own clock where the launcher was killed before it could report.
+    /// The caller's own clock where the run was killed at its deadline or the launcher could
+    /// not report.
     pub wall: f64,
     /// User CPU time, seconds.
     pub user: f64,
@@ -277,8 +278,6 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
     let wall = t0.elapsed().as_secs_f64();
     drop(ended);
     stop.store(true, Ordering::Relaxed);
-    // Killed at the deadline: the caller's clock, which the deadline was measured on (the
-    // launcher, if it still reported, started its clock a little later).
     let late = watchdog.join().unwrap_or(false);
     if let Some(s) = sampler {
         let _ = s.join();
@@ -301,6 +300,8 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
     Ok(Run {
         rusage_rss: v[1].max(0) as u64 * 1024,
         sampled_rss: peak.load(Ordering::Relaxed),
+        // Killed at the deadline: the caller's clock, which the deadline was measured on (the
+        // launcher, if it still reported, started its clock a little later).
         wall: if late { wall } else { v[4] as f64 / 1e9 },
         user: v[2] as f64 / 1e6,
         sys: v[3] as f64 / 1e6,
