@@ -34,7 +34,7 @@ fn table_header() -> CHeader {
         .define("HLG_MAX_TABLE_SITES", format!("({})", rust_const(table, "MAX_TABLE_SITES").replace(" << ", "u << ")), "sites of all kinds at most")
         .define("HLG_WALK", u32_literal(table, "WALK"), "a site's `decides`: walk (table.rs WALK)")
         .define("HLG_FALLBACK", u32_literal(table, "FALLBACK"), "a site's `decides`: fall back (table.rs FALLBACK)")
-        .define("HLG_WALK_DEEPER", u32_literal(table, "WALK_DEEPER"), "a site's `decides`: walk, not always innermost (table.rs WALK_DEEPER)")
+        .define("HLG_MODULE", u32_literal(table, "MODULE"), "a record's `decides`: a program module, no site (table.rs MODULE)")
         .define("HLG_MAX_SPARE", format!("({})", spare.replace(" << ", "u << ")), "spare chunks at most")
 }
 

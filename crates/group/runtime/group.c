@@ -14,9 +14,10 @@
  * frames, each return address is looked up in a small open-addressing table of the selector
  * sites' addresses, and each site met re-checks only the conjunctions naming it; the first group
  * in order whose selector holds wins, so the walk stops as soon as the first group's does. A walk
- * that meets no selector site falls back. Before any walk, the allocation's call site (the
- * table's call sites, from the profile) may decide alone or bound the walk, and an unprofiled
- * call site in a profiled module falls back; each thread keeps what it learnt per call site
+ * that meets no selector site falls back. The allocation's call site, its first frame in the
+ * program's modules (the return address itself, or the first program frame a walk from a
+ * library's allocation call meets), may decide alone or bound the walk (the table's call sites,
+ * from the profile), and an unprofiled one falls back; each thread keeps what it learnt per call site
  * (the call-site cache) and replays recent walks whose stack words still hold (the walk memo).
  *
  * Allocation (HALO §4.4). One virtual range is reserved at start (PROT_NONE, NORESERVE) and made
@@ -111,13 +112,17 @@ struct addr_table {
     int shift;
 };
 /* The selector sites' addresses; the allocation call sites' (and below, the code mappings of the
- * modules they are in, where a return address that is no call site is an allocation call the
- * profile never saw: MAX_CALL_RANGES at most; beyond, such calls walk). */
+ * program's modules, those holding any site of the table: the first frame of a stack in them is
+ * the context's innermost call site, and one that is no call site is an allocation call the
+ * profile never saw: MAX_PROG_RANGES at most; beyond, walks do not look for the first program
+ * frame and go to their depth). prog_lo and prog_hi bound them all (where walks looking for the
+ * first program frame pause). */
 static struct addr_table sel_sites, call_sites;
-#define MAX_CALL_RANGES 16
-static struct { _Atomic uint64_t lo, hi; } call_range[MAX_CALL_RANGES];
-static _Atomic uint32_t ncall_ranges;
-static int call_ranges_full;
+#define MAX_PROG_RANGES 16
+static struct { _Atomic uint64_t lo, hi; } prog_range[MAX_PROG_RANGES];
+static _Atomic uint32_t nprog_ranges;
+static _Atomic uint64_t prog_lo = UINT64_MAX, prog_hi;
+static int prog_ranges_full;
 static int have_calls; /* the table names call sites */
 static _Atomic uint64_t addr_lo = UINT64_MAX, addr_hi;
 static _Atomic uint64_t first_lo = UINT64_MAX, first_hi; /* the same for the first group's sites */
@@ -286,24 +291,30 @@ static void insert_addr(uint64_t a, uint32_t site) {
     }
 }
 
-/* Adds call site `site` at address a in module mapping m (and m to the call modules, when the
- * site was always the innermost frame). Its slot holds what identify() needs of it. */
-static void insert_call(uint64_t a, uint32_t site, const struct hl_module *m) {
+/* Adds call site `site` at address a. Its slot holds what identify() needs of it. */
+static void insert_call(uint64_t a, uint32_t site) {
     /* a call site can bound the walk depth, so kept walks made without it are stale too */
     if (table_insert(&call_sites, a, site_decide[site], site_depth[site])) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
-    if (site_decide[site] == HLG_WALK_DEEPER) return;
-    uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_relaxed);
+}
+
+/* Adds module mapping m, which holds a site, to the program's modules (once). Kept walks made
+ * without it may have missed their first program frame: stale. */
+static void add_program_module(const struct hl_module *m) {
+    uint32_t n = atomic_load_explicit(&nprog_ranges, memory_order_relaxed);
     for (uint32_t r = 0; r < n; r++)
-        if (call_range[r].lo == m->lo) return;
-    if (n == MAX_CALL_RANGES) {
-        call_ranges_full = 1;
-        atomic_store_explicit(&ncall_ranges, 0, memory_order_release); /* then unknown calls walk */
-        return;
+        if (prog_range[r].lo == m->lo) return;
+    if (prog_ranges_full) return;
+    if (n == MAX_PROG_RANGES) {
+        prog_ranges_full = 1;
+        atomic_store_explicit(&nprog_ranges, 0, memory_order_release); /* then walks go to their depth */
+    } else {
+        atomic_store_explicit(&prog_range[n].lo, m->lo, memory_order_relaxed);
+        atomic_store_explicit(&prog_range[n].hi, m->hi, memory_order_relaxed);
+        if (m->lo < atomic_load(&prog_lo)) atomic_store(&prog_lo, m->lo);
+        if (m->hi > atomic_load(&prog_hi)) atomic_store(&prog_hi, m->hi);
+        atomic_store_explicit(&nprog_ranges, n + 1, memory_order_release);
     }
-    if (call_ranges_full) return;
-    atomic_store_explicit(&call_range[n].lo, m->lo, memory_order_relaxed);
-    atomic_store_explicit(&call_range[n].hi, m->hi, memory_order_relaxed);
-    atomic_store_explicit(&ncall_ranges, n + 1, memory_order_release);
+    atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
 }
 
 /* Finds each site in the executable mappings now loaded (a site in a library loaded later is
@@ -317,7 +328,8 @@ static void resolve_sites(void) {
             for (size_t m = 0; m < n; m++)
                 if (modules[m].name_hash == site_hash[s] && site_off[s] >= modules[m].off && site_off[s] - modules[m].off < modules[m].hi - modules[m].lo) {
                     if (s < T.nsel) insert_addr(modules[m].lo + site_off[s] - modules[m].off, s);
-                    if (site_depth[s]) insert_call(modules[m].lo + site_off[s] - modules[m].off, s, &modules[m]);
+                    if (site_depth[s]) insert_call(modules[m].lo + site_off[s] - modules[m].off, s);
+                    if (have_calls) add_program_module(&modules[m]);
                     site_found[s] = 1;
                 }
             missing += !site_found[s];
@@ -327,14 +339,32 @@ static void resolve_sites(void) {
     atomic_flag_clear_explicit(&resolve_lock, memory_order_release);
 }
 
-/* Whether a is in the code of a module holding call sites. */
-static inline int in_call_module(uint64_t a) {
-    uint32_t n = atomic_load_explicit(&ncall_ranges, memory_order_acquire);
+/* Whether a is in the code of one of the program's modules. */
+static inline int in_program(uint64_t a) {
+    uint32_t n = atomic_load_explicit(&nprog_ranges, memory_order_acquire);
     for (uint32_t r = 0; r < n; r++) {
-        uint64_t lo = atomic_load_explicit(&call_range[r].lo, memory_order_relaxed);
-        if (a - lo < atomic_load_explicit(&call_range[r].hi, memory_order_relaxed) - lo) return 1;
+        uint64_t lo = atomic_load_explicit(&prog_range[r].lo, memory_order_relaxed);
+        if (a - lo < atomic_load_explicit(&prog_range[r].hi, memory_order_relaxed) - lo) return 1;
     }
     return 0;
+}
+
+/* Whether a walk from return address a looks for its first program frame: a is in none of the
+ * program's modules (the allocator was called from a library) and they are all known. */
+static inline int seeks_program(uint64_t a) {
+    return have_calls && atomic_load_explicit(&nprog_ranges, memory_order_acquire) && !in_program(a);
+}
+
+/* What the first program frame `a` of a walk decides (table.rs call_sites): the group, -1 (the
+ * fallback: its profiled contexts are in no group, or it is no call site of the profile, an
+ * unknown context), or FIRST_WALKS, with *depth lowered to its bound: the selectors decide. */
+#define FIRST_WALKS (-5)
+static inline int64_t first_frame_decides(uint64_t a, int *depth) {
+    const struct slot *c = table_slot(&call_sites, a);
+    if (!c || c->site == HLG_FALLBACK) return -1;
+    if (c->site != HLG_WALK) return c->site;
+    if ((int)c->depth < *depth) *depth = (int)c->depth;
+    return FIRST_WALKS;
 }
 
 static inline __attribute__((always_inline)) int64_t site_at(uint64_t a) { return table_find(&sel_sites, a); }
@@ -466,17 +496,30 @@ static inline __attribute__((always_inline)) int memo_holds(struct memo *e, void
  * holds: no later frame can change that answer (the first group in the file's order wins), so
  * allocations of the most accessed group cost only the frames up to their deciding sites.
  * Otherwise it goes on to the walk depth. */
-/* A walk of `depth` frames from `ret` by the fallback unwinder, its sites seen (see_frame);
- * returns the frames. Out of line: its array of frames stays off the stack of other walks. */
-static __attribute__((noinline)) int walk_unwound(void *ret, int depth, uint64_t lo, uint64_t span, uint64_t *present, uint32_t *best, int *any) {
+/* A walk of `depth` frames from `ret` by the fallback unwinder, its sites seen (see_frame) and,
+ * with `seek`, its first program frame's decision put in *decided (first_frame_decides, when it
+ * decides); returns the frames that count. Out of line: its array of frames stays off the stack
+ * of other walks. */
+static __attribute__((noinline)) int walk_unwound(void *ret, int depth, int seek, int64_t *decided, uint64_t lo, uint64_t span, uint64_t *present, uint32_t *best, int *any) {
     void *pcs[HLG_MAX_WALK];
     pcs[0] = ret;
-    int n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1);
-    for (int i = 0; i < n; i++) see_frame((uint64_t)(uintptr_t)pcs[i], lo, span, present, best, any);
-    return n;
+    int n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1), i = 0;
+    for (; i < n && i < depth; i++) {
+        uint64_t a = (uint64_t)(uintptr_t)pcs[i];
+        if (seek && in_program(a)) {
+            seek = 0;
+            int64_t d = first_frame_decides(a, &depth);
+            if (d != FIRST_WALKS) {
+                *decided = d;
+                return i + 1;
+            }
+        }
+        see_frame(a, lo, span, present, best, any); /* the first program frame's too, beyond the depth it set */
+    }
+    return i;
 }
 
-static inline __attribute__((always_inline)) int64_t identify_in(void *ret, struct memo *e, const int keep, int depth) {
+static inline __attribute__((always_inline)) int64_t identify_in(void *ret, struct memo *e, const int keep, int depth, int seek) {
     void *own[2]; /* without the memo: the return address and its caller's */
     void **pcs = keep ? memo_pc(e) : own;
     struct hl_walk_trace *tr = keep ? memo_tr(e) : NULL;
@@ -488,10 +531,16 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
     int n = 1, known = 0, any = 0;
     uint32_t best = always, gen = keep ? atomic_load_explicit(&site_gen, memory_order_relaxed) : 0;
+    /* With `seek` (the allocator called from a library), the walk first looks for its first
+     * program frame, pausing at every frame in the program's range: that frame is the context's
+     * innermost call site, which decides alone where its profiled contexts agree (decided), and
+     * otherwise bounds the walk's depth. */
+    int64_t decided = FIRST_WALKS;
+    uint64_t plo = atomic_load_explicit(&prog_lo, memory_order_relaxed), pspan = atomic_load_explicit(&prog_hi, memory_order_relaxed) - 1 - plo;
     struct hl_walk w;
     /* One frame to step and no memo: one call for it (a walk in steps costs two, and its state in
      * memory); pausing could not end it sooner. */
-    const int one = !keep && depth == 2;
+    const int one = !keep && depth == 2 && !seek;
     int stepwise = depth > 1 && !one && hl_walk_start(&w, ret, hl_self.frame) == 0;
     uintptr_t sp0 = stepwise ? w.sp : 0, bp0 = stepwise ? w.bp : 0, top = 0;
     if (keep) {
@@ -535,6 +584,14 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         }
     }
     pcs[0] = ret;
+    for (int i = 1; seek && i < known; i++)
+        if (in_program((uint64_t)(uintptr_t)pcs[i])) { /* the first program frame is among those kept */
+            seek = 0;
+            decided = first_frame_decides((uint64_t)(uintptr_t)pcs[i], &depth);
+            /* what still counts: up to that frame, and to the depth it set when it decides nothing */
+            int keep_to = decided != FIRST_WALKS || depth < i + 1 ? i + 1 : depth;
+            if (known > keep_to) known = keep_to;
+        }
     if (known) {
         n = known;
         if (narrow) present[0] = memo_seen(e)[known - 1], any = present[0] != 0; /* every site has a bit */
@@ -550,16 +607,21 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         n = 2;
         see_frame((uint64_t)(uintptr_t)pcs[1], lo, span, present, &best, &any);
     }
-    if (!keep && best != 0 && stepwise) {
+    if (decided != FIRST_WALKS) {
+    } else if (!keep && best != 0 && stepwise) {
         /* Without a memo only the frames in the sites' range matter: the walk stops at each, and
          * for good once the first group's selector holds (no later frame changes that answer). */
         while (n < depth) {
             void *hit = NULL;
-            int k = hl_walk_to(&w, depth - n, lo, span, &hit);
+            int k = hl_walk_to(&w, depth - n, seek ? plo : lo, seek ? pspan : span, &hit);
             if (k < 0) stepwise = 0;
             if (k <= 0) break;
             n += k;
             if (!hit) break; /* the stack ended, or the depth was reached */
+            if (seek && in_program((uint64_t)(uintptr_t)hit)) {
+                seek = 0;
+                if ((decided = first_frame_decides((uint64_t)(uintptr_t)hit, &depth)) != FIRST_WALKS) break;
+            }
             see_frame((uint64_t)(uintptr_t)hit, lo, span, present, &best, &any);
             if (narrow && any && first_holding(present[0], 1) == 0) best = 0;
             if (best == 0) break;
@@ -571,21 +633,29 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         uint64_t flo = atomic_load_explicit(&first_lo, memory_order_relaxed), fspan = atomic_load_explicit(&first_hi, memory_order_relaxed) - flo;
         if (pace.off) flo = 1, fspan = 0; /* no return address is 1 */
         while (n < depth) {
-            int k = keep ? hl_walk_more_traced(&w, pcs + n, tr + n, depth - n, flo, fspan) : hl_walk_more(&w, pcs + n, depth - n, flo, fspan);
+            /* looking for the first program frame, the walk pauses at each frame in their range */
+            const int seeking = seek;
+            uint64_t wlo = seeking ? plo : flo, wspan = seeking ? pspan : fspan;
+            int k = keep ? hl_walk_more_traced(&w, pcs + n, tr + n, depth - n, wlo, wspan) : hl_walk_more(&w, pcs + n, depth - n, wlo, wspan);
             if (k < 0) stepwise = 0;
             if (k <= 0) break;
             for (int i = n; i < n + k; i++) {
+                if (seek && in_program((uint64_t)(uintptr_t)pcs[i])) {
+                    seek = 0;
+                    if ((decided = first_frame_decides((uint64_t)(uintptr_t)pcs[i], &depth)) != FIRST_WALKS) k = i + 1 - n;
+                }
                 int64_t s = see_frame((uint64_t)(uintptr_t)pcs[i], lo, span, present, &best, &any);
                 if (keep) {
                     site[i] = (int32_t)s, memo_seen(e)[i] = present[0];
                     top = tr[i].ret_at > top ? tr[i].ret_at : top, top = tr[i].bp_at > top ? tr[i].bp_at : top;
                 }
             }
-            n += k;
+            n += k; /* with the first program frame, even beyond the depth it lowered: a replay checks it */
+            if (decided != FIRST_WALKS) break;
             if (narrow && any && first_holding(present[0], 1) == 0) best = 0;
-            pace.pauses++;
+            if (!seeking) pace.pauses++;
             if (best == 0) {
-                pace.saved += (uint32_t)(depth - n);
+                if (!seeking && depth > n) pace.saved += (uint32_t)(depth - n);
                 break;
             }
         }
@@ -596,17 +666,18 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     }
     if (depth > 1 && !stepwise && !one) { /* the walk needs the fallback unwinder: all of it at once, not kept */
         for (uint32_t w = 0; w < words; w++) present[w] = 0;
-        any = 0, best = always;
-        n = walk_unwound(ret, depth, lo, span, present, &best, &any);
+        any = 0, best = always, decided = FIRST_WALKS;
+        n = walk_unwound(ret, depth, seeks_program((uint64_t)(uintptr_t)ret), &decided, lo, span, present, &best, &any);
     }
     if (narrow && any && best != 0) best = first_holding(present[0], T.ngroups);
-    int64_t g = any && best < T.ngroups ? (int64_t)best : -1;
+    int64_t g = decided != FIRST_WALKS ? decided : any && best < T.ngroups ? (int64_t)best : -1;
     if (keep && stepwise) {
         e->sp = sp0, e->bp = bp0, e->gen = gen, e->n = (uint32_t)n, e->group = g;
-        e->zero_at = w.ended ? w.zero_at : 0;
+        int ended = w.ended && decided == FIRST_WALKS; /* a walk its first program frame ended paused there */
+        e->zero_at = ended ? w.zero_at : 0;
         /* Steps 1..n-1, and the one that ended the walk, backwards: which restored rbp does a
          * later step use (BP_CHECKED), and does one use the start's (by_bp)? */
-        int last = n < depth && w.ended ? n : n - 1, need = 0;
+        int last = n < depth && ended ? n : n - 1, need = 0;
         uintptr_t odd = 0; /* a return address read off a word boundary (bad CFI): not kept, its bit 0 being the flag */
         struct memo_check *chk = memo_chk(e);
         for (int i = last; i >= 1; i--) {
@@ -665,36 +736,39 @@ static inline __attribute__((always_inline)) int64_t identify_near(void *ret, in
 
 /* identify_in for other walks, out of line: the memo's and the stepwise
  * walk's state stay out of the allocation's fast path. */
-static __attribute__((noinline)) int64_t identify_walk(void *ret, int depth) {
+static __attribute__((noinline)) int64_t identify_walk(void *ret, int depth, int seek) {
     /* A walk of one step keeps none: the step costs less than a replay. */
     struct memo *e = depth > 2 && memo_on ? memo_for(ret) : NULL;
-    return e ? identify_in(ret, e, 1, depth) : identify_in(ret, NULL, 0, depth);
+    return e ? identify_in(ret, e, 1, depth, seek) : identify_in(ret, NULL, 0, depth, seek);
 }
 
 /* identify_near out of line, for the call-site cache's rare cases. */
 static __attribute__((noinline)) int64_t identify_near_out(void *ret, int depth) { return identify_near(ret, depth); }
 
-/* The walk of `depth` frames from `ret`, for what the call-site cache does not answer alone. */
-static int64_t identify_slow(void *ret, int depth) {
-    return depth <= 2 && narrow ? identify_near_out(ret, depth) : identify_walk(ret, depth);
+/* The walk of `depth` frames from `ret`, for what the call-site cache does not answer alone;
+ * with `seek`, one that looks for its first program frame (seeks_program). */
+static int64_t identify_slow(void *ret, int depth, int seek) {
+    return depth <= 2 && narrow && !seek ? identify_near_out(ret, depth) : identify_walk(ret, depth, seek);
 }
 
 /* ---- the call-site cache ----
  * What identify() learns from the return address alone is the same at every allocation made
  * from there until sites are resolved anew (site_gen): its call site's decision (one the profile
  * saw decides alone when every context allocating there had one answer, and otherwise bounds the
- * walk; a return address in a profiled module that is no call site of the profile is an unknown
- * context, sent to the fallback), else the walk depth, the return address's own selector site,
- * and for a walk of one step the unwind rule there. Each thread keeps it per return address
+ * walk; a return address in the program's modules that is no call site of the profile is an
+ * unknown context, sent to the fallback), else the walk depth (and whether the walk looks for
+ * the first program frame, the return address lying outside the program), the return address's
+ * own selector site, and for a walk of one step the unwind rule there. Each thread keeps it per return address
  * (direct-mapped), so that a hit costs a few loads where the look-ups cost two or three hashed
  * probes and calls. Per thread: no atomics and no line shared between threads. */
 #define NEAR_BITS 8
 enum { NEAR_STEP = -2, NEAR_WALK = -3 };
+#define NEAR_SEEKS (1ull << 32) /* in a NEAR_WALK entry's `present`: the walk looks for its first program frame */
 struct near {
     uint64_t ret;     /* the return address */
     uint32_t gen;     /* site_gen + 1 when it was filled (0: empty) */
     int32_t what;     /* a group, -1 (the fallback), NEAR_STEP or NEAR_WALK */
-    uint64_t present; /* NEAR_STEP: the return address's own site bit; NEAR_WALK: the depth */
+    uint64_t present; /* NEAR_STEP: the return address's own site bit; NEAR_WALK: the depth, | NEAR_SEEKS */
     uint64_t rule;    /* NEAR_STEP: the unwind rule at the return address (a plain step) */
 };
 static __thread struct near near_cache[1u << NEAR_BITS] __attribute__((tls_model("initial-exec")));
@@ -725,14 +799,18 @@ static inline __attribute__((always_inline)) int64_t identify_step(void *ret, ui
 static __attribute__((noinline)) int64_t identify_fill(void *ret, struct near *e, uint32_t gen) {
     int depth = (int)T.walk_depth;
     int32_t what = NEAR_WALK;
+    int seek = 0;
     uint64_t a = (uint64_t)(uintptr_t)ret, present = 0, rule = 0;
     if (have_calls) {
+        /* A return address in the program is the context's innermost call site; one elsewhere
+         * (a library's allocation call) starts a walk that looks for it. */
         const struct slot *c = table_slot(&call_sites, a);
-        uint32_t d = c ? c->site : in_call_module(a) ? HLG_FALLBACK : HLG_WALK;
-        if (d < HLG_WALK_DEEPER || d == HLG_FALLBACK) what = d == HLG_FALLBACK ? -1 : (int32_t)d;
+        seek = !c && seeks_program(a);
+        uint32_t d = c ? c->site : seek || !in_program(a) ? HLG_WALK : HLG_FALLBACK;
+        if (d < HLG_MODULE || d == HLG_FALLBACK) what = d == HLG_FALLBACK ? -1 : (int32_t)d;
         else if (c) depth = (int)c->depth;
     }
-    if (what == NEAR_WALK && depth <= 2 && narrow) {
+    if (what == NEAR_WALK && depth <= 2 && narrow && !seek) {
         uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
         int64_t s = a - lo <= span ? site_at(a) : -1;
         present = s >= 0 ? 1ull << s : 0;
@@ -741,10 +819,10 @@ static __attribute__((noinline)) int64_t identify_fill(void *ret, struct near *e
         else if (hl_rule_kind(rule = hl_unwind_rule(ret)) == HL_R_STEP) what = NEAR_STEP;
     }
     e->ret = a, e->gen = gen + 1, e->what = what;
-    e->present = what == NEAR_WALK ? (uint64_t)depth : present;
+    e->present = what == NEAR_WALK ? (uint64_t)depth | (seek ? NEAR_SEEKS : 0) : present;
     e->rule = rule;
     if (what >= -1) return what;
-    return what == NEAR_STEP ? identify_near_out(ret, 2) : identify_slow(ret, depth);
+    return what == NEAR_STEP ? identify_near_out(ret, 2) : identify_slow(ret, depth, seek);
 }
 
 static inline __attribute__((always_inline)) struct near *near_of(uint64_t a) { return &near_cache[(a * 0x9E3779B97F4A7C15ull) >> (64 - NEAR_BITS)]; }
@@ -769,7 +847,7 @@ static __attribute__((noinline)) int64_t identify_rest(void *ret) {
     uint32_t gen = atomic_load_explicit(&site_gen, memory_order_acquire);
     if (e->ret != a || e->gen != gen + 1) return identify_fill(ret, e, gen);
     if (e->what >= -1) return e->what;
-    return e->what == NEAR_STEP ? identify_near_out(ret, 2) : identify_slow(ret, (int)e->present);
+    return e->what == NEAR_STEP ? identify_near_out(ret, 2) : identify_slow(ret, (int)(uint32_t)e->present, (e->present & NEAR_SEEKS) != 0);
 }
 
 /* The group of an allocation made from `ret` (-1: none): the call-site cache, then the walk it
@@ -1350,7 +1428,7 @@ static int load_table(void) {
         site_decide[s] = get32(r + 16);
         site_depth[s] = get32(r + 20);
         have_calls |= site_depth[s] != 0;
-        if ((site_decide[s] < HLG_WALK_DEEPER && site_decide[s] >= ng) || site_depth[s] > T.walk_depth || (site_depth[s] == 0 && site_decide[s] != HLG_WALK)) {
+        if ((site_decide[s] < HLG_MODULE && site_decide[s] >= ng) || site_depth[s] > T.walk_depth || (site_depth[s] == 0 && site_decide[s] != HLG_WALK && site_decide[s] != HLG_MODULE) || (site_decide[s] == HLG_MODULE && site_depth[s] != 0)) {
             fail("a call site's decision lies outside the table");
             goto out;
         }

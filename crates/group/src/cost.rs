@@ -7,7 +7,7 @@
 //! most a few per object; a walk costs a few nanoseconds per frame, so groups that need hundreds
 //! of frames per object they serve cost more than they can give back.
 
-use crate::table::{call_sites, site_key, WALK, WALK_DEEPER};
+use crate::table::{call_sites, site_key, WALK};
 use crate::Groups;
 use heaplab_access::AccessProfile;
 
@@ -27,7 +27,6 @@ pub fn walk_per_grouped_object(profile: &AccessProfile, g: &Groups) -> f64 {
             let site = &g.sites[s0 as usize];
             let first = u64::from(site.max_depth) + 1;
             match calls.get(&site_key(g, s0)) {
-                Some(cs) if cs.decides == WALK_DEEPER => u64::from(g.walk_depth).max(first),
                 Some(cs) if cs.decides == WALK => u64::from(cs.depth).max(first),
                 _ => first,
             }

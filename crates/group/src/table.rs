@@ -3,13 +3,15 @@
 //! records and never parses the `.hlgroups` format. It holds only what identification and
 //! allocation need: the selector sites (module basename, file offset), each group's selector as
 //! DNF over those sites, the walk depth and the allocator's parameters, and the profile's
-//! allocation call sites with what each decides ([`call_sites`]).
+//! allocation call sites with what each decides ([`call_sites`]), and one record per program
+//! module holding none of those sites ([`MODULE`]), so that the runtime knows every module whose
+//! frames make up contexts.
 //!
 //! Layout (little-endian): a header of [`HEADER`] bytes ([`MAGIC`], then u64s: version,
 //! walk_depth, max_object_size, chunk_size, spare_chunks, sites, groups, conjunctions, terms,
 //! names_len, total_len, selector_sites); sites ([`SITE_RECORD`] bytes each: file offset u64,
 //! name offset u32, name length u32, decides u32, depth u32), the selector sites first, then
-//! call sites that are in no selector; groups and conjunctions ([`PAIR_RECORD`] bytes each:
+//! call sites that are in no selector, then the module records; groups and conjunctions ([`PAIR_RECORD`] bytes each:
 //! first u32, count u32, into the conjunctions and the terms); terms (u32 site indices); the
 //! basenames. `build.rs` hands these numbers to the C as `heaplab_group_table.h`.
 
@@ -20,7 +22,7 @@ use std::collections::HashMap;
 /// The table's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"HLGRTAB1";
 /// The version written and read.
-pub const VERSION: u64 = 2;
+pub const VERSION: u64 = 3;
 /// Bytes of the header.
 pub const HEADER: u64 = 104;
 /// Bytes per site record.
@@ -29,9 +31,9 @@ pub const SITE_RECORD: u64 = 24;
 pub const WALK: u32 = u32::MAX;
 /// A site's `decides`: allocations made here fall back without a walk.
 pub const FALLBACK: u32 = u32::MAX - 1;
-/// A site's `decides`: walk the whole depth; the site was innermost in some context but also
-/// seen deeper, so it says nothing about which return addresses of its module are call sites.
-pub const WALK_DEEPER: u32 = u32::MAX - 2;
+/// A record's `decides` (with depth 0) when it names no site but a program module: a file offset
+/// of one of its sites, so that the runtime finds the module's code where it is loaded.
+pub const MODULE: u32 = u32::MAX - 2;
 /// The most sites of all kinds (selector and call sites) in a table.
 pub const MAX_TABLE_SITES: u64 = 1 << 20;
 /// Bytes per group or conjunction record.
@@ -41,16 +43,16 @@ pub const MAX_SITES: u64 = 4096;
 /// The most frames the runtime walks.
 pub const MAX_WALK: u64 = 128;
 
-/// What an allocation call site tells at run time before any walk: `decides` is a group, or
-/// [`FALLBACK`], or [`WALK`]; `depth` is the walk's depth for allocations made there.
+/// What an allocation call site tells at run time, met as the allocation's first frame in the
+/// program's modules (its return address, or the first program frame a walk through library
+/// code meets): `decides` is a group, or [`FALLBACK`], or [`WALK`]; `depth` is the walk's depth
+/// (stack frames from the allocation call) for allocations made there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CallSite {
     /// The group every profiled context allocating here is selected into, [`FALLBACK`] when
-    /// none is, [`WALK`] when they differ, [`WALK_DEEPER`] when the site was not always at
-    /// stack position 0.
+    /// none is, [`WALK`] when they differ.
     pub decides: u32,
-    /// Frames to walk: 1 + the deepest selector site of a profiled context allocating here
-    /// (the file's walk depth when the site was not always the innermost frame).
+    /// Frames to walk: 1 + the deepest selector site of a profiled context allocating here.
     pub depth: u32,
 }
 
@@ -60,20 +62,19 @@ pub(crate) fn site_key(g: &Groups, s: u32) -> (String, u64) {
     (site.module.rsplit('/').next().unwrap_or_default().to_string(), site.file_offset)
 }
 
-/// The profile's allocation call sites (the innermost site of each context), keyed as the
-/// table names sites. A call site seen only at stack position 0 (the return address of the
-/// allocation call itself) decides alone when the selectors put every profiled context
-/// allocating there in one group, or none: the walk cannot tell those contexts apart, so it
-/// is skipped; otherwise the walk goes only as deep as those contexts' selector sites. An
-/// allocation from a return address of a module holding such call sites that is none of the
-/// profile's call sites is an unknown context: the runtime sends it to the fallback unwalked.
+/// The profile's allocation call sites (the innermost site of each context: its first frame in
+/// the program's modules), keyed as the table names sites. A call site decides alone when the
+/// selectors put every profiled context allocating there in one group, or none: the walk cannot
+/// tell those contexts apart, so it stops there (at the return address itself when the program
+/// called the allocator, at the first program frame when a library did); otherwise the walk goes
+/// only as deep as those contexts' selector sites. A first program frame that is none of the
+/// profile's call sites is an unknown context: the runtime sends it to the fallback.
 pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
     let selector: std::collections::HashSet<u32> = g.groups.iter().flat_map(|k| k.selector.iter().flatten().copied()).collect();
-    /// Per call site: the one answer of its contexts (None once two differ), whether it was
-    /// always at stack position 0, and the deepest selector site of its contexts + 1.
+    /// Per call site: the one answer of its contexts (None once two differ) and the deepest
+    /// selector site of its contexts + 1.
     struct Seen {
         class: Option<Option<u32>>,
-        innermost: bool,
         deepest: u32,
     }
     let mut out: HashMap<(String, u64), Seen> = HashMap::new();
@@ -87,21 +88,18 @@ pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
         }
         let class = classify(g, &c.sites);
         let deepest = c.sites.iter().filter(|s| selector.contains(s)).map(|&s| g.sites[s as usize].max_depth + 1).max().unwrap_or(1);
-        let e = out.entry(site_key(g, s0)).or_insert(Seen { class: Some(class), innermost: true, deepest: 1 });
+        let e = out.entry(site_key(g, s0)).or_insert(Seen { class: Some(class), deepest: 1 });
         if e.class != Some(class) {
             e.class = None;
         }
-        e.innermost &= g.sites[s0 as usize].max_depth == 0;
         e.deepest = e.deepest.max(deepest);
     }
     out.into_iter()
-        .map(|(k, Seen { class, innermost, deepest })| {
-            let walk = g.walk_depth.max(1);
-            let c = match (innermost, class) {
-                (true, Some(Some(k))) => CallSite { decides: k, depth: 1 },
-                (true, Some(None)) => CallSite { decides: FALLBACK, depth: 1 },
-                (true, None) => CallSite { decides: WALK, depth: deepest.min(walk) },
-                (false, _) => CallSite { decides: WALK_DEEPER, depth: walk },
+        .map(|(k, Seen { class, deepest })| {
+            let c = match class {
+                Some(Some(k)) => CallSite { decides: k, depth: 1 },
+                Some(None) => CallSite { decides: FALLBACK, depth: 1 },
+                None => CallSite { decides: WALK, depth: deepest.min(g.walk_depth.max(1)) },
             };
             (k, c)
         })
@@ -143,6 +141,23 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, String> {
     let mut only_calls: Vec<&(String, u64)> = calls.keys().filter(|k| !index.contains_key(*k)).collect();
     only_calls.sort();
     sites.extend(only_calls.into_iter().cloned());
+    // Every program module, so that a walk knows its first program frame: one record for each
+    // module holding no selector or call site (an offset of one of its sites finds its code).
+    let mut modules: Vec<(String, u64)> = Vec::new();
+    if !g.groups.is_empty() {
+        let named: std::collections::HashSet<&str> = sites.iter().map(|(m, _)| m.as_str()).collect();
+        let mut extra: HashMap<String, u64> = HashMap::new();
+        for s in 0..g.sites.len() as u32 {
+            let (m, off) = site_key(g, s);
+            if !named.contains(m.as_str()) {
+                extra.entry(m).or_insert(off);
+            }
+        }
+        modules = extra.into_iter().collect();
+        modules.sort();
+    }
+    let module_from = sites.len();
+    sites.extend(modules);
     if sites.len() as u64 > MAX_TABLE_SITES {
         return Err(format!("{} call sites; the grouped allocator takes at most {MAX_TABLE_SITES}", sites.len()));
     }
@@ -151,9 +166,9 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, String> {
     }
     let mut names = Vec::new();
     let mut site_bytes = Vec::new();
-    for key in &sites {
+    for (i, key) in sites.iter().enumerate() {
         let (base, off) = key;
-        let call = calls.get(key).copied().unwrap_or(CallSite { decides: WALK, depth: 0 });
+        let call = if i >= module_from { CallSite { decides: MODULE, depth: 0 } } else { calls.get(key).copied().unwrap_or(CallSite { decides: WALK, depth: 0 }) };
         site_bytes.extend_from_slice(&off.to_le_bytes());
         site_bytes.extend_from_slice(&(names.len() as u32).to_le_bytes());
         site_bytes.extend_from_slice(&(base.len() as u32).to_le_bytes());
@@ -250,7 +265,7 @@ mod tests {
     #[test]
     fn call_sites_decide_alone_only_when_their_contexts_agree() {
         // Call sites: 0 (two contexts, both selected into group 0 by site 3), 1 (one context in
-        // group 0, one in none), 2 (seen deeper than the innermost frame once). Selector sites
+        // group 0, one in none), 2 (below a library's frame). Selector sites
         // 3 (depth 2) and 4 (depth 5).
         let ctx = |sites: Vec<u32>, group| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept: true, churns: false };
         let g = Groups {
@@ -271,7 +286,7 @@ mod tests {
         let at = |off: u64| c[&("p".to_string(), off)];
         assert_eq!(at(0x10), CallSite { decides: 0, depth: 1 });
         assert_eq!(at(0x20), CallSite { decides: WALK, depth: 3 }, "group 0 or none: walk to site 3 (depth 2)");
-        assert_eq!(at(0x30), CallSite { decides: WALK_DEEPER, depth: 6 }, "not always innermost: the whole walk");
+        assert_eq!(at(0x30), CallSite { decides: 1, depth: 1 }, "met first below a library's frames, it decides as well");
         assert_eq!(c.len(), 3);
     }
 
@@ -298,6 +313,29 @@ mod tests {
         let c = call_sites(&g);
         assert_eq!(c[&("p".to_string(), 0x10)], CallSite { decides: 0, depth: 1 }, "the call site decides for both");
         assert!(!c.contains_key(&("p".to_string(), 0x20)), "a call site of uncovered contexts only stays unknown: fallback");
+    }
+
+    #[test]
+    fn a_program_module_with_no_selector_or_call_site_gets_a_module_record() {
+        // libcb.so's frame is always below a frame of p (a callback), and no selector names it:
+        // without its record the runtime would not know that a walk meeting it first has met
+        // the program.
+        let ctx = |sites: Vec<u32>, group| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept: true, churns: false };
+        let g = Groups {
+            params: Params::default(),
+            command: vec!["p".into()],
+            affinity_distance: 128,
+            sites: vec![site("p", 0x10, 1), site("libcb.so", 0x700, 2), site("p", 0x20, 3)],
+            contexts: vec![ctx(vec![0, 1, 2], Some(0))],
+            edges: Vec::new(),
+            groups: vec![Group { members: vec![0], weight: 1, accesses: 1, selector: vec![vec![2]] }],
+            walk_depth: 4,
+            identification: Default::default(),
+        };
+        let b = to_bytes(&g).unwrap();
+        assert_eq!(u64_at(&b, 48), 3, "the selector site, the call site, the module record");
+        let rec = |i: usize| (u64_at(&b, HEADER as usize + 24 * i), u32_at(&b, HEADER as usize + 24 * i + 16), u32_at(&b, HEADER as usize + 24 * i + 20));
+        assert_eq!([rec(0), rec(1), rec(2)], [(0x20, WALK, 0), (0x10, 0, 1), (0x700, MODULE, 0)]);
     }
 
     #[test]

@@ -421,6 +421,46 @@ fn call_sites_decide_alone_and_unknown_call_sites_fall_back_unwalked() {
     assert!(n(&v, &["fallback", "ungrouped"]) > 0 && n(&v, &["fallback", "count"]) >= left_out, "the left-out call site's {left_out} allocations fall back: {v}");
 }
 
+#[test]
+fn an_allocation_made_in_a_library_is_decided_at_its_first_program_frame() {
+    // contexts.c copies strings with strdup (the C library calls malloc) from call sites d1, d2
+    // and d3. The groups name only the program's frames, as grouping does: d1's context in
+    // group 0 and d2's in group 1, each selected by main's call site one frame deeper (so the
+    // walk depth is 3); d3 is left out. Each walk goes through strdup's frame to the first
+    // program frame, where the call site decides alone (group 0, group 1, or, for d3, an
+    // unknown context: the fallback), with or without the memo.
+    let dir = scratch_dir("group_run", "library");
+    let p = compiled("contexts", &["-O2"]);
+    let program = Path::new(&p).file_name().unwrap().to_string_lossy().into_owned();
+    let rounds = 3000u64;
+    let cmd = [&p[..], "library", "3000"];
+    let ctxs: Vec<Ctx> = contexts(&dir, "library", 6, &cmd, &[]).into_iter().filter(|c| c.count == rounds && c.frames[0].0 != program).collect();
+    assert_eq!(ctxs.len(), 3, "three contexts allocating inside the C library");
+    let mut b = Builder::new(2);
+    for (k, c) in ctxs.iter().take(2).enumerate() {
+        // The program's frames at their stack positions (1: d1 or d2, 2: main).
+        let own: Vec<(usize, &Frame)> = c.frames.iter().enumerate().filter(|(_, f)| f.0 == program).collect();
+        assert_eq!(own[0].0, 1, "strdup called malloc directly: {:?}", c.frames);
+        for &(d, f) in &own {
+            b.site(f, d as u32);
+        }
+        b.context(&Ctx { count: c.count, frames: own.iter().map(|(_, f)| (*f).clone()).collect() }, Some(k as u32));
+        b.select(k, &[(own[1].1, own[1].0 as u32)]);
+    }
+    let file = b.write(&dir, "library");
+    let kept = same_as_plain(&dir, &file, &cmd, &[], &[]);
+    let fresh = same_as_plain(&dir, &file, &cmd, &[("HEAPLAB_GROUP_MEMO", "0")], &[]);
+    for v in [&kept, &fresh] {
+        assert_eq!((n(v, &["groups", "0", "count"]), n(v, &["groups", "1", "count"])), (rounds, rounds), "{v}");
+        assert!(n(v, &["fallback", "ungrouped"]) >= rounds, "d3's copies fall back: {v}");
+        // Every other allocation (the C library's own, with no program frame) walks to the depth.
+        let (walks, frames) = (n(v, &["identification", "walks"]), n(v, &["identification", "frames"]));
+        assert!(walks >= 3 * rounds && frames <= 2 * 3 * rounds + 3 * (walks - 3 * rounds), "the copies' walks stop at their first program frame: {v}");
+    }
+    assert_eq!((&kept["groups"], &kept["fallback"]), (&fresh["groups"], &fresh["fallback"]));
+    assert!(n(&kept, &["identification", "replayed"]) > rounds, "{kept}");
+}
+
 /// `tests/programs/recursion.c` profiled (depth `depth`, 5 rounds) and grouped with `args`.
 fn recursion_groups(dir: &Path, name: &str, depth: &str, args: &[&str]) -> (String, Groups) {
     let p = compiled("recursion", &["-O1", "-g"]);

@@ -8,7 +8,11 @@
  *
  * contexts recurse D: a list of D nodes built by a recursive function, each node allocated
  * before the call that builds the rest (D full-context depths, one context for all but the
- * first node). */
+ * first node).
+ *
+ * contexts library N: N rounds of three strings copied by strdup (the C library calls malloc)
+ * from three call sites of the program, d1, d2 and d3, each called from its own call site in
+ * main; nothing is printed. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +36,23 @@ __attribute__((noinline)) static struct node *build(long d) {
     return n;
 }
 
+/* Not tail calls (the barrier after them): each keeps its frame, so its call site is on the
+ * stack; and not one function (each skips its own number of characters). */
+#define COPY(s, k) char *r = strdup(s + k); __asm__ volatile("" ::: "memory"); return r
+__attribute__((noinline)) static char *site_d1(const char *s) { COPY(s, 0); }
+__attribute__((noinline)) static char *site_d2(const char *s) { COPY(s, 1); }
+__attribute__((noinline)) static char *site_d3(const char *s) { COPY(s, 2); }
+
 int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "library")) {
+        size_t sum = 0;
+        for (long i = atol(argv[2]); i > 0; i--) {
+            char *a = site_d1("first"), *b = site_d2("second string"), *c = site_d3("the third string");
+            sum += strlen(a) + strlen(b) + strlen(c);
+            free(a), free(b), free(c);
+        }
+        return sum == 0;
+    }
     if (argc > 2 && !strcmp(argv[1], "recurse")) {
         long sum = 0;
         for (struct node *n = build(atol(argv[2])), *next; n; n = next) next = n->next, sum += n->depth, free(n);
