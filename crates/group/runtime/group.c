@@ -536,6 +536,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
      * innermost call site, which decides alone where its profiled contexts agree (decided), and
      * otherwise bounds the walk's depth. */
     int64_t decided = FIRST_WALKS;
+    const int depth0 = depth; /* before a first program frame lowers it: a walk started over starts from it */
     uint64_t plo = atomic_load_explicit(&prog_lo, memory_order_relaxed), pspan = atomic_load_explicit(&prog_hi, memory_order_relaxed) - 1 - plo;
     struct hl_walk w;
     /* One frame to step and no memo: one call for it (a walk in steps costs two, and its state in
@@ -664,10 +665,10 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             pace.walks = pace.pauses = pace.saved = 0;
         }
     }
-    if (depth > 1 && !stepwise && !one) { /* the walk needs the fallback unwinder: all of it at once, not kept */
+    if (depth0 > 1 && !stepwise && !one) { /* the walk needs the fallback unwinder: all of it at once, not kept */
         for (uint32_t w = 0; w < words; w++) present[w] = 0;
         any = 0, best = always, decided = FIRST_WALKS;
-        n = walk_unwound(ret, depth, seeks_program((uint64_t)(uintptr_t)ret), &decided, lo, span, present, &best, &any);
+        n = walk_unwound(ret, depth0, seeks_program((uint64_t)(uintptr_t)ret), &decided, lo, span, present, &best, &any);
     }
     if (narrow && any && best != 0) best = first_holding(present[0], T.ngroups);
     int64_t g = decided != FIRST_WALKS ? decided : any && best < T.ngroups ? (int64_t)best : -1;
