@@ -349,12 +349,6 @@ static inline int in_program(uint64_t a) {
     return 0;
 }
 
-/* Whether a walk from return address a looks for its first program frame: a is in none of the
- * program's modules (the allocator was called from a library) and they are all known. */
-static inline int seeks_program(uint64_t a) {
-    return have_calls && atomic_load_explicit(&nprog_ranges, memory_order_acquire) && !in_program(a);
-}
-
 /* What the first program frame `a` of a walk decides (table.rs call_sites): the group, -1 (the
  * fallback: its profiled contexts are in no group, or it is no call site of the profile, an
  * unknown context), or FIRST_WALKS, with *depth lowered to its bound: the selectors decide. */
@@ -365,6 +359,16 @@ static inline int64_t first_frame_decides(uint64_t a, int *depth) {
     if (c->site != HLG_WALK) return c->site;
     if ((int)c->depth < *depth) *depth = (int)c->depth;
     return FIRST_WALKS;
+}
+
+/* For a walk looking for its first program frame (*seek): whether frame a is that frame and
+ * decides (*decided, see first_frame_decides); meeting it ends the looking (*seek = 0) and may
+ * lower *depth. */
+static inline int meets_program(uint64_t a, int *seek, int *depth, int64_t *decided) {
+    if (!*seek || !in_program(a)) return 0;
+    *seek = 0;
+    *decided = first_frame_decides(a, depth);
+    return *decided != FIRST_WALKS;
 }
 
 static inline __attribute__((always_inline)) int64_t site_at(uint64_t a) { return table_find(&sel_sites, a); }
@@ -497,8 +501,8 @@ static inline __attribute__((always_inline)) int memo_holds(struct memo *e, void
  * allocations of the most accessed group cost only the frames up to their deciding sites.
  * Otherwise it goes on to the walk depth. */
 /* A walk of `depth` frames from `ret` by the fallback unwinder, its sites seen (see_frame) and,
- * with `seek`, its first program frame's decision put in *decided (first_frame_decides, when it
- * decides); returns the frames that count. Out of line: its array of frames stays off the stack
+ * with `seek`, its first program frame's decision put in *decided (meets_program); returns the
+ * frames that count. Out of line: its array of frames stays off the stack
  * of other walks. */
 static __attribute__((noinline)) int walk_unwound(void *ret, int depth, int seek, int64_t *decided, uint64_t lo, uint64_t span, uint64_t *present, uint32_t *best, int *any) {
     void *pcs[HLG_MAX_WALK];
@@ -506,14 +510,7 @@ static __attribute__((noinline)) int walk_unwound(void *ret, int depth, int seek
     int n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1), i = 0;
     for (; i < n && i < depth; i++) {
         uint64_t a = (uint64_t)(uintptr_t)pcs[i];
-        if (seek && in_program(a)) {
-            seek = 0;
-            int64_t d = first_frame_decides(a, &depth);
-            if (d != FIRST_WALKS) {
-                *decided = d;
-                return i + 1;
-            }
-        }
+        if (meets_program(a, &seek, &depth, decided)) return i + 1;
         see_frame(a, lo, span, present, best, any); /* the first program frame's too, beyond the depth it set */
     }
     return i;
@@ -536,7 +533,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
      * innermost call site, which decides alone where its profiled contexts agree (decided), and
      * otherwise bounds the walk's depth. */
     int64_t decided = FIRST_WALKS;
-    const int depth0 = depth; /* before a first program frame lowers it: a walk started over starts from it */
+    const int depth0 = depth, seek0 = seek; /* before the first program frame is met: a walk started over starts from them */
     uint64_t plo = atomic_load_explicit(&prog_lo, memory_order_relaxed), pspan = atomic_load_explicit(&prog_hi, memory_order_relaxed) - 1 - plo;
     struct hl_walk w;
     /* One frame to step and no memo: one call for it (a walk in steps costs two, and its state in
@@ -585,14 +582,14 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
         }
     }
     pcs[0] = ret;
-    for (int i = 1; seek && i < known; i++)
-        if (in_program((uint64_t)(uintptr_t)pcs[i])) { /* the first program frame is among those kept */
-            seek = 0;
-            decided = first_frame_decides((uint64_t)(uintptr_t)pcs[i], &depth);
-            /* what still counts: up to that frame, and to the depth it set when it decides nothing */
-            int keep_to = decided != FIRST_WALKS || depth < i + 1 ? i + 1 : depth;
+    for (int i = 1; seek && i < known; i++) {
+        int decides = meets_program((uint64_t)(uintptr_t)pcs[i], &seek, &depth, &decided);
+        if (!seek) { /* the first program frame is among those kept: what still counts is up to
+                      * it, and to the depth it set when it decides nothing */
+            int keep_to = decides || depth < i + 1 ? i + 1 : depth;
             if (known > keep_to) known = keep_to;
         }
+    }
     if (known) {
         n = known;
         if (narrow) present[0] = memo_seen(e)[known - 1], any = present[0] != 0; /* every site has a bit */
@@ -619,10 +616,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             if (k <= 0) break;
             n += k;
             if (!hit) break; /* the stack ended, or the depth was reached */
-            if (seek && in_program((uint64_t)(uintptr_t)hit)) {
-                seek = 0;
-                if ((decided = first_frame_decides((uint64_t)(uintptr_t)hit, &depth)) != FIRST_WALKS) break;
-            }
+            if (meets_program((uint64_t)(uintptr_t)hit, &seek, &depth, &decided)) break;
             see_frame((uint64_t)(uintptr_t)hit, lo, span, present, &best, &any);
             if (narrow && any && first_holding(present[0], 1) == 0) best = 0;
             if (best == 0) break;
@@ -641,10 +635,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             if (k < 0) stepwise = 0;
             if (k <= 0) break;
             for (int i = n; i < n + k; i++) {
-                if (seek && in_program((uint64_t)(uintptr_t)pcs[i])) {
-                    seek = 0;
-                    if ((decided = first_frame_decides((uint64_t)(uintptr_t)pcs[i], &depth)) != FIRST_WALKS) k = i + 1 - n;
-                }
+                if (meets_program((uint64_t)(uintptr_t)pcs[i], &seek, &depth, &decided)) k = i + 1 - n;
                 int64_t s = see_frame((uint64_t)(uintptr_t)pcs[i], lo, span, present, &best, &any);
                 if (keep) {
                     site[i] = (int32_t)s, memo_seen(e)[i] = present[0];
@@ -668,7 +659,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     if (depth0 > 1 && !stepwise && !one) { /* the walk needs the fallback unwinder: all of it at once, not kept */
         for (uint32_t w = 0; w < words; w++) present[w] = 0;
         any = 0, best = always, decided = FIRST_WALKS;
-        n = walk_unwound(ret, depth0, seeks_program((uint64_t)(uintptr_t)ret), &decided, lo, span, present, &best, &any);
+        n = walk_unwound(ret, depth0, seek0, &decided, lo, span, present, &best, &any);
     }
     if (narrow && any && best != 0) best = first_holding(present[0], T.ngroups);
     int64_t g = decided != FIRST_WALKS ? decided : any && best < T.ngroups ? (int64_t)best : -1;
@@ -747,7 +738,7 @@ static __attribute__((noinline)) int64_t identify_walk(void *ret, int depth, int
 static __attribute__((noinline)) int64_t identify_near_out(void *ret, int depth) { return identify_near(ret, depth); }
 
 /* The walk of `depth` frames from `ret`, for what the call-site cache does not answer alone;
- * with `seek`, one that looks for its first program frame (seeks_program). */
+ * with `seek`, one that looks for its first program frame (identify_fill). */
 static int64_t identify_slow(void *ret, int depth, int seek) {
     return depth <= 2 && narrow && !seek ? identify_near_out(ret, depth) : identify_walk(ret, depth, seek);
 }
@@ -806,8 +797,9 @@ static __attribute__((noinline)) int64_t identify_fill(void *ret, struct near *e
         /* A return address in the program is the context's innermost call site; one elsewhere
          * (a library's allocation call) starts a walk that looks for it. */
         const struct slot *c = table_slot(&call_sites, a);
-        seek = !c && seeks_program(a);
-        uint32_t d = c ? c->site : seek || !in_program(a) ? HLG_WALK : HLG_FALLBACK;
+        int in = !c && in_program(a);
+        seek = !c && !in && atomic_load_explicit(&nprog_ranges, memory_order_acquire) != 0; /* the program's modules known */
+        uint32_t d = c ? c->site : in ? HLG_FALLBACK : HLG_WALK;
         if (d < HLG_MODULE || d == HLG_FALLBACK) what = d == HLG_FALLBACK ? -1 : (int32_t)d;
         else if (c) depth = (int)c->depth;
     }
