@@ -837,15 +837,13 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                 params.tail_load = policy.windows_tail_load;
             }
             let began = Instant::now();
-            // Above the range, once the heuristics are done (a sweep or two: seconds of a long
-            // limit), their core runs a second chase whose first fill pins only the window at
-            // the max load. The first round's windows at every stretch near the max load win
-            // where one peak stands out (10^6 random buffers, seed 1: 2.0% above the max load
-            // at 30 s, against 4.1% from one window), but where the load is flat, many
-            // stretches are near it and their pinned plans fragment the fill around them
-            // (seeds 2-4: 7-9%, against 6.3%). Which holds is not known before a fill, and one
-            // fill takes most of the limit: each core runs one. Both post their complete fills
-            // to `rival`, so the other's fills stop once they cannot beat them.
+            // Above the range, once the heuristics are done, their core runs a second chase
+            // whose first fill pins only the window at the max load. Windows at every stretch
+            // near the max load win where one peak stands out; where the load is flat their
+            // pinned plans fragment the fill around them, and one window does better. Which
+            // holds is not known before a fill, and one fill takes most of the limit: each core
+            // runs one. Both post their complete fills to `rival`, so the other's fills stop
+            // once they cannot beat them (docs/planning.md has the measurements).
             // Only there is the first round deep (above): elsewhere the two chases are one.
             let second = params.depth > 0.0;
             let single = crate::windows::WindowParams { depth: 0.0, ..params.clone() };
