@@ -38,11 +38,15 @@ pub struct GroupCount {
 }
 
 /// A grouped run, as the runtime and the launcher saw it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct GroupRunReport {
     /// What every runtime's report has: the fallback's count and bytes, stray frees, peak RSS,
     /// how the image ended, and the launcher's fields.
     pub common: Common,
+    /// Whether the grouped allocator was loaded. Without groups it is not: the program runs on
+    /// the fallback allocator alone, at its speed, and nothing is counted (the allocations, the
+    /// fallback's counts and stray frees are unknown; peak RSS is the launcher's, from wait4).
+    pub loaded: bool,
     /// The groups file.
     pub groups_file: String,
     /// Frames walked per identification.
@@ -139,14 +143,38 @@ impl GroupRunReport {
             "settings": {"alignment": self.settings.alignment, "free_lists": self.settings.free_lists, "huge_pages": self.settings.huge_pages},
         });
         self.common.add_json(&mut v);
+        if !self.loaded {
+            for k in ["allocations", "grouped_rate", "fallback", "stray_frees", "settings", "end"] {
+                v[k] = Value::Null;
+            }
+        }
+        v["allocator_loaded"] = json!(self.loaded);
         v
+    }
+
+    /// The report of a run without groups, which ran on the fallback alone: `params` are the
+    /// file's, `how` is what the launcher measured (wall time, exit status, peak RSS, command,
+    /// the fallback's name).
+    pub fn without_allocator(groups_file: &str, params: &crate::Params, how: Common) -> GroupRunReport {
+        GroupRunReport {
+            common: how,
+            groups_file: groups_file.to_string(),
+            loaded: false,
+            max_object_size: params.max_object_size,
+            chunk_size: params.chunk_size,
+            spare_chunks: u64::from(params.spare_chunks),
+            ..GroupRunReport::default()
+        }
     }
 
     /// One paragraph for a person: how much was grouped, in how many groups, what fell back and
     /// why, the chunks, the fragmentation at the peak, peak RSS, and how the program ended.
     pub fn summary(&self) -> String {
         let mut s = format!("heaplab run: groups {}", self.groups_file);
-        if let Some(e) = &self.common.error {
+        if !self.loaded {
+            let alone = if self.common.fallback_allocator.is_empty() { "glibc" } else { &self.common.fallback_allocator };
+            s += &format!(": no groups to apply, so the program ran on {alone} alone (the grouped allocator was not loaded).");
+        } else if let Some(e) = &self.common.error {
             s += &format!(" NOT applied: {e}.");
         } else {
             let used = self.groups.iter().filter(|g| g.count > 0).count();
@@ -209,6 +237,7 @@ impl RuntimeReport for GroupRunReport {
         let groups = f.at("groups").as_array().ok_or_else(|| format!("{what}: the grouped allocator's report has no 'groups'"))?.len();
         Ok(GroupRunReport {
             common: Common::read(&f)?,
+            loaded: true,
             groups_file: f.text("groups_file"),
             walk_depth: f.need("walk_depth")?,
             max_object_size: f.need("max_object_size")?,
@@ -269,6 +298,18 @@ mod tests {
         assert!(s.contains("With freed objects reused (2), huge pages refused by the kernel"), "{s}");
         assert_eq!(back["settings"]["huge_pages"], "refused");
         assert_eq!(r.settings.alignment, "size");
+    }
+
+    #[test]
+    fn a_run_without_groups_reports_what_the_launcher_measured_and_nothing_counted() {
+        let how = Common { peak_rss_bytes: 1 << 20, wall_seconds: 0.5, exit_code: Some(0), fallback_allocator: "jemalloc".into(), ..Common::default() };
+        let r = GroupRunReport::without_allocator("/t/none.hlgroups", &crate::Params::default(), how);
+        let v = r.to_json();
+        assert_eq!((&v["allocator_loaded"], &v["allocations"], &v["fallback"], &v["stray_frees"]), (&json!(false), &Value::Null, &Value::Null, &Value::Null), "{v}");
+        assert_eq!((v["peak_rss_bytes"].as_u64(), v["chunk_size"].as_u64()), (Some(1 << 20), Some(crate::Params::default().chunk_size)), "{v}");
+        let s = r.summary();
+        assert!(s.contains("no groups to apply, so the program ran on jemalloc alone") && s.contains("Peak RSS 1.00 MiB") && s.contains("after 0.50 s"), "{s}");
+        assert!(!s.contains("allocations grouped"), "{s}");
     }
 
     #[test]

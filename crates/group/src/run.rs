@@ -13,7 +13,8 @@
 use crate::report::GroupRunReport;
 use crate::Groups;
 use heaplab_model::{InputError, InputErrorKind};
-use heaplab_trace::launch::{find_program, LaunchError, RuntimeError, RuntimeFinished, RuntimeOptions, RuntimeRun, Scratch};
+use heaplab_trace::launch::{find_program, run_alone as run_alone_with, LaunchError, RuntimeError, RuntimeFinished, RuntimeOptions, RuntimeRun, Scratch};
+use heaplab_trace::runtime_report::Common;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -41,6 +42,9 @@ pub fn run(groups: &Groups, groups_file: &str, command: &[String], opts: &Runtim
     let table = crate::table::to_bytes(groups).map_err(invalid)?;
     let program = &command[0];
     find_program(program).ok_or_else(|| RuntimeError::Launch(LaunchError::NotFound(program.clone())))?;
+    if groups.groups.is_empty() {
+        return run_alone(groups, groups_file, command, opts, setup);
+    }
     let lib = library_path().map_err(|e| RuntimeError::Setup(format!("cannot install the grouped allocator: {e}")))?;
     let scratch = Scratch::new("heaplab-group").map_err(RuntimeError::Launch)?;
     let table_file = scratch.path().join("groups.table");
@@ -52,4 +56,22 @@ pub fn run(groups: &Groups, groups_file: &str, command: &[String], opts: &Runtim
         r.groups_file = groups_file.to_string();
     }
     Ok(done)
+}
+
+/// A run without groups: the allocator would identify every allocation and group none, so the
+/// program runs on the fallback alone (HALO's baseline with nothing to co-allocate) and pays
+/// nothing for heaplab; the report has the launcher's figures only.
+fn run_alone(groups: &Groups, groups_file: &str, command: &[String], opts: &RuntimeOptions, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<Grouped, RuntimeError> {
+    use std::os::unix::process::ExitStatusExt;
+    let (status, wall, peak) = run_alone_with(opts, SETTINGS_VAR, command, setup).map_err(RuntimeError::Launch)?;
+    let how = Common {
+        peak_rss_bytes: peak,
+        wall_seconds: wall.as_secs_f64(),
+        exit_code: status.code(),
+        signal: status.signal(),
+        command: command.to_vec(),
+        fallback_allocator: if opts.fallback_name.is_empty() { "glibc".into() } else { opts.fallback_name.clone() },
+        ..Common::default()
+    };
+    Ok(Grouped { status, report: Some(GroupRunReport::without_allocator(groups_file, &groups.params, how)), no_report: None })
 }

@@ -168,6 +168,9 @@ pub fn child_traces(output: &Path) -> Vec<PathBuf> {
 static CHILD: AtomicI32 = AtomicI32::new(0);
 /// The last signal passed on to it.
 static FORWARDED: AtomicI32 = AtomicI32::new(0);
+/// A signal that came while a program started by [`Supervised::spawn`] had no pid yet (0:
+/// none): whoever takes it, the handler or the spawner, passes it on.
+static PENDING: AtomicI32 = AtomicI32::new(0);
 
 /// The signals a user sends to end a run: heaplab passes them on to the program and stays to
 /// finish its trace and summary.
@@ -180,10 +183,31 @@ extern "C" fn pass_on(sig: i32, info: *mut libc::siginfo_t, _: *mut libc::c_void
     let from_kernel = unsafe { (*info).si_code } > 0;
     let pid = CHILD.load(Ordering::SeqCst);
     FORWARDED.store(sig, Ordering::SeqCst);
-    if pid > 0 && !from_kernel {
+    if from_kernel {
+        return;
+    }
+    if pid > 0 {
         // SAFETY: kill is async-signal-safe.
         unsafe {
             libc::kill(pid, sig);
+        }
+        return;
+    }
+    // No pid yet: leave the signal for the spawner, unless the pid came meanwhile.
+    PENDING.store(sig, Ordering::SeqCst);
+    pass_pending();
+}
+
+/// Passes on the [`PENDING`] signal, if there is one and the program's pid is known.
+fn pass_pending() {
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid > 0 {
+        let sig = PENDING.swap(0, Ordering::SeqCst);
+        if sig != 0 {
+            // SAFETY: kill is async-signal-safe.
+            unsafe {
+                libc::kill(pid, sig);
+            }
         }
     }
 }
@@ -318,6 +342,37 @@ pub struct Supervised {
 impl Supervised {
     /// Starts `cmd` (`program` names it in errors).
     pub fn start(cmd: &mut Command, program: &str) -> Result<Supervised, LaunchError> {
+        Supervised::start_as(cmd, program, true)
+    }
+
+    /// Starts `cmd` without a step of heaplab's own between fork and exec, so that the standard
+    /// library spawns it by `posix_spawn` (no copy of heaplab's address space, whose cost grows
+    /// with heaplab's memory and would count in the program's wall time). The program starts
+    /// with heaplab's signal mask (none blocked) but without a parent-death signal: a preloaded
+    /// runtime asks for it (`parent=` in its settings, see [`RuntimeRun`]).
+    pub fn spawn(cmd: &mut Command, program: &str) -> Result<Supervised, LaunchError> {
+        Supervised::start_as(cmd, program, false)
+    }
+
+    fn start_as(cmd: &mut Command, program: &str, forked: bool) -> Result<Supervised, LaunchError> {
+        if forked {
+            Supervised::before_exec(cmd);
+        }
+        FORWARDED.store(0, Ordering::SeqCst);
+        PENDING.store(0, Ordering::SeqCst);
+        let handlers = PassOn::install();
+        let started = Instant::now();
+        // Forked, the child empties its mask before exec; spawned, it inherits ours, so the
+        // signals stay unblocked and one that comes before the pid is known waits in PENDING.
+        let _blocked = forked.then(Blocked::new);
+        let child = cmd.spawn().map_err(|e| LaunchError::Start(program.to_string(), e))?;
+        CHILD.store(child.id() as i32, Ordering::SeqCst);
+        pass_pending();
+        Ok(Supervised { child, started, handlers })
+    }
+
+    /// The steps [`Supervised::start`] takes in the child between fork and exec.
+    fn before_exec(cmd: &mut Command) {
         let parent = std::process::id() as i32;
         // SAFETY: the closure runs in the child between fork and exec and only makes raw syscalls.
         unsafe {
@@ -334,13 +389,6 @@ impl Supervised {
                 Ok(())
             });
         }
-        FORWARDED.store(0, Ordering::SeqCst);
-        let handlers = PassOn::install();
-        let started = Instant::now();
-        let _blocked = Blocked::new();
-        let child = cmd.spawn().map_err(|e| LaunchError::Start(program.to_string(), e))?;
-        CHILD.store(child.id() as i32, Ordering::SeqCst);
-        Ok(Supervised { child, started, handlers })
     }
 
     /// Waits for the program to end: its status, the wall time and the last signal passed on.
@@ -613,6 +661,34 @@ pub struct RuntimeRan {
     pub report: Result<String, String>,
 }
 
+/// Runs `command` with the fallback allocator alone preloaded (no runtime: it would have
+/// nothing to apply) and the runtime's `settings_var` removed, as [`RuntimeRun::run`] runs it
+/// otherwise: how it ended, its wall time and its peak RSS (`ru_maxrss` of the children heaplab
+/// waited for, which is this one). No runtime sets a parent-death signal here: heaplab still
+/// passes on the signals it gets.
+pub fn run_alone(options: &RuntimeOptions, settings_var: &str, command: &[String], setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<(ExitStatus, Duration, u64), LaunchError> {
+    let program = &command[0];
+    let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
+    let mut preload: Vec<String> = options.fallback.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    preload.extend(std::env::var("LD_PRELOAD").ok().filter(|v| !v.is_empty()));
+    let mut cmd = Command::new(&resolved);
+    cmd.arg0(program).args(&command[1..]).env_remove(settings_var);
+    if preload.is_empty() {
+        cmd.env_remove("LD_PRELOAD");
+    } else {
+        cmd.env("LD_PRELOAD", preload.join(":"));
+    }
+    setup(&mut cmd);
+    let (status, wall, _) = Supervised::spawn(&mut cmd, program).and_then(|s| s.wait(program))?;
+    // SAFETY: getrusage fills the struct we own.
+    let peak = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
+        u.ru_maxrss.max(0) as u64 * 1024
+    };
+    Ok((status, wall, peak))
+}
+
 impl RuntimeRun<'_> {
     /// Runs `command` (its standard streams and exit status untouched, the [`Supervised`]
     /// discipline) with the library preloaded, using `scratch` for the claim and the report.
@@ -626,6 +702,8 @@ impl RuntimeRun<'_> {
         let mut settings = self.settings.clone();
         settings.push(("report", report_file.display().to_string()));
         settings.push(("claim", claim.display().to_string()));
+        // The runtime sets the parent-death signal itself (the spawn takes no step of ours).
+        settings.push(("parent", std::process::id().to_string()));
         if let Some((_, v)) = settings.iter().find(|(_, v)| v.contains('\n')) {
             return Err(LaunchError::Output(format!("{v:?}: a path handed to the runtime cannot contain a newline")));
         }
@@ -636,7 +714,7 @@ impl RuntimeRun<'_> {
         let mut cmd = Command::new(&resolved);
         cmd.arg0(program).args(&command[1..]).env("LD_PRELOAD", preload.join(":")).env(self.settings_var, settings.join("\n"));
         setup(&mut cmd);
-        let (status, wall, _) = Supervised::start(&mut cmd, program).and_then(|s| s.wait(program))?;
+        let (status, wall, _) = Supervised::spawn(&mut cmd, program).and_then(|s| s.wait(program))?;
         let report = match std::fs::read_to_string(&report_file) {
             Ok(text) => Ok(text),
             Err(_) if claim.exists() => Err(format!("{program} never loaded the runtime library: statically linked and setuid programs ignore LD_PRELOAD")),

@@ -140,15 +140,16 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
             settings.iter().fold(c, |c, &(on, var)| if on { c.env(var, "1") } else { c.env_remove(var) })
         })
         .map_err(|e| failure(e.class(), e.to_string()))?;
-        // A file without groups is valid (grouping found none worth making): say so, and why.
+        // A file without groups is valid (grouping found none worth making; the program then
+        // runs on the fallback alone, which the summary says): say why, where the file knows.
         let id = &groups.identification;
-        let note = match (groups.groups.is_empty(), id.dropped) {
-            (false, _) => String::new(),
-            (true, true) => format!(
-                " {groups_file} holds no groups: `heaplab group` made none, as identifying them would walk about {:.0} stack frames per grouped object (its --max-walk-per-object is {}).",
+        let note = if groups.groups.is_empty() && id.dropped {
+            format!(
+                " `heaplab group` made none, as identifying them would walk about {:.0} stack frames per grouped object (its --max-walk-per-object is {}).",
                 id.walk_per_object, groups.params.max_walk_per_object
-            ),
-            (true, false) => format!(" {groups_file} holds no groups."),
+            )
+        } else {
+            String::new()
         };
         (done.report.map(|r| (r.to_json(), r.summary() + &note)).ok_or(done.no_report.unwrap_or_default()), done.status)
     } else {

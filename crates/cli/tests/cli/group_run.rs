@@ -165,6 +165,28 @@ fn same_as_plain(dir: &Path, groups: &str, cmd: &[&str], env: &[(&str, &str)], e
     v
 }
 
+/// `heaplab run --groups` with a file that holds no groups: the program runs on the fallback
+/// alone (the allocator is not loaded) and must behave exactly as a plain run; the report has
+/// the launcher's figures and says that nothing was counted.
+fn ran_alone(dir: &Path, groups: &str, cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> (Value, String) {
+    let plain = std::process::Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir).envs(env.iter().copied()).env_remove("LD_PRELOAD").output().unwrap();
+    let report = dir.join("alone.json").to_string_lossy().into_owned();
+    let mut args = vec!["run", "--groups", groups, "--report", &report];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    let r = Heaplab::new(&args).dir(dir).envs(env).within(300).run();
+    assert_eq!(r.code, plain.status.code().unwrap_or(-1), "{cmd:?}: {}", r.stderr);
+    assert!(r.stdout == String::from_utf8_lossy(&plain.stdout), "{cmd:?}: output differs from a plain run");
+    // The program's own error output, then heaplab's summary.
+    assert!(r.stderr.starts_with(&*String::from_utf8_lossy(&plain.stderr)), "{cmd:?}: {}", r.stderr);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!((&v["allocator_loaded"], &v["allocations"], &v["fallback"]), (&Value::Bool(false), &Value::Null, &Value::Null), "{v}");
+    assert_eq!(n(&v, &["grouped", "count"]), 0, "{v}");
+    assert!(n(&v, &["peak_rss_bytes"]) > 0 && v["wall_seconds"].as_f64().unwrap() > 0.0, "{v}");
+    (v, r.stderr)
+}
+
 fn n(v: &Value, path: &[&str]) -> u64 {
     path.iter().fold(v, |v, k| if let Ok(i) = k.parse::<usize>() { &v[i] } else { &v[*k] }).as_u64().unwrap_or_else(|| panic!("{path:?} in {v}"))
 }
@@ -227,7 +249,8 @@ fn lists_a_and_b_share_a_group_c_falls_back() {
 }
 
 /// What `heaplab group` writes when identification would cost too much: the profile's
-/// contexts, none grouped. The runtime then walks no stack, and the summary says why.
+/// contexts, none grouped. The program then runs on the fallback alone, and the summary says
+/// why.
 #[test]
 fn groups_dropped_for_their_cost_send_everything_to_the_fallback_unwalked() {
     let dir = scratch_dir("group_run", "dropped");
@@ -239,10 +262,9 @@ fn groups_dropped_for_their_cost_send_everything_to_the_fallback_unwalked() {
     }
     g.g.identification = Identification { walk_per_object: 100.0, dropped: true };
     let file = g.write(&dir, "dropped");
-    let v = same_as_plain(&dir, &file, &[&p, "2000", "3", "2"], &[], &[]);
-    assert_eq!((n(&v, &["grouped", "count"]), n(&v, &["identification", "walks"])), (0, 0), "{v}");
-    let r = Heaplab::new(&["run", "--groups", &file, "--", &p, "10", "1", "1"]).dir(&dir).run();
-    assert!(r.code == 0 && r.stderr.contains("holds no groups") && r.stderr.contains("about 100 stack frames per grouped object"), "{}", r.stderr);
+    let (v, told) = ran_alone(&dir, &file, &[&p, "2000", "3", "2"], &[], &[]);
+    assert_eq!(v["fallback_allocator"], "jemalloc", "{v}");
+    assert!(told.contains("no groups to apply, so the program ran on jemalloc alone") && told.contains("about 100 stack frames per grouped object"), "{told}");
 }
 
 #[test]
@@ -302,10 +324,9 @@ fn the_same_context_always_maps_to_the_same_group_first_match_first() {
         assert_eq!(n(&fresh, &["identification", "replayed"]), 0, "{fresh}");
         assert!(n(&kept, &["identification", "replayed"]) * 2 > n(&kept, &["identification", "walks"]), "most walks repeat: {kept}");
     }
-    // An empty group set: everything falls back, nothing is walked.
+    // An empty group set: the program runs on the fallback alone, threads and all.
     let empty = Builder::new(0).write(&dir, "empty");
-    let v = same_as_plain(&dir, &empty, &[&p, "1000", "2"], &[], &[]);
-    assert_eq!((n(&v, &["grouped", "count"]), n(&v, &["identification", "walks"])), (0, 0), "{v}");
+    ran_alone(&dir, &empty, &[&p, "1000", "2", "3"], &[], &[]);
 }
 
 #[test]
@@ -566,6 +587,39 @@ fn exit_status_and_streams_pass_through() {
     assert_eq!(v["exit_status"]["code"], 0, "{v}");
 }
 
+/// SIGKILL to `heaplab run --groups`: the program does not outlive it (the runtime asks for
+/// the parent-death signal, as heaplab's spawn takes no step of its own in the child).
+#[test]
+fn a_program_does_not_outlive_a_killed_heaplab_run() {
+    let dir = scratch_dir("group_run", "killed");
+    let p = lists();
+    let file = a_and_b_grouped(&dir, &p, "100", "1");
+    let mut c = std::process::Command::new(crate::common::BIN);
+    c.args(["run", "--quiet", "--groups", &file, "--", &prog("misbehave"), "forever"]).current_dir(&dir).env_remove("LD_PRELOAD");
+    c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let heaplab = child.id();
+    let t0 = std::time::Instant::now();
+    let program = loop {
+        let kids = std::fs::read_to_string(format!("/proc/{heaplab}/task/{heaplab}/children")).unwrap_or_default();
+        if let Some(pid) = kids.split_whitespace().next() {
+            break pid.to_string();
+        }
+        assert!(t0.elapsed().as_secs() < 20, "heaplab started no program");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // Past the program's start-up, where the runtime asks for the signal.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    let _ = child.wait();
+    let alive = || std::fs::read_to_string(format!("/proc/{program}/stat")).is_ok_and(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')));
+    let t0 = std::time::Instant::now();
+    while alive() && t0.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!alive(), "the program outlived a killed heaplab run");
+}
+
 /// A real program traced once with stacks, then run grouped (its contexts round-robin into
 /// three groups, and with no groups at all): its output must equal a plain run's.
 fn real(dir: &Path, name: &str, cmd: &[&str], env: &[(&str, &str)]) {
@@ -575,9 +629,8 @@ fn real(dir: &Path, name: &str, cmd: &[&str], env: &[(&str, &str)]) {
     let v = same_as_plain(dir, &file, cmd, env, &[]);
     assert!(n(&v, &["grouped", "count"]) > 0, "{name}: {v}");
     let empty = Builder::new(0).write(dir, &format!("{name}-empty"));
-    // Without groups the runtime skips its heap and the sites but still counts every request.
-    let v = same_as_plain(dir, &empty, cmd, env, &["--fallback", "glibc"]);
-    assert!(n(&v, &["allocations"]) > 0 && n(&v, &["fallback", "count"]) == n(&v, &["allocations"]) && n(&v, &["grouped", "count"]) == 0, "{name}: {v}");
+    let (v, _) = ran_alone(dir, &empty, cmd, env, &["--fallback", "glibc"]);
+    assert_eq!(v["fallback_allocator"], "glibc", "{name}: {v}");
 }
 
 #[test]
