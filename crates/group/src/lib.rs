@@ -196,8 +196,8 @@ impl Default for Params {
     /// above 4 leaves a node out: a data structure that lives (or is rebuilt a few times over
     /// the run) stays, while objects replaced many times over, which bump allocation would
     /// spread over fresh memory, go to the fallback allocator that reuses their space. Groups
-    /// whose identification would walk more than 64 frames per object they serve (about 200 ns
-    /// of walking, more than the cache misses an object's placement can save) are not made.
+    /// whose identification would walk more than 8 frames per object they serve (about 25 ns
+    /// of walking, what the few cache misses an object's placement saves are worth) are not made.
     fn default() -> Self {
         Params {
             coverage: 0.9,
@@ -211,7 +211,7 @@ impl Default for Params {
             whole_call_sites: false,
             recursion: Recursion::default(),
             max_turnover: 4.0,
-            max_walk_per_object: 64.0,
+            max_walk_per_object: 8.0,
         }
     }
 }
