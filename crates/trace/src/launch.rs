@@ -348,8 +348,9 @@ impl Supervised {
     /// Starts `cmd` without a step of heaplab's own between fork and exec, so that the standard
     /// library spawns it by `posix_spawn` (no copy of heaplab's address space, whose cost grows
     /// with heaplab's memory and would count in the program's wall time). The program starts
-    /// with heaplab's signal mask (none blocked) but without a parent-death signal: a preloaded
-    /// runtime asks for it (`parent=` in its settings, see [`RuntimeRun`]).
+    /// with heaplab's signal mask (none blocked, unless whatever started heaplab blocked some)
+    /// but without a parent-death signal: a preloaded runtime asks for it (`parent=` in its
+    /// settings, see [`RuntimeRun`]).
     pub fn spawn(cmd: &mut Command, program: &str) -> Result<Supervised, LaunchError> {
         Supervised::start_as(cmd, program, false)
     }
