@@ -27,6 +27,8 @@ selectors (the few call sites that tell a group's contexts apart) in order, and 
 group that matches by bump allocation from that group's own 1 MiB chunks, so objects used
 together lie together. Everything else goes to the fallback allocator (jemalloc by default, as in
 HALO): larger objects, aligned requests above 16 bytes, and contexts no selector matches.
+A groups file without groups (`heaplab group` found none worth their stack walks) has nothing
+to apply: the program then runs on the fallback alone, the grouped allocator not loaded.
 As in HALO, a chunk's space comes back only when every object in it is dead; --reuse-freed also
 serves new objects of a group from its freed ones of the same size class (less memory where a
 few long-lived objects pin chunks, but more D1 misses where programs free: docs/group.md).
@@ -48,8 +50,9 @@ fallback by reason, first_mismatch, match_rate, frees_region, peak_rss_bytes); w
 allocations, grouped (count, bytes, per group), fallback by reason (too_big, aligned, ungrouped,
 exhausted), identification (stack walks, frames), chunks (fresh, reused, returned), the grouped
 heap's fragmentation at its peak footprint, the settings applied (alignment, free_lists,
-huge_pages: off, on or refused by the kernel) and peak_rss_bytes; both with the run's
-(wall_seconds, exit_status, command).
+huge_pages: off, on or refused by the kernel) and peak_rss_bytes (allocator_loaded false and
+the counts null when the file had no groups); both with the run's (wall_seconds, exit_status,
+command).
 
 The layout or groups apply to the process heaplab starts, from its first allocation: give the
 program itself, not a shell script around it. A fork child of it keeps its copy of the region
