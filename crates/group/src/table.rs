@@ -225,24 +225,29 @@ mod tests {
         Site { module: module.into(), file_offset: off, function: String::new(), max_depth: depth }
     }
 
+    fn ctx(sites: Vec<u32>, group: Option<u32>, kept: bool) -> GroupContext {
+        GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept, churns: false }
+    }
+
+    fn group_of(members: Vec<u32>, selector: Vec<Vec<u32>>) -> Group {
+        Group { members, weight: 1, accesses: 1, selector }
+    }
+
+    /// Groups of program `p` with default parameters and no edges.
+    fn groups(sites: Vec<Site>, contexts: Vec<GroupContext>, groups: Vec<Group>, walk_depth: u32) -> Groups {
+        Groups { params: Params::default(), command: vec!["p".into()], affinity_distance: 128, sites, contexts, edges: Vec::new(), groups, walk_depth, identification: Default::default() }
+    }
+
     #[test]
     fn only_selector_sites_are_kept_once_each_in_group_order() {
-        let member = |k| GroupContext { sites: vec![0], group: Some(k), accesses: 1, objects: 1, bytes: 8, kept: true, churns: false };
-        let g = Groups {
-            params: Params::default(),
-            command: vec!["p".into()],
-            affinity_distance: 128,
-            // Sites 1 and 3 are one call site named twice; site 0 is in no selector.
-            sites: vec![site("p", 0x10, 0), site("p", 0x20, 1), site("libx.so", 0x30, 2), site("p", 0x20, 3)],
-            contexts: vec![member(0), member(1)],
-            edges: Vec::new(),
-            groups: vec![
-                Group { members: vec![0], weight: 1, accesses: 1, selector: vec![vec![1, 2], vec![3]] },
-                Group { members: vec![1], weight: 1, accesses: 1, selector: vec![vec![2, 3, 1]] },
-            ],
-            walk_depth: 4,
-            identification: Default::default(),
-        };
+        let member = |k| ctx(vec![0], Some(k), true);
+        // Sites 1 and 3 are one call site named twice; site 0 is in no selector.
+        let g = groups(
+            vec![site("p", 0x10, 0), site("p", 0x20, 1), site("libx.so", 0x30, 2), site("p", 0x20, 3)],
+            vec![member(0), member(1)],
+            vec![group_of(vec![0], vec![vec![1, 2], vec![3]]), group_of(vec![1], vec![vec![2, 3, 1]])],
+            4,
+        );
         let b = to_bytes(&g).unwrap();
         assert_eq!(&b[..8], MAGIC);
         let h: Vec<u64> = (0..12).map(|i| u64_at(&b, 8 + 8 * i)).collect();
@@ -267,21 +272,13 @@ mod tests {
         // Call sites: 0 (two contexts, both selected into group 0 by site 3), 1 (one context in
         // group 0, one in none), 2 (below a library's frame). Selector sites
         // 3 (depth 2) and 4 (depth 5).
-        let ctx = |sites: Vec<u32>, group| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept: true, churns: false };
-        let g = Groups {
-            params: Params::default(),
-            command: vec!["p".into()],
-            affinity_distance: 128,
-            sites: vec![site("p", 0x10, 0), site("p", 0x20, 0), site("p", 0x30, 1), site("p", 0x40, 2), site("p", 0x50, 5)],
-            contexts: vec![ctx(vec![0, 3], Some(0)), ctx(vec![0, 3, 4], Some(0)), ctx(vec![1, 3], Some(0)), ctx(vec![1], None), ctx(vec![2, 4], Some(1))],
-            edges: Vec::new(),
-            groups: vec![
-                Group { members: vec![0, 1, 2], weight: 1, accesses: 1, selector: vec![vec![3]] },
-                Group { members: vec![4], weight: 1, accesses: 1, selector: vec![vec![4]] },
-            ],
-            walk_depth: 6,
-            identification: Default::default(),
-        };
+        let ctx = |sites, group| ctx(sites, group, true);
+        let g = groups(
+            vec![site("p", 0x10, 0), site("p", 0x20, 0), site("p", 0x30, 1), site("p", 0x40, 2), site("p", 0x50, 5)],
+            vec![ctx(vec![0, 3], Some(0)), ctx(vec![0, 3, 4], Some(0)), ctx(vec![1, 3], Some(0)), ctx(vec![1], None), ctx(vec![2, 4], Some(1))],
+            vec![group_of(vec![0, 1, 2], vec![vec![3]]), group_of(vec![4], vec![vec![4]])],
+            6,
+        );
         let c = call_sites(&g);
         let at = |off: u64| c[&("p".to_string(), off)];
         assert_eq!(at(0x10), CallSite { decides: 0, depth: 1 });
@@ -294,18 +291,12 @@ mod tests {
     fn whole_call_sites_let_uncovered_contexts_follow_the_covered_ones() {
         // Call site 0: a covered context in group 0 and an uncovered one no selector holds for;
         // call site 1: only an uncovered context. Selector site 2.
-        let ctx = |sites: Vec<u32>, group, kept| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept, churns: false };
-        let mut g = Groups {
-            params: Params::default(),
-            command: vec!["p".into()],
-            affinity_distance: 128,
-            sites: vec![site("p", 0x10, 0), site("p", 0x20, 0), site("p", 0x30, 1)],
-            contexts: vec![ctx(vec![0, 2], Some(0), true), ctx(vec![0], None, false), ctx(vec![1], None, false)],
-            edges: Vec::new(),
-            groups: vec![Group { members: vec![0], weight: 1, accesses: 1, selector: vec![vec![2]] }],
-            walk_depth: 2,
-            identification: Default::default(),
-        };
+        let mut g = groups(
+            vec![site("p", 0x10, 0), site("p", 0x20, 0), site("p", 0x30, 1)],
+            vec![ctx(vec![0, 2], Some(0), true), ctx(vec![0], None, false), ctx(vec![1], None, false)],
+            vec![group_of(vec![0], vec![vec![2]])],
+            2,
+        );
         let c = call_sites(&g);
         assert_eq!(c[&("p".to_string(), 0x10)], CallSite { decides: WALK, depth: 2 }, "HALO's rule: the uncovered context walks and falls back");
         assert_eq!(c[&("p".to_string(), 0x20)], CallSite { decides: FALLBACK, depth: 1 });
@@ -320,18 +311,12 @@ mod tests {
         // libcb.so's frame is always below a frame of p (a callback), and no selector names it:
         // without its record the runtime would not know that a walk meeting it first has met
         // the program.
-        let ctx = |sites: Vec<u32>, group| GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept: true, churns: false };
-        let g = Groups {
-            params: Params::default(),
-            command: vec!["p".into()],
-            affinity_distance: 128,
-            sites: vec![site("p", 0x10, 1), site("libcb.so", 0x700, 2), site("p", 0x20, 3)],
-            contexts: vec![ctx(vec![0, 1, 2], Some(0))],
-            edges: Vec::new(),
-            groups: vec![Group { members: vec![0], weight: 1, accesses: 1, selector: vec![vec![2]] }],
-            walk_depth: 4,
-            identification: Default::default(),
-        };
+        let g = groups(
+            vec![site("p", 0x10, 1), site("libcb.so", 0x700, 2), site("p", 0x20, 3)],
+            vec![ctx(vec![0, 1, 2], Some(0), true)],
+            vec![group_of(vec![0], vec![vec![2]])],
+            4,
+        );
         let b = to_bytes(&g).unwrap();
         assert_eq!(u64_at(&b, 48), 3, "the selector site, the call site, the module record");
         let rec = |i: usize| (u64_at(&b, HEADER as usize + 24 * i), u32_at(&b, HEADER as usize + 24 * i + 16), u32_at(&b, HEADER as usize + 24 * i + 20));
@@ -354,17 +339,7 @@ mod tests {
 
     #[test]
     fn what_the_runtime_cannot_apply_is_refused() {
-        let mut g = Groups {
-            params: Params::default(),
-            command: Vec::new(),
-            affinity_distance: 128,
-            sites: (0..=MAX_SITES).map(|i| site("p", i, 0)).collect(),
-            contexts: Vec::new(),
-            edges: Vec::new(),
-            groups: vec![Group { members: Vec::new(), weight: 1, accesses: 1, selector: (0..=MAX_SITES as u32).map(|i| vec![i]).collect() }],
-            walk_depth: 1,
-            identification: Default::default(),
-        };
+        let mut g = groups((0..=MAX_SITES).map(|i| site("p", i, 0)).collect(), Vec::new(), vec![group_of(Vec::new(), (0..=MAX_SITES as u32).map(|i| vec![i]).collect())], 1);
         assert!(to_bytes(&g).unwrap_err().contains("selector sites"));
         g.groups[0].selector.truncate(1);
         g.walk_depth = MAX_WALK as u32 + 1;
