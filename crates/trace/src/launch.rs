@@ -662,6 +662,23 @@ pub struct RuntimeRan {
     pub report: Result<String, String>,
 }
 
+/// `command` ready to start: its program found on PATH and run under its own name, with
+/// `runtime` (if any), then the fallback allocator, then the user's own LD_PRELOAD preloaded.
+fn preloaded(command: &[String], runtime: Option<&Path>, options: &RuntimeOptions) -> Result<Command, LaunchError> {
+    let program = &command[0];
+    let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
+    let mut preload: Vec<String> = runtime.into_iter().chain(options.fallback.as_deref()).map(|p| p.to_string_lossy().into_owned()).collect();
+    preload.extend(std::env::var("LD_PRELOAD").ok().filter(|v| !v.is_empty()));
+    let mut cmd = Command::new(&resolved);
+    cmd.arg0(program).args(&command[1..]);
+    if preload.is_empty() {
+        cmd.env_remove("LD_PRELOAD");
+    } else {
+        cmd.env("LD_PRELOAD", preload.join(":"));
+    }
+    Ok(cmd)
+}
+
 /// Runs `command` with the fallback allocator alone preloaded (no runtime: it would have
 /// nothing to apply) and the runtime's `settings_var` removed, as [`RuntimeRun::run`] runs it
 /// otherwise: how it ended, its wall time and its peak RSS (`ru_maxrss` of the children heaplab
@@ -669,16 +686,8 @@ pub struct RuntimeRan {
 /// passes on the signals it gets.
 pub fn run_alone(options: &RuntimeOptions, settings_var: &str, command: &[String], setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<(ExitStatus, Duration, u64), LaunchError> {
     let program = &command[0];
-    let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
-    let mut preload: Vec<String> = options.fallback.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-    preload.extend(std::env::var("LD_PRELOAD").ok().filter(|v| !v.is_empty()));
-    let mut cmd = Command::new(&resolved);
-    cmd.arg0(program).args(&command[1..]).env_remove(settings_var);
-    if preload.is_empty() {
-        cmd.env_remove("LD_PRELOAD");
-    } else {
-        cmd.env("LD_PRELOAD", preload.join(":"));
-    }
+    let mut cmd = preloaded(command, None, options)?;
+    cmd.env_remove(settings_var);
     setup(&mut cmd);
     let (status, wall, _) = Supervised::spawn(&mut cmd, program).and_then(|s| s.wait(program))?;
     // SAFETY: getrusage fills the struct we own.
@@ -696,7 +705,7 @@ impl RuntimeRun<'_> {
     /// `setup` adjusts the command (standard streams, working directory, environment).
     pub fn run(&self, command: &[String], scratch: &Scratch, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<RuntimeRan, LaunchError> {
         let program = &command[0];
-        let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
+        let mut cmd = preloaded(command, Some(self.library), self.options)?;
         let claim = scratch.path().join("claim");
         let report_file = scratch.path().join("report.json");
         std::fs::write(&claim, b"").map_err(|e| LaunchError::Setup(format!("{}: {e}", claim.display())))?;
@@ -709,11 +718,7 @@ impl RuntimeRun<'_> {
             return Err(LaunchError::Output(format!("{v:?}: a path handed to the runtime cannot contain a newline")));
         }
         let settings: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let mut preload = vec![self.library.to_string_lossy().into_owned()];
-        preload.extend(self.options.fallback.as_ref().map(|p| p.to_string_lossy().into_owned()));
-        preload.extend(std::env::var("LD_PRELOAD").ok().filter(|v| !v.is_empty()));
-        let mut cmd = Command::new(&resolved);
-        cmd.arg0(program).args(&command[1..]).env("LD_PRELOAD", preload.join(":")).env(self.settings_var, settings.join("\n"));
+        cmd.env(self.settings_var, settings.join("\n"));
         setup(&mut cmd);
         let (status, wall, _) = Supervised::spawn(&mut cmd, program).and_then(|s| s.wait(program))?;
         let report = match std::fs::read_to_string(&report_file) {
