@@ -169,18 +169,9 @@ fn same_as_plain(dir: &Path, groups: &str, cmd: &[&str], env: &[(&str, &str)], e
 /// alone (the allocator is not loaded) and must behave exactly as a plain run; the report has
 /// the launcher's figures and says that nothing was counted.
 fn ran_alone(dir: &Path, groups: &str, cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> (Value, String) {
-    let plain = std::process::Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir).envs(env.iter().copied()).env_remove("LD_PRELOAD").output().unwrap();
-    let report = dir.join("alone.json").to_string_lossy().into_owned();
-    let mut args = vec!["run", "--groups", groups, "--report", &report];
-    args.extend_from_slice(extra);
-    args.push("--");
-    args.extend_from_slice(cmd);
-    let r = Heaplab::new(&args).dir(dir).envs(env).within(300).run();
-    assert_eq!(r.code, plain.status.code().unwrap_or(-1), "{cmd:?}: {}", r.stderr);
-    assert!(r.stdout == String::from_utf8_lossy(&plain.stdout), "{cmd:?}: output differs from a plain run");
+    let (v, r, plain) = crate::runtime::beside_plain(dir, &["--groups", groups], cmd, env, extra);
     // The program's own error output, then heaplab's summary.
     assert!(r.stderr.starts_with(&*String::from_utf8_lossy(&plain.stderr)), "{cmd:?}: {}", r.stderr);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!((&v["allocator_loaded"], &v["allocations"], &v["fallback"]), (&Value::Bool(false), &Value::Null, &Value::Null), "{v}");
     assert_eq!(n(&v, &["grouped", "count"]), 0, "{v}");
     assert!(n(&v, &["peak_rss_bytes"]) > 0 && v["wall_seconds"].as_f64().unwrap() > 0.0, "{v}");

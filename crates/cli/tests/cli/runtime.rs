@@ -48,6 +48,18 @@ pub fn trace(dir: &Path, name: &str, depth: u32, cmd: &[&str], env: &[(&str, &st
 /// status, a report without error or stray frees, and a fallback count that is the sum of its
 /// `reasons`. Returns the report, the run and the plain run, for the caller's own checks.
 pub fn same_as_plain(dir: &Path, runtime: &[&str], reasons: &[&str], cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> (Value, Run, Output) {
+    let (v, r, plain) = beside_plain(dir, runtime, cmd, env, extra);
+    assert_eq!(v["error"], Value::Null, "{v}");
+    assert_eq!(v["stray_frees"], 0, "{v}");
+    let fb = &v["fallback"];
+    let fell_back: u64 = reasons.iter().map(|k| fb[k].as_u64().unwrap()).sum();
+    assert_eq!(fb["count"].as_u64().unwrap(), fell_back, "{v}");
+    (v, r, plain)
+}
+
+/// `cmd` run plainly and with `heaplab run RUNTIME --report … EXTRA --`: the same exit status
+/// and standard output, or the test fails; the report, heaplab's run and the plain run.
+pub fn beside_plain(dir: &Path, runtime: &[&str], cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> (Value, Run, Output) {
     let plain = Command::new(cmd[0]).args(&cmd[1..]).current_dir(dir).envs(env.iter().copied()).env_remove("LD_PRELOAD").output().unwrap();
     let report = dir.join("report.json");
     let _ = std::fs::remove_file(&report);
@@ -63,11 +75,6 @@ pub fn same_as_plain(dir: &Path, runtime: &[&str], reasons: &[&str], cmd: &[&str
     assert_eq!(r.code, plain.status.code().unwrap_or(-1), "{cmd:?} under {under}: exit status differs; stderr: {}", r.stderr);
     assert!(r.stdout == String::from_utf8_lossy(&plain.stdout), "{cmd:?} under {under}: output differs from a plain run\n--- plain\n{}\n--- run\n{}\nstderr: {}", String::from_utf8_lossy(&plain.stdout), r.stdout, r.stderr);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(v["error"], Value::Null, "{v}");
-    assert_eq!(v["stray_frees"], 0, "{v}");
-    let fb = &v["fallback"];
-    let fell_back: u64 = reasons.iter().map(|k| fb[k].as_u64().unwrap()).sum();
-    assert_eq!(fb["count"].as_u64().unwrap(), fell_back, "{v}");
     (v, r, plain)
 }
 
