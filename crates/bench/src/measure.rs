@@ -1,7 +1,8 @@
 //! Measuring a workload under a bench's configurations, as the apply and group benches both do:
 //! a configuration runs the workload's large input with an allocator preloaded or under
 //! `heaplab run` with a runtime; rounds of one run per configuration (interleaved, so that a
-//! slow spell of the machine spreads over all of them; the first round discarded), every run's
+//! slow spell of the machine spreads over all of them, and in an order that turns from round to
+//! round; the first round discarded), every run's
 //! output compared with the plain run's, then one run each under cachegrind. The benches keep
 //! their configurations, what they read from a runtime's report, and their tables.
 
@@ -131,9 +132,19 @@ impl Progress<'_> {
     }
 }
 
+/// The order in which round `round` runs `k` configurations: every other round runs the one
+/// before it backwards, and each pair starts one configuration further along, so that each configuration takes every place in
+/// turn and follows different ones (a program that leaves the caches, the page cache or the CPU's
+/// clock in some state would otherwise favour or handicap the one after it in every round).
+/// Round 0 runs forwards from the first, whose output the others are compared with.
+pub fn round_order(round: usize, k: usize) -> impl Iterator<Item = usize> {
+    let (from, backwards) = (round / 2, round % 2 == 1);
+    (0..k).map(move |step| (from + if backwards { k - 1 - step } else { step }) % k)
+}
+
 /// Measures the configurations `names` (their cells, in order; one with an error already is
 /// left out): `runs` rounds of one run each through `once` (the sample, the output's fingerprint
-/// and what to `keep` of the runtime's report), the first round's samples discarded, every
+/// and what to `keep` of the runtime's report), in [`round_order`], the first round's samples discarded, every
 /// output compared with the first (the plain run's); then, with `cachegrind`, one run each
 /// through it (the misses, the seconds and the fingerprint, given the cell so far). Returns the
 /// plain run's fingerprint.
@@ -150,7 +161,8 @@ pub fn measure_cells<X, R>(
     let mut plain: Option<Fingerprint> = None;
     for round in 0..runs {
         at.say(&format!("round {}/{runs} of {} configurations", round + 1, names.len()));
-        for (i, cell) in cells.iter_mut().enumerate() {
+        for i in round_order(round, cells.len()) {
+            let cell = &mut cells[i];
             if cell.error.is_some() {
                 continue;
             }
@@ -198,4 +210,30 @@ pub fn measure_cells<X, R>(
         }
     }
     plain
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_order;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn rounds_rotate_so_every_configuration_takes_every_place_and_follows_others() {
+        for k in [1, 2, 3, 5, 6] {
+            let rounds: Vec<Vec<usize>> = (0..4 * k).map(|r| round_order(r, k).collect()).collect();
+            assert_eq!(rounds[0], (0..k).collect::<Vec<_>>(), "the first round starts with the plain run");
+            for order in &rounds {
+                let mut sorted = order.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..k).collect::<Vec<_>>(), "each round runs every configuration once");
+            }
+            for c in 0..k {
+                let places: BTreeSet<usize> = rounds.iter().map(|o| o.iter().position(|&x| x == c).unwrap()).collect();
+                assert_eq!(places.len(), k, "k {k}: configuration {c} takes only places {places:?}");
+                let before: BTreeSet<usize> = rounds.iter().filter_map(|o| o.iter().position(|&x| x == c).filter(|&p| p > 0).map(|p| o[p - 1])).collect();
+                assert!(before.len() > 1 || k < 3, "k {k}: configuration {c} always follows {before:?}");
+            }
+        }
+        assert_eq!(round_order(3, 0).count(), 0);
+    }
 }

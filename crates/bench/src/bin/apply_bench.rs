@@ -510,7 +510,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
     let mut md = String::from("# Layouts applied to running programs (`make bench-apply`)\n\n");
     md.push_str(&format!("Machine: {} · {} cores · {} · kernel {}. Commit {commit}. Whole run: {:.0} s{}.\n\n", m.cpu, m.cores, m.os, m.kernel, seconds, if o.quick { " (quick mode)" } else { "" }));
     md.push_str(&format!(
-        "Each workload's large input runs {} times per configuration, interleaved round by round; the first round is discarded and the \
+        "Each workload's large input runs {} times per configuration, interleaved round by round (every other round backwards, each pair starting one configuration further along); the first round is discarded and the \
          other {} give the median and quartiles [q1–q3] of wall time and peak RSS. Allocators are preloaded (`LD_PRELOAD`) and measured \
          by heaplab's run launcher (wall time, `wait4` peak RSS of the program); layouts run with `heaplab run --layout L --report R \
          --fallback F` and take the runtime's own figures from the report (the program's wall time from start to exit, its kernel VmHWM), \

@@ -371,7 +371,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
     md.push_str(&format!("Machine: {} · {} cores · {} · kernel {}. Commit {commit}. Whole run: {:.0} s{}.\n\n", m.cpu, m.cores, m.os, m.kernel, seconds, if o.quick { " (quick mode)" } else { "" }));
     md.push_str(&format!(
         "Each workload is profiled on its small input (`heaplab access --contexts --graph contexts`), grouped {} and measured on its \
-         large input. The large input runs {} times per configuration, interleaved round by round; the first round is discarded and \
+         large input. The large input runs {} times per configuration, interleaved round by round (every other round backwards, each pair starting one configuration further along); the first round is discarded and \
          the other {} give the median and quartiles [q1–q3] of wall time and peak RSS. Allocators are preloaded; *grouped* is `heaplab \
          run --groups G --fallback jemalloc` (HALO's baseline) and takes its figures from that command's report (wall time from the \
          program's spawn to its end, without heaplab's own start-up and check of the groups; the program's VmHWM, or wait4's peak \
