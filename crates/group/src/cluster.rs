@@ -12,6 +12,9 @@
 //! - among candidates of equal merge benefit the earlier node (the hotter) joins;
 //! - a group that falls short of the weight threshold is dropped, and its nodes stay out of
 //!   later groups, as in the figure (they are no longer available).
+//!
+//! One step is heaplab's own (off by default, [`crate::Params::absorb`]): once the figure's
+//! groups are formed, a group with more weight to another group than inside itself joins it.
 
 use crate::graph::Graph;
 use crate::Params;
@@ -108,7 +111,59 @@ pub fn group(graph: &Graph, params: &Params) -> Vec<Found> {
             groups.push(Found { members, weight });
         }
     }
+    if params.absorb {
+        absorb(&mut groups, &adj, limit);
+    }
     groups
+}
+
+/// heaplab's addition to figure 6 ([`Params::absorb`]): a group with more edge weight to
+/// another group than inside itself joins that one, the most lopsided first, until none is
+/// left (or the member limit stops it). The density score divides a group's weight by its pairs
+/// of members, so a large group scores low per pair, and a context (or a small group) whose
+/// objects are used mostly with that group's cannot join it within a few percent of tolerance:
+/// it starts a group of its own, whose objects then sit in other chunks than the objects they
+/// are used with. A merged group's weight is both weights and the edges between them.
+fn absorb(groups: &mut Vec<Found>, adj: &[HashMap<usize, u64>], limit: usize) {
+    loop {
+        let mut of = HashMap::new();
+        for (k, g) in groups.iter().enumerate() {
+            for &m in &g.members {
+                of.insert(m, k);
+            }
+        }
+        let k = groups.len();
+        let mut cross = vec![vec![0u64; k]; k];
+        for (a, g) in groups.iter().enumerate() {
+            for &m in &g.members {
+                for (&v, &w) in &adj[m] {
+                    match of.get(&v) {
+                        Some(&b) if b != a => cross[a][b] += w,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        // The pair (a joins b) whose cross weight exceeds a's own weight by the largest factor;
+        // ties to the earlier groups (formed around heavier edges).
+        let mut best: Option<(f64, usize, usize)> = None;
+        for a in 0..k {
+            for b in (0..k).filter(|&b| b != a && cross[a][b] > groups[a].weight) {
+                if groups[a].members.len() + groups[b].members.len() > limit {
+                    continue;
+                }
+                let r = cross[a][b] as f64 / groups[a].weight.max(1) as f64;
+                if best.is_none_or(|x| r > x.0) {
+                    best = Some((r, a, b));
+                }
+            }
+        }
+        let Some((_, a, b)) = best else { return };
+        let joined = std::mem::take(&mut groups[a]);
+        groups[b].weight += joined.weight + cross[a][b];
+        groups[b].members.extend(joined.members);
+        groups.remove(a);
+    }
 }
 
 #[cfg(test)]

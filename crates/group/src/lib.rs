@@ -50,6 +50,14 @@ pub struct Params {
     /// (HALO: off, it groups covered contexts only). The call site then decides without a
     /// stack walk, and a list built from covered and uncovered contexts stays in one heap.
     pub whole_call_sites: bool,
+    /// A group with more edge weight to another group than inside itself joins that group
+    /// after the clustering ([`cluster`]'s `absorb`; off by default, as HALO: every group stays
+    /// as the density score formed it). The score favours small tight groups, so contexts used
+    /// mostly with a large group's objects can end up in a group of their own, in other chunks
+    /// (health); but weight from building objects together counts as much as weight from using
+    /// them together, so a list built interleaved with others and walked on its own joins them
+    /// too (lists.c's C list, HALO's figure 2), which costs their walks.
+    pub absorb: bool,
     /// How recursion is collapsed when contexts become the graph's nodes (HALO: by call site).
     pub recursion: Recursion,
     /// A node whose small objects churn is left out: one whose bytes allocated exceed this many
@@ -209,6 +217,7 @@ impl Default for Params {
             chunk_size: 1 << 20,
             spare_chunks: 1,
             whole_call_sites: false,
+            absorb: false,
             recursion: Recursion::default(),
             max_turnover: 4.0,
             max_walk_per_object: 8.0,

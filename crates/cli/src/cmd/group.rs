@@ -32,7 +32,8 @@ contexts (objects of two contexts accessed within the affinity distance). From i
      T = --merge-tolerance), up to --max-group-members; a group is kept if its internal weight
      is at least --group-threshold of the graph's accesses and its objects' accesses at least
      that share of all the profile's accesses (a group the program hardly touches cannot move
-     its misses, and serving it costs the runtime's start-up);
+     its misses, and serving it costs the runtime's start-up); with --absorb, a group with
+     more edge weight to another group than inside itself then joins it (heaplab's addition);
   3. selectors: for each group, most accessed first, the fewest call sites that tell each member
      apart from every context not claimed by an earlier group; the run-time allocator walks the
      stack as deep as the deepest selector site (the walk depth) and takes the first group whose
@@ -97,6 +98,14 @@ pub struct GroupArgs {
     /// covered and uncovered contexts stay in one heap. Off by default (HALO's behaviour).
     #[arg(long)]
     whole_call_sites: bool,
+    /// Absorb lopsided groups: once HALO's clustering has formed the groups, a group with more
+    /// affinity weight to another group than inside itself joins it (the most lopsided first).
+    /// The density score favours small tight groups, so contexts whose objects are used mostly
+    /// with a large group's objects can end up apart, in other chunks; but the weight of objects
+    /// built together counts as much as that of objects used together, so a list built
+    /// interleaved with others and then walked alone joins them too. Off by default (HALO's).
+    #[arg(long)]
+    absorb: bool,
     /// How recursion is collapsed into the graph's nodes: `function` keeps only the innermost
     /// frame of each function, so the objects a recursion allocates at one point are one node
     /// whatever path through its call sites led there; `call-site` is HALO's reduction (one
@@ -136,6 +145,7 @@ pub fn group(a: GroupArgs) -> Result<(), Failure> {
         chunk_size: a.chunk_size,
         spare_chunks: a.spare_chunks,
         whole_call_sites: a.whole_call_sites,
+        absorb: a.absorb,
         recursion: a.recursion,
         max_turnover: a.max_turnover,
         max_walk_per_object: a.max_walk_per_object,
@@ -243,7 +253,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
             "coverage": p.coverage, "merge_tolerance": p.merge_tolerance, "min_weight": p.min_weight,
             "max_group_members": p.max_group_members, "group_threshold": p.group_threshold,
             "max_object_size": p.max_object_size, "chunk_size": p.chunk_size, "spare_chunks": p.spare_chunks,
-            "whole_call_sites": p.whole_call_sites, "recursion": p.recursion.name(), "max_turnover": p.max_turnover,
+            "whole_call_sites": p.whole_call_sites, "absorb": p.absorb, "recursion": p.recursion.name(), "max_turnover": p.max_turnover,
             "max_walk_per_object": p.max_walk_per_object,
         },
         "identification": {"walk_per_object": g.identification.walk_per_object, "dropped": g.identification.dropped},

@@ -8,8 +8,9 @@ fn graph(accesses: &[u64], edges: &[(usize, usize, u64)]) -> Graph {
     Graph::new(nodes, edges.iter().map(|&(a, b, weight)| Edge { a, b, weight }).collect())
 }
 
+/// Figure 6 as the paper has it (no absorbing), at tolerance T and no threshold.
 fn params(tolerance: f64) -> Params {
-    Params { merge_tolerance: tolerance, group_threshold: 0.0, ..Params::default() }
+    Params { merge_tolerance: tolerance, group_threshold: 0.0, absorb: false, ..Params::default() }
 }
 
 fn members(found: &[Found]) -> Vec<Vec<usize>> {
@@ -88,6 +89,34 @@ fn a_dropped_group_keeps_its_nodes_out_of_later_groups() {
     assert_eq!(members(&group(&g, &p)), vec![vec![0, 1], vec![2, 3]]);
 }
 
+#[test]
+fn a_group_used_mostly_with_another_joins_it() {
+    // Nodes 0–3 pairwise at 100 (score 100); node 4 tied to each of them by 30 and to node 5
+    // by 10. Joining {0..3} would drop its score to 720 / 10 = 72, below 95: figure 6 leaves
+    // {4, 5} a group of its own (weight 10), though 4's objects are used twelve times as much
+    // with the big group's (120) as with 5's.
+    let mut edges = vec![(4, 5, 10)];
+    for a in 0..4 {
+        for b in a + 1..4 {
+            edges.push((a, b, 100));
+        }
+        edges.push((a, 4, 30));
+    }
+    let g = graph(&[90, 80, 70, 60, 50, 40], &edges);
+    assert_eq!(members(&group(&g, &params(0.05))), vec![vec![0, 1, 2, 3], vec![4, 5]]);
+    let f = group(&g, &Params { absorb: true, ..params(0.05) });
+    assert_eq!(members(&f), vec![vec![0, 1, 2, 3, 4, 5]]);
+    assert_eq!(f[0].weight, 600 + 10 + 120);
+    // The member limit keeps them apart.
+    let capped = Params { absorb: true, max_group_members: 5, ..params(0.05) };
+    assert_eq!(members(&group(&g, &capped)), vec![vec![0, 1, 2, 3], vec![4, 5]]);
+    // A group tied more strongly inside than across stays: {4, 5} at 200 (now the strongest
+    // edge, so formed first) against 120.
+    edges[0].2 = 200;
+    let g = graph(&[90, 80, 70, 60, 50, 40], &edges);
+    assert_eq!(members(&group(&g, &Params { absorb: true, ..params(0.05) })), vec![vec![4, 5], vec![0, 1, 2, 3]]);
+}
+
 /// Figure 6 as written, recomputing every score from the edge list: the oracle.
 fn naive(g: &Graph, p: &Params) -> Vec<(Vec<usize>, u64)> {
     let edges: Vec<&Edge> = g.edges.iter().filter(|e| e.weight >= p.min_weight).collect();
@@ -132,6 +161,30 @@ fn naive(g: &Graph, p: &Params) -> Vec<(Vec<usize>, u64)> {
             out.push((order, w));
         }
     }
+    // Absorbing, from the edge list: the weight between two groups is what their union has
+    // beyond their own.
+    while p.absorb {
+        let set = |o: &Vec<usize>| o.iter().copied().collect::<BTreeSet<usize>>();
+        let mut best: Option<(f64, usize, usize)> = None;
+        for a in 0..out.len() {
+            for b in 0..out.len() {
+                let both: BTreeSet<usize> = set(&out[a].0).union(&set(&out[b].0)).copied().collect();
+                let cross = sub(&both).0 - out[a].1 - out[b].1;
+                let fits = p.max_group_members == 0 || both.len() <= p.max_group_members;
+                if a != b && cross > out[a].1 && fits {
+                    let r = cross as f64 / out[a].1.max(1) as f64;
+                    if best.is_none_or(|x| r > x.0) {
+                        best = Some((r, a, b));
+                    }
+                }
+            }
+        }
+        let Some((_, a, b)) = best else { break };
+        let joined = out.remove(a);
+        let b = if b > a { b - 1 } else { b };
+        out[b].0.extend(joined.0);
+        out[b].1 = sub(&set(&out[b].0)).0;
+    }
     out
 }
 
@@ -145,11 +198,12 @@ fn arb_graph() -> impl Strategy<Value = (Graph, Params)> {
                 0usize..5,
                 prop_oneof![Just(0.0), 0.0f64..0.3],
                 1u64..60,
+                any::<bool>(),
             )
         })
-        .prop_map(|(acc, edges, t, max, thr, minw)| {
+        .prop_map(|(acc, edges, t, max, thr, minw, absorb)| {
             let g = graph(&acc, &edges);
-            (g, Params { merge_tolerance: t, max_group_members: max, group_threshold: thr, min_weight: minw, ..Params::default() })
+            (g, Params { merge_tolerance: t, max_group_members: max, group_threshold: thr, min_weight: minw, absorb, ..Params::default() })
         })
 }
 
@@ -167,6 +221,10 @@ proptest! {
                 prop_assert!(seen.insert(m), "node {} in two groups", m);
             }
         }
+        // Absorbing only merges: the same nodes are grouped either way.
+        let apart = group(&g, &Params { absorb: false, ..p.clone() });
+        let nodes = |f: &[Found]| f.iter().flat_map(|x| x.members.iter().copied()).collect::<BTreeSet<usize>>();
+        prop_assert_eq!(nodes(&found), nodes(&apart));
         // Deterministic, and blind to the order edges were given in.
         let mut reversed = g.clone();
         reversed.edges.reverse();

@@ -34,9 +34,11 @@ fn round_trip() {
         let r = Groups { params: Params { recursion, ..whole.params.clone() }, ..g.clone() };
         assert_eq!(reread(&to_bytes(&r).unwrap()).unwrap(), r);
     }
+    let apart = Groups { params: Params { absorb: false, ..g.params.clone() }, ..g.clone() };
+    assert_eq!(reread(&to_bytes(&apart).unwrap()).unwrap(), apart);
     let mut unknown = bytes.clone();
-    unknown[84] = 8;
-    assert!(reread(&resum(unknown)).unwrap_err().to_string().contains("unknown flags 0x8 at byte 84"));
+    unknown[84] = 16;
+    assert!(reread(&resum(unknown)).unwrap_err().to_string().contains("unknown flags 0x10 at byte 84"));
     let mut dropped = bytes.clone();
     dropped[84] |= 4;
     assert!(reread(&resum(dropped)).unwrap_err().to_string().contains("marked as dropped"));
@@ -55,10 +57,11 @@ fn round_trip() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Version 1: version 2 without the header's last three numbers and the churn flag.
+/// Version 1: version 2 without the header's last three numbers, the churn flag and absorbing.
 #[test]
 fn version_1_files_are_read_with_no_limits() {
-    let g = sample();
+    let mut g = sample();
+    g.params.absorb = false;
     let v2 = to_bytes(&g).unwrap();
     let mut v1 = v2[..128].to_vec();
     v1[8..12].copy_from_slice(&1u32.to_le_bytes());
