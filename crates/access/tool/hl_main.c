@@ -62,7 +62,8 @@ typedef struct {
     UInt fctx;        /* its full context (when recorded) */
     ULong prev1;      /* 1 + the id of the previous block of the same full context; 0 = none */
     ULong next;       /* the id of the next block of the same full context; ~0 = none yet */
-    UInt seen;        /* the affinity traversal that last counted it (no double counting) */
+    UInt seen;        /* the affinity traversal that last counted it in the block graph */
+    UInt cseen;       /* ... in the context graph (apart: an initialising entry counts in one only) */
     struct Adj *adj; /* its incoming co-access edges, or NULL */
 } Block;
 
@@ -545,37 +546,60 @@ static inline Bool co_allocatable(ULong u, ULong v) {
     return blocks[a].next >= b && blocks[b].prev1 <= a + 1;
 }
 
-/* A new macro-access to block v: one traversal of the queue feeds the graphs asked for. */
-static void affinity_access(ULong v, UWord sz) {
-    if (v == q_last) return; /* same macro-access */
+/* An entry opened by a store that initialises its block (no load from the block yet): bit 31
+ * of its bytes (an entry covers at most the affinity distance, far below). */
+#define Q_INIT 0x80000000u
+
+/* A new macro-access to block v: one traversal of the queue feeds the graphs asked for. `init`:
+ * a store before any load from v. Objects only built next to each other are not used together:
+ * stores that initialise a block form no context edge, at either end (a list built interleaved
+ * with others and then walked alone would otherwise look as affine to them as lists walked
+ * together are). The block graph counts every access. */
+static void affinity_access(ULong v, UWord sz, Bool init) {
+    /* The same macro-access, unless it is v's first load after its initialising stores: that
+     * one counts in the context graph (the block graph saw the macro-access already), and the
+     * entry becomes an ordinary one. */
+    Bool again = False;
+    if (v == q_last) {
+        UInt newest = q_head ? q_head - 1 : q_cap - 1;
+        if (init || !(q_bytes[newest] & Q_INIT)) return;
+        q_bytes[newest] &= ~Q_INIT;
+        again = True;
+    }
+    Bool blocks_v = block_graph && !again;
     /* Large objects never form context edges but still take queue space: they are real
      * accesses between the others (HALO's tool leaves them out of its queue). */
-    Bool ctx_v = ctx_graph && blocks[v].size <= (SizeT)clo_max_grouped;
-    if (block_graph || ctx_v) {
+    Bool ctx_v = ctx_graph && !init && blocks[v].size <= (SizeT)clo_max_grouped;
+    if (blocks_v || ctx_v) {
         if (++q_stamp == 0) {
-            for (ULong b = 0; b < n_blocks; b++) blocks[b].seen = 0;
+            for (ULong b = 0; b < n_blocks; b++) blocks[b].seen = blocks[b].cseen = 0;
             q_stamp = 1;
         }
-        blocks[v].seen = q_stamp;
+        blocks[v].seen = blocks[v].cseen = q_stamp;
         ULong sum = 0;
         UInt idx = q_head;
         for (UInt k = 0; k < q_len; k++) {
             idx = idx ? idx - 1 : q_cap - 1;
-            sum += q_bytes[idx];
+            sum += q_bytes[idx] & ~Q_INIT;
             if (sum >= (ULong)clo_affinity) break;
             UInt u = (UInt)q_id[idx];
             Block *bu = &blocks[u];
-            if (bu->seen == q_stamp) continue; /* v itself, or counted already */
-            bu->seen = q_stamp;
-            if (block_graph) coacc_add(u, v);
-            if (ctx_v && bu->size <= (SizeT)clo_max_grouped && co_allocatable(u, v)) {
+            if (blocks_v && bu->seen != q_stamp) { /* not v itself, not counted already */
+                bu->seen = q_stamp;
+                coacc_add(u, v);
+            }
+            /* An initialising entry leaves u free to count through an older entry. */
+            if (!ctx_v || bu->cseen == q_stamp || (q_bytes[idx] & Q_INIT)) continue;
+            bu->cseen = q_stamp;
+            if (bu->size <= (SizeT)clo_max_grouped && co_allocatable(u, v)) {
                 UInt x = bu->fctx, y = blocks[v].fctx;
                 edges_add(&cedges, x < y ? x : y, x < y ? y : x);
             }
         }
     }
+    if (again) return;
     q_id[q_head] = v;
-    q_bytes[q_head] = sz ? (UInt)sz : 1;
+    q_bytes[q_head] = (sz ? (UInt)sz : 1) | (init ? Q_INIT : 0);
     q_last = v;
     if (++q_head == q_cap) q_head = 0;
     if (q_len < q_cap) q_len++;
@@ -602,7 +626,7 @@ static VG_REGPARM(2) void hl_read(Addr a, UWord sz) {
     if (!hit(a, &id)) return;
     n_heap++;
     blocks[id].reads++;
-    if (any_graph) affinity_access(id, sz);
+    if (any_graph) affinity_access(id, sz, False);
 }
 
 static VG_REGPARM(2) void hl_write(Addr a, UWord sz) {
@@ -610,7 +634,7 @@ static VG_REGPARM(2) void hl_write(Addr a, UWord sz) {
     if (!hit(a, &id)) return;
     n_heap++;
     blocks[id].writes++;
-    if (any_graph) affinity_access(id, sz);
+    if (any_graph) affinity_access(id, sz, blocks[id].reads == 0);
 }
 
 /* An 8-byte store of `v` at `a`: a write, and a friend edge when `v` points into another block. */
@@ -619,7 +643,7 @@ static VG_REGPARM(2) void hl_write8(Addr a, UWord v) {
     if (!hit(a, &id)) return;
     n_heap++;
     blocks[id].writes++;
-    if (any_graph) affinity_access(id, 8);
+    if (any_graph) affinity_access(id, 8, blocks[id].reads == 0);
     if (v - heap_lo >= heap_hi - heap_lo) return;
     ULong to;
     if (v - v_lo < v_span) {
