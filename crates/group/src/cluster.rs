@@ -13,7 +13,7 @@
 //! - a group that falls short of the weight threshold is dropped, and its nodes stay out of
 //!   later groups, as in the figure (they are no longer available).
 //!
-//! One step is heaplab's own (off by default, [`crate::Params::absorb`]): once the figure's
+//! One step is heaplab's own (on by default, [`crate::Params::absorb`]): once the figure's
 //! groups are formed, a group with more weight to another group than inside itself joins it.
 
 use crate::graph::Graph;

@@ -235,7 +235,7 @@ mod tests {
 
     /// Groups of program `p` with default parameters and no edges.
     fn groups(sites: Vec<Site>, contexts: Vec<GroupContext>, groups: Vec<Group>, walk_depth: u32) -> Groups {
-        Groups { params: Params::default(), command: vec!["p".into()], affinity_distance: 128, sites, contexts, edges: Vec::new(), groups, walk_depth, identification: Default::default() }
+        Groups { params: Params { whole_call_sites: false, ..Params::default() }, command: vec!["p".into()], affinity_distance: 128, sites, contexts, edges: Vec::new(), groups, walk_depth, identification: Default::default() }
     }
 
     #[test]

@@ -32,8 +32,9 @@ contexts (objects of two contexts accessed within the affinity distance). From i
      T = --merge-tolerance), up to --max-group-members; a group is kept if its internal weight
      is at least --group-threshold of the graph's accesses and its objects' accesses at least
      that share of all the profile's accesses (a group the program hardly touches cannot move
-     its misses, and serving it costs the runtime's start-up); with --absorb, a group with
-     more edge weight to another group than inside itself then joins it (heaplab's addition);
+     its misses, and serving it costs the runtime's start-up); then a group with more edge
+     weight to another group than inside itself joins it, the most lopsided first (heaplab's
+     addition; --no-absorb keeps HALO's groups as formed);
   3. selectors: for each group, most accessed first, the fewest call sites that tell each member
      apart from every context not claimed by an earlier group; the run-time allocator walks the
      stack as deep as the deepest selector site (the walk depth) and takes the first group whose
@@ -92,20 +93,24 @@ pub struct GroupArgs {
     #[arg(long, value_name = "N", default_value_t = Params::default().spare_chunks, value_parser = SPARE_CHUNKS.parser::<u32>(),
           help = SPARE_CHUNKS.help("Empty chunks kept for reuse (HALO: 1)"))]
     spare_chunks: u32,
-    /// Whole call sites: contexts below the coverage cut join the group of their allocation call
-    /// site when every covered context allocating there is in that one group (HALO sends them to
-    /// the fallback). The call site then decides without a stack walk, and lists built from
-    /// covered and uncovered contexts stay in one heap. Off by default (HALO's behaviour).
-    #[arg(long)]
+    /// Whole call sites (the default; the flag stays for scripts that name it): contexts below
+    /// the coverage cut join the group of their allocation call site when every covered context
+    /// allocating there is in that one group. The call site then decides without a stack walk,
+    /// and lists built from covered and uncovered contexts stay in one heap.
+    #[arg(long, overrides_with = "no_whole_call_sites")]
     whole_call_sites: bool,
-    /// Absorb lopsided groups: once HALO's clustering has formed the groups, a group with more
-    /// affinity weight to another group than inside itself joins it (the most lopsided first).
-    /// The density score favours small tight groups, so contexts whose objects are used mostly
-    /// with a large group's objects can end up apart, in other chunks; but the weight of objects
-    /// built together counts as much as that of objects used together, so a list built
-    /// interleaved with others and then walked alone joins them too. Off by default (HALO's).
-    #[arg(long)]
+    /// Send every context below the coverage cut to the fallback allocator, as HALO does.
+    #[arg(long, overrides_with = "whole_call_sites")]
+    no_whole_call_sites: bool,
+    /// Absorb lopsided groups (the default): once HALO's clustering has formed the groups, a
+    /// group with more affinity weight to another group than inside itself joins it, the most
+    /// lopsided first. The density score favours small tight groups, so contexts whose objects
+    /// are used mostly with a large group's objects can otherwise end up apart, in other chunks.
+    #[arg(long, overrides_with = "no_absorb")]
     absorb: bool,
+    /// Keep every group as HALO's clustering forms it.
+    #[arg(long, overrides_with = "absorb")]
+    no_absorb: bool,
     /// How recursion is collapsed into the graph's nodes: `function` keeps only the innermost
     /// frame of each function, so the objects a recursion allocates at one point are one node
     /// whatever path through its call sites led there; `call-site` is HALO's reduction (one
@@ -144,8 +149,8 @@ pub fn group(a: GroupArgs) -> Result<(), Failure> {
         max_object_size: a.max_object_size,
         chunk_size: a.chunk_size,
         spare_chunks: a.spare_chunks,
-        whole_call_sites: a.whole_call_sites,
-        absorb: a.absorb,
+        whole_call_sites: !a.no_whole_call_sites,
+        absorb: !a.no_absorb,
         recursion: a.recursion,
         max_turnover: a.max_turnover,
         max_walk_per_object: a.max_walk_per_object,

@@ -74,7 +74,7 @@ pub fn group_info(a: GroupInfoArgs) -> Result<(), Failure> {
         p.recursion.name(),
         if p.max_turnover == 0.0 { "no limit".to_string() } else { p.max_turnover.to_string() },
         if p.whole_call_sites { ", whole call sites" } else { "" },
-        if p.absorb { ", lopsided groups absorbed" } else { "" }
+        if p.absorb { ", lopsided groups absorbed" } else { ", groups kept apart" }
     );
     println!("allocator      objects ≤ {} B, chunks of {}, {} spare", grouped(p.max_object_size), bytes(p.chunk_size), p.spare_chunks);
     print_summary(&g);

@@ -82,7 +82,8 @@ struct Builder {
 impl Builder {
     fn new(ngroups: usize) -> Builder {
         let g = Groups {
-            params: Params::default(),
+            // Only the contexts named have a group: the others fall back, whole call sites or not.
+            params: Params { whole_call_sites: false, ..Params::default() },
             command: vec!["test".into()],
             affinity_distance: 128,
             sites: Vec::new(),
