@@ -47,8 +47,9 @@ pub struct Params {
     pub spare_chunks: u32,
     /// Whole call sites: contexts below the coverage cut follow their allocation call site's
     /// grouped contexts when those all fall in one group, instead of going to the fallback
-    /// (heaplab's default; HALO: off, it groups covered contexts only). The call site then decides without a
-    /// stack walk, and a list built from covered and uncovered contexts stays in one heap.
+    /// (heaplab's default; HALO: off, it groups covered contexts only). The call site then
+    /// decides without a stack walk, and a list built from covered and uncovered contexts stays
+    /// in one heap.
     pub whole_call_sites: bool,
     /// A group with more edge weight to another group than inside itself joins that group
     /// after the clustering ([`cluster`]'s `absorb`; heaplab's default; HALO: off, every group

@@ -167,11 +167,11 @@ fn naive(g: &Graph, p: &Params) -> Vec<(Vec<usize>, u64)> {
         let set = |o: &Vec<usize>| o.iter().copied().collect::<BTreeSet<usize>>();
         let mut best: Option<(f64, usize, usize)> = None;
         for a in 0..out.len() {
-            for b in 0..out.len() {
+            for b in (0..out.len()).filter(|&b| b != a) {
                 let both: BTreeSet<usize> = set(&out[a].0).union(&set(&out[b].0)).copied().collect();
                 let cross = sub(&both).0 - out[a].1 - out[b].1;
                 let fits = p.max_group_members == 0 || both.len() <= p.max_group_members;
-                if a != b && cross > out[a].1 && fits {
+                if cross > out[a].1 && fits {
                     let r = cross as f64 / out[a].1.max(1) as f64;
                     if best.is_none_or(|x| r > x.0) {
                         best = Some((r, a, b));
