@@ -42,7 +42,8 @@ With --contexts (HALO's profile, §4.1-4.2):
   context graph  a heap access to block v (of full context y) adds 1 to the undirected edge
               {x, y} for every other block u (of context x) in the same window, when both are at
               most --max-grouped-size bytes and co-allocatable: no allocation made between the
-              two came from x or y.
+              two came from x or y. Stores that initialise a block (before its first load) make
+              no context edge: objects built one after another are not thereby used together.
 --graph picks what the window feeds: blocks, contexts, both (the default with --contexts)
 or none; the block graph is the costly one, so `--graph contexts` profiles faster.
 Memory is bounded: each graph holds at most --max-edges edges; when full its lightest edges
