@@ -429,10 +429,6 @@ pub fn launch(command: &[String], output: &Path, opts: &LaunchOptions, setup: im
     let _ = std::fs::remove_file(&claim);
     let before = child_traces(output);
     let old_output = identity(output);
-    let mut preload = lib.to_string_lossy().into_owned();
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        preload = format!("{preload}:{}", old.to_string_lossy());
-    }
     // The tracer's settings travel in one variable (lines of key=value), read at its start.
     let settings = format!(
         "out={}\nroot={}\ndepth={}\nfollow={}\nlib={}\nonly={}",
@@ -446,8 +442,8 @@ pub fn launch(command: &[String], output: &Path, opts: &LaunchOptions, setup: im
     if settings.lines().count() != 6 {
         return Err(LaunchError::Output(format!("{}: a trace path cannot contain a newline", output.display())));
     }
-    let mut cmd = Command::new(&resolved);
-    cmd.arg0(program).args(&command[1..]).env("LD_PRELOAD", &preload).env("HEAPLAB_TRACE", &settings);
+    let mut cmd = preload_command(&resolved, command, &[&lib]);
+    cmd.env("HEAPLAB_TRACE", &settings);
     setup(&mut cmd);
     let mut run = Supervised::start(&mut cmd, program).inspect_err(|_| {
         let _ = std::fs::remove_file(&claim);
@@ -662,21 +658,28 @@ pub struct RuntimeRan {
     pub report: Result<String, String>,
 }
 
-/// `command` ready to start: its program found on PATH and run under its own name, with
-/// `runtime` (if any), then the fallback allocator, then the user's own LD_PRELOAD preloaded.
-fn preloaded(command: &[String], runtime: Option<&Path>, options: &RuntimeOptions) -> Result<Command, LaunchError> {
-    let program = &command[0];
-    let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
-    let mut preload: Vec<String> = runtime.into_iter().chain(options.fallback.as_deref()).map(|p| p.to_string_lossy().into_owned()).collect();
-    preload.extend(std::env::var("LD_PRELOAD").ok().filter(|v| !v.is_empty()));
-    let mut cmd = Command::new(&resolved);
-    cmd.arg0(program).args(&command[1..]);
+/// `command` ready to start as `resolved` (its program found on PATH) under its own name, with
+/// `libraries`, then the user's own LD_PRELOAD, preloaded.
+fn preload_command(resolved: &Path, command: &[String], libraries: &[&Path]) -> Command {
+    let mut preload: Vec<std::ffi::OsString> = libraries.iter().map(|p| p.as_os_str().to_owned()).collect();
+    preload.extend(std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()));
+    let mut cmd = Command::new(resolved);
+    cmd.arg0(&command[0]).args(&command[1..]);
     if preload.is_empty() {
         cmd.env_remove("LD_PRELOAD");
     } else {
-        cmd.env("LD_PRELOAD", preload.join(":"));
+        cmd.env("LD_PRELOAD", preload.join(std::ffi::OsStr::new(":")));
     }
-    Ok(cmd)
+    cmd
+}
+
+/// `command` ready to start: its program found on PATH, with `runtime` (if any), then the
+/// fallback allocator, then the user's own LD_PRELOAD preloaded.
+fn preloaded(command: &[String], runtime: Option<&Path>, options: &RuntimeOptions) -> Result<Command, LaunchError> {
+    let program = &command[0];
+    let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
+    let libraries: Vec<&Path> = runtime.into_iter().chain(options.fallback.as_deref()).collect();
+    Ok(preload_command(&resolved, command, &libraries))
 }
 
 /// Runs `command` with the fallback allocator alone preloaded (no runtime: it would have
