@@ -2,12 +2,13 @@
 //! `heaplab group-info` read. Written atomically (a temporary file renamed into place), read
 //! and validated in full: a damaged or inconsistent file is refused with a message naming it.
 //!
-//! Version 2 (version 1, the same without the last three header numbers and the churn flag, is
-//! read too, with no turnover or walk limit). Fixed-header integers are little-endian; `var` is an unsigned LEB128 varint
+//! Version 3 (version 2, the same without the contexts' sizes, is read too, with sizes unknown;
+//! version 1, version 2 without the last three header numbers and the churn flag, with no
+//! turnover or walk limit either). Fixed-header integers are little-endian; `var` is an unsigned LEB128 varint
 //! (`heaplab_model::varint`); `str` is `var` length + UTF-8 bytes; `f64` is IEEE-754 bits.
 //! ```text
 //!   0  magic "HLGROUPS" (8 bytes)
-//!   8  u32 version = 1
+//!   8  u32 version = 3
 //!  12  u32 walk depth (frames the run-time walk visits)
 //!  16  u64 affinity distance (bytes)
 //!  24  f64 coverage          32  f64 merge tolerance     40  f64 group threshold
@@ -22,8 +23,10 @@
 //! 152  K × str: the profiled command
 //!      S × site: str module basename, var file offset, str function ("" = unknown),
 //!                var max depth
-//!      C × context: var flags (bit 0: kept, bit 1: churns), var group + 1 (0: none), var accesses,
-//!                   var objects, var bytes, var n, n × var site (innermost first)
+//!      C × context: var flags (bit 0: kept, bit 1: churns, bit 2: sizes known), var group + 1
+//!                   (0: none), var accesses, var objects, var bytes, var n, n × var site
+//!                   (innermost first), then with bit 2: var smallest request, var largest
+//!                   request, var objects freed
 //!      E × edge, sorted by (a, b), no repeats: var a, var b (a ≤ b), var weight (≥ 1)
 //!      G × group, in the order selectors are tried: var weight, var accesses,
 //!                var m, m × var member context, var d, d × (var k ≥ 1, k × var site)
@@ -34,19 +37,19 @@
 //! indices in range, a context's group listing it as a member and no context in two groups,
 //! and the walk depth being the deepest selector site's max depth + 1.
 
-use crate::{Group, GroupContext, GroupEdge, Groups, Identification, Params, Recursion, Site};
+use crate::{Group, GroupContext, GroupEdge, Groups, Identification, ObjectSizes, Params, Recursion, Site};
 use heaplab_model::varint::{get_varint, put_varint};
 use heaplab_model::{InputError, InputErrorKind};
 use heaplab_trace::context::fnv1a;
 
 /// The file's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"HLGROUPS";
-/// The version this module writes (it reads this one and the one before).
-pub const VERSION: u32 = 2;
+/// The version this module writes (it reads this one and the two before).
+pub const VERSION: u32 = 3;
 /// The end marker before the checksum.
 pub const END: &[u8; 8] = b"HLG-END\0";
 const HEADER: usize = 152;
-/// Version 1's header: version 2's without the max turnover.
+/// Version 1's header: version 2's (and 3's) without the last three numbers.
 const HEADER_V1: usize = 128;
 
 /// Why groups could not be written (the format's rules, or the file).
@@ -62,6 +65,11 @@ pub fn validate(g: &Groups) -> Result<(), String> {
         }
         if c.churns && (c.kept || c.group.is_some()) {
             return Err(format!("context {i} churns but is kept or grouped"));
+        }
+        if let Some(z) = c.sizes {
+            if z.min > z.max || z.freed > c.objects {
+                return Err(format!("context {i}: sizes {}..{} with {} of {} objects freed", z.min, z.max, z.freed, c.objects));
+            }
         }
         if let Some(k) = c.group {
             match g.groups.get(k as usize) {
@@ -152,13 +160,18 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
         put_varint(&mut b, u64::from(s.max_depth));
     }
     for c in &g.contexts {
-        put_varint(&mut b, u64::from(c.kept) | u64::from(c.churns) << 1);
+        put_varint(&mut b, u64::from(c.kept) | u64::from(c.churns) << 1 | u64::from(c.sizes.is_some()) << 2);
         put_varint(&mut b, c.group.map_or(0, |k| u64::from(k) + 1));
         for v in [c.accesses, c.objects, c.bytes, c.sites.len() as u64] {
             put_varint(&mut b, v);
         }
         for &s in &c.sites {
             put_varint(&mut b, u64::from(s));
+        }
+        if let Some(z) = c.sizes {
+            for v in [z.min, z.max, z.freed] {
+                put_varint(&mut b, v);
+            }
         }
     }
     for e in &g.edges {
@@ -243,8 +256,8 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
     let version = u32_at(8);
     let header = match version {
         1 => HEADER_V1,
-        VERSION => HEADER,
-        _ => return Err(format(format!("groups format version {version}; this heaplab reads versions 1 and {VERSION}"))),
+        2 | VERSION => HEADER,
+        _ => return Err(format(format!("groups format version {version}; this heaplab reads versions 1 to {VERSION}"))),
     };
     if bytes.len() < header + 16 {
         return Err(format(format!("truncated: {} bytes, shorter than the {header}-byte header and the end", bytes.len())));
@@ -293,7 +306,11 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
             return Err(format(format!("header says {n} {what}, more than the file can hold")));
         }
     }
-    let context_flags = if version == 1 { 1 } else { 3 };
+    let context_flags = match version {
+        1 => 1,
+        2 => 3,
+        _ => 7,
+    };
     parse_body(&mut r, &mut g, &counts, context_flags).map_err(format)?;
     if r.left() != 0 {
         return Err(format(format!("{} unexpected bytes after the groups", r.left())));
@@ -328,7 +345,8 @@ fn parse_body(r: &mut Cursor, g: &mut Groups, counts: &[u64], context_flags: u64
         let (accesses, objects, bytes) = (r.var(&what)?, r.var(&what)?, r.var(&what)?);
         let n = r.count(&what)?;
         let sites = (0..n).map(|_| r.u32(&what)).collect::<Result<_, _>>()?;
-        g.contexts.push(GroupContext { sites, group, accesses, objects, bytes, kept: flags & 1 != 0, churns: flags & 2 != 0 });
+        let sizes = if flags & 4 != 0 { Some(ObjectSizes { min: r.var(&what)?, max: r.var(&what)?, freed: r.var(&what)? }) } else { None };
+        g.contexts.push(GroupContext { sites, group, accesses, objects, bytes, kept: flags & 1 != 0, churns: flags & 2 != 0, sizes });
     }
     for i in 0..counts[3] {
         let what = format!("edge {i}");

@@ -5,7 +5,7 @@
 //! profile's context affinity edges summed between kept nodes. Also the profile's contexts and
 //! call sites as [`crate::Groups`] records them.
 
-use crate::{GroupContext, GroupEdge, GroupError, Params, Recursion, Site};
+use crate::{GroupContext, GroupEdge, GroupError, ObjectSizes, Params, Recursion, Site};
 use heaplab_access::AccessProfile;
 use std::collections::HashMap;
 
@@ -105,6 +105,10 @@ pub fn build(profile: &AccessProfile, params: &Params) -> Result<Built, GroupErr
         }
         let acc = b.reads.saturating_add(b.writes);
         let x = &mut contexts[c];
+        let z = x.sizes.get_or_insert(ObjectSizes { min: u64::MAX, max: 0, freed: 0 });
+        z.min = z.min.min(b.size);
+        z.max = z.max.max(b.size);
+        z.freed += u64::from(b.free_at != u64::MAX);
         x.objects += 1;
         x.bytes = x.bytes.saturating_add(b.size);
         x.accesses = x.accesses.saturating_add(acc);
@@ -112,6 +116,11 @@ pub fn build(profile: &AccessProfile, params: &Params) -> Result<Built, GroupErr
             small[c] = small[c].saturating_add(acc);
             lives[c].push(Life { size: b.size, alloc_at: b.alloc_at, free_at: b.free_at });
         }
+    }
+    // Objects of no known context could share a size class with any group's: no context's
+    // sizes can then rule that out (`same_layout`).
+    if profile.blocks.iter().any(|b| b.full_context == u32::MAX) {
+        contexts.iter_mut().for_each(|x| x.sizes = None);
     }
     // The context with no frame in the program's modules cannot be told apart at run time: it
     // is no node, and its accesses are no part of what the coverage counts.

@@ -17,6 +17,7 @@ pub mod format;
 pub mod graph;
 pub mod report;
 pub mod run;
+pub mod same_layout;
 pub mod select;
 pub mod table;
 
@@ -134,6 +135,21 @@ pub struct GroupContext {
     pub kept: bool,
     /// Whether it was left out because its node's objects churn ([`Params::max_turnover`]).
     pub churns: bool,
+    /// The sizes of its objects and how many were freed (`None` in files written before
+    /// heaplab recorded them): what [`same_layout`] needs to tell whether the fallback
+    /// allocator would lay them out as a group does.
+    pub sizes: Option<ObjectSizes>,
+}
+
+/// The sizes a context's objects were requested with, and how many of them were freed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ObjectSizes {
+    /// The smallest request (bytes).
+    pub min: u64,
+    /// The largest request (bytes).
+    pub max: u64,
+    /// Objects freed before the profiled run ended.
+    pub freed: u64,
 }
 
 /// A group of contexts whose objects are allocated together.

@@ -3,6 +3,7 @@
 //! one typed value, written back as JSON (`heaplab run --groups --report`) and told in one
 //! paragraph. The fields every runtime's report has are heaplab_trace's [`Common`].
 
+use crate::same_layout::Declined;
 use heaplab_model::units::{bytes, grouped};
 use heaplab_trace::runtime_report::{Common, Fields, RuntimeReport};
 use serde_json::{json, Value};
@@ -92,6 +93,9 @@ pub struct GroupRunReport {
     pub reused_objects: u64,
     /// The runtime's settings (`heaplab run`'s flags) as it applied them.
     pub settings: Settings,
+    /// The file's groups, when the fallback lays out every one of them as its group would
+    /// ([`crate::same_layout`]) and the program ran on it alone; empty otherwise.
+    pub declined: Vec<Declined>,
 }
 
 /// What the grouped allocator ran with.
@@ -141,6 +145,7 @@ impl GroupRunReport {
             "frees_grouped": self.frees_grouped,
             "reused_objects": self.reused_objects,
             "settings": {"alignment": self.settings.alignment, "free_lists": self.settings.free_lists, "huge_pages": self.settings.huge_pages},
+            "declined_groups": self.declined.iter().map(|d| json!({"group": d.group, "size_class": d.class})).collect::<Vec<_>>(),
         });
         self.common.add_json(&mut v);
         if !self.loaded {
@@ -173,7 +178,15 @@ impl GroupRunReport {
         let mut s = format!("heaplab run: groups {}", self.groups_file);
         if !self.loaded {
             let alone = if self.common.fallback_allocator.is_empty() { "glibc" } else { &self.common.fallback_allocator };
-            s += &format!(": no groups to apply, so the program ran on {alone} alone (the grouped allocator was not loaded).");
+            if self.declined.is_empty() {
+                s += &format!(": no groups to apply, so the program ran on {alone} alone (the grouped allocator was not loaded).");
+            } else {
+                let classes: Vec<String> = self.declined.iter().map(|d| format!("{} B", d.class)).collect();
+                s += &format!(
+                    ": {alone} lays out every group as the grouped allocator would (each takes one of its size classes, {}, exactly, alone and never freed), so the program ran on {alone} alone (--all-groups applies them anyway).",
+                    classes.join(", ")
+                );
+            }
         } else if let Some(e) = &self.common.error {
             s += &format!(" NOT applied: {e}.");
         } else {
@@ -260,6 +273,7 @@ impl RuntimeReport for GroupRunReport {
             frees_grouped: f.need("frees_grouped")?,
             reused_objects: f.need("reused_objects")?,
             settings: Settings { alignment: f.text("settings.alignment"), free_lists: f.need("settings.free_lists")? == 1, huge_pages: f.text("settings.huge_pages") },
+            declined: Vec::new(),
         })
     }
 
@@ -310,6 +324,18 @@ mod tests {
         let s = r.summary();
         assert!(s.contains("no groups to apply, so the program ran on jemalloc alone") && s.contains("Peak RSS 1.00 MiB") && s.contains("after 0.50 s"), "{s}");
         assert!(!s.contains("allocations grouped"), "{s}");
+        assert_eq!(v["declined_groups"], json!([]));
+    }
+
+    #[test]
+    fn groups_left_to_the_fallback_are_told() {
+        let how = Common { fallback_allocator: "jemalloc".into(), ..Common::default() };
+        let mut r = GroupRunReport::without_allocator("/t/g.hlgroups", &crate::Params::default(), how);
+        r.declined = vec![Declined { group: 0, class: 48 }, Declined { group: 1, class: 192 }];
+        let s = r.summary();
+        assert!(s.contains("jemalloc lays out every group as the grouped allocator would (each takes one of its size classes, 48 B, 192 B, exactly"), "{s}");
+        assert!(s.contains("so the program ran on jemalloc alone (--all-groups applies them anyway)"), "{s}");
+        assert_eq!(r.to_json()["declined_groups"], json!([{"group": 0, "size_class": 48}, {"group": 1, "size_class": 192}]));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! groups name call sites of the program that was profiled.
 
 use crate::report::GroupRunReport;
+use crate::same_layout::{self, SizeClasses};
 use crate::Groups;
 use heaplab_model::{InputError, InputErrorKind};
 use heaplab_trace::launch::{find_program, run_alone as run_alone_with, LaunchError, RuntimeError, RuntimeFinished, RuntimeOptions, RuntimeRun, Scratch};
@@ -33,17 +34,27 @@ pub fn library_path() -> std::io::Result<PathBuf> {
 pub type Grouped = RuntimeFinished<GroupRunReport>;
 
 /// Runs `command` with `groups` applied; `groups_file` names them in errors and the report. The
-/// groups are checked first (invalid ones are an error before the program starts). `setup`
-/// adjusts the command (standard streams, working directory, environment) before it starts.
-pub fn run(groups: &Groups, groups_file: &str, command: &[String], opts: &RuntimeOptions, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<Grouped, RuntimeError> {
+/// groups are checked first (invalid ones are an error before the program starts). When the
+/// fallback allocator would lay out every group the same way ([`crate::same_layout`]), the
+/// program runs on it alone, unless `every_group`. `setup` adjusts the command (standard
+/// streams, working directory, environment) before it starts.
+pub fn run(groups: &Groups, groups_file: &str, command: &[String], opts: &RuntimeOptions, every_group: bool, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<Grouped, RuntimeError> {
     let what = if groups_file.is_empty() { "groups" } else { groups_file };
     let invalid = |m| RuntimeError::Input(InputError::file(what, InputErrorKind::Consistency, m));
     crate::format::validate(groups).map_err(invalid)?;
     let table = crate::table::to_bytes(groups).map_err(invalid)?;
     let program = &command[0];
     find_program(program).ok_or_else(|| RuntimeError::Launch(LaunchError::NotFound(program.clone())))?;
-    if groups.groups.is_empty() {
-        return run_alone(groups, groups_file, command, opts, setup);
+    let declined = match SizeClasses::of(&opts.fallback_name) {
+        Some(classes) if !every_group => same_layout::declined(groups, classes),
+        _ => Vec::new(),
+    };
+    if groups.groups.is_empty() || declined.len() == groups.groups.len() {
+        let mut done = run_alone(groups, groups_file, command, opts, setup)?;
+        if let Some(r) = &mut done.report {
+            r.declined = declined;
+        }
+        return Ok(done);
     }
     let lib = library_path().map_err(|e| RuntimeError::Setup(format!("cannot install the grouped allocator: {e}")))?;
     let scratch = Scratch::new("heaplab-group").map_err(RuntimeError::Launch)?;

@@ -375,7 +375,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
          the other {} give the median and quartiles [q1–q3] of wall time and peak RSS. Allocators are preloaded; *grouped* is `heaplab \
          run --groups G --fallback jemalloc` (HALO's baseline) and takes its figures from that command's report (wall time from the \
          program's spawn to its end, without heaplab's own start-up and check of the groups; the program's VmHWM, or wait4's peak \
-         where no groups were made and the program ran on jemalloc alone). D1 and LL are data misses of one run under `valgrind --tool=cachegrind --cache-sim=yes {}` \
+         where the program ran on jemalloc alone: no groups were made, or jemalloc lays out every group as grouping would). D1 and LL are data misses of one run under `valgrind --tool=cachegrind --cache-sim=yes {}` \
          (48 KiB 12-way L1D, 32 MiB 16-way LL, 64-byte lines; the tool binary started directly so that the runtime loads into the \
          program). *Δ vs jemalloc* is the median's change; the time verdict is a one-sided rank-sum test at 95%. Every run's standard \
          output is compared with the plain (glibc) run's.\n\n",
@@ -437,6 +437,9 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
             groups.map(|g| g.to_string()).unwrap_or_else(|| "—".into()),
             match (gc, alloc) {
                 (Some(g), Some(a)) if a > 0.0 => format!("{} of {} ({:.0}%)", count(g as u64), count(a as u64), 100.0 * g / a),
+                _ if rep["allocator_loaded"] == Value::Bool(false) && rep["declined_groups"].as_array().is_some_and(|d| !d.is_empty()) => {
+                    format!("none: {BASELINE} lays them out alike, so ran on it alone")
+                }
                 _ if rep["allocator_loaded"] == Value::Bool(false) => format!("none: ran on {BASELINE} alone"),
                 _ => "—".into(),
             },

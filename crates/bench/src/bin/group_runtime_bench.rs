@@ -43,7 +43,7 @@ fn once(cmd: &[String], groups: Option<&Groups>, fresh: bool, fallback: &heaplab
     let Some(g) = groups else { return (runtime_cost::plain(cmd, fallback, scratch), 0.0) };
     runtime_cost::under(cmd, scratch, |out| {
         let opts = RuntimeOptions { fallback: fallback.library.clone(), fallback_name: fallback.name.clone() };
-        let a = run(g, "bench", cmd, &opts, |c| c.stdout(out).env("HEAPLAB_GROUP_MEMO", if fresh { "0" } else { "1" })).unwrap_or_else(|e| fail(e.to_string()));
+        let a = run(g, "bench", cmd, &opts, true, |c| c.stdout(out).env("HEAPLAB_GROUP_MEMO", if fresh { "0" } else { "1" })).unwrap_or_else(|e| fail(e.to_string()));
         if !a.status.success() {
             fail(format!("{cmd:?} grouped failed"));
         }
@@ -92,7 +92,7 @@ fn groups(ctx: &[Vec<(String, u64)>; 2], d: usize, selectors: &[&[usize]]) -> Gr
         command: vec!["group_loop".into()],
         affinity_distance: 128,
         sites,
-        contexts: (0..n).map(|k| GroupContext { sites: vec![k as u32], group: Some(k as u32), accesses: 1, objects: 1, bytes: 1, kept: true, churns: false }).collect(),
+        contexts: (0..n).map(|k| GroupContext { sites: vec![k as u32], group: Some(k as u32), accesses: 1, objects: 1, bytes: 1, kept: true, churns: false, sizes: None }).collect(),
         edges: Vec::new(),
         groups: selectors
             .iter()

@@ -6,6 +6,7 @@ use crate::flag_ranges::{CHUNK_SIZE, GROUP_MEMBERS, MAX_OBJECT_SIZE, MIN_WEIGHT,
 use crate::outputs::check_outputs;
 use crate::Failure;
 use clap::Args;
+use heaplab_group::same_layout::{self, SizeClasses};
 use heaplab_group::{format, select, Groups, Params, Recursion};
 use heaplab_model::units::grouped;
 use serde_json::{json, Value};
@@ -206,10 +207,20 @@ pub fn print_summary(g: &Groups) {
             share(kept_acc)
         );
     }
+    let alike = same_layout::declined(g, SizeClasses::Jemalloc);
     for (k, x) in g.groups.iter().enumerate() {
         let members: Vec<&str> = x.members.iter().map(|&m| names[m as usize].as_str()).collect();
         println!("  group {k:<6} {}", members.join(", "));
         println!("               weight {}, accesses {} ({:.1}%)", grouped(x.weight), grouped(x.accesses), share(x.accesses));
+        if let Some(z) = same_layout::group_sizes(g, k) {
+            let size = if z.min == z.max { format!("{} B", z.min) } else { format!("{}–{} B", z.min, z.max) };
+            let freed = if z.freed == 0 { "none freed".to_string() } else { format!("{} freed", grouped(z.freed)) };
+            let same = match alike.iter().find(|d| d.group == k as u32) {
+                Some(d) => format!(" (jemalloc lays them out alike: its {}-byte class alone)", d.class),
+                None => String::new(),
+            };
+            println!("               objects {size}, {freed}{same}");
+        }
         println!("               selector: {}", selector_text(g, &x.selector));
     }
     println!("walk depth     {} frames", g.walk_depth);
@@ -233,6 +244,7 @@ pub fn print_summary(g: &Groups) {
 /// Everything about groups as JSON; `full` adds every context's frames and every edge.
 pub fn describe(g: &Groups, full: bool) -> Value {
     let names = g.context_names();
+    let alike = same_layout::declined(g, SizeClasses::Jemalloc);
     let p = &g.params;
     let groups: Vec<Value> = g
         .groups
@@ -247,6 +259,8 @@ pub fn describe(g: &Groups, full: bool) -> Value {
                 "accesses": x.accesses,
                 "selector": x.selector,
                 "selector_text": selector_text(g, &x.selector),
+                "object_sizes": same_layout::group_sizes(g, k).map(|z| json!({"min": z.min, "max": z.max, "freed": z.freed})),
+                "jemalloc_size_class_alone": alike.iter().find(|d| d.group == k as u32).map(|d| d.class),
             })
         })
         .collect();

@@ -28,7 +28,11 @@ group that matches by bump allocation from that group's own 1 MiB chunks, so obj
 together lie together. Everything else goes to the fallback allocator (jemalloc by default, as in
 HALO): larger objects, aligned requests above 16 bytes, and contexts no selector matches.
 A groups file without groups (`heaplab group` found none worth their stack walks) has nothing
-to apply: the program then runs on the fallback alone, the grouped allocator not loaded.
+to apply: the program then runs on the fallback alone, the grouped allocator not loaded. With
+jemalloc as the fallback, a group that jemalloc would lay out object for object as the group
+does (all its objects in one of jemalloc's size classes and exactly that size, nothing else the
+profile allocated in that class, nothing freed) is left to jemalloc, which costs less per
+allocation; the summary names such groups, and --all-groups serves them anyway.
 As in HALO, a chunk's space comes back only when every object in it is dead; --reuse-freed also
 serves new objects of a group from its freed ones of the same size class (less memory where a
 few long-lived objects pin chunks, but more D1 misses where programs free: docs/group.md).
@@ -50,8 +54,9 @@ fallback by reason, first_mismatch, match_rate, frees_region, peak_rss_bytes); w
 allocations, grouped (count, bytes, per group), fallback by reason (too_big, aligned, ungrouped,
 exhausted), identification (stack walks, frames), chunks (fresh, reused, returned), the grouped
 heap's fragmentation at its peak footprint, the settings applied (alignment, free_lists,
-huge_pages: off, on or refused by the kernel) and peak_rss_bytes (allocator_loaded false and
-the counts null when the file had no groups); both with the run's (wall_seconds, exit_status,
+huge_pages: off, on or refused by the kernel), declined_groups (the groups left to jemalloc,
+with their size class) and peak_rss_bytes (allocator_loaded false and the counts null when no
+group was applied); both with the run's (wall_seconds, exit_status,
 command).
 
 The layout or groups apply to the process heaplab starts, from its first allocation: give the
@@ -92,6 +97,12 @@ pub struct RunArgs {
     /// that compact memory now and then cost more than they win: docs/group.md).
     #[arg(long)]
     huge_pages: bool,
+    /// With --groups: serve every group of the file [default: with jemalloc as the fallback, a
+    /// group whose objects all take one of jemalloc's size classes, exactly that class's size,
+    /// with nothing else the profile allocated in that class and nothing freed, is left to
+    /// jemalloc, which places them as the group would, without the runtime's cost].
+    #[arg(long)]
+    all_groups: bool,
     /// The allocator everything unplanned or ungrouped goes to: glibc, jemalloc, mimalloc,
     /// tcmalloc, or a path to a shared library that defines malloc [default: glibc with
     /// --layout, jemalloc with --groups].
@@ -121,7 +132,7 @@ fn failure(class: heaplab_model::ErrorClass, m: String) -> Failure {
 /// `heaplab run`. Returns only on errors before the program ran; otherwise it exits with the
 /// program's status.
 pub fn run(a: RunArgs) -> Result<(), Failure> {
-    for (given, flag) in [(a.reuse_freed, "--reuse-freed"), (a.align_16, "--align-16"), (a.huge_pages, "--huge-pages")] {
+    for (given, flag) in [(a.reuse_freed, "--reuse-freed"), (a.align_16, "--align-16"), (a.huge_pages, "--huge-pages"), (a.all_groups, "--all-groups")] {
         if given && a.groups.is_none() {
             return Err(Failure::Input(format!("{flag} applies to the grouped allocator: give --groups")));
         }
@@ -139,7 +150,7 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
         let groups = heaplab_group::format::read(groups_file).map_err(|e| Failure::Input(e.to_string()))?;
         // The flags alone decide: a variable left in the user's environment does not.
         let settings = [(a.reuse_freed, "HEAPLAB_GROUP_REUSE"), (a.align_16, "HEAPLAB_GROUP_ALIGN16"), (a.huge_pages, "HEAPLAB_GROUP_HUGEPAGES")];
-        let done = run_grouped(&groups, groups_file, &a.command, &opts, |c| {
+        let done = run_grouped(&groups, groups_file, &a.command, &opts, a.all_groups, |c| {
             settings.iter().fold(c, |c, &(on, var)| if on { c.env(var, "1") } else { c.env_remove(var) })
         })
         .map_err(|e| failure(e.class(), e.to_string()))?;

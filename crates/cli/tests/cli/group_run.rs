@@ -14,7 +14,7 @@
 
 use crate::common::{heaplab_in, prog, real_programs, scratch_dir, Heaplab};
 use crate::runtime::{applied, compiled, shared_workloads, streams_and_status_pass_through, trace};
-use heaplab_group::{Group, GroupContext, Groups, Identification, Params, Site};
+use heaplab_group::{Group, GroupContext, Groups, Identification, ObjectSizes, Params, Site};
 use heaplab_trace::context::{basename, ModuleMap};
 use heaplab_trace::reader::Half;
 use heaplab_trace::TraceReader;
@@ -112,9 +112,16 @@ impl Builder {
     fn context(&mut self, c: &Ctx, group: Option<u32>) {
         let sites = c.frames.iter().enumerate().map(|(d, f)| self.site(f, d as u32)).collect();
         let i = self.g.contexts.len() as u32;
-        self.g.contexts.push(GroupContext { sites, group, accesses: 1, objects: c.count, bytes: c.count, kept: group.is_some(), churns: false });
+        self.g.contexts.push(GroupContext { sites, group, accesses: 1, objects: c.count, bytes: c.count, kept: group.is_some(), churns: false, sizes: None });
         if let Some(k) = group {
             self.g.groups[k as usize].members.push(i);
+        }
+    }
+
+    /// Gives every context the sizes `of` its group says (as `heaplab group` records them).
+    fn sizes(&mut self, of: impl Fn(Option<u32>) -> ObjectSizes) {
+        for c in &mut self.g.contexts {
+            c.sizes = Some(of(c.group));
         }
     }
 
@@ -257,6 +264,47 @@ fn groups_dropped_for_their_cost_send_everything_to_the_fallback_unwalked() {
     let (v, told) = ran_alone(&dir, &file, &[&p, "2000", "3", "2"], &[], &[]);
     assert_eq!(v["fallback_allocator"], "jemalloc", "{v}");
     assert!(told.contains("no groups to apply, so the program ran on jemalloc alone") && told.contains("about 100 stack frames per grouped object"), "{told}");
+}
+
+/// A file whose every group jemalloc would lay out as the group does (each in one of its size
+/// classes, exactly that size, alone, never freed): with jemalloc as the fallback the program
+/// runs on it alone and the summary says why; --all-groups, another fallback, or another
+/// context in the class, and the groups are applied.
+#[test]
+fn groups_jemalloc_lays_out_alike_run_on_jemalloc_alone() {
+    let dir = scratch_dir("group_run", "alike");
+    let p = lists();
+    let cmd = [&p[..], "2000", "3", "1"];
+    let ctxs = contexts(&dir, "lists", 8, &[&p, "500", "3"], &[]);
+    let [(a, da), (b, db), (c, _)] = abc(&ctxs, 500);
+    // A and B nodes in group 0, recorded as 48 bytes; every other context `others`.
+    let build = |others: ObjectSizes, name: &str| {
+        let mut g = Builder::new(1);
+        g.context(a, Some(0));
+        g.context(b, Some(0));
+        g.context(c, None);
+        for x in ctxs.iter().filter(|x| x.count != 500) {
+            g.context(x, None);
+        }
+        g.select(0, &[(&a.frames[da], da as u32)]);
+        g.select(0, &[(&b.frames[db], db as u32)]);
+        g.sizes(|k| if k.is_some() { ObjectSizes { min: 48, max: 48, freed: 0 } } else { others });
+        g.write(&dir, name)
+    };
+    let alike = build(ObjectSizes { min: 1024, max: 1024, freed: 0 }, "alike");
+    let (v, told) = ran_alone(&dir, &alike, &cmd, &[], &[]);
+    assert_eq!(v["declined_groups"], serde_json::json!([{"group": 0, "size_class": 48}]), "{v}");
+    assert!(told.contains("jemalloc lays out every group as the grouped allocator would (each takes one of its size classes, 48 B, exactly"), "{told}");
+    for extra in [&["--all-groups"][..], &["--fallback", "glibc"]] {
+        let v = same_as_plain(&dir, &alike, &cmd, &[], extra);
+        assert_eq!(n(&v, &["groups", "0", "count"]), 2 * 2000, "{extra:?}: {v}");
+        assert_eq!(v["declined_groups"], serde_json::json!([]), "{v}");
+    }
+    // Other objects of 40 to 56 bytes: jemalloc would put some in the 48 class beside the
+    // group's, so grouping changes the layout and applies.
+    let shared = build(ObjectSizes { min: 40, max: 56, freed: 0 }, "shared");
+    let v = same_as_plain(&dir, &shared, &cmd, &[], &[]);
+    assert_eq!(n(&v, &["groups", "0", "count"]), 2 * 2000, "{v}");
 }
 
 #[test]

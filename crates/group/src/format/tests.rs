@@ -57,11 +57,28 @@ fn round_trip() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Version 2: version 3 without the contexts' sizes.
+#[test]
+fn version_2_files_are_read_with_sizes_unknown() {
+    let mut g = sample();
+    assert!(g.contexts.iter().all(|c| c.sizes.is_some()));
+    let v3 = to_bytes(&g).unwrap();
+    let mut v2 = v3.clone();
+    v2[8..12].copy_from_slice(&2u32.to_le_bytes());
+    // Version 2 knows no sizes flag: a file carrying one is refused.
+    assert!(reread(&resum(v2)).unwrap_err().to_string().contains("unknown flags 0x"));
+    g.contexts.iter_mut().for_each(|c| c.sizes = None);
+    let mut v2 = to_bytes(&g).unwrap();
+    v2[8..12].copy_from_slice(&2u32.to_le_bytes());
+    assert_eq!(reread(&resum(v2)).unwrap(), g);
+}
+
 /// Version 1: version 2 without the header's last three numbers, the churn flag and absorbing.
 #[test]
 fn version_1_files_are_read_with_no_limits() {
     let mut g = sample();
     g.params.absorb = false;
+    g.contexts.iter_mut().for_each(|c| c.sizes = None);
     let v2 = to_bytes(&g).unwrap();
     let mut v1 = v2[..128].to_vec();
     v1[8..12].copy_from_slice(&1u32.to_le_bytes());
@@ -115,6 +132,12 @@ fn inconsistent_groups_are_not_written() {
     let mut bad = g.clone();
     bad.contexts[2].group = Some(0);
     assert!(to_bytes(&bad).unwrap_err().to_string().contains("context 2"));
+    let mut bad = g.clone();
+    bad.contexts[0].sizes = Some(ObjectSizes { min: 9, max: 8, freed: 0 });
+    assert!(to_bytes(&bad).unwrap_err().to_string().contains("sizes 9..8"));
+    let mut bad = g.clone();
+    bad.contexts[0].sizes = Some(ObjectSizes { min: 8, max: 8, freed: bad.contexts[0].objects + 1 });
+    assert!(to_bytes(&bad).unwrap_err().to_string().contains("objects freed"));
     let mut bad = g.clone();
     bad.groups[0].selector.push(Vec::new());
     assert!(to_bytes(&bad).unwrap_err().to_string().contains("empty conjunction"));
