@@ -1,5 +1,5 @@
 //! Compiles the LD_PRELOAD tracer (`native/` + `preload/`) into OUT_DIR (`src/preload.rs` embeds it, so the `heaplab`
-//! binary carries its own tracer), after generating `heaplab_format.h` from the Rust constants
+//! binary carries its own tracer), and the run launcher (`launcher/`, which `src/launch.rs` embeds), after generating `heaplab_format.h` from the Rust constants
 //! of the `.hltrace` format (`src/format/codes.rs`): the format's numbers have one definition.
 
 use heaplab_native_build::{CBuild, CHeader};
@@ -61,4 +61,6 @@ fn main() {
         .lib("dl")
         .lib("pthread")
         .embed("HEAPLAB_PRELOAD_SO");
+    // The run launcher (see its comment): programs measured for their own peak RSS.
+    CBuild::program("heaplab_run").source("launcher/heaplab_run.c").embed("HEAPLAB_RUN_LAUNCHER");
 }

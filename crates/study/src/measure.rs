@@ -2,7 +2,7 @@
 //!
 //! The primary measure is the kernel's: `wait4` returns the child's rusage, whose `ru_maxrss`
 //! is the largest RSS of the program or of any descendant it waited for (what `time -v`
-//! reports). The program is started by a tiny launcher (C, `launcher/`, embedded here) that
+//! reports). The program is started by a tiny launcher (C, heaplab_trace's, [`heaplab_trace::launch::run_launcher`]) that
 //! forks it and calls wait4: Linux folds the RSS a process had before exec into that figure,
 //! and a program forked from heaplab itself would inherit heaplab's. Alongside it a sampler reads `/proc` every few milliseconds while the program runs
 //! (no cgroup needed): the program's `VmHWM` and the summed `VmRSS` of its process tree. It is
@@ -205,12 +205,10 @@ pub fn read_tail(mut r: impl Read) -> Vec<u8> {
     buf
 }
 
-/// The run launcher, compiled by build.rs.
-const LAUNCHER: &[u8] = include_bytes!(env!("HEAPLAB_RUN_LAUNCHER"));
 
 /// Runs `spec` once, its output discarded (or written where `spec.stdout` says), and measures it.
 pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
-    let launcher = heaplab_trace::preload::install_cached("heaplab_run", "", LAUNCHER, true)?;
+    let launcher = heaplab_trace::launch::run_launcher()?;
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills two descriptors we then own.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

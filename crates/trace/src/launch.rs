@@ -682,24 +682,67 @@ fn preloaded(command: &[String], runtime: Option<&Path>, options: &RuntimeOption
     Ok(preload_command(&resolved, command, &libraries))
 }
 
+/// The run launcher (`launcher/heaplab_run.c`), compiled by build.rs.
+const RUN_LAUNCHER: &[u8] = include_bytes!(env!("HEAPLAB_RUN_LAUNCHER"));
+
+/// The run launcher, installed in heaplab's cache: a program it starts reports its own peak RSS
+/// to wait4, where one started from heaplab reports at least heaplab's (see the launcher's
+/// comment for the protocol).
+pub fn run_launcher() -> std::io::Result<PathBuf> {
+    crate::preload::install_cached("heaplab_run", "", RUN_LAUNCHER, true)
+}
+
 /// Runs `command` with the fallback allocator alone preloaded (no runtime: it would have
 /// nothing to apply) and the runtime's `settings_var` removed, as [`RuntimeRun::run`] runs it
-/// otherwise: how it ended, its wall time and its peak RSS (`ru_maxrss` of the children heaplab
-/// waited for, which is this one). No runtime sets a parent-death signal here: heaplab still
-/// passes on the signals it gets.
+/// otherwise: how it ended, its wall time and its peak RSS. It starts through the run launcher
+/// ([`run_launcher`]), which passes on the signals heaplab passes on and gets SIGTERM, passed on
+/// too, if heaplab dies; the program's wall time runs from the launcher's fork of it to its end
+/// and its peak RSS is its own (Linux would count heaplab's memory in the peak of a program
+/// started from heaplab). The program's standard streams and other descriptors are heaplab's.
 pub fn run_alone(options: &RuntimeOptions, settings_var: &str, command: &[String], setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<(ExitStatus, Duration, u64), LaunchError> {
+    use std::io::BufRead;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
     let program = &command[0];
-    let mut cmd = preloaded(command, None, options)?;
+    let preloaded = preloaded(command, None, options)?;
+    let launcher = run_launcher().map_err(|e| LaunchError::Start("the run launcher".into(), e))?;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(LaunchError::Start(program.clone(), std::io::Error::last_os_error()));
+    }
+    // SAFETY: fresh descriptors from pipe2.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // The write end goes to the launcher (which closes it on exec of the program).
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_SETFD, 0) };
+    let mut cmd = Command::new(&launcher);
+    cmd.arg(preloaded.get_program()).arg(&command[0]).args(&command[1..]);
+    let preload = preloaded.get_envs().find(|(k, _)| *k == "LD_PRELOAD").and_then(|(_, v)| v.map(|v| v.to_owned())).unwrap_or_default();
+    cmd.env_remove("LD_PRELOAD").env("HEAPLAB_RUN_PRELOAD", preload).env("HEAPLAB_RUN_REPORT_FD", wr.as_raw_fd().to_string()).env("HEAPLAB_RUN_FORWARD", "1");
     cmd.env_remove(settings_var);
     setup(&mut cmd);
-    let (status, wall, _) = Supervised::spawn(&mut cmd, program).and_then(|s| s.wait(program))?;
-    // SAFETY: getrusage fills the struct we own.
-    let peak = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
-        u.ru_maxrss.max(0) as u64 * 1024
-    };
-    Ok((status, wall, peak))
+    let supervised = Supervised::spawn(&mut cmd, program);
+    drop(wr);
+    let (status, wall, _) = supervised.and_then(|s| s.wait(program))?;
+    let mut lines = std::io::BufReader::new(std::fs::File::from(rd)).lines().map_while(Result::ok);
+    let done = lines.find_map(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        match w.as_slice() {
+            ["done", code, kib, _, _, ns, ..] => Some(Ok((code.parse::<i32>().ok()?, kib.parse::<u64>().ok()?, ns.parse::<u64>().ok()?))),
+            ["exec", errno] => Some(Err(errno.parse::<i32>().ok()?)),
+            _ => None,
+        }
+    });
+    match done {
+        Some(Ok((code, kib, ns))) => {
+            let raw = if code >= 0 { (code & 0xff) << 8 } else { -code & 0x7f };
+            Ok((ExitStatus::from_raw(raw), Duration::from_nanos(ns), kib * 1024))
+        }
+        Some(Err(errno)) => Err(LaunchError::Start(program.clone(), std::io::Error::from_raw_os_error(errno))),
+        // The launcher itself ended before its report (killed): that is how the run ended.
+        None => Ok((status, wall, 0)),
+    }
 }
 
 impl RuntimeRun<'_> {
@@ -774,5 +817,34 @@ mod tests {
             assert!(is_elf_executable(&sh));
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A program run alone reports its own peak RSS, not the memory of the process that started
+    /// it (here this test, holding 256 MiB), and its exit status as it ended.
+    #[test]
+    fn a_program_run_alone_reports_its_own_peak_and_status() {
+        let mut held = vec![0u8; 256 << 20];
+        for i in (0..held.len()).step_by(4096) {
+            held[i] = 1;
+        }
+        let opts = RuntimeOptions::default();
+        let sh = |script: &str| vec!["sh".to_string(), "-c".to_string(), script.to_string()];
+        let (status, wall, peak) = run_alone(&opts, "HEAPLAB_TEST_SETTINGS", &sh("exit 7"), |c| c).unwrap();
+        assert_eq!(status.code(), Some(7));
+        assert!(peak > 0 && peak < 64 << 20, "peak {peak} B: the program's, not this test's 256 MiB");
+        assert!(wall > Duration::ZERO && wall < Duration::from_secs(30));
+        let (status, _, _) = run_alone(&opts, "HEAPLAB_TEST_SETTINGS", &sh("kill -TERM $$"), |c| c).unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!((status.code(), status.signal()), (None, Some(libc::SIGTERM)));
+        // What `setup` gives reaches the program; the launcher's own variables do not.
+        let out = std::env::temp_dir().join(format!("heaplab-alone-{}", std::process::id()));
+        let file = std::fs::File::create(&out).unwrap();
+        let (status, _, _) = run_alone(&opts, "HEAPLAB_TEST_SETTINGS", &sh("echo \"$HEAPLAB_TEST_KEPT ${HEAPLAB_RUN_FORWARD:-none}\""), |c| c.env("HEAPLAB_TEST_KEPT", "kept").stdout(file)).unwrap();
+        assert_eq!(status.code(), Some(0));
+        std::hint::black_box(&held);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept none\n");
+        std::fs::remove_file(&out).unwrap();
+        let e = run_alone(&opts, "HEAPLAB_TEST_SETTINGS", &["heaplab-no-such-program".to_string()], |c| c).unwrap_err();
+        assert!(e.to_string().contains("heaplab-no-such-program"), "{e}");
     }
 }

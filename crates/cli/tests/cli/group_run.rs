@@ -633,35 +633,44 @@ fn exit_status_and_streams_pass_through() {
 fn a_program_does_not_outlive_a_killed_heaplab_run() {
     let dir = scratch_dir("group_run", "killed");
     let p = lists();
-    let file = a_and_b_grouped(&dir, &p, "100", "1");
-    let mut c = std::process::Command::new(crate::common::BIN);
-    c.args(["run", "--quiet", "--groups", &file, "--", &prog("misbehave"), "forever"]).current_dir(&dir).env_remove("LD_PRELOAD");
-    c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-    let mut child = c.spawn().unwrap();
-    let heaplab = child.id();
-    let t0 = std::time::Instant::now();
-    let program = loop {
-        let kids = std::fs::read_to_string(format!("/proc/{heaplab}/task/{heaplab}/children")).unwrap_or_default();
-        if let Some(pid) = kids.split_whitespace().next() {
-            break pid.to_string();
+    let grouped = a_and_b_grouped(&dir, &p, "100", "1");
+    // Without groups the program runs on the fallback alone, started by the run launcher.
+    let mut none = Builder::new(0);
+    none.g.identification = Identification { walk_per_object: 100.0, dropped: true };
+    let alone = none.write(&dir, "none");
+    let children = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default().split_whitespace().map(String::from).collect::<Vec<_>>();
+    for file in [&grouped, &alone] {
+        let mut c = std::process::Command::new(crate::common::BIN);
+        c.args(["run", "--quiet", "--groups", file, "--", &prog("misbehave"), "forever"]).current_dir(&dir).env_remove("LD_PRELOAD");
+        c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        let mut child = c.spawn().unwrap();
+        let heaplab = child.id().to_string();
+        let t0 = std::time::Instant::now();
+        let first = loop {
+            if let Some(pid) = children(&heaplab).into_iter().next() {
+                break pid;
+            }
+            assert!(t0.elapsed().as_secs() < 20, "heaplab started no program");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        // Past the program's start-up, where the runtime asks for the signal (and where the
+        // launcher has started the program).
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut started = vec![first.clone()];
+        started.extend(children(&first));
+        child.kill().unwrap();
+        let _ = child.wait();
+        let alive = |pid: &String| std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')));
+        let t0 = std::time::Instant::now();
+        while started.iter().any(alive) && t0.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        assert!(t0.elapsed().as_secs() < 20, "heaplab started no program");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    // Past the program's start-up, where the runtime asks for the signal.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    child.kill().unwrap();
-    let _ = child.wait();
-    let alive = || std::fs::read_to_string(format!("/proc/{program}/stat")).is_ok_and(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')));
-    let t0 = std::time::Instant::now();
-    while alive() && t0.elapsed().as_secs() < 10 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        let outlived: Vec<&String> = started.iter().filter(|p| alive(p)).collect();
+        for p in &outlived {
+            let _ = std::process::Command::new("kill").args(["-KILL", p]).status();
+        }
+        assert!(outlived.is_empty(), "{file}: processes {outlived:?} of {started:?} outlived a killed heaplab run");
     }
-    let outlived = alive();
-    if outlived {
-        let _ = std::process::Command::new("kill").args(["-KILL", &program]).status();
-    }
-    assert!(!outlived, "the program outlived a killed heaplab run");
 }
 
 /// A real program traced once with stacks, then run grouped (its contexts round-robin into
