@@ -755,6 +755,9 @@ impl RuntimeRun<'_> {
         let claim = scratch.path().join("claim");
         let report_file = scratch.path().join("report.json");
         std::fs::write(&claim, b"").map_err(|e| LaunchError::Setup(format!("{}: {e}", claim.display())))?;
+        // Made empty here, so that the runtime, writing it as the program ends, opens a file
+        // instead of creating one (about 60 µs of the program's time on ext4).
+        std::fs::write(&report_file, b"").map_err(|e| LaunchError::Setup(format!("{}: {e}", report_file.display())))?;
         let mut settings = self.settings.clone();
         settings.push(("report", report_file.display().to_string()));
         settings.push(("claim", claim.display().to_string()));
@@ -768,9 +771,9 @@ impl RuntimeRun<'_> {
         setup(&mut cmd);
         let (status, wall, _) = Supervised::spawn(&mut cmd, program).and_then(|s| s.wait(program))?;
         let report = match std::fs::read_to_string(&report_file) {
-            Ok(text) => Ok(text),
-            Err(_) if claim.exists() => Err(format!("{program} never loaded the runtime library: statically linked and setuid programs ignore LD_PRELOAD")),
-            Err(_) => Err(format!("{program} {} before the runtime could write its report", describe_status(&status))),
+            Ok(text) if !text.is_empty() => Ok(text),
+            _ if claim.exists() => Err(format!("{program} never loaded the runtime library: statically linked and setuid programs ignore LD_PRELOAD")),
+            _ => Err(format!("{program} {} before the runtime could write its report", describe_status(&status))),
         };
         Ok(RuntimeRan { status, wall, report })
     }
