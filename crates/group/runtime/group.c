@@ -321,7 +321,9 @@ static void add_program_module(const struct hl_module *m) {
  * found by a later call). Returns at once when another thread is doing it. */
 static void resolve_sites(void) {
     if (atomic_flag_test_and_set_explicit(&resolve_lock, memory_order_acquire)) return;
-    size_t n = hl_load_modules(modules, MAX_MODULES);
+    uintptr_t stack_lo = 0, stack_hi = 0;
+    size_t n = hl_load_modules_at(modules, MAX_MODULES, (uintptr_t)__builtin_frame_address(0), &stack_lo, &stack_hi);
+    hl_unwind_set_stack(stack_lo, stack_hi); /* this thread's walks need not read the maps again */
     if (n != (size_t)-1) {
         uint32_t missing = 0;
         for (uint32_t s = 0; s < T.nsites; s++) {
@@ -1534,6 +1536,8 @@ static int load_table(void) {
         fail("cannot reserve the grouped heap");
         goto out;
     }
+    /* The sites first: their read of the maps gives the walker this thread's stack too. */
+    if (ng) resolve_sites();
     if (ng && T.walk_depth > 1) {
         hl_unwind_init();
         memo_stride = (sizeof(struct memo) + T.walk_depth * (sizeof(struct memo_check) + sizeof(void *) + sizeof(struct hl_walk_trace) + sizeof(uint64_t) + sizeof(int32_t)) + 63) & ~(uint64_t)63;
@@ -1543,7 +1547,6 @@ static int load_table(void) {
             memo_on = memo_area != MAP_FAILED;
         }
     }
-    if (ng) resolve_sites();
     rc = 0;
 out:
     munmap((void *)m, total);

@@ -13,7 +13,9 @@ uint64_t hl_fnv1a(const char *s, size_t n) {
     return h;
 }
 
-size_t hl_load_modules(struct hl_module *m, size_t cap) {
+size_t hl_load_modules(struct hl_module *m, size_t cap) { return hl_load_modules_at(m, cap, 0, NULL, NULL); }
+
+size_t hl_load_modules_at(struct hl_module *m, size_t cap, uintptr_t sp, uintptr_t *sp_lo, uintptr_t *sp_hi) {
     size_t bufcap = 4u << 20;
     char *buf = sys_mmap(NULL, bufcap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (buf == MAP_FAILED) return (size_t)-1;
@@ -27,6 +29,7 @@ size_t hl_load_modules(struct hl_module *m, size_t cap) {
         const char *eol = memchr(line, '\n', (size_t)(end - line));
         if (!eol) eol = end;
         struct hl_maps_line l = hl_parse_maps_line(line, eol);
+        if (sp_lo && l.lo <= sp && sp < l.hi) *sp_lo = l.lo, *sp_hi = l.hi;
         if (l.exec && l.path < eol && l.hi > l.lo) {
             const char *base = l.path;
             for (const char *c = l.path; c < eol; c++)

@@ -20,6 +20,10 @@ uint64_t hl_fnv1a(const char *s, size_t n);
  * or (size_t)-1 when /proc/self/maps cannot be read (m is then untouched). */
 size_t hl_load_modules(struct hl_module *m, size_t cap);
 
+/* hl_load_modules, and the mapping holding address `sp` (a thread's stack pointer) into
+ * *sp_lo, *sp_hi when there is one (left alone otherwise): one read of /proc/self/maps for both. */
+size_t hl_load_modules_at(struct hl_module *m, size_t cap, uintptr_t sp, uintptr_t *sp_lo, uintptr_t *sp_hi);
+
 /* The module of m[0..n) (address order) holding address a, or NULL. */
 const struct hl_module *hl_module_of(const struct hl_module *m, size_t n, uint64_t a);
 

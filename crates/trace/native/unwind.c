@@ -31,6 +31,9 @@ void hl_unwind_init(void) {
     hl_unwind(warm, 4);
 }
 void hl_unwind_counts(struct hl_unwind_counts *c) { *c = hl_unwind_counted; }
+void hl_unwind_set_stack(uintptr_t lo, uintptr_t hi) {
+    if (lo < hi) hl_stack_lo = lo, hl_stack_hi = hi;
+}
 
 /* Drops the first `skip` entries of `buf[0..n)`, then, with `after`, everything up to and
  * including the first entry equal to it (none left when it is not among the first

@@ -78,6 +78,10 @@ void hl_unwind_set_mode(enum hl_unwind_mode mode);
  * (the fallback) loaded now rather than inside a hooked call. */
 void hl_unwind_init(void);
 
+/* Tells the walker the calling thread's stack mapping [lo, hi), found by its caller in
+ * /proc/self/maps, which spares the walker reading the file again for it (ignored if empty). */
+void hl_unwind_set_stack(uintptr_t lo, uintptr_t hi);
+
 /* The calling thread's counts since it started: walks, walks that fell back to backtrace(),
  * code addresses whose CFI was decoded (cache misses), and checked walks that differed. */
 struct hl_unwind_counts {
