@@ -3,6 +3,7 @@
 #include "report.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,14 +61,20 @@ uint64_t hl_peak_rss(void) {
     return kb * 1024;
 }
 
+/* The launcher makes the file empty beforehand. No O_TRUNC: on ext4, truncating a file to
+ * nothing (even one already empty) makes its close flush the new data, about 0.1 ms of the
+ * program's time; a longer file left there is cut to the report's length instead. */
 void hl_write_out(const char *path, const struct hl_out *o) {
-    int f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int f = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (f < 0) return;
-    for (size_t at = 0; at < o->n;) {
+    size_t at = 0;
+    while (at < o->n) {
         ssize_t r = write(f, o->b + at, o->n - at);
         if (r <= 0) break;
         at += (size_t)r;
     }
+    struct stat st;
+    if (fstat(f, &st) == 0 && (uint64_t)st.st_size > at) (void)ftruncate(f, (off_t)at);
     close(f);
 }
 
