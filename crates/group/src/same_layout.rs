@@ -38,6 +38,14 @@ impl SizeClasses {
         (name == "jemalloc").then_some(SizeClasses::Jemalloc)
     }
 
+    /// The largest class served from slabs in allocation order (jemalloc's small classes with
+    /// 4 KiB pages); larger requests get extents of their own, page-aligned.
+    pub fn slab_max(self) -> u64 {
+        match self {
+            SizeClasses::Jemalloc => 14336,
+        }
+    }
+
     /// The class serving a request of `size` bytes: (the largest size in it, the largest size
     /// of the class below, 0 for the first).
     pub fn class(self, size: u64) -> (u64, u64) {
@@ -108,6 +116,9 @@ pub fn declined(g: &Groups, classes: SizeClasses) -> Vec<Declined> {
             continue;
         }
         let (class, below) = classes.class(hi);
+        if class > classes.slab_max() {
+            continue;
+        }
         // Every size from lo to hi rounds (to 8) to the class's size.
         if classes.class(lo).0 != class || lo.max(1).next_multiple_of(8) != class {
             continue;

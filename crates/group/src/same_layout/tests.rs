@@ -60,6 +60,12 @@ fn a_group_the_fallback_lays_out_otherwise_is_kept() {
     assert_eq!(je(&big), vec![Declined { group: 0, class: 4096 }]);
     big.params.max_object_size = 2048;
     assert!(je(&big).is_empty());
+    // Beyond jemalloc's small classes each object gets a page-aligned extent of its own.
+    let mut large = groups(&[(&[0], Some(0), 16384, 16384, 0, true)]);
+    large.params.max_object_size = 1 << 16;
+    assert!(je(&large).is_empty());
+    large.contexts[0].sizes = Some(ObjectSizes { min: 14336, max: 14336, freed: 0 });
+    assert_eq!(je(&large), vec![Declined { group: 0, class: 14336 }]);
     // Sizes unknown anywhere (an older file): nothing can be ruled out.
     let mut old = groups(&[(&[0], Some(0), 48, 48, 0, true), (&[1], None, 24, 24, 0, true)]);
     old.contexts[1].sizes = None;
