@@ -18,8 +18,9 @@
  * HEAPLAB_RUN_PRELOAD, when set and not empty, becomes the program's LD_PRELOAD (the launcher
  * itself runs without the allocator under test).
  * HEAPLAB_RUN_FORWARD=1 (a caller that stands between the user and the program, as `heaplab
- * run` does): SIGINT, SIGQUIT, SIGTERM and SIGHUP the launcher gets are passed on to the
- * program, and the launcher gets SIGTERM, passed on too, when its parent dies. Otherwise it
+ * run` does): SIGINT, SIGQUIT, SIGTERM and SIGHUP another process sends the launcher are passed
+ * on to the program (the terminal's reach it directly), and the launcher gets SIGTERM, passed
+ * on too, when its parent dies. Otherwise it
  * ignores SIGINT and SIGQUIT (a terminal's Ctrl-C reaches the program directly) so that the
  * report is written. */
 #define _GNU_SOURCE
@@ -49,7 +50,12 @@ static void report(const char *s) {
     }
 }
 
-static void pass_on(int sig) { kill(child, sig); }
+/* A signal from the terminal (si_code > 0) already went to the whole foreground process group,
+ * the program included: passing it on would deliver it twice. */
+static void pass_on(int sig, siginfo_t *info, void *ctx) {
+    (void)ctx;
+    if (info->si_code <= 0) kill(child, sig);
+}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -57,7 +63,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *fd = getenv("HEAPLAB_RUN_REPORT_FD");
-    if (fd && *fd) report_fd = atoi(fd);
+    if (fd && atoi(fd) > 2) report_fd = atoi(fd); /* never a standard stream */
     fcntl(report_fd, F_SETFD, FD_CLOEXEC);
     const char *fw = getenv("HEAPLAB_RUN_FORWARD");
     int forward = fw && strcmp(fw, "1") == 0;
@@ -99,8 +105,8 @@ int main(int argc, char **argv) {
         child = pid;
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = pass_on;
-        sa.sa_flags = SA_RESTART;
+        sa.sa_sigaction = pass_on;
+        sa.sa_flags = SA_RESTART | SA_SIGINFO;
         sigemptyset(&sa.sa_mask);
         for (const int *s = (const int[]){SIGINT, SIGQUIT, SIGTERM, SIGHUP, 0}; *s; s++) sigaction(*s, &sa, NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);

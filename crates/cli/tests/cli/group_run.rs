@@ -671,6 +671,21 @@ fn a_program_does_not_outlive_a_killed_heaplab_run() {
         }
         assert!(outlived.is_empty(), "{file}: processes {outlived:?} of {started:?} outlived a killed heaplab run");
     }
+    // SIGTERM to heaplab reaches the program through the launcher, and the run ends as the
+    // program did.
+    let mut c = std::process::Command::new(crate::common::BIN);
+    c.args(["run", "--quiet", "--groups", &alone, "--", &prog("misbehave"), "forever"]).current_dir(&dir).env_remove("LD_PRELOAD");
+    c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let heaplab = child.id().to_string();
+    let t0 = std::time::Instant::now();
+    while children(&heaplab).first().is_none_or(|l| children(l).is_empty()) {
+        assert!(t0.elapsed().as_secs() < 20, "the launcher started no program");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = std::process::Command::new("kill").args(["-TERM", &heaplab]).status();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
 }
 
 /// A real program traced once with stacks, then run grouped (its contexts round-robin into
