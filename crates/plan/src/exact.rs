@@ -51,8 +51,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Stack of each exact-search thread: the search recurses once per placed buffer (up to
-/// [`crate::Policy::exact_max_buffers`] deep). Reserved, not touched, beyond what it uses.
+/// [`crate::Policy::exact_max_buffers`] deep, or a whole improvement slab's free set). Reserved,
+/// not touched, beyond what it uses.
 const SEARCH_STACK_BYTES: usize = 64 << 20;
+
+/// Largest problem [`Problem::decide`] searches on the calling thread's own stack: a level takes
+/// about 500 bytes in a release build (several times that unoptimised), so 256 levels fit
+/// within the 2 MiB of any thread, whatever its caller already holds there.
+pub const INLINE_SEARCH_MAX_BUFFERS: usize = 256;
 
 /// How a decision search ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -353,8 +359,22 @@ impl Problem {
         }
     }
 
-    /// Searches for a placement with makespan ≤ `capacity`.
+    /// Searches for a placement with makespan ≤ `capacity`. The search recurses once per placed
+    /// buffer: a problem of more than [`INLINE_SEARCH_MAX_BUFFERS`] is searched on a thread of
+    /// its own with a [`SEARCH_STACK_BYTES`] stack, whatever thread calls (rayon's and std's get
+    /// 2 MiB, which about 4,000 levels overflow: the improvement search of a critical window
+    /// of random 10^6 at `--time-limit 120` did).
     pub fn decide(&self, capacity: u64, strategy: Strategy, limits: Limits) -> (Decision, SearchStats) {
+        if self.len() > INLINE_SEARCH_MAX_BUFFERS {
+            let ran = std::thread::scope(|scope| {
+                let spawned = std::thread::Builder::new().stack_size(SEARCH_STACK_BYTES).spawn_scoped(scope, || self.decide_with_memo(capacity, strategy, limits, None));
+                spawned.map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            });
+            // No thread to be had: search here, as deep as this stack allows.
+            if let Ok((d, st, _)) = ran {
+                return (d, st);
+            }
+        }
         let (d, st, _) = self.decide_with_memo(capacity, strategy, limits, None);
         (d, st)
     }
@@ -521,7 +541,9 @@ fn decide_portfolio_from(problem: &Problem, capacity: u64, strategies: &[Strateg
                     }
                     Job::Restart { seed, budget } => {
                         let strategy = Strategy { rank: Rank::Jitter(seed), rerank_groups: false, by_section: true };
-                        problem.decide(capacity, strategy, job_limits(budget))
+                        // This thread has the search's stack already.
+                        let (d, st, _) = problem.decide_with_memo(capacity, strategy, job_limits(budget), None);
+                        (d, st)
                     }
                 };
                 nodes.fetch_add(st.nodes, Ordering::Relaxed);
@@ -1854,5 +1876,25 @@ mod tests {
         let cancel = AtomicBool::new(true);
         let (d, _) = p.decide(p.max_load() * 2, Rank::TotalAreaWidth.into(), Limits { cancel: Some(&cancel), ..Default::default() });
         assert_eq!(d, Decision::Unknown);
+    }
+
+    /// A search thousands of levels deep, asked for from a thread with a small stack (rayon's
+    /// workers have 2 MiB): it runs on a stack of its own and finds the packing.
+    #[test]
+    fn a_deep_search_does_not_need_the_callers_stack() {
+        // A chain: each buffer overlaps the next only, so the search places all 5,000 in turn.
+        let n = 5_000u64;
+        let bs: Vec<Buffer> = (0..n).map(|i| Buffer { id: i, lower: i, upper: i + 2, size: 1 + i % 3, requested: 0, align_log2: 0 }).collect();
+        let p = Problem::new(&bs, u64::MAX).unwrap();
+        let cap = p.max_load();
+        let small = std::thread::Builder::new().stack_size(256 << 10).spawn(move || p.decide(cap, Rank::TotalAreaWidth.into(), Limits::default()).0).unwrap();
+        match small.join().unwrap() {
+            Decision::Found(offsets) => {
+                let v = validate(&bs, &offsets);
+                assert!(v.is_valid(), "{}", v.describe(&bs, &offsets));
+                assert!(v.makespan <= cap, "{} > {cap}", v.makespan);
+            }
+            d => panic!("{d:?}"),
+        }
     }
 }
