@@ -28,11 +28,12 @@ group that matches by bump allocation from that group's own 1 MiB chunks, so obj
 together lie together. Everything else goes to the fallback allocator (jemalloc by default, as in
 HALO): larger objects, aligned requests above 16 bytes, and contexts no selector matches.
 A groups file without groups (`heaplab group` found none worth their stack walks) has nothing
-to apply: the program then runs on the fallback alone, the grouped allocator not loaded. With
-jemalloc as the fallback, a group that jemalloc would lay out object for object as the group
-does (all its objects in one of jemalloc's size classes and exactly that size, nothing else the
-profile allocated in that class, nothing freed) is left to jemalloc, which costs less per
-allocation; the summary names such groups, and --all-groups serves them anyway.
+to apply: the program then runs on the fallback alone, the grouped allocator not loaded. So
+does a file whose every group jemalloc, the fallback, would lay out object for object as the
+group does (all its objects in one of jemalloc's size classes and exactly that size, nothing
+else the profile allocated in that class, nothing freed): grouping would change no line the
+program touches and only add the runtime's cost. The summary says so, and --all-groups applies
+the groups anyway.
 As in HALO, a chunk's space comes back only when every object in it is dead; --reuse-freed also
 serves new objects of a group from its freed ones of the same size class (less memory where a
 few long-lived objects pin chunks, but more D1 misses where programs free: docs/group.md).
@@ -97,10 +98,10 @@ pub struct RunArgs {
     /// that compact memory now and then cost more than they win: docs/group.md).
     #[arg(long)]
     huge_pages: bool,
-    /// With --groups: serve every group of the file [default: with jemalloc as the fallback, a
-    /// group whose objects all take one of jemalloc's size classes, exactly that class's size,
-    /// with nothing else the profile allocated in that class and nothing freed, is left to
-    /// jemalloc, which places them as the group would, without the runtime's cost].
+    /// With --groups: apply the groups even when jemalloc, the fallback, would lay out every one
+    /// of them as the group does [default: the program then runs on jemalloc alone: each group's
+    /// objects take one of its size classes, exactly that class's size, with nothing else the
+    /// profile allocated in that class and nothing freed].
     #[arg(long)]
     all_groups: bool,
     /// The allocator everything unplanned or ungrouped goes to: glibc, jemalloc, mimalloc,
