@@ -13,10 +13,9 @@
 //! kept ([`stderr_tail`]) so that a failed run can say why it failed.
 
 use std::io::{BufRead, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use heaplab_trace::launch::{launcher_command, launcher_end, LauncherEnd};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -208,20 +207,12 @@ pub fn read_tail(mut r: impl Read) -> Vec<u8> {
 
 /// Runs `spec` once, its output discarded (or written where `spec.stdout` says), and measures it.
 pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
-    let launcher = heaplab_trace::launch::run_launcher()?;
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two descriptors we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fresh descriptors from pipe2.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let mut cmd = Command::new(&launcher);
-    cmd.arg(&spec.program).arg(&spec.arg0).args(&spec.args).current_dir(&spec.cwd).env_remove("LD_PRELOAD");
+    let preload = spec.preload.as_ref().map(|p| p.as_os_str().to_owned()).unwrap_or_default();
+    let (mut cmd, rd, wr) = launcher_command(&spec.program, &spec.arg0, &spec.args, &preload)?;
+    cmd.current_dir(&spec.cwd);
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    cmd.env("HEAPLAB_RUN_PRELOAD", spec.preload.as_ref().map(|p| p.as_os_str().to_owned()).unwrap_or_default());
     match &spec.stdin {
         Some(p) => cmd.stdin(std::fs::File::open(p)?),
         None => cmd.stdin(Stdio::null()),
@@ -231,11 +222,6 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
         None => cmd.stdout(Stdio::null()),
     };
     cmd.stderr(Stdio::piped());
-    let w = wr.as_raw_fd();
-    // SAFETY: only dup2 between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || if libc::dup2(w, 3) < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
-    }
     let t0 = Instant::now();
     let mut child = cmd.spawn()?;
     drop(wr);
@@ -283,29 +269,22 @@ pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
     let stderr = reader.join().unwrap_or_default();
     let stderr_tail = stderr_tail(&stderr);
     let line = format!("{line}{rest}");
-    if let Some(e) = line.lines().find_map(|l| l.strip_prefix("exec ")) {
-        let errno = e.trim().parse().unwrap_or(0);
-        return Err(std::io::Error::other(format!("cannot start {}: {}", spec.program.display(), std::io::Error::from_raw_os_error(errno))));
-    }
-    let Some(done) = line.lines().find_map(|l| l.strip_prefix("done ")) else {
+    match launcher_end(&line).map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))? {
+        LauncherEnd::NotStarted(e) => Err(std::io::Error::other(format!("cannot start {}: {e}", spec.program.display()))),
         // Killed before it could report (the deadline, or a signal to the launcher).
-        return Ok(Run { sampled_rss: peak.load(Ordering::Relaxed), wall, status: -(libc::SIGKILL), stderr_tail, ..Default::default() });
-    };
-    let v: Vec<i64> = done.split_whitespace().filter_map(|x| x.parse().ok()).collect();
-    if v.len() != 5 {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("launcher report '{done}'")));
+        LauncherEnd::Unfinished => Ok(Run { sampled_rss: peak.load(Ordering::Relaxed), wall, status: -(libc::SIGKILL), stderr_tail, ..Default::default() }),
+        LauncherEnd::Done(d) => Ok(Run {
+            rusage_rss: d.max_rss_bytes,
+            sampled_rss: peak.load(Ordering::Relaxed),
+            // Killed at the deadline: the caller's clock, which the deadline was measured on (the
+            // launcher, if it still reported, started its clock a little later).
+            wall: if late { wall } else { d.wall.as_secs_f64() },
+            user: d.user_seconds,
+            sys: d.sys_seconds,
+            status: d.status,
+            stderr_tail,
+        }),
     }
-    Ok(Run {
-        rusage_rss: v[1].max(0) as u64 * 1024,
-        sampled_rss: peak.load(Ordering::Relaxed),
-        // Killed at the deadline: the caller's clock, which the deadline was measured on (the
-        // launcher, if it still reported, started its clock a little later).
-        wall: if late { wall } else { v[4] as f64 / 1e9 },
-        user: v[2] as f64 / 1e6,
-        sys: v[3] as f64 / 1e6,
-        status: v[0] as i32,
-        stderr_tail,
-    })
 }
 
 #[cfg(test)]

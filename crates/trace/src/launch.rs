@@ -658,18 +658,22 @@ pub struct RuntimeRan {
     pub report: Result<String, String>,
 }
 
+/// The LD_PRELOAD that preloads `libraries`, then the user's own LD_PRELOAD (`None`: nothing).
+fn preload_value(libraries: &[&Path]) -> Option<std::ffi::OsString> {
+    let mut preload: Vec<std::ffi::OsString> = libraries.iter().map(|p| p.as_os_str().to_owned()).collect();
+    preload.extend(std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()));
+    (!preload.is_empty()).then(|| preload.join(std::ffi::OsStr::new(":")))
+}
+
 /// `command` ready to start as `resolved` (its program found on PATH) under its own name, with
 /// `libraries`, then the user's own LD_PRELOAD, preloaded.
 fn preload_command(resolved: &Path, command: &[String], libraries: &[&Path]) -> Command {
-    let mut preload: Vec<std::ffi::OsString> = libraries.iter().map(|p| p.as_os_str().to_owned()).collect();
-    preload.extend(std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()));
     let mut cmd = Command::new(resolved);
     cmd.arg0(&command[0]).args(&command[1..]);
-    if preload.is_empty() {
-        cmd.env_remove("LD_PRELOAD");
-    } else {
-        cmd.env("LD_PRELOAD", preload.join(std::ffi::OsStr::new(":")));
-    }
+    match preload_value(libraries) {
+        Some(v) => cmd.env("LD_PRELOAD", v),
+        None => cmd.env_remove("LD_PRELOAD"),
+    };
     cmd
 }
 
@@ -692,56 +696,113 @@ pub fn run_launcher() -> std::io::Result<PathBuf> {
     crate::preload::install_cached("heaplab_run", "", RUN_LAUNCHER, true)
 }
 
-/// Runs `command` with the fallback allocator alone preloaded (no runtime: it would have
-/// nothing to apply) and the runtime's `settings_var` removed, as [`RuntimeRun::run`] runs it
-/// otherwise: how it ended, its wall time and its peak RSS. It starts through the run launcher
-/// ([`run_launcher`]), which passes on the signals heaplab passes on and gets SIGTERM, passed on
-/// too, if heaplab dies; the program's wall time runs from the launcher's fork of it to its end
-/// and its peak RSS is its own (Linux would count heaplab's memory in the peak of a program
-/// started from heaplab). The program's standard streams and other descriptors are heaplab's.
-pub fn run_alone(options: &RuntimeOptions, settings_var: &str, command: &[String], setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<(ExitStatus, Duration, u64), LaunchError> {
-    use std::io::BufRead;
+/// A command that starts `program` (as `arg0`, with `args`) through the run launcher, with
+/// `preload` as the program's LD_PRELOAD (empty: none; the launcher itself runs without one),
+/// and the read end of the pipe the launcher reports on ([`launcher_end`] reads it). The write
+/// end is close-on-exec but for the launcher's own exec (the command clears the flag between
+/// fork and exec), so programs other threads start meanwhile never hold it, and the launcher
+/// finds it by the number `HEAPLAB_RUN_REPORT_FD` gives: no descriptor of the caller's is
+/// replaced. Drop the write end once the command has started.
+pub fn launcher_command(program: &Path, arg0: &str, args: &[String], preload: &std::ffi::OsStr) -> std::io::Result<(Command, std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::os::unix::process::ExitStatusExt;
-    let program = &command[0];
-    let preloaded = preloaded(command, None, options)?;
-    let launcher = run_launcher().map_err(|e| LaunchError::Start("the run launcher".into(), e))?;
+    let launcher = run_launcher()?;
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills two descriptors we then own.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(LaunchError::Start(program.clone(), std::io::Error::last_os_error()));
+        return Err(std::io::Error::last_os_error());
     }
     // SAFETY: fresh descriptors from pipe2.
     let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // The write end goes to the launcher (which closes it on exec of the program).
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_SETFD, 0) };
+    let w = wr.as_raw_fd();
     let mut cmd = Command::new(&launcher);
-    cmd.arg(preloaded.get_program()).arg(&command[0]).args(&command[1..]);
-    let preload = preloaded.get_envs().find(|(k, _)| *k == "LD_PRELOAD").and_then(|(_, v)| v.map(|v| v.to_owned())).unwrap_or_default();
-    cmd.env_remove("LD_PRELOAD").env("HEAPLAB_RUN_PRELOAD", preload).env("HEAPLAB_RUN_REPORT_FD", wr.as_raw_fd().to_string()).env("HEAPLAB_RUN_FORWARD", "1");
-    cmd.env_remove(settings_var);
+    cmd.arg(program).arg(arg0).args(args).env_remove("LD_PRELOAD").env("HEAPLAB_RUN_PRELOAD", preload).env("HEAPLAB_RUN_REPORT_FD", w.to_string());
+    // SAFETY: only fcntl between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || if libc::fcntl(w, libc::F_SETFD, 0) < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+    }
+    Ok((cmd, rd, wr))
+}
+
+/// How a program started by the run launcher ended, from the launcher's report.
+#[derive(Debug)]
+pub enum LauncherEnd {
+    /// It ran and was reaped.
+    Done(LauncherDone),
+    /// It could not be started.
+    NotStarted(std::io::Error),
+    /// No end was reported: the launcher was killed first.
+    Unfinished,
+}
+
+/// A program's run as the launcher measured it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LauncherDone {
+    /// Its exit code, or minus the signal that killed it.
+    pub status: i32,
+    /// Its peak RSS (wait4's ru_maxrss), bytes.
+    pub max_rss_bytes: u64,
+    /// User CPU time, seconds.
+    pub user_seconds: f64,
+    /// System CPU time, seconds.
+    pub sys_seconds: f64,
+    /// From the launcher's fork of it to its reaping.
+    pub wall: Duration,
+}
+
+impl LauncherDone {
+    /// The end as a wait status.
+    pub fn exit_status(&self) -> ExitStatus {
+        use std::os::unix::process::ExitStatusExt;
+        ExitStatus::from_raw(if self.status >= 0 { (self.status & 0xff) << 8 } else { -self.status & 0x7f })
+    }
+}
+
+/// Reads the launcher's report (all its lines); an error names a malformed end line.
+pub fn launcher_end(report: &str) -> Result<LauncherEnd, String> {
+    if let Some(e) = report.lines().find_map(|l| l.strip_prefix("exec ")) {
+        return Ok(LauncherEnd::NotStarted(std::io::Error::from_raw_os_error(e.trim().parse().unwrap_or(0))));
+    }
+    let Some(done) = report.lines().find_map(|l| l.strip_prefix("done ")) else { return Ok(LauncherEnd::Unfinished) };
+    let v: Vec<i64> = done.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    if v.len() != 5 {
+        return Err(format!("launcher report '{done}'"));
+    }
+    Ok(LauncherEnd::Done(LauncherDone {
+        status: v[0] as i32,
+        max_rss_bytes: v[1].max(0) as u64 * 1024,
+        user_seconds: v[2] as f64 / 1e6,
+        sys_seconds: v[3] as f64 / 1e6,
+        wall: Duration::from_nanos(v[4].max(0) as u64),
+    }))
+}
+
+/// Runs `command` with the fallback allocator alone preloaded (no runtime: it would have
+/// nothing to apply) and the runtime's `settings_var` removed, as [`RuntimeRun::run`] runs it
+/// otherwise: how it ended, its wall time and its peak RSS. It starts through the run launcher
+/// ([`launcher_command`]), which passes on the signals heaplab passes on and gets SIGTERM,
+/// passed on too, if heaplab dies; the program's wall time runs from the launcher's fork of it
+/// to its end and its peak RSS is its own (Linux would count heaplab's memory in the peak of a
+/// program started from heaplab). The program's standard streams and other descriptors are
+/// heaplab's.
+pub fn run_alone(options: &RuntimeOptions, settings_var: &str, command: &[String], setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<(ExitStatus, Duration, u64), LaunchError> {
+    use std::io::Read;
+    let program = &command[0];
+    let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
+    let preload = preload_value(&options.fallback.iter().map(PathBuf::as_path).collect::<Vec<_>>()).unwrap_or_default();
+    let (mut cmd, rd, wr) = launcher_command(&resolved, program, &command[1..], &preload).map_err(|e| LaunchError::Start("the run launcher".into(), e))?;
+    cmd.env("HEAPLAB_RUN_FORWARD", "1").env_remove(settings_var);
     setup(&mut cmd);
     let supervised = Supervised::spawn(&mut cmd, program);
     drop(wr);
     let (status, wall, _) = supervised.and_then(|s| s.wait(program))?;
-    let mut lines = std::io::BufReader::new(std::fs::File::from(rd)).lines().map_while(Result::ok);
-    let done = lines.find_map(|l| {
-        let w: Vec<&str> = l.split_whitespace().collect();
-        match w.as_slice() {
-            ["done", code, kib, _, _, ns, ..] => Some(Ok((code.parse::<i32>().ok()?, kib.parse::<u64>().ok()?, ns.parse::<u64>().ok()?))),
-            ["exec", errno] => Some(Err(errno.parse::<i32>().ok()?)),
-            _ => None,
-        }
-    });
-    match done {
-        Some(Ok((code, kib, ns))) => {
-            let raw = if code >= 0 { (code & 0xff) << 8 } else { -code & 0x7f };
-            Ok((ExitStatus::from_raw(raw), Duration::from_nanos(ns), kib * 1024))
-        }
-        Some(Err(errno)) => Err(LaunchError::Start(program.clone(), std::io::Error::from_raw_os_error(errno))),
+    let mut report = String::new();
+    let _ = std::fs::File::from(rd).read_to_string(&mut report);
+    match launcher_end(&report) {
+        Ok(LauncherEnd::Done(d)) => Ok((d.exit_status(), d.wall, d.max_rss_bytes)),
+        Ok(LauncherEnd::NotStarted(e)) => Err(LaunchError::Start(program.clone(), e)),
         // The launcher itself ended before its report (killed): that is how the run ended.
-        None => Ok((status, wall, 0)),
+        Ok(LauncherEnd::Unfinished) => Ok((status, wall, 0)),
+        Err(m) => Err(LaunchError::Start(program.clone(), std::io::Error::new(std::io::ErrorKind::InvalidData, m))),
     }
 }
 
@@ -820,6 +881,22 @@ mod tests {
             assert!(is_elf_executable(&sh));
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_launchers_report_is_read() {
+        match launcher_end("pid 7\ndone -15 2048 1500000 250000 3000000000\n").unwrap() {
+            LauncherEnd::Done(d) => {
+                assert_eq!((d.status, d.max_rss_bytes, d.wall), (-15, 2 << 20, Duration::from_secs(3)));
+                assert_eq!((d.user_seconds, d.sys_seconds), (1.5, 0.25));
+                use std::os::unix::process::ExitStatusExt;
+                assert_eq!(d.exit_status().signal(), Some(15));
+            }
+            e => panic!("{e:?}"),
+        }
+        assert!(matches!(launcher_end("exec 2\n").unwrap(), LauncherEnd::NotStarted(e) if e.raw_os_error() == Some(2)));
+        assert!(matches!(launcher_end("pid 7\n").unwrap(), LauncherEnd::Unfinished));
+        assert_eq!(launcher_end("done 0 1\n").unwrap_err(), "launcher report '0 1'");
     }
 
     /// A program run alone reports its own peak RSS, not the memory of the process that started
