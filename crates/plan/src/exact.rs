@@ -361,9 +361,8 @@ impl Problem {
 
     /// Searches for a placement with makespan ≤ `capacity`. The search recurses once per placed
     /// buffer: a problem of more than [`INLINE_SEARCH_MAX_BUFFERS`] is searched on a thread of
-    /// its own with a [`SEARCH_STACK_BYTES`] stack, whatever thread calls (rayon's and std's get
-    /// 2 MiB, which about 4,000 levels overflow: the improvement search of a critical window
-    /// of random 10^6 at `--time-limit 120` did).
+    /// its own with a [`SEARCH_STACK_BYTES`] stack, whatever thread calls: rayon's and std's get
+    /// 2 MiB, which an improvement slab of a few thousand buffers overflows.
     pub fn decide(&self, capacity: u64, strategy: Strategy, limits: Limits) -> (Decision, SearchStats) {
         if self.len() > INLINE_SEARCH_MAX_BUFFERS {
             let ran = std::thread::scope(|scope| {

@@ -20,9 +20,8 @@
  * HEAPLAB_RUN_FORWARD=1 (a caller that stands between the user and the program, as `heaplab
  * run` does): SIGINT, SIGQUIT, SIGTERM and SIGHUP another process sends the launcher are passed
  * on to the program (the terminal's reach it directly), and the launcher gets SIGTERM, passed
- * on too, when its parent dies. Otherwise it
- * ignores SIGINT and SIGQUIT (a terminal's Ctrl-C reaches the program directly) so that the
- * report is written. */
+ * on too, when its parent dies. Otherwise it ignores SIGINT and SIGQUIT (a terminal's Ctrl-C
+ * reaches the program directly) so that the report is written. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +37,9 @@
 
 static int report_fd = 3;
 static volatile pid_t child;
+/* The signals passed on with HEAPLAB_RUN_FORWARD=1. */
+static const int passed_on[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+#define N_PASSED (sizeof passed_on / sizeof passed_on[0])
 
 static void report(const char *s) {
     size_t n = strlen(s);
@@ -79,7 +81,7 @@ int main(int argc, char **argv) {
     /* The signals to pass on wait, blocked, until the program's pid is known. */
     sigset_t passed, old;
     sigemptyset(&passed);
-    for (const int *s = (const int[]){SIGINT, SIGQUIT, SIGTERM, SIGHUP, 0}; *s; s++) sigaddset(&passed, *s);
+    for (size_t i = 0; i < N_PASSED; i++) sigaddset(&passed, passed_on[i]);
     sigprocmask(SIG_BLOCK, forward ? &passed : NULL, &old);
     pid_t pid = fork();
     if (pid < 0) {
@@ -108,7 +110,7 @@ int main(int argc, char **argv) {
         sa.sa_sigaction = pass_on;
         sa.sa_flags = SA_RESTART | SA_SIGINFO;
         sigemptyset(&sa.sa_mask);
-        for (const int *s = (const int[]){SIGINT, SIGQUIT, SIGTERM, SIGHUP, 0}; *s; s++) sigaction(*s, &sa, NULL);
+        for (size_t i = 0; i < N_PASSED; i++) sigaction(passed_on[i], &sa, NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);
     } else {
         /* Signals meant for the program (a Ctrl-C) must not stop the report. */
