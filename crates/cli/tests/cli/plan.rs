@@ -319,6 +319,15 @@ fn capacity_stops_at_a_fitting_plan_and_fails_with_exit_1_when_none_fits() {
         assert_eq!(r.code, 0, "{name}: {}", r.stderr);
         assert!(brute_check(&out) <= 1 << 20, "{name}");
     }
+    // D at its own max load, below the capacity: the restarts find it (about a second; the
+    // limit leaves room for a loaded machine) and the bound proves it optimal.
+    let f = root.join("D.1048576.csv");
+    let out = d.join("D-min.csv").to_string_lossy().into_owned();
+    let r = heaplab(&["plan", f.to_str().unwrap(), "-o", &out, "--time-limit", "30", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["optimal"].as_bool(), Some(true), "{}", r.stdout);
+    assert_eq!(brute_check(&out), v["max_load"].as_u64().unwrap());
 }
 
 
