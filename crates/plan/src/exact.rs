@@ -453,13 +453,14 @@ enum Job {
 }
 
 /// The ranking of restart `seed`: sizes jittered ([`Rank::SizeJitter`]) on even seeds, section
-/// totals ([`Rank::Jitter`]) on odd ones. Larger buffers first is what succeeds more often:
-/// per restart node at the max load (sections branched, `10n`–`80n` nodes each), minimalloc D
-/// found a packing once in 0.6–1.4·10^6 nodes with sizes against 1.6–3.2·10^6 with totals, and
-/// generated random and nn instances of 400 and 1,500 buffers as often or more (random,
-/// 1,500 buffers: 56 of 60 restarts of `20n` nodes against 31). Totals are kept for every other restart because
-/// some instances suit them: minimalloc E, solved by a restart, took 0.31 s with sizes alone
-/// and 0.03 s with both.
+/// totals ([`Rank::Jitter`]) on odd ones. Which succeeds more often depends on the instance,
+/// by factors of several either way, so each gets half. Per restart node at the max load
+/// (sections branched, `10n`–`80n` nodes each): minimalloc D found a packing once in
+/// 0.6–1.4·10^6 nodes with sizes against 1.6–3.2·10^6 with totals, and generated random and
+/// nn instances of 400 and 1,500 buffers as often or more with sizes (random, 1,500 buffers:
+/// 56 of 60 restarts of `20n` nodes against 31); generated tight instances of 800 buffers
+/// succeed 5–25 times as often with totals, and minimalloc E took 0.31 s with sizes alone,
+/// 0.03 s with both.
 fn restart_rank(seed: u64) -> Rank {
     if seed % 2 == 0 {
         Rank::SizeJitter(seed)
