@@ -1782,19 +1782,17 @@ mod tests {
     fn jittered_rankings_are_permutations_that_differ_by_seed() {
         let (inst, _) = heaplab_gen::tight_with_offsets(200, 5);
         let p = Problem::new(&inst.buffers, u64::MAX).unwrap();
-        let a = p.ranks(Rank::Jitter(1));
-        let mut sorted = a.clone();
-        sorted.sort_unstable();
-        assert!(sorted.iter().enumerate().all(|(i, &r)| r == i as u32));
-        assert_eq!(a, p.ranks(Rank::Jitter(1)));
-        assert_ne!(a, p.ranks(Rank::Jitter(2)));
-        let s = p.ranks(Rank::SizeJitter(1));
-        let mut sorted = s.clone();
-        sorted.sort_unstable();
-        assert!(sorted.iter().enumerate().all(|(i, &r)| r == i as u32));
-        assert_eq!(s, p.ranks(Rank::SizeJitter(1)));
-        assert_ne!(s, p.ranks(Rank::SizeJitter(2)));
-        assert_ne!(s, a);
+        let kinds: [fn(u64) -> Rank; 2] = [Rank::Jitter, Rank::SizeJitter];
+        let firsts = kinds.map(|kind| {
+            let a = p.ranks(kind(1));
+            let mut sorted = a.clone();
+            sorted.sort_unstable();
+            assert!(sorted.iter().enumerate().all(|(i, &r)| r == i as u32));
+            assert_eq!(a, p.ranks(kind(1)));
+            assert_ne!(a, p.ranks(kind(2)));
+            a
+        });
+        assert_ne!(firsts[0], firsts[1]);
         // Consecutive restarts alternate the two.
         assert_ne!(std::mem::discriminant(&restart_rank(4)), std::mem::discriminant(&restart_rank(5)));
     }
