@@ -347,18 +347,10 @@ impl Problem {
             Rank::TotalWidthArea => idx.sort_by_cached_key(|&i| (Reverse((t(i), w[u(i)], a[u(i)])), tie(u(i)))),
             Rank::SizeTotal => idx.sort_by_cached_key(|&i| (Reverse((z[u(i)], t(i))), tie(u(i)))),
             Rank::Jitter(seed) => {
-                // Each buffer's total scaled by its own factor in [0.5, 1.5): the order stays
-                // close to largest-total-first, as a greedy needs, while every seed explores
-                // another tree. Narrower factors (±5%) rarely changed the search; wider ones
-                // behaved like these on the minimalloc suite.
-                // In exact integers: the factor is (2^31 + 32 random bits) / 2^32.
-                let factor = |i: u32| (1u128 << 31) + (crate::rng::mix(seed, i as u64) >> 32) as u128;
-                idx.sort_by_cached_key(|&i| (Reverse((t(i) as u128 * factor(i), w[u(i)])), tie(u(i))));
+                idx.sort_by_cached_key(|&i| (Reverse((t(i) as u128 * jitter_factor(seed, i), w[u(i)])), tie(u(i))))
             }
             Rank::SizeJitter(seed) => {
-                // The same factors as `Jitter`, on the sizes.
-                let factor = |i: u32| (1u128 << 31) + (crate::rng::mix(seed, i as u64) >> 32) as u128;
-                idx.sort_by_cached_key(|&i| (Reverse((z[u(i)] as u128 * factor(i), t(i))), tie(u(i))));
+                idx.sort_by_cached_key(|&i| (Reverse((z[u(i)] as u128 * jitter_factor(seed, i), t(i))), tie(u(i))))
             }
             Rank::Random(seed) => {
                 idx.sort_by_key(|&i| tie(u(i)));
@@ -405,6 +397,15 @@ impl Problem {
         };
         (d, SearchStats { nodes: s.nodes }, s.memo)
     }
+}
+
+/// The factor in [0.5, 1.5) that the jittered rankings ([`Rank::Jitter`], [`Rank::SizeJitter`])
+/// scale buffer `i`'s key by under `seed`, in exact integers: (2^31 + 32 random bits) / 2^32.
+/// The order stays close to the unjittered one, as a greedy needs, while every seed explores
+/// another tree. Narrower factors (±5%) rarely changed the search; wider ones behaved like
+/// these on the minimalloc suite.
+fn jitter_factor(seed: u64, i: u32) -> u128 {
+    (1u128 << 31) + (crate::rng::mix(seed, i as u64) >> 32) as u128
 }
 
 /// What [`Search::scan`] learns about a node.

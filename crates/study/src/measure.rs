@@ -207,8 +207,8 @@ pub fn read_tail(mut r: impl Read) -> Vec<u8> {
 
 /// Runs `spec` once, its output discarded (or written where `spec.stdout` says), and measures it.
 pub fn run_once(spec: &RunSpec) -> std::io::Result<Run> {
-    let preload = spec.preload.as_ref().map(|p| p.as_os_str().to_owned()).unwrap_or_default();
-    let (mut cmd, rd, wr) = launcher_command(&spec.program, &spec.arg0, &spec.args, &preload)?;
+    let preload = spec.preload.as_deref().map(std::path::Path::as_os_str).unwrap_or_default();
+    let (mut cmd, rd, wr) = launcher_command(&spec.program, &spec.arg0, &spec.args, preload)?;
     cmd.current_dir(&spec.cwd);
     for (k, v) in &spec.env {
         cmd.env(k, v);

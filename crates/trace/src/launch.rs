@@ -682,8 +682,13 @@ fn preload_command(resolved: &Path, command: &[String], libraries: &[&Path]) -> 
 fn preloaded(command: &[String], runtime: Option<&Path>, options: &RuntimeOptions) -> Result<Command, LaunchError> {
     let program = &command[0];
     let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
-    let libraries: Vec<&Path> = runtime.into_iter().chain(options.fallback.as_deref()).collect();
-    Ok(preload_command(&resolved, command, &libraries))
+    Ok(preload_command(&resolved, command, &runtime_libraries(runtime, options)))
+}
+
+/// What a run preloads before the user's own LD_PRELOAD: the runtime (`None`: none), then the
+/// fallback allocator.
+fn runtime_libraries<'a>(runtime: Option<&'a Path>, options: &'a RuntimeOptions) -> Vec<&'a Path> {
+    runtime.into_iter().chain(options.fallback.as_deref()).collect()
 }
 
 /// The run launcher (`launcher/heaplab_run.c`), compiled by build.rs.
@@ -788,7 +793,7 @@ pub fn run_alone(options: &RuntimeOptions, settings_var: &str, command: &[String
     use std::io::Read;
     let program = &command[0];
     let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
-    let preload = preload_value(&options.fallback.iter().map(PathBuf::as_path).collect::<Vec<_>>()).unwrap_or_default();
+    let preload = preload_value(&runtime_libraries(None, options)).unwrap_or_default();
     let (mut cmd, rd, wr) = launcher_command(&resolved, program, &command[1..], &preload).map_err(|e| LaunchError::Start("the run launcher".into(), e))?;
     cmd.env("HEAPLAB_RUN_FORWARD", "1").env_remove(settings_var);
     setup(&mut cmd);
