@@ -391,8 +391,9 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
 
     // Small components are where the exact search shines and boxing rarely helps; on large
     // ones the exact search is a long shot and boxing, then improving its result, pays most.
+    // In a nested plan (a window's dense buffers) small goes up to what the exact search takes.
     let largest = parts.iter().filter(|p| !p.solved_trivially).map(|p| p.buffers.len()).max().unwrap_or(0);
-    let small = largest <= opts.policy.small_buffers;
+    let small = opts.policy.is_small(largest, nested);
 
     if run.runs(Stage::Flat) {
         clock.mark("flat components");
