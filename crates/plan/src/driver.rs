@@ -299,15 +299,22 @@ struct Part<'a> {
 
 impl Part<'_> {
     fn offer(&mut self, name: String, offsets: Vec<u64>, seconds: f64) {
-        let makespan = if self.validate_at_end {
-            self.buffers.iter().zip(&offsets).map(|(b, &o)| o + b.size).max().unwrap_or(0)
-        } else {
-            let t = Instant::now();
-            let v = heaplab_sweep::validate(&self.buffers, &offsets);
-            self.validating += t.elapsed().as_secs_f64();
-            assert!(v.is_valid(), "{name} produced an invalid placement: {}", v.describe(&self.buffers, &offsets));
-            v.makespan
-        };
+        let checked = self.check(&name, &offsets);
+        self.offer_checked(name, offsets, seconds, checked);
+    }
+
+    /// Validates `offsets` (panics, naming `name`, when they are not valid; above
+    /// [`Policy::huge_buffers`] only measures them, see `validate_at_end`): the makespan and
+    /// the seconds spent. Needs only a shared borrow, so a heuristic's own thread can check its
+    /// placement as soon as it is made instead of the driver after the deadline.
+    fn check(&self, name: &str, offsets: &[u64]) -> Checked {
+        check_placement(&self.buffers, self.validate_at_end, name, offsets)
+    }
+
+    /// [`Part::offer`] of a placement [`Part::check`] has checked.
+    fn offer_checked(&mut self, name: String, offsets: Vec<u64>, seconds: f64, checked: Checked) {
+        let makespan = checked.makespan;
+        self.validating += checked.seconds;
         self.attempts.push(Attempt { name: name.clone(), makespan, seconds });
         let mut loser = (makespan, name, offsets);
         if self.offsets.is_empty() || makespan < self.makespan {
@@ -321,6 +328,25 @@ impl Part<'_> {
             self.runners_up.truncate(self.keep_runners_up);
         }
     }
+}
+
+/// What [`Part::check`] found of a placement: its makespan, and the seconds validating it took.
+#[derive(Clone, Copy)]
+struct Checked {
+    makespan: u64,
+    seconds: f64,
+}
+
+/// [`Part::check`] of a component's `buffers` (`measure_only`: its `validate_at_end`), for a
+/// thread that cannot borrow the part.
+fn check_placement(buffers: &[Buffer], measure_only: bool, name: &str, offsets: &[u64]) -> Checked {
+    if measure_only {
+        return Checked { makespan: buffers.iter().zip(offsets).map(|(b, &o)| o + b.size).max().unwrap_or(0), seconds: 0.0 };
+    }
+    let t = Instant::now();
+    let v = heaplab_sweep::validate(buffers, offsets);
+    assert!(v.is_valid(), "{name} produced an invalid placement: {}", v.describe(buffers, offsets));
+    Checked { makespan: v.makespan, seconds: t.elapsed().as_secs_f64() }
 }
 
 /// Plans `buffers` within the options' limits. Optional `progress` is updated as it goes.
@@ -713,13 +739,17 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         let at_target = |off: &[u64]| !named && part.buffers.iter().zip(off).all(|(b, &o)| o + b.size <= target);
         let (stand_ins, off) = rayon::join(
             || {
-                let mut done: Vec<(Heuristic, Vec<u64>, f64)> = Vec::new();
+                // Each placement is checked here, as it is made, not by the driver once the
+                // first gives up at the deadline (two checks of 2.3·10^5 buffers: 0.11 s late).
+                let mut done: Vec<(Heuristic, Vec<u64>, f64, Checked)> = Vec::new();
                 if !first.is_sweep() {
                     let t = Instant::now();
                     let off = sweep.run_until_with_ends(&part.buffers, &ends, run.deadline).expect("the start-order sweep always completes");
+                    let secs = t.elapsed().as_secs_f64();
                     solved.fetch_or(at_target(&off), Ordering::Relaxed);
-                    done.push((sweep, off, t.elapsed().as_secs_f64()));
                     swept.store(true, Ordering::Relaxed);
+                    let checked = part.check(&sweep.name(), &off);
+                    done.push((sweep, off, secs, checked));
                 }
                 // Half the time left, so that the stages after the heuristics keep the other
                 // half; above the huge size all of it: what follows there (the local windows
@@ -736,15 +766,22 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     rocks_beside.store(done.is_empty(), Ordering::Relaxed);
                     let until = now + given;
                     if let Some(off) = rocks.run_until_with_ends(&part.buffers, &ends, until) {
+                        let secs = now.elapsed().as_secs_f64();
                         solved.fetch_or(at_target(&off), Ordering::Relaxed);
-                        done.push((rocks, off, now.elapsed().as_secs_f64()));
+                        let checked = part.check(&rocks.name(), &off);
+                        done.push((rocks, off, secs, checked));
                     }
                 }
                 done
             },
             || {
                 let off = first.run_beside(&part.buffers, &ends, run.deadline, projected.then_some(&swept), &solved);
-                (off, t.elapsed().as_secs_f64())
+                let secs = t.elapsed().as_secs_f64();
+                let off = off.map(|off| {
+                    let checked = part.check(&first.name(), &off);
+                    (off, checked)
+                });
+                (off, secs)
             },
         );
         let (off, own) = off;
@@ -764,12 +801,12 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         };
         // Costs are scaled from the first's own time where it finished (the rocks beside it
         // may take longer), else from the time it was given.
-        let (first, off, cost, scale) = match off {
+        let (first, (off, checked), cost, scale) = match off {
             Some(off) => (*first, off, first_cost, own),
             None => {
                 assert!(!stand_ins.is_empty(), "the start-order sweep always completes");
-                let (h, off, _) = stand_ins.remove(0);
-                (h, off, h.relative_cost(), unit.as_secs_f64())
+                let (h, off, _, checked) = stand_ins.remove(0);
+                (h, (off, checked), h.relative_cost(), unit.as_secs_f64())
             }
         };
         part.first_fit_seconds = scale / cost;
@@ -786,19 +823,19 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         };
         // Those run beside the first are offered as they are (moved, not copied: 80 MB a
         // placement at 10^7 buffers), in their place in the portfolio's order.
-        let mut beside: Vec<Option<(Vec<u64>, f64)>> = vec![None; rest.len()];
-        for (h, off, secs) in stand_ins {
+        let mut beside: Vec<Option<(Vec<u64>, f64, Checked)>> = vec![None; rest.len()];
+        for (h, off, secs, checked) in stand_ins {
             if let Some(k) = rest.iter().position(|r| *r == h) {
-                beside[k] = Some((off, secs));
+                beside[k] = Some((off, secs, checked));
             }
         }
-        let mut results = vec![(first.name(), off, unit.as_secs_f64())];
+        let mut results = vec![(first.name(), off, unit.as_secs_f64(), checked)];
         results.extend(
             rest.par_iter()
                 .zip(beside.into_par_iter())
                 .filter_map(|(h, beside)| {
-                    if let Some((off, secs)) = beside {
-                        return Some((h.name(), off, secs));
+                    if let Some((off, secs, checked)) = beside {
+                        return Some((h.name(), off, secs, checked));
                     }
                     // Relative costs are to first fit by size, which the first one's time
                     // was scaled to.
@@ -808,12 +845,14 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     }
                     let t = Instant::now();
                     let off = h.run_until_with_ends(&part.buffers, &ends, heuristics_cutoff)?;
-                    Some((h.name(), off, t.elapsed().as_secs_f64()))
+                    let secs = t.elapsed().as_secs_f64();
+                    let checked = part.check(&h.name(), &off);
+                    Some((h.name(), off, secs, checked))
                 })
                 .collect::<Vec<_>>(),
         );
-        for (name, off, secs) in results {
-            part.offer(name, off, secs);
+        for (name, off, secs, checked) in results {
+            part.offer_checked(name, off, secs, checked);
         }
         post(index, part.makespan);
         if let Some(p) = run.progress {
@@ -849,20 +888,39 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             let second = params.depth > 0.0;
             let single = crate::windows::WindowParams { depth: 0.0, ..params.clone() };
             let solve = |w: &[Buffer], until: Instant| plan_nested(w, until, opts);
-            let ((single_out, single_secs), out) = rayon::join(
+            // Each chase checks its placement on its own core as it ends (as the heuristics
+            // do), named as offered below.
+            let measure_only = parts[i].validate_at_end;
+            let name = |out: &crate::windows::WindowOutcome, from_peak: bool| {
+                if from_peak {
+                    format!("critical windows ({}, from the peak's alone)", out.windows)
+                } else {
+                    format!("critical windows ({})", out.windows)
+                }
+            };
+            let chase = |params: &crate::windows::WindowParams, from_peak: bool| {
+                let out = crate::windows::plan_windows(&sub, params, &mut |w: &[Buffer], until: Instant| solve(w, until));
+                let secs = began.elapsed().as_secs_f64();
+                let checked = out.offsets.as_ref().map(|off| check_placement(&sub, measure_only, &name(&out, from_peak), off));
+                (out, checked, secs)
+            };
+            let (single_out, deep_out) = rayon::join(
                 || {
                     run_heuristics(parts);
                     let t = Instant::now();
                     let more = second && t < run.deadline && !run.cancelled() && rival.load(Ordering::Relaxed) > target;
-                    (more.then(|| crate::windows::plan_windows(&sub, &single, &mut |w: &[Buffer], until: Instant| solve(w, until))), t)
+                    more.then(|| {
+                        let (out, checked, secs) = chase(&single, true);
+                        (out, checked, secs - t.duration_since(began).as_secs_f64())
+                    })
                 },
-                || crate::windows::plan_windows(&sub, &params, &mut |w: &[Buffer], until: Instant| solve(w, until)),
+                || chase(&params, false),
             );
-            if let Some(off) = out.offsets {
-                parts[i].offer(format!("critical windows ({})", out.windows), off, began.elapsed().as_secs_f64());
-            }
-            if let Some(crate::windows::WindowOutcome { offsets: Some(off), windows, .. }) = single_out {
-                parts[i].offer(format!("critical windows ({windows}, from the peak's alone)"), off, single_secs.elapsed().as_secs_f64());
+            for (out, checked, secs, from_peak) in [Some((deep_out.0, deep_out.1, deep_out.2, false)), single_out.map(|(o, c, s)| (o, c, s, true))].into_iter().flatten() {
+                let label = name(&out, from_peak);
+                if let (Some(off), Some(checked)) = (out.offsets, checked) {
+                    parts[i].offer_checked(label, off, secs, checked);
+                }
             }
             parts[i].windowed = true;
             show_best(parts, run.progress);
