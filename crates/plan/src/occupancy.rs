@@ -641,3 +641,53 @@ impl<'a> Occupancy<'a> {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A merge leaves a set exactly as inserting the same intervals one by one does, however
+    /// the two interleave, touch or overlap, and the pool's other sets untouched.
+    #[test]
+    fn a_merge_equals_inserting_one_by_one() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for round in 0..2_000 {
+            let span = 1 + rnd(if round % 2 == 0 { 50 } else { 5_000 });
+            let mut pool = Pool::new();
+            let (mut a, mut b, mut other) = (0, 0, 0);
+            for _ in 0..rnd(40) {
+                let (s, len) = (rnd(span), 1 + rnd(span / 8 + 1));
+                pool.insert(&mut a, s, s + len);
+                pool.insert(&mut other, s / 2, s / 2 + len);
+            }
+            let copy: Vec<(u64, u64)> = pool.get(pool.range(a)).to_vec();
+            copy.iter().for_each(|&(s, e)| {
+                pool.insert(&mut b, s, e);
+            });
+            let others: Vec<(u64, u64)> = pool.get(pool.range(other)).to_vec();
+            // The intervals added: sorted and disjoint, as a pending set is.
+            let mut add = Pool::new();
+            let mut h = 0;
+            for _ in 0..rnd(60) {
+                let (s, len) = (rnd(span), 1 + rnd(span / 8 + 1));
+                add.insert(&mut h, s, s + len);
+            }
+            let add: Vec<(u64, u64)> = if h == 0 { Vec::new() } else { add.get(add.range(h)).to_vec() };
+            let mut scratch = Vec::new();
+            pool.merge(&mut a, &add, &mut scratch);
+            for &(s, e) in &add {
+                pool.insert(&mut b, s, e);
+            }
+            let got = if a == 0 { Vec::new() } else { pool.get(pool.range(a)).to_vec() };
+            let want = if b == 0 { Vec::new() } else { pool.get(pool.range(b)).to_vec() };
+            assert_eq!(got, want, "round {round}");
+            assert_eq!(pool.get(pool.range(other)), &others[..], "round {round}: another set changed");
+        }
+    }
+}
