@@ -650,13 +650,8 @@ mod tests {
     /// the two interleave, touch or overlap, and the pool's other sets untouched.
     #[test]
     fn a_merge_equals_inserting_one_by_one() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rng = heaplab_rng::Rng::new(5);
+        let mut rnd = |m: u64| rng.below(m);
         for round in 0..2_000 {
             let span = 1 + rnd(if round % 2 == 0 { 50 } else { 5_000 });
             let mut pool = Pool::new();
