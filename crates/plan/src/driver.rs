@@ -739,17 +739,13 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         let at_target = |off: &[u64]| !named && part.buffers.iter().zip(off).all(|(b, &o)| o + b.size <= target);
         let (stand_ins, off) = rayon::join(
             || {
-                // Each placement is checked here, as it is made, not by the driver once the
-                // first gives up at the deadline (two checks of 2.3·10^5 buffers: 0.11 s late).
-                let mut done: Vec<(Heuristic, Vec<u64>, f64, Checked)> = Vec::new();
+                let mut done: Vec<(Heuristic, Vec<u64>, f64)> = Vec::new();
                 if !first.is_sweep() {
                     let t = Instant::now();
                     let off = sweep.run_until_with_ends(&part.buffers, &ends, run.deadline).expect("the start-order sweep always completes");
-                    let secs = t.elapsed().as_secs_f64();
                     solved.fetch_or(at_target(&off), Ordering::Relaxed);
+                    done.push((sweep, off, t.elapsed().as_secs_f64()));
                     swept.store(true, Ordering::Relaxed);
-                    let checked = part.check(&sweep.name(), &off);
-                    done.push((sweep, off, secs, checked));
                 }
                 // Half the time left, so that the stages after the heuristics keep the other
                 // half; above the huge size all of it: what follows there (the local windows
@@ -766,13 +762,16 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     rocks_beside.store(done.is_empty(), Ordering::Relaxed);
                     let until = now + given;
                     if let Some(off) = rocks.run_until_with_ends(&part.buffers, &ends, until) {
-                        let secs = now.elapsed().as_secs_f64();
                         solved.fetch_or(at_target(&off), Ordering::Relaxed);
-                        let checked = part.check(&rocks.name(), &off);
-                        done.push((rocks, off, secs, checked));
+                        done.push((rocks, off, now.elapsed().as_secs_f64()));
                     }
                 }
-                done
+                // Checked here, on this core, not by the driver once the first gives up at the
+                // deadline (two checks of 2.3·10^5 buffers: 0.11 s late).
+                done.into_iter().map(|(h, off, secs)| {
+                    let checked = part.check(&h.name(), &off);
+                    (h, off, secs, checked)
+                }).collect::<Vec<_>>()
             },
             || {
                 let off = first.run_beside(&part.buffers, &ends, run.deadline, projected.then_some(&swept), &solved);
@@ -888,39 +887,28 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             let second = params.depth > 0.0;
             let single = crate::windows::WindowParams { depth: 0.0, ..params.clone() };
             let solve = |w: &[Buffer], until: Instant| plan_nested(w, until, opts);
-            // Each chase checks its placement on its own core as it ends (as the heuristics
-            // do), named as offered below.
+            // A chase started at `since` checks its placement on its own core as it ends (as
+            // the heuristics do), ready to offer.
             let measure_only = parts[i].validate_at_end;
-            let name = |out: &crate::windows::WindowOutcome, from_peak: bool| {
-                if from_peak {
-                    format!("critical windows ({}, from the peak's alone)", out.windows)
-                } else {
-                    format!("critical windows ({})", out.windows)
-                }
-            };
-            let chase = |params: &crate::windows::WindowParams, from_peak: bool| {
+            let chase = |params: &crate::windows::WindowParams, from_peak: bool, since: Instant| {
                 let out = crate::windows::plan_windows(&sub, params, &mut |w: &[Buffer], until: Instant| solve(w, until));
-                let secs = began.elapsed().as_secs_f64();
-                let checked = out.offsets.as_ref().map(|off| check_placement(&sub, measure_only, &name(&out, from_peak), off));
-                (out, checked, secs)
+                let off = out.offsets?;
+                let from = if from_peak { ", from the peak's alone" } else { "" };
+                let name = format!("critical windows ({}{from})", out.windows);
+                let checked = check_placement(&sub, measure_only, &name, &off);
+                Some((name, off, since.elapsed().as_secs_f64(), checked))
             };
             let (single_out, deep_out) = rayon::join(
                 || {
                     run_heuristics(parts);
                     let t = Instant::now();
                     let more = second && t < run.deadline && !run.cancelled() && rival.load(Ordering::Relaxed) > target;
-                    more.then(|| {
-                        let (out, checked, secs) = chase(&single, true);
-                        (out, checked, secs - t.duration_since(began).as_secs_f64())
-                    })
+                    if more { chase(&single, true, t) } else { None }
                 },
-                || chase(&params, false),
+                || chase(&params, false, began),
             );
-            for (out, checked, secs, from_peak) in [Some((deep_out.0, deep_out.1, deep_out.2, false)), single_out.map(|(o, c, s)| (o, c, s, true))].into_iter().flatten() {
-                let label = name(&out, from_peak);
-                if let (Some(off), Some(checked)) = (out.offsets, checked) {
-                    parts[i].offer_checked(label, off, secs, checked);
-                }
+            for (name, off, secs, checked) in [deep_out, single_out].into_iter().flatten() {
+                parts[i].offer_checked(name, off, secs, checked);
             }
             parts[i].windowed = true;
             show_best(parts, run.progress);
