@@ -15,7 +15,7 @@
 #[path = "../programs.rs"]
 mod programs;
 
-use heaplab_decide::ranktest::{rank_sum, Alternative};
+use heaplab_decide::ranktest::{holm_adjusted, rank_sum, Alternative};
 use heaplab_study::measure::RssMethod;
 use heaplab_study::stats::median;
 use heaplab_study::Machine;
@@ -265,6 +265,15 @@ fn measure_workload(o: &Opts, w: &Workload, prepared: Prepared, configs: &[Confi
     Measured { workload: w.clone(), prepared, cells: names.into_iter().zip(cells).collect() }
 }
 
+/// A p-value for the tables: three decimals, or "< 0.001".
+fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
 /// Relative change of `x` against `base`, as a percentage (negative: fewer, faster).
 fn change(x: f64, base: f64) -> f64 {
     100.0 * (x / base - 1.0)
@@ -377,7 +386,8 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
          program's spawn to its end, without heaplab's own start-up and check of the groups; the program's VmHWM, or wait4's peak \
          where the program ran on jemalloc alone: no groups were made, or jemalloc lays out every group as grouping would). D1 and LL are data misses of one run under `valgrind --tool=cachegrind --cache-sim=yes {}` \
          (48 KiB 12-way L1D, 32 MiB 16-way LL, 64-byte lines; the tool binary started directly so that the runtime loads into the \
-         program). *Δ vs jemalloc* is the median's change; the time verdict is a one-sided rank-sum test at 95%. Every run's standard \
+         program). *Δ vs jemalloc* is the median's change; the time verdict is a one-sided rank-sum test in each direction, its p-value \
+         Holm-adjusted over the workloads (the targets speak of every workload at once), faster or slower at 95%. Every run's standard \
          output is compared with the plain (glibc) run's.\n\n",
         if o.own.is_empty() {
             "with `heaplab group`'s defaults (HALO's: coverage 90%, merge tolerance 5%, objects up to 4 KiB, 1 MiB chunks, one spare chunk; recursion collapsed by function, where HALO collapses by call site)".to_string()
@@ -398,7 +408,23 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
         "## Against jemalloc (HALO's figures 13 and 14)\n\n| workload | groups | grouped objects | D1 Δ | time Δ | time verdict | peak RSS Δ | LL Δ |\n|---|---|---|---|---|---|---|---|\n",
     );
     let (mut health_ok, mut d1_wins, mut slower) = (None, Vec::new(), Vec::new());
-    for mm in all {
+    // One-sided rank-sum p-values of every workload's times, each direction Holm-adjusted over
+    // the workloads: the targets claim "no workload slower" of all of them at once.
+    let tested: Vec<Option<(f64, f64)>> = all
+        .iter()
+        .map(|mm| {
+            let (tj, tg) = (mm.times(BASELINE), mm.times(GROUPED));
+            (tj.len() >= 3 && tg.len() >= 3).then(|| (rank_sum(&tg, &tj, Alternative::Less).p, rank_sum(&tg, &tj, Alternative::Greater).p))
+        })
+        .collect();
+    let family = |pick: fn(&(f64, f64)) -> f64| -> Vec<Option<f64>> {
+        let ps: Vec<f64> = tested.iter().flatten().map(pick).collect();
+        let mut adjusted = holm_adjusted(&ps).into_iter();
+        tested.iter().map(|t| t.as_ref().and_then(|_| adjusted.next())).collect()
+    };
+    let (p_faster, p_slower) = (family(|t| t.0), family(|t| t.1));
+    let mut unadjusted_slower = Vec::new();
+    for (k, mm) in all.iter().enumerate() {
         let name = &mm.workload.name;
         let (tj, tg) = (mm.times(BASELINE), mm.times(GROUPED));
         let d1 = match (mm.d1(GROUPED), mm.d1(BASELINE)) {
@@ -414,19 +440,17 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
             let (a, b) = (mm.rss(GROUPED), mm.rss(BASELINE));
             (!a.is_empty() && !b.is_empty()).then(|| change(median(&a), median(&b)))
         };
-        let verdict = if tj.len() >= 3 && tg.len() >= 3 {
-            let faster = 1.0 - rank_sum(&tg, &tj, Alternative::Less).p;
-            let slow = 1.0 - rank_sum(&tg, &tj, Alternative::Greater).p;
-            if faster >= 0.95 {
-                "faster".to_string()
-            } else if slow >= 0.95 {
+        if tested[k].is_some_and(|t| t.1 <= 0.05) {
+            unadjusted_slower.push(name.clone());
+        }
+        let verdict = match (p_faster[k], p_slower[k]) {
+            (Some(f), _) if f <= 0.05 => format!("faster (p {})", p_value(f)),
+            (_, Some(sl)) if sl <= 0.05 => {
                 slower.push(name.clone());
-                "**slower**".to_string()
-            } else {
-                "no difference".to_string()
+                format!("**slower** (p {})", p_value(sl))
             }
-        } else {
-            "—".to_string()
+            (Some(f), Some(sl)) => format!("no difference (p {})", p_value(f.min(sl))),
+            _ => "—".to_string(),
         };
         let rep = mm.cell(GROUPED).map(|c| &c.runtime).cloned().unwrap_or(Value::Null);
         let (gc, alloc) = (num(&rep, "/grouped/count"), num(&rep, "/allocations"));
@@ -449,14 +473,14 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
             pct(ll)
         ));
         if name == "health" {
-            health_ok = Some((d1, time, verdict == "faster"));
+            health_ok = Some((d1, time, verdict.starts_with("faster")));
         } else if mm.workload.pointer_chasing || d1.is_some() {
             if let Some(d) = d1.filter(|d| *d <= -5.0) {
                 d1_wins.push(format!("{name} {d:+.1}%"));
             }
         }
         rows.push((name.clone(), d1, time));
-        js_rows.push(json!({"workload": name, "groups": groups, "grouped_objects": gc, "allocations": alloc, "d1_change_pct": d1, "time_change_pct": time, "time_verdict": verdict.replace('*', ""), "rss_change_pct": rss, "ll_change_pct": ll}));
+        js_rows.push(json!({"workload": name, "groups": groups, "grouped_objects": gc, "allocations": alloc, "d1_change_pct": d1, "time_change_pct": time, "time_verdict": verdict.replace('*', ""), "p_faster_holm": p_faster[k], "p_slower_holm": p_slower[k], "rss_change_pct": rss, "ll_change_pct": ll}));
     }
     table.push('\n');
     // Targets.
@@ -474,9 +498,11 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
     ));
     t.push_str(&format!("- At least 3 other workloads with ≥ 5% fewer D1 misses: **{}** ({} of them{}).\n", if d1_wins.len() >= 3 { "met" } else { "not met" }, d1_wins.len(), if d1_wins.is_empty() { String::new() } else { format!(": {}", d1_wins.join(", ")) }));
     t.push_str(&format!(
-        "- No workload slower than jemalloc beyond the noise (rank-sum, 95%): **{}**{}.\n",
+        "- No workload slower than jemalloc beyond the noise (rank-sum, Holm-adjusted over the {} workloads, 95%): **{}**{}{}.\n",
+        tested.iter().flatten().count(),
         if slower.is_empty() { "met" } else { "not met" },
-        if slower.is_empty() { String::new() } else { format!(" (slower: {})", slower.join(", ")) }
+        if slower.is_empty() { String::new() } else { format!(" (slower: {})", slower.join(", ")) },
+        if unadjusted_slower.is_empty() { String::new() } else { format!("; tested alone at 95%, without the adjustment: {}", unadjusted_slower.join(", ")) }
     ));
     t.push_str("- Identification cost per allocation: see `group-runtime-results.md` (`make bench-group-runtime`).\n\n");
     // Fragmentation, HALO's table 1.
