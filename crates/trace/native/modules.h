@@ -1,8 +1,9 @@
-/* modules.h — the executable file mappings of the running process, from /proc/self/maps, for the
- * runtime libraries: the layout runtime turns frames into stable context keys with them, the
- * grouped allocator turns (module, file offset) call sites into addresses. A module is named by
- * the FNV-1a hash of its file's basename (crates/trace/src/context.rs has the same rule).
- * Never allocates: the scratch buffer is mmap'd and given back.
+/* modules.h — the executable file mappings of the running process, from /proc/self/maps or the
+ * dynamic loader's list, for the runtime libraries: the layout runtime turns frames into stable
+ * context keys with them, the grouped allocator turns (module, file offset) call sites into
+ * addresses. A module is named by the FNV-1a hash of its file's basename
+ * (crates/trace/src/context.rs has the same rule). Never allocates: the scratch buffer is
+ * mmap'd and given back.
  */
 #ifndef HEAPLAB_MODULES_H
 #define HEAPLAB_MODULES_H
@@ -23,6 +24,24 @@ size_t hl_load_modules(struct hl_module *m, size_t cap);
 /* hl_load_modules, and the mapping holding address `sp` (a thread's stack pointer) into
  * *sp_lo, *sp_hi when there is one (left alone otherwise): one read of /proc/self/maps for both. */
 size_t hl_load_modules_at(struct hl_module *m, size_t cap, uintptr_t sp, uintptr_t *sp_lo, uintptr_t *sp_hi);
+
+/* The executable segments of the objects the dynamic loader has loaded (dl_iterate_phdr: no
+ * system call but one readlink per object, where reading /proc/self/maps took 80 µs at a
+ * program's start), as hl_load_modules lists their mappings and names their files, in address
+ * order. Returns how many, or (size_t)-1 when none was found. Files mapped executable by other
+ * means than the loader are not in it: hl_load_modules is the complete list. */
+size_t hl_load_modules_loaded(struct hl_module *m, size_t cap);
+
+/* How far below a stack pointer hl_main_stack's lower bound goes: still inside the stack's
+ * mapping or the guard gap the kernel keeps free below it. */
+#define HL_MAIN_STACK_BELOW ((uintptr_t)64 << 10)
+
+/* On the main thread, bounds [*lo, *hi) of its stack around `sp` without reading
+ * /proc/self/maps: *hi is the end of the stack's mapping (the page after the exec file name,
+ * which the kernel puts at its top), *lo a little below sp (HL_MAIN_STACK_BELOW), so that
+ * everything from a stack pointer in the bounds up to *hi is the stack's. Returns 0 on any
+ * other thread, or when the kernel gave no file name (then read the maps). */
+int hl_main_stack(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
 
 /* The module of m[0..n) (address order) holding address a, or NULL. */
 const struct hl_module *hl_module_of(const struct hl_module *m, size_t n, uint64_t a);
