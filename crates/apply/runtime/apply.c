@@ -195,13 +195,22 @@ static struct hl_module *modules;
 static size_t nmodules;
 static atomic_flag maps_lock = ATOMIC_FLAG_INIT;
 
-static void load_modules(void) {
+/* At start-up (`loaded`) from the dynamic loader's list, with the main thread's stack bounds
+ * for the walker, without reading /proc/self/maps; later from the maps, which also list files
+ * mapped executable by other means. */
+static void load_modules(int loaded) {
     if (!modules) {
         void *m = sys_mmap(NULL, sizeof *modules * MAX_MODULES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) return;
         modules = m;
     }
-    size_t k = hl_load_modules(modules, MAX_MODULES);
+    size_t k = (size_t)-1;
+    uintptr_t lo, hi;
+    if (loaded && hl_main_stack((uintptr_t)__builtin_frame_address(0), &lo, &hi)) {
+        k = hl_load_modules_loaded(modules, MAX_MODULES);
+        if (k != (size_t)-1) hl_unwind_set_stack(lo, hi);
+    }
+    if (k == (size_t)-1) k = hl_load_modules(modules, MAX_MODULES);
     if (k != (size_t)-1) nmodules = k;
 }
 
@@ -214,7 +223,7 @@ static uint64_t context_key(void *const *frames, int n) {
         uint64_t a = (uint64_t)(uintptr_t)frames[i];
         const struct hl_module *m = hl_module_of(modules, nmodules, a);
         if (!m && !reloaded) { /* a library loaded since: read the maps again, once */
-            load_modules();
+            load_modules(0);
             reloaded = 1;
             m = hl_module_of(modules, nmodules, a);
         }
@@ -604,7 +613,7 @@ static int load_layout(void) {
         void *s = sys_mmap(NULL, sizeof *site_ctx << 18, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (s == MAP_FAILED || hl_sites_init((int)L.depth) != 0) return fail("cannot map the call-site tables");
         site_ctx = s;
-        load_modules();
+        load_modules(1);
     }
     return 0;
 }
