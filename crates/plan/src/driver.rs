@@ -1134,8 +1134,10 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
 /// makespan, has more than [`Policy::flat_min_buffers`] buffers and the same load at every tick
 /// is merged into blocks, and the blocks are planned as an instance of their own by this
 /// driver's pipeline (nested). Up to [`Policy::flat_share`] of the time left, shared equally by
-/// the components in line; in a component's share the first merge order gets half, each further
-/// one (drawn from the seed) half of what remains, until a plan reaches the target.
+/// the components in line; in a component's share the blocks of the first merge order are
+/// planned in half of what is left after the merge, each further order's (drawn from the seed)
+/// in half of what remains after it, or all of it where the other half could not repeat the
+/// merge, until a plan reaches the target.
 fn flat_stage(run: &Run, parts: &mut [Part]) {
     let (seed, target) = (run.opts.seed, run.target);
     let queue = above_target(parts, target, |n| n > run.opts.policy.flat_min_buffers);
@@ -1169,7 +1171,13 @@ fn flat_stage(run: &Run, parts: &mut [Part]) {
                 break;
             }
             let sub = blocks.buffers();
-            let until = now + part_end.saturating_duration_since(now) / 2;
+            // Half of what is left after the merge, the other half for further merge orders,
+            // unless that half could not repeat this merge (seconds from 10^6 buffers): then
+            // all of it. (Counted from the round's start, a merge of 12 s at 3·10^6 buffers
+            // left the blocks' plan nothing, and 37% above the load where it packs exactly.)
+            let merged = Instant::now();
+            let left = part_end.saturating_duration_since(merged);
+            let until = if left / 2 > merged - now { merged + left / 2 } else { part_end };
             let off = blocks.expand(&plan_nested(&sub, until, run.opts), part.buffers.len());
             part.offer(format!("flat blocks ({} blocks)", sub.len()), off, now.elapsed().as_secs_f64());
         }
