@@ -1541,7 +1541,7 @@ static int load_table(void) {
         fail("cannot reserve the grouped heap");
         goto out;
     }
-    /* The sites first: their read of the maps gives the walker this thread's stack too. */
+    /* The sites first: their look-up gives the walker this thread's stack too. */
     if (ng) resolve_sites(1);
     if (ng && T.walk_depth > 1) {
         hl_unwind_init();
