@@ -204,13 +204,9 @@ static void load_modules(int loaded) {
         if (m == MAP_FAILED) return;
         modules = m;
     }
-    size_t k = (size_t)-1;
-    uintptr_t lo, hi;
-    if (loaded && hl_main_stack((uintptr_t)__builtin_frame_address(0), &lo, &hi)) {
-        k = hl_load_modules_loaded(modules, MAX_MODULES);
-        if (k != (size_t)-1) hl_unwind_set_stack(lo, hi);
-    }
-    if (k == (size_t)-1) k = hl_load_modules(modules, MAX_MODULES);
+    uintptr_t lo = 0, hi = 0;
+    size_t k = loaded ? hl_load_modules_at_start(modules, MAX_MODULES, (uintptr_t)__builtin_frame_address(0), &lo, &hi) : hl_load_modules(modules, MAX_MODULES);
+    hl_unwind_set_stack(lo, hi); /* ignores empty bounds */
     if (k != (size_t)-1) nmodules = k;
 }
 

@@ -325,9 +325,7 @@ static void add_program_module(const struct hl_module *m) {
 static void resolve_sites(int loaded) {
     if (atomic_flag_test_and_set_explicit(&resolve_lock, memory_order_acquire)) return;
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0), stack_lo = 0, stack_hi = 0;
-    size_t n = (size_t)-1;
-    if (loaded && hl_main_stack(sp, &stack_lo, &stack_hi)) n = hl_load_modules_loaded(modules, MAX_MODULES);
-    if (n == (size_t)-1) n = hl_load_modules_at(modules, MAX_MODULES, sp, &stack_lo, &stack_hi);
+    size_t n = (loaded ? hl_load_modules_at_start : hl_load_modules_at)(modules, MAX_MODULES, sp, &stack_lo, &stack_hi);
     hl_unwind_set_stack(stack_lo, stack_hi); /* this thread's walks need not read the maps again */
     if (n != (size_t)-1) {
         uint32_t missing = 0;

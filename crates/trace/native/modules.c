@@ -47,6 +47,9 @@ size_t hl_load_modules_at(struct hl_module *m, size_t cap, uintptr_t sp, uintptr
     return k; /* /proc lists mappings in address order */
 }
 
+/* The page size (the interposer's, set at its start; 4096 before). */
+static uint64_t page_size(void) { return (uint64_t)(hl_page_size > 0 ? hl_page_size : 4096); }
+
 /* The FNV-1a hash of the basename /proc/self/maps shows for the file `path` names: the kernel
  * shows the file itself, so symbolic links in the last component are followed (libstdc++.so.6
  * names libstdc++.so.6.0.30); links in the directories above do not change the basename. */
@@ -88,7 +91,7 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
     /* The program itself comes first with no name; the vDSO has no file. */
     int program = !name || !*name;
     if (!program && name[0] != '/') return 0;
-    uint64_t page = (uint64_t)(hl_page_size > 0 ? hl_page_size : 4096), hash = 0;
+    uint64_t page = page_size(), hash = 0;
     int hashed = 0;
     for (int k = 0; k < info->dlpi_phnum && w->n < w->cap; k++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[k];
@@ -115,11 +118,19 @@ size_t hl_load_modules_loaded(struct hl_module *m, size_t cap) {
 
 int hl_main_stack(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
     if (syscall(SYS_gettid) != syscall(SYS_getpid)) return 0;
-    uintptr_t fn = (uintptr_t)getauxval(AT_EXECFN), page = (uintptr_t)(hl_page_size > 0 ? hl_page_size : 4096);
+    uintptr_t fn = (uintptr_t)getauxval(AT_EXECFN), page = (uintptr_t)page_size();
     if (!fn || fn < sp) return 0;
     *hi = (fn + strlen((const char *)fn) + 1 + page - 1) & ~(page - 1);
     *lo = (sp & ~(page - 1)) - HL_MAIN_STACK_BELOW;
     return 1;
+}
+
+size_t hl_load_modules_at_start(struct hl_module *m, size_t cap, uintptr_t sp, uintptr_t *sp_lo, uintptr_t *sp_hi) {
+    if (hl_main_stack(sp, sp_lo, sp_hi)) {
+        size_t n = hl_load_modules_loaded(m, cap);
+        if (n != (size_t)-1) return n;
+    }
+    return hl_load_modules_at(m, cap, sp, sp_lo, sp_hi);
 }
 
 const struct hl_module *hl_module_of(const struct hl_module *m, size_t n, uint64_t a) {

@@ -43,6 +43,11 @@ size_t hl_load_modules_loaded(struct hl_module *m, size_t cap);
  * other thread, or when the kernel gave no file name (then read the maps). */
 int hl_main_stack(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
 
+/* At a program's start, on its main thread: hl_load_modules_loaded and hl_main_stack, without
+ * reading /proc/self/maps; elsewhere, or where either finds nothing, hl_load_modules_at. The
+ * stack bounds are left alone where none is found. */
+size_t hl_load_modules_at_start(struct hl_module *m, size_t cap, uintptr_t sp, uintptr_t *sp_lo, uintptr_t *sp_hi);
+
 /* The module of m[0..n) (address order) holding address a, or NULL. */
 const struct hl_module *hl_module_of(const struct hl_module *m, size_t n, uint64_t a);
 

@@ -1,7 +1,7 @@
-/* modules_check.c — the dynamic loader's module list (hl_load_modules_loaded) and the main
- * thread's stack bounds (hl_main_stack) against /proc/self/maps (hl_load_modules_at), in a
- * program that loads a library through a symbolic link, is itself started through one, and
- * dlopens a second library. Prints "ok N" (N modules compared) or the first difference and exits
+/* modules_check.c — the dynamic loader's module list (hl_load_modules_loaded), the main
+ * thread's stack bounds (hl_main_stack) and what hl_load_modules_at_start makes of them, against
+ * /proc/self/maps (hl_load_modules_at), in a program that loads a library through a symbolic
+ * link, is itself started through one, and dlopens a second library. Prints "ok N" (N modules compared) or the first difference and exits
  * 1. Built by tests/modules.rs with native/modules.c. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -46,6 +46,12 @@ static int compare(const char *when) {
         if (loaded[j - 1].lo > loaded[j].lo) return printf("%s: the loaded list is not in address order\n", when), 1;
     if (!hl_main_stack(sp, &mlo, &mhi)) return printf("%s: no main stack bounds on the main thread\n", when), 1;
     if (mhi != hi || mlo > sp || sp >= mhi) return printf("%s: main stack [%lx, %lx) against the maps' [%lx, %lx) at sp %lx\n", when, (unsigned long)mlo, (unsigned long)mhi, (unsigned long)lo, (unsigned long)hi, (unsigned long)sp), 1;
+    /* What the runtimes call at start: the loaded list and the main stack. */
+    uintptr_t slo = 0, shi = 0;
+    size_t ns = hl_load_modules_at_start(maps, 4096, sp, &slo, &shi);
+    if (ns != nl || slo != mlo || shi != mhi) return printf("%s: at start %zu modules, stack [%lx, %lx)\n", when, ns, (unsigned long)slo, (unsigned long)shi), 1;
+    for (size_t j = 0; j < nl; j++)
+        if (!same(&maps[j], &loaded[j])) return printf("%s: at start, module %zu differs from the loaded list\n", when, j), 1;
     return printf("%s: ok %zu\n", when, nl), 0;
 }
 
