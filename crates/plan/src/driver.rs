@@ -10,8 +10,9 @@
 //! 3. Run the greedy heuristics on every component, in parallel, keeping the best. Under `Auto`
 //!    they may not start after the first quarter of the time limit, kept for the searches.
 //!    Above 2·10^6 buffers the start-order sweep goes first; up to 4·10^6
-//!    ([`Policy::huge_first_fit_max_buffers`]) first fit by size runs beside it and is kept
-//!    only while its progress says it will finish by the deadline.
+//!    ([`Policy::huge_first_fit_max_buffers`]) first fit by size runs beside it. Wherever first
+//!    fit by size runs first, it is kept only while its pace says it will finish by the
+//!    deadline ([`crate::heuristics::Pace`]), the sweep standing in once it gives up.
 //! 4. On *flat* components (load equal to the max at every tick) of more than 64 buffers that
 //!    decide the makespan, merge the buffers into blocks ([`crate::flat`]) and plan the blocks by
 //!    this same pipeline (nested), trying other merge orders while they do not pack at the
@@ -44,8 +45,9 @@
 //!    ([`crate::improve`]) from the best placement and the runners-up, one per thread: exact
 //!    re-packing of small slabs under each peak, then greedy re-packing of time windows; it gets
 //!    half of the time left (a third when a component has more than 2,000 buffers: boxing pays
-//!    more there) and returns early when stuck. Above 2·10^6 buffers it runs from the best
-//!    placement alone and to its deadline, and then it and the local windows take turns
+//!    more there) and returns early when stuck. Above 2·10^6 buffers, and where first fit by
+//!    size gave up (no fill or boxing pass fits in the time there either), it runs to its
+//!    deadline (above 2·10^6 buffers from the best placement alone), and then it and the local windows take turns
 //!    (windows until [`Policy::huge_windows_patience`] rounds fail, the search for half of the
 //!    time left) until the windows' share of what is left drops below
 //!    [`Policy::local_windows_min_seconds`]; boxing does not run there.
@@ -286,6 +288,11 @@ struct Part<'a> {
     /// The critical windows already ran on this part (beside the heuristics), and the windows
     /// stage leaves it alone.
     windowed: bool,
+    /// The first heuristic (first fit by size) gave up, its pace projecting past the deadline:
+    /// as above [`Policy::huge_buffers`], the fills and boxing, which cost a first-fit
+    /// placement, cannot run, so the local windows and the improvement search take turns to
+    /// the deadline ([`Part::searched_to_deadline`]).
+    first_gave_up: bool,
     /// More than [`Policy::flat_min_buffers`] buffers and flat ([`crate::flat::is_flat`]): the
     /// flat stage's, which the heuristics and the early windows leave to it. Asked once here.
     flat: bool,
@@ -298,6 +305,13 @@ struct Part<'a> {
 }
 
 impl Part<'_> {
+    /// Whether nothing after the improvement search uses the time on this part, so that it
+    /// and the local windows take turns to the deadline: above [`Policy::huge_buffers`], or
+    /// where first fit by size could not be finished in the limit.
+    fn searched_to_deadline(&self, policy: &Policy) -> bool {
+        policy.is_huge(self.buffers.len()) || self.first_gave_up
+    }
+
     fn offer(&mut self, name: String, offsets: Vec<u64>, seconds: f64) {
         let checked = self.check(&name, &offsets);
         self.offer_checked(name, offsets, seconds, checked);
@@ -448,7 +462,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     // take turns until the deadline instead, each getting stuck where the other still moves.
     if run.runs(Stage::Windows) && run.runs(Stage::Improve) && !small && !refuted(&parts, opts.capacity) {
         for turn in 1u64.. {
-            let huge = above_target(&parts, run.target, |n| opts.policy.is_huge(n));
+            let huge = above_target(&parts, run.target, |p| p.searched_to_deadline(&opts.policy));
             let left = run.deadline.saturating_duration_since(Instant::now()).as_secs_f64();
             if huge.is_empty() || left <= 0.0 || left * opts.policy.windows_share < opts.policy.local_windows_min_seconds || run.cancelled() {
                 break;
@@ -600,6 +614,7 @@ fn split<'a>(buffers: &'a [Buffer], policy: &Policy) -> Vec<Part<'a>> {
                 first_fit_seconds: 0.0,
                 sweep_seconds: 0.0,
                 windowed: false,
+                first_gave_up: false,
                 flat,
                 validating: 0.0,
                 validate_at_end: huge,
@@ -696,7 +711,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // size, but only while it can finish: the sweep beside it is the stand-in, and once
         // that is done, first fit gives up if its progress says it would not make the deadline.
         let n = part.buffers.len();
-        let projected = policy.is_huge(n) && n <= policy.huge_first_fit_max_buffers && !filled && heuristics.first().is_some_and(|h| !h.is_sweep());
+        let projected = (!policy.is_huge(n) || n <= policy.huge_first_fit_max_buffers) && !filled && heuristics.first().is_some_and(|h| !h.is_sweep());
         if (policy.is_huge(n) || filled) && !projected && heuristics.len() > 1 {
             let cheapest = (0..heuristics.len())
                 .min_by(|&a, &b| heuristics[a].relative_cost().total_cmp(&heuristics[b].relative_cost()))
@@ -804,6 +819,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             Some(off) => (*first, off, first_cost, own),
             None => {
                 assert!(!stand_ins.is_empty(), "the start-order sweep always completes");
+                part.first_gave_up = true;
                 let (h, off, _, checked) = stand_ins.remove(0);
                 (h, (off, checked), h.relative_cost(), unit.as_secs_f64())
             }
@@ -1057,10 +1073,10 @@ fn boxing_stage(run: &Run, parts: &mut [Part], deadline: Instant) -> usize {
 /// exactly, with a placement above their target (`target` — the global lower bound, or the
 /// capacity when one is given — or their own proven bound, whichever is higher), and a buffer
 /// count `sized` accepts.
-fn above_target(parts: &[Part], target: u64, sized: impl Fn(usize) -> bool) -> Vec<usize> {
+fn above_target(parts: &[Part], target: u64, chosen: impl Fn(&Part) -> bool) -> Vec<usize> {
     let mut queue: Vec<usize> = (0..parts.len())
         .filter(|&i| !parts[i].solved_trivially && !parts[i].offsets.is_empty() && parts[i].makespan > target.max(parts[i].lower))
-        .filter(|&i| sized(parts[i].buffers.len()))
+        .filter(|&i| chosen(&parts[i]))
         .collect();
     queue.sort_by_key(|&i| (std::cmp::Reverse(parts[i].makespan), i));
     queue
@@ -1088,7 +1104,7 @@ fn plan_nested(sub: &[Buffer], until: Instant, caller: &PlanOptions) -> Vec<u64>
 /// Each window is planned by this driver's own pipeline (nested: no windows inside windows).
 fn windows_stage(run: &Run, parts: &mut [Part]) {
     let (policy, target, deadline) = (&run.opts.policy, run.target, run.deadline);
-    let queue = above_target(parts, target, |n| n > policy.small_buffers);
+    let queue = above_target(parts, target, |p| p.buffers.len() > policy.small_buffers);
     for &i in &queue {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
         let part = &mut parts[i];
@@ -1140,7 +1156,7 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
 /// merge, until a plan reaches the target.
 fn flat_stage(run: &Run, parts: &mut [Part]) {
     let (seed, target) = (run.opts.seed, run.target);
-    let queue = above_target(parts, target, |n| n > run.opts.policy.flat_min_buffers);
+    let queue = above_target(parts, target, |p| p.buffers.len() > run.opts.policy.flat_min_buffers);
     let stage_end = run.share_of_left(run.opts.policy.flat_share);
     for (k, &i) in queue.iter().enumerate() {
         let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
@@ -1192,7 +1208,7 @@ fn flat_stage(run: &Run, parts: &mut [Part]) {
 /// refuted capacity raises the component's proven lower bound.
 fn exact_stage(run: &Run, parts: &mut [Part], share: f64) {
     let (policy, lower_bound, capacity, target) = (&run.opts.policy, run.lower_bound, run.opts.capacity, run.target);
-    let mut queue = above_target(parts, target, |n| n <= policy.exact_max_buffers);
+    let mut queue = above_target(parts, target, |p| p.buffers.len() <= policy.exact_max_buffers);
     // Under a capacity every component above it must come down, and which is hard is not
     // known: the smallest go first, each with an equal share of what is left, so quick ones
     // hand their time on (largest-makespan-first gave minimalloc E's hard component 60% of the
@@ -1259,6 +1275,7 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
             continue;
         }
         let aim = target.max(part.lower);
+        let patient = part.searched_to_deadline(&run.opts.policy);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let improve_one = |buffers: &[Buffer], (k, (name, mut offsets)): (usize, (String, Vec<u64>))| {
             if Instant::now() >= until || stop.load(Ordering::Relaxed) {
@@ -1271,7 +1288,7 @@ fn improve_stage(run: &Run, parts: &mut [Part], until: Instant, seed: u64) {
                 cancel: run.opts.cancel.clone(),
                 // Above the huge size nothing after this search would use its time (boxing
                 // does not run there), and drops come after long runs without one.
-                patient: run.opts.policy.is_huge(buffers.len()),
+                patient,
                 ..improve::ImproveParams::new(until, seed, aim)
             };
             let stats = improve::improve(buffers, &mut offsets, &params);
