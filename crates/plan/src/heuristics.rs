@@ -237,8 +237,10 @@ impl Pace {
         Pace { began, last: None }
     }
 
-    /// Asked with `k` of `n` buffers placed at `now`: whether the run is late for `deadline`.
+    /// Asked with `k` of `n` buffers placed at `now`: whether the run is late for `deadline`
+    /// (never where `n` is not known, 0).
     pub fn late(&mut self, k: usize, n: usize, now: std::time::Instant, deadline: std::time::Instant) -> bool {
+        let Some(left) = n.checked_sub(k).filter(|_| n > 0) else { return false };
         let due = match self.last {
             Some((k0, ..)) => (k - k0) * 64 >= n,
             None => k > 0 && k * 64 >= n,
@@ -247,7 +249,7 @@ impl Pace {
             return false;
         }
         let (k0, t0, late_before) = self.last.unwrap_or((0, self.began, false));
-        let left = (n - k) as f64;
+        let left = left as f64;
         let average = now.duration_since(self.began).as_secs_f64() * left / k as f64;
         let recent = now.duration_since(t0).as_secs_f64() * left / (k - k0) as f64;
         let late = now + std::time::Duration::from_secs_f64(average.max(recent)) > deadline;
@@ -471,9 +473,10 @@ mod tests {
         assert_eq!(steady(7000), None);
         // Late from the first measure: given up at the second, not the first.
         assert_eq!(steady(3000), Some(1));
-        // Not measured between stretches of 1/64.
+        // Not measured between stretches of 1/64, nor without the count.
         let mut p = Pace::new(t0);
         assert!(!p.late(99, n, at(99_000), at(1)));
+        assert!(!p.late(200, 0, at(99_000), at(1)) && !p.late(300, 0, at(99_000), at(1)));
         // A slow first stretch (twice the pace: the index's set-up) is forgiven once the
         // next is back to pace, though it alone projected past the deadline.
         let mut p = Pace::new(t0);
