@@ -458,13 +458,14 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
         let share = if small { opts.policy.improve_share_small } else { opts.policy.improve_share_large };
         improve_stage(&run, &mut parts, run.share_of_left(share), opts.seed);
     }
-    // Above the huge size boxing does not run: the local windows and the improvement search
-    // take turns until the deadline instead, each getting stuck where the other still moves.
+    // Above the huge size, and where first fit by size gave up, boxing does not run: the local
+    // windows and the improvement search take turns until the deadline instead, each getting
+    // stuck where the other still moves.
     if run.runs(Stage::Windows) && run.runs(Stage::Improve) && !small && !refuted(&parts, opts.capacity) {
         for turn in 1u64.. {
-            let huge = above_target(&parts, run.target, |p| p.searched_to_deadline(&opts.policy));
+            let searched = above_target(&parts, run.target, |p| p.searched_to_deadline(&opts.policy));
             let left = run.deadline.saturating_duration_since(Instant::now()).as_secs_f64();
-            if huge.is_empty() || left <= 0.0 || left * opts.policy.windows_share < opts.policy.local_windows_min_seconds || run.cancelled() {
+            if searched.is_empty() || left <= 0.0 || left * opts.policy.windows_share < opts.policy.local_windows_min_seconds || run.cancelled() {
                 break;
             }
             clock.mark("critical windows");

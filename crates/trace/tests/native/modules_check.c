@@ -1,8 +1,9 @@
 /* modules_check.c — the dynamic loader's module list (hl_load_modules_loaded), the main
  * thread's stack bounds (hl_main_stack) and what hl_load_modules_at_start makes of them, against
  * /proc/self/maps (hl_load_modules_at), in a program that loads a library through a symbolic
- * link, is itself started through one, and dlopens a second library. Prints "ok N" (N modules compared) or the first difference and exits
- * 1. Built by tests/modules.rs with native/modules.c. */
+ * link, is itself started through one, and dlopens a second library. Prints "ok N" (N modules
+ * compared) or the first difference and exits 1. Built by tests/modules.rs with
+ * native/modules.c. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
