@@ -149,7 +149,7 @@ struct chunk {
     uint64_t high;         /* the highest top since it was taken, rounded up to a page: its pages up to there are resident */
 };
 static unsigned char *range;
-static uint64_t range_len, chunks_max, bitmap_bytes, data_start;
+static uint64_t range_len, chunks_max, bitmap_bytes;
 static int chunk_shift;                 /* log2 of the chunk size */
 static _Atomic uint64_t carved;         /* chunks handed out fresh so far */
 static uint64_t accessible;             /* bytes of the range made accessible so far (under chunk_lock) */
@@ -185,9 +185,19 @@ static __thread struct thread_stats *my_stats __attribute__((tls_model("initial-
 static __thread struct thread_stats *my_own __attribute__((tls_model("initial-exec"))); /* my_stats when not shared, else NULL */
 static _Atomic uint64_t stray_frees;
 static uint64_t chunks_fresh, chunks_reused, chunks_returned; /* under chunk_lock */
-/* The grouped heap's footprint: pages bumped into in chunks not yet emptied (spares excluded). */
-static _Atomic uint64_t resident_bytes, peak_resident, live_at_peak;
-static atomic_flag peak_lock = ATOMIC_FLAG_INIT;
+/* What a group's bump pointer entering a new page reads and writes (footprint, grow, note_peak,
+ * the chunk's end), on one cache line: that path runs once per page, long enough after its last
+ * run for the program to have evicted what it touched, so every line it reads costs a miss a
+ * page. `resident` is the grouped heap's footprint: the pages bumped into in chunks not yet
+ * emptied (spares excluded); `peak` its highest, with the live bytes then. The constants are
+ * copies set at start. */
+static struct {
+    uint64_t page, chunk, data_start; /* hl_page_size, T.chunk, a chunk's first object's offset */
+    _Atomic uint64_t resident, peak, live_at_peak;
+    uint32_t ngroups; /* T.ngroups */
+    atomic_flag peak_lock;
+} __attribute__((aligned(64))) growth = {.peak_lock = ATOMIC_FLAG_INIT};
+_Static_assert(sizeof growth == 64, "the page-entering path's state is one cache line");
 
 /* ---- configuration ---- */
 static int serving;
@@ -872,15 +882,15 @@ static inline int bit_get(_Atomic uint64_t *m, uint64_t g) { return (int)(atomic
  * chunk that empties after each object, one word each). */
 static void clear_bitmaps(struct chunk *c, uint64_t top) {
     _Atomic uint64_t *b = bounds_of(c), *l = live_of(c);
-    for (uint64_t w = data_start / GRANULE / 64, end = (top / GRANULE + 63) / 64; w < end; w++) {
+    for (uint64_t w = growth.data_start / GRANULE / 64, end = (top / GRANULE + 63) / 64; w < end; w++) {
         atomic_store_explicit(&b[w], 0, memory_order_relaxed);
         atomic_store_explicit(&l[w], 0, memory_order_relaxed);
     }
 }
 /* A chunk's footprint for bump top `top`: the pages from its first object's to the top's. */
 static inline uint64_t footprint(uint64_t top) {
-    uint64_t pg = (uint64_t)hl_page_size;
-    return top > data_start ? ((top + pg - 1) & ~(pg - 1)) - (data_start & ~(pg - 1)) : 0;
+    uint64_t pg = growth.page;
+    return top > growth.data_start ? ((top + pg - 1) & ~(pg - 1)) - (growth.data_start & ~(pg - 1)) : 0;
 }
 
 /* Bytes from the object at `off` to the next boundary or the top. */
@@ -941,7 +951,7 @@ static inline void list_unlink(uint32_t g, struct free_node *n, uint64_t ext) {
 static void unlist_chunk(uint32_t g, struct chunk *c, uint64_t skip) {
     _Atomic uint64_t *b = bounds_of(c), *l = live_of(c);
     uint64_t top = atomic_load_explicit(&c->top, memory_order_relaxed);
-    for (uint64_t w = data_start / GRANULE / 64, end = (top / GRANULE + 63) / 64; w < end; w++) {
+    for (uint64_t w = growth.data_start / GRANULE / 64, end = (top / GRANULE + 63) / 64; w < end; w++) {
         uint64_t dead = atomic_load_explicit(&b[w], memory_order_relaxed) & ~atomic_load_explicit(&l[w], memory_order_relaxed);
         while (dead) {
             uint64_t off = (w * 64 + (uint64_t)__builtin_ctzll(dead)) * GRANULE;
@@ -983,8 +993,8 @@ static struct chunk *get_chunk(uint32_t g) {
     if (c) {
         atomic_store_explicit(&c->group, g, memory_order_relaxed);
         c->refs = 1;
-        c->high = data_start;
-        atomic_store_explicit(&c->top, data_start, memory_order_release);
+        c->high = growth.data_start;
+        atomic_store_explicit(&c->top, growth.data_start, memory_order_release);
     }
     return c;
 }
@@ -996,7 +1006,7 @@ static void put_chunk(uint32_t g, struct chunk *c, uint64_t skip) {
     if (reuse) unlist_chunk(g, c, skip);
     uint32_t idx = (uint32_t)(((unsigned char *)c - range) >> chunk_shift);
     atomic_store_explicit(&c->group, UINT32_MAX, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&resident_bytes, footprint(c->high), memory_order_relaxed);
+    atomic_fetch_sub_explicit(&growth.resident, footprint(c->high), memory_order_relaxed);
     spin_take(&chunk_lock);
     if (nspare < T.spare) {
         spares[nspare++] = idx;
@@ -1017,21 +1027,21 @@ static void restart(uint32_t g, struct chunk *c, uint64_t skip) {
     if (reuse) unlist_chunk(g, c, skip);
     clear_bitmaps(c, atomic_load_explicit(&c->top, memory_order_relaxed));
     c->zeroed = 0;
-    atomic_store_explicit(&c->top, data_start, memory_order_release);
+    atomic_store_explicit(&c->top, growth.data_start, memory_order_release);
 }
 
 /* Records the grouped heap's footprint after it grew to `resident`, with the live bytes then
  * (the groups' counters read without their locks: a moment's view, off by the objects other
  * threads allocate or free meanwhile). Runs once per page the bump pointers enter. */
 static void note_peak(uint64_t resident) {
-    if (resident <= atomic_load_explicit(&peak_resident, memory_order_relaxed) || atomic_flag_test_and_set_explicit(&peak_lock, memory_order_acquire)) return;
-    if (resident > atomic_load_explicit(&peak_resident, memory_order_relaxed)) {
+    if (resident <= atomic_load_explicit(&growth.peak, memory_order_relaxed) || atomic_flag_test_and_set_explicit(&growth.peak_lock, memory_order_acquire)) return;
+    if (resident > atomic_load_explicit(&growth.peak, memory_order_relaxed)) {
         uint64_t live = 0;
-        for (uint32_t g = 0; g < T.ngroups; g++) live += __atomic_load_n(&groups[g].live, __ATOMIC_RELAXED);
-        atomic_store_explicit(&peak_resident, resident, memory_order_relaxed);
-        atomic_store_explicit(&live_at_peak, live, memory_order_relaxed);
+        for (uint32_t g = 0; g < growth.ngroups; g++) live += __atomic_load_n(&groups[g].live, __ATOMIC_RELAXED);
+        atomic_store_explicit(&growth.peak, resident, memory_order_relaxed);
+        atomic_store_explicit(&growth.live_at_peak, live, memory_order_relaxed);
     }
-    atomic_flag_clear_explicit(&peak_lock, memory_order_release);
+    atomic_flag_clear_explicit(&growth.peak_lock, memory_order_release);
 }
 
 /* Group g's next chunk, when its current one cannot hold the next object (under its lock):
@@ -1048,8 +1058,8 @@ static __attribute__((noinline)) struct chunk *next_chunk(uint32_t g, struct gro
  * and maybe the peak grow. Once per page entered. */
 static __attribute__((noinline)) void grow(struct chunk *c, uint64_t end) {
     uint64_t more = footprint(end) - footprint(c->high);
-    c->high = (end + (uint64_t)hl_page_size - 1) & ~((uint64_t)hl_page_size - 1); /* bumps within the page then skip grow() */
-    if (more) note_peak(atomic_fetch_add_explicit(&resident_bytes, more, memory_order_relaxed) + more);
+    c->high = (end + growth.page - 1) & ~(growth.page - 1); /* bumps within the page then skip grow() */
+    if (more) note_peak(atomic_fetch_add_explicit(&growth.resident, more, memory_order_relaxed) + more);
 }
 
 /* Bumps chunk c's top from `top` to an object at `off` of `sz` bytes (under its group's lock). */
@@ -1093,12 +1103,12 @@ static inline __attribute__((always_inline)) void *group_alloc_in(uint32_t g, ui
         c = G->cur;
         uint64_t top = c ? atomic_load_explicit(&c->top, memory_order_relaxed) : 0;
         off = (top + align - 1) & ~(align - 1);
-        if (HL_UNLIKELY(!c || off + sz > T.chunk)) {
+        if (HL_UNLIKELY(!c || off + sz > growth.chunk)) {
             if (!(c = next_chunk(g, G))) {
                 group_drop(&G->lock, took);
                 return NULL;
             }
-            top = off = data_start; /* a multiple of 64 */
+            top = off = growth.data_start; /* a multiple of 64 */
         }
         bump_to(c, top, off, sz);
         *zero = (int)c->zeroed;
@@ -1121,7 +1131,7 @@ static inline struct chunk *live_chunk(const void *p, uint64_t *off_out) {
     if (idx >= atomic_load_explicit(&carved, memory_order_acquire)) return NULL;
     struct chunk *c = chunk_of(p);
     uint64_t off = (uint64_t)((const unsigned char *)p - (unsigned char *)c);
-    if (off < data_start || off % GRANULE || off >= atomic_load_explicit(&c->top, memory_order_acquire)) return NULL;
+    if (off < growth.data_start || off % GRANULE || off >= atomic_load_explicit(&c->top, memory_order_acquire)) return NULL;
     if (!bit_get(live_of(c), off / GRANULE) || !bit_get(bounds_of(c), off / GRANULE)) return NULL;
     *off_out = off;
     return c;
@@ -1156,12 +1166,12 @@ static void group_free(void *p) {
         G->frees++;
         if (--c->refs == 0) put_chunk(g, c, off);
         else if (c->refs == 1 && G->cur == c) {
-            if (off == data_start && off + ext == atomic_load_explicit(&c->top, memory_order_relaxed)) {
+            if (off == growth.data_start && off + ext == atomic_load_explicit(&c->top, memory_order_relaxed)) {
                 /* The only object since the chunk was last started (an allocation freed before
                  * the next, as in a loop): its boundary is all that is left of it. */
                 bit_set(bounds_of(c), off / GRANULE, 0);
                 c->zeroed = 0;
-                atomic_store_explicit(&c->top, data_start, memory_order_release);
+                atomic_store_explicit(&c->top, growth.data_start, memory_order_release);
             } else {
                 restart(g, c, off);
             }
@@ -1508,7 +1518,10 @@ static int load_table(void) {
     /* The range: as large as the system lets us reserve, aligned to the chunk size and to huge
      * pages. */
     bitmap_bytes = T.chunk / GRANULE / 8;
-    data_start = HEADER + 2 * bitmap_bytes;
+    growth.data_start = HEADER + 2 * bitmap_bytes;
+    growth.page = (uint64_t)hl_page_size;
+    growth.chunk = T.chunk;
+    growth.ngroups = T.ngroups;
     uint64_t align = T.chunk > HUGE_PAGE ? T.chunk : HUGE_PAGE;
     /* Without groups nothing is served or identified: no range, no unwinding, no sites to
      * resolve (reading /proc/self/maps), only the counts of the report (0.2 ms less at start). */
@@ -1625,7 +1638,7 @@ void hl_write_report(const char *end) {
     hl_put(&o, ", ");
     hl_key_u(&o, "returned", chunks_returned);
     hl_put(&o, "},\n  \"fragmentation\": {");
-    uint64_t pr = atomic_load(&peak_resident), pl = atomic_load(&live_at_peak);
+    uint64_t pr = atomic_load(&growth.peak), pl = atomic_load(&growth.live_at_peak);
     hl_key_u(&o, "peak_resident_bytes", pr);
     hl_put(&o, ", ");
     hl_key_u(&o, "live_bytes", pl);
@@ -1676,10 +1689,10 @@ void hl_on_fork_prepare(void) {
     spin_take(&resolve_lock);
     for (uint32_t g = 0; groups && g < T.ngroups; g++) spin_take(&groups[g].lock);
     spin_take(&chunk_lock);
-    spin_take(&peak_lock);
+    spin_take(&growth.peak_lock);
 }
 static void fork_release(void) {
-    spin_drop(&peak_lock);
+    spin_drop(&growth.peak_lock);
     spin_drop(&chunk_lock);
     for (uint32_t g = 0; groups && g < T.ngroups; g++) spin_drop(&groups[g].lock);
     spin_drop(&resolve_lock);
