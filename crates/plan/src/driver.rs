@@ -10,7 +10,8 @@
 //! 3. Run the greedy heuristics on every component, in parallel, keeping the best. Under `Auto`
 //!    they may not start after the first quarter of the time limit, kept for the searches.
 //!    Above 2·10^6 buffers the start-order sweep goes first; up to 4·10^6
-//!    ([`Policy::huge_first_fit_max_buffers`]) first fit by size runs beside it. Wherever first
+//!    ([`Policy::huge_first_fit_max_buffers`]) first fit by size runs beside it, and above that
+//!    only the sweeps and first fit around the rocks run (memory). Wherever first
 //!    fit by size runs first, it is kept only while its pace says it will finish by the
 //!    deadline ([`crate::heuristics::Pace`]), the sweep standing in once it gives up.
 //! 4. On *flat* components (load equal to the max at every tick) of more than 64 buffers that
@@ -834,10 +835,15 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // At the target (the global lower bound, or the capacity) nothing better is needed: the
         // other heuristics are skipped. Nor is a stand-in run again where it stood in for the
         // first, nor first fit around no rocks (the sweep again) on a small part.
+        // Above `huge_first_fit_max_buffers` only the sweeps and the rocks: the other orders'
+        // index (about 240 bytes a buffer) would take the planner past 1.5 GiB, and where a
+        // long limit let one start it gave up anyway (random 10^7 at 240 s: first fit by size,
+        // 4.4 GB of peak RSS).
+        let indexed_fits = n <= policy.huge_first_fit_max_buffers;
         let rest: Vec<Heuristic> = if top <= target {
             Vec::new()
         } else {
-            rest.iter().copied().filter(|h| *h != first && (*h != rocks || with_rocks)).collect()
+            rest.iter().copied().filter(|h| *h != first && (*h != rocks || with_rocks) && (indexed_fits || h.is_sweep() || *h == rocks)).collect()
         };
         // Those run beside the first are offered as they are (moved, not copied: 80 MB a
         // placement at 10^7 buffers), in their place in the portfolio's order.

@@ -103,7 +103,8 @@ pub struct Policy {
     pub huge_buffers: usize,
     /// Largest component above [`Policy::huge_buffers`] on which first fit by size still runs
     /// first, beside the start-order sweep (on the other core), and is abandoned as soon as the
-    /// sweep is done and its progress says it would not finish by the deadline. Default
+    /// sweep is done and its progress says it would not finish by the deadline; above it only
+    /// the sweeps and first fit around the rocks run, whatever the time limit. Default
     /// 4,000,000: its index holds about 240 bytes a buffer (833 MB at 3.5·10^6), which above
     /// that would take the planner past 1.5 GiB. On traced python3 heaps of that size (most
     /// objects live all run) it is the one heuristic that reaches the max load, where the sweep
