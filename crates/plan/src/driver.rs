@@ -709,13 +709,19 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             heuristics = vec![sweep];
         }
         let filled = early == Some(index) && part.buffers.len() > policy.early_windows_max_buffers;
-        // First fit by size goes first below the huge size, and above it up to
-        // `huge_first_fit_max_buffers`, but only while it can finish: the sweep beside it is the
-        // stand-in, and once that is done, first fit gives up if its pace says it would not make
-        // the deadline (below the huge size it ran to the deadline and gave up there, leaving
-        // the later stages nothing: random 10^6 at 3–12 s, 10.01% above the max load).
         let n = part.buffers.len();
-        let projected = (!policy.is_huge(n) || n <= policy.huge_first_fit_max_buffers) && !filled && heuristics.first().is_some_and(|h| !h.is_sweep());
+        // Whether the index of first fit by size and the other non-sweep orders (about 240
+        // bytes a buffer) is affordable: above `huge_first_fit_max_buffers` it would take the
+        // planner past 1.5 GiB, so there only the sweeps and the rocks run, however long the
+        // limit (random 10^7 at 240 s had started first fit by size, which gave up: 4.4 GB of
+        // peak RSS).
+        let indexed_fits = !policy.is_huge(n) || n <= policy.huge_first_fit_max_buffers;
+        // First fit by size goes first wherever its index is affordable, but only while it can
+        // finish: the sweep beside it is the stand-in, and once that is done, first fit gives
+        // up if its pace says it would not make the deadline (below the huge size it ran to the
+        // deadline and gave up there, leaving the later stages nothing: random 10^6 at 3–12 s,
+        // 10.01% above the max load).
+        let projected = indexed_fits && !filled && heuristics.first().is_some_and(|h| !h.is_sweep());
         if (policy.is_huge(n) || filled) && !projected && heuristics.len() > 1 {
             let cheapest = (0..heuristics.len())
                 .min_by(|&a, &b| heuristics[a].relative_cost().total_cmp(&heuristics[b].relative_cost()))
@@ -835,11 +841,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // At the target (the global lower bound, or the capacity) nothing better is needed: the
         // other heuristics are skipped. Nor is a stand-in run again where it stood in for the
         // first, nor first fit around no rocks (the sweep again) on a small part.
-        // Above `huge_first_fit_max_buffers` only the sweeps and the rocks: the other orders'
-        // index (about 240 bytes a buffer) would take the planner past 1.5 GiB, and where a
-        // long limit let one start it gave up anyway (random 10^7 at 240 s: first fit by size,
-        // 4.4 GB of peak RSS).
-        let indexed_fits = n <= policy.huge_first_fit_max_buffers;
+        // Nor, where their index is not affordable, the orders that need it.
         let rest: Vec<Heuristic> = if top <= target {
             Vec::new()
         } else {

@@ -168,7 +168,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             )));
         }
     }
-    if inst.buffers.len() > policy.huge_buffers {
+    if policy.is_huge(inst.buffers.len()) {
         one_heap_arena();
     }
     let opts = PlanOptions {
