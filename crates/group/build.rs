@@ -31,6 +31,7 @@ fn table_header() -> CHeader {
         .define("HLG_PAIR_RECORD", rust_const(table, "PAIR_RECORD"), "bytes per group or conjunction record")
         .define("HLG_MAX_SITES", rust_const(table, "MAX_SITES"), "selector sites at most")
         .define("HLG_MAX_WALK", rust_const(table, "MAX_WALK"), "frames walked at most")
+        .define("HLG_MAX_GROUPS", format!("({})", rust_const(table, "MAX_GROUPS").replace("(1 << 24)", "(1u << 24)")), "groups at most")
         .define("HLG_MAX_TABLE_SITES", format!("({})", rust_const(table, "MAX_TABLE_SITES").replace(" << ", "u << ")), "sites of all kinds at most")
         .define("HLG_WALK", u32_literal(table, "WALK"), "a site's `decides`: walk (table.rs WALK)")
         .define("HLG_FALLBACK", u32_literal(table, "FALLBACK"), "a site's `decides`: fall back (table.rs FALLBACK)")

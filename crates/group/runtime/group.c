@@ -87,6 +87,11 @@ static struct {
 } T;
 static uint64_t *site_off, *site_hash; /* file offset and basename hash per site */
 static uint32_t *site_decide, *site_depth; /* per site as an allocation call site: what it decides, how deep to walk (0: no call site) */
+static uint32_t *site_other;               /* per call site that walks: the group when no selector holds (HLG_FALLBACK: none) */
+/* A call site's slot keeps its depth (at most HLG_MAX_WALK) and its `otherwise` + 1 (0: the
+ * fallback) in one word. */
+#define CALL_DEPTH(d) ((int)((d) & 0xff))
+#define CALL_OTHER(d) ((int64_t)((d) >> 8) - 1)
 static uint32_t *group_conj;           /* per group: first conjunction, count (pairs) */
 static uint32_t *conj_term;            /* per conjunction: first term, count (pairs) */
 static uint32_t *terms;                /* site indices */
@@ -104,7 +109,7 @@ static uint32_t always;                /* the first group with an empty conjunct
 struct slot {
     _Atomic uint64_t addr; /* 0: empty */
     uint32_t site;         /* the site at addr (call_sites: what it decides, its site_decide) */
-    uint32_t depth;        /* call_sites: how deep to walk from it (its site_depth) */
+    uint32_t depth;        /* call_sites: how deep to walk from it and where what no selector picks goes (CALL_DEPTH, CALL_OTHER) */
 };
 struct addr_table {
     struct slot *slot;
@@ -304,7 +309,8 @@ static void insert_addr(uint64_t a, uint32_t site) {
 /* Adds call site `site` at address a. Its slot holds what identify() needs of it. */
 static void insert_call(uint64_t a, uint32_t site) {
     /* a call site can bound the walk depth, so kept walks made without it are stale too */
-    if (table_insert(&call_sites, a, site_decide[site], site_depth[site])) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
+    uint32_t other = site_other[site] == HLG_FALLBACK ? 0 : site_other[site] + 1;
+    if (table_insert(&call_sites, a, site_decide[site], site_depth[site] | other << 8)) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
 }
 
 /* Adds module mapping m, which holds a site, to the program's modules (once). Kept walks made
@@ -366,23 +372,25 @@ static inline int in_program(uint64_t a) {
 
 /* What the first program frame `a` of a walk decides (table.rs call_sites): the group, -1 (the
  * fallback: its profiled contexts are in no group, or it is no call site of the profile, an
- * unknown context), or FIRST_WALKS, with *depth lowered to its bound: the selectors decide. */
+ * unknown context), or FIRST_WALKS, with *depth lowered to its bound and *other set to where an
+ * allocation goes when no selector holds: the selectors decide. */
 #define FIRST_WALKS (-5)
-static inline int64_t first_frame_decides(uint64_t a, int *depth) {
+static inline int64_t first_frame_decides(uint64_t a, int *depth, int64_t *other) {
     const struct slot *c = table_slot(&call_sites, a);
     if (!c || c->site == HLG_FALLBACK) return -1;
     if (c->site != HLG_WALK) return c->site;
-    if ((int)c->depth < *depth) *depth = (int)c->depth;
+    if (CALL_DEPTH(c->depth) < *depth) *depth = CALL_DEPTH(c->depth);
+    *other = CALL_OTHER(c->depth);
     return FIRST_WALKS;
 }
 
 /* For a walk looking for its first program frame (*seek): whether frame a is that frame and
  * decides (*decided, see first_frame_decides); meeting it ends the looking (*seek = 0) and may
- * lower *depth. */
-static inline int meets_program(uint64_t a, int *seek, int *depth, int64_t *decided) {
+ * lower *depth and set *other. */
+static inline int meets_program(uint64_t a, int *seek, int *depth, int64_t *decided, int64_t *other) {
     if (!*seek || !in_program(a)) return 0;
     *seek = 0;
-    *decided = first_frame_decides(a, depth);
+    *decided = first_frame_decides(a, depth, other);
     return *decided != FIRST_WALKS;
 }
 
@@ -519,19 +527,19 @@ static inline __attribute__((always_inline)) int memo_holds(struct memo *e, void
  * with `seek`, its first program frame's decision put in *decided (meets_program); returns the
  * frames that count. Out of line: its array of frames stays off the stack
  * of other walks. */
-static __attribute__((noinline)) int walk_unwound(void *ret, int depth, int seek, int64_t *decided, uint64_t lo, uint64_t span, uint64_t *present, uint32_t *best, int *any) {
+static __attribute__((noinline)) int walk_unwound(void *ret, int depth, int seek, int64_t *decided, int64_t *other, uint64_t lo, uint64_t span, uint64_t *present, uint32_t *best, int *any) {
     void *pcs[HLG_MAX_WALK];
     pcs[0] = ret;
     int n = 1 + hl_unwind_above(ret, hl_self.frame, pcs + 1, depth - 1), i = 0;
     for (; i < n && i < depth; i++) {
         uint64_t a = (uint64_t)(uintptr_t)pcs[i];
-        if (meets_program(a, &seek, &depth, decided)) return i + 1;
+        if (meets_program(a, &seek, &depth, decided, other)) return i + 1;
         see_frame(a, lo, span, present, best, any); /* the first program frame's too, beyond the depth it set */
     }
     return i;
 }
 
-static inline __attribute__((always_inline)) int64_t identify_in(void *ret, struct memo *e, const int keep, int depth, int seek) {
+static inline __attribute__((always_inline)) int64_t identify_in(void *ret, struct memo *e, const int keep, int depth, int seek, int64_t other) {
     void *own[2]; /* without the memo: the return address and its caller's */
     void **pcs = keep ? memo_pc(e) : own;
     struct hl_walk_trace *tr = keep ? memo_tr(e) : NULL;
@@ -549,6 +557,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
      * otherwise bounds the walk's depth. */
     int64_t decided = FIRST_WALKS;
     const int depth0 = depth, seek0 = seek; /* before the first program frame is met: a walk started over starts from them */
+    const int64_t other0 = other;           /* likewise (a walk that seeks learns it from that frame) */
     uint64_t plo = atomic_load_explicit(&prog_lo, memory_order_relaxed), pspan = atomic_load_explicit(&prog_hi, memory_order_relaxed) - 1 - plo;
     struct hl_walk w;
     /* One frame to step and no memo: one call for it (a walk in steps costs two, and its state in
@@ -598,7 +607,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     }
     pcs[0] = ret;
     for (int i = 1; seek && i < known; i++) {
-        int decides = meets_program((uint64_t)(uintptr_t)pcs[i], &seek, &depth, &decided);
+        int decides = meets_program((uint64_t)(uintptr_t)pcs[i], &seek, &depth, &decided, &other);
         if (!seek) { /* the first program frame is among those kept: what still counts is up to
                       * it, and to the depth it set when it decides nothing */
             int keep_to = decides || depth < i + 1 ? i + 1 : depth;
@@ -631,7 +640,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             if (k <= 0) break;
             n += k;
             if (!hit) break; /* the stack ended, or the depth was reached */
-            if (meets_program((uint64_t)(uintptr_t)hit, &seek, &depth, &decided)) break;
+            if (meets_program((uint64_t)(uintptr_t)hit, &seek, &depth, &decided, &other)) break;
             see_frame((uint64_t)(uintptr_t)hit, lo, span, present, &best, &any);
             if (narrow && any && first_holding(present[0], 1) == 0) best = 0;
             if (best == 0) break;
@@ -650,7 +659,7 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
             if (k < 0) stepwise = 0;
             if (k <= 0) break;
             for (int i = n; i < n + k; i++) {
-                if (meets_program((uint64_t)(uintptr_t)pcs[i], &seek, &depth, &decided)) k = i + 1 - n;
+                if (meets_program((uint64_t)(uintptr_t)pcs[i], &seek, &depth, &decided, &other)) k = i + 1 - n;
                 int64_t s = see_frame((uint64_t)(uintptr_t)pcs[i], lo, span, present, &best, &any);
                 if (keep) {
                     site[i] = (int32_t)s, memo_seen(e)[i] = present[0];
@@ -673,11 +682,11 @@ static inline __attribute__((always_inline)) int64_t identify_in(void *ret, stru
     }
     if (depth0 > 1 && !stepwise && !one) { /* the walk needs the fallback unwinder: all of it at once, not kept */
         for (uint32_t w = 0; w < words; w++) present[w] = 0;
-        any = 0, best = always, decided = FIRST_WALKS;
-        n = walk_unwound(ret, depth0, seek0, &decided, lo, span, present, &best, &any);
+        any = 0, best = always, decided = FIRST_WALKS, other = other0;
+        n = walk_unwound(ret, depth0, seek0, &decided, &other, lo, span, present, &best, &any);
     }
     if (narrow && any && best != 0) best = first_holding(present[0], T.ngroups);
-    int64_t g = decided != FIRST_WALKS ? decided : any && best < T.ngroups ? (int64_t)best : -1;
+    int64_t g = decided != FIRST_WALKS ? decided : any && best < T.ngroups ? (int64_t)best : other;
     if (keep && stepwise) {
         e->sp = sp0, e->bp = bp0, e->gen = gen, e->n = (uint32_t)n, e->group = g;
         int ended = w.ended && decided == FIRST_WALKS; /* a walk its first program frame ended paused there */
@@ -720,8 +729,9 @@ static inline struct memo *memo_for(void *ret) {
 
 /* identify_in's answer for a walk of at most two frames with `narrow` (sites are bits of one
  * word): the return address's site, then, unless the first group's selector already holds,
- * its caller's (one step, no memo: a step costs less than a replay). Inline: the common case. */
-static inline __attribute__((always_inline)) int64_t identify_near(void *ret, int depth) {
+ * its caller's (one step, no memo: a step costs less than a replay); `other` when no selector
+ * holds. Inline: the common case. */
+static inline __attribute__((always_inline)) int64_t identify_near(void *ret, int depth, int64_t other) {
     uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
     uint64_t a = (uint64_t)(uintptr_t)ret, present = 0;
     int64_t s = a - lo <= span ? site_at(a) : -1;
@@ -736,26 +746,27 @@ static inline __attribute__((always_inline)) int64_t identify_near(void *ret, in
         s = a - lo <= span ? site_at(a) : -1;
         if (s >= 0) present |= 1ull << s;
     }
-    if (!present) return -1; /* no selector site met */
+    if (!present) return other; /* no selector site met */
     uint32_t g = first_holding(present, T.ngroups);
-    return g < T.ngroups ? (int64_t)g : -1;
+    return g < T.ngroups ? (int64_t)g : other;
 }
 
 /* identify_in for other walks, out of line: the memo's and the stepwise
  * walk's state stay out of the allocation's fast path. */
-static __attribute__((noinline)) int64_t identify_walk(void *ret, int depth, int seek) {
+static __attribute__((noinline)) int64_t identify_walk(void *ret, int depth, int seek, int64_t other) {
     /* A walk of one step keeps none: the step costs less than a replay. */
     struct memo *e = depth > 2 && memo_on ? memo_for(ret) : NULL;
-    return e ? identify_in(ret, e, 1, depth, seek) : identify_in(ret, NULL, 0, depth, seek);
+    return e ? identify_in(ret, e, 1, depth, seek, other) : identify_in(ret, NULL, 0, depth, seek, other);
 }
 
 /* identify_near out of line, for the call-site cache's rare cases. */
-static __attribute__((noinline)) int64_t identify_near_out(void *ret, int depth) { return identify_near(ret, depth); }
+static __attribute__((noinline)) int64_t identify_near_out(void *ret, int depth, int64_t other) { return identify_near(ret, depth, other); }
 
 /* The walk of `depth` frames from `ret`, for what the call-site cache does not answer alone;
- * with `seek`, one that looks for its first program frame (identify_fill). */
-static int64_t identify_slow(void *ret, int depth, int seek) {
-    return depth <= 2 && narrow && !seek ? identify_near_out(ret, depth) : identify_walk(ret, depth, seek);
+ * with `seek`, one that looks for its first program frame (identify_fill); `other` when no
+ * selector holds (a walk that seeks learns it from its first program frame). */
+static int64_t identify_slow(void *ret, int depth, int seek, int64_t other) {
+    return depth <= 2 && narrow && !seek ? identify_near_out(ret, depth, other) : identify_walk(ret, depth, seek, other);
 }
 
 /* ---- the call-site cache ----
@@ -771,12 +782,17 @@ static int64_t identify_slow(void *ret, int depth, int seek) {
 #define NEAR_BITS 8
 enum { NEAR_STEP = -2, NEAR_WALK = -3 };
 #define NEAR_SEEKS (1ull << 32) /* in a NEAR_WALK entry's `present`: the walk looks for its first program frame */
+/* The call site's `otherwise` + 1 sits in bits 40 and up of a NEAR_WALK entry's `present` and a
+ * NEAR_STEP entry's `rule` (an unwind rule's bits end below: hl_rule_cfa_off). */
+#define NEAR_LOW ((1ull << 40) - 1)
+static inline uint64_t near_other_bits(int64_t other) { return (uint64_t)(other + 1) << 40; }
+static inline int64_t near_other(uint64_t w) { return (int64_t)(w >> 40) - 1; }
 struct near {
     uint64_t ret;     /* the return address */
     uint32_t gen;     /* site_gen + 1 when it was filled (0: empty) */
     int32_t what;     /* a group, -1 (the fallback), NEAR_STEP or NEAR_WALK */
-    uint64_t present; /* NEAR_STEP: the return address's own site bit; NEAR_WALK: the depth, | NEAR_SEEKS */
-    uint64_t rule;    /* NEAR_STEP: the unwind rule at the return address (a plain step) */
+    uint64_t present; /* NEAR_STEP: the return address's own site bit; NEAR_WALK: the depth, | NEAR_SEEKS, | the otherwise bits */
+    uint64_t rule;    /* NEAR_STEP: the unwind rule at the return address (a plain step), | the otherwise bits */
 };
 static __thread struct near near_cache[1u << NEAR_BITS] __attribute__((tls_model("initial-exec")));
 
@@ -784,11 +800,11 @@ static __thread struct near near_cache[1u << NEAR_BITS] __attribute__((tls_model
 #define IDENT_REST (-4)
 
 /* A one-step walk from the cache: the caller's site joins the return address's own (`present`)
- * and the selectors decide, as identify_near does; IDENT_REST when the step cannot be made
- * inline. */
+ * and the selectors decide, as identify_near does (the call site's `otherwise`, kept in `rule`,
+ * when none holds); IDENT_REST when the step cannot be made inline. */
 static inline __attribute__((always_inline)) int64_t identify_step(void *ret, uint64_t present, uint64_t rule) {
     void *pc;
-    int k = hl_unwind_step_with(rule, ret, hl_self.frame, &pc);
+    int k = hl_unwind_step_with(rule & NEAR_LOW, ret, hl_self.frame, &pc);
     if (HL_UNLIKELY(k < 0)) return IDENT_REST;
     if (k > 0) {
         count(offsetof(struct thread_stats, stepped), 1);
@@ -797,9 +813,9 @@ static inline __attribute__((always_inline)) int64_t identify_step(void *ret, ui
         int64_t s = a - lo <= span ? site_at(a) : -1;
         if (s >= 0) present |= 1ull << s;
     }
-    if (!present) return -1; /* no selector site met */
+    if (!present) return near_other(rule); /* no selector site met */
     uint32_t g = first_holding(present, T.ngroups);
-    return g < T.ngroups ? (int64_t)g : -1;
+    return g < T.ngroups ? (int64_t)g : near_other(rule);
 }
 
 /* Fills e for `ret` (site generation `gen`, read before the tables) and answers. */
@@ -808,6 +824,7 @@ static __attribute__((noinline)) int64_t identify_fill(void *ret, struct near *e
     int32_t what = NEAR_WALK;
     int seek = 0;
     uint64_t a = (uint64_t)(uintptr_t)ret, present = 0, rule = 0;
+    int64_t other = -1; /* where the walk sends what no selector picks (a seeking walk learns it) */
     if (have_calls) {
         /* A return address in the program is the context's innermost call site; one elsewhere
          * (a library's allocation call) starts a walk that looks for it. */
@@ -816,21 +833,21 @@ static __attribute__((noinline)) int64_t identify_fill(void *ret, struct near *e
         seek = !c && !in && atomic_load_explicit(&nprog_ranges, memory_order_acquire) != 0; /* the program's modules known */
         uint32_t d = c ? c->site : in ? HLG_FALLBACK : HLG_WALK;
         if (d < HLG_MODULE || d == HLG_FALLBACK) what = d == HLG_FALLBACK ? -1 : (int32_t)d;
-        else if (c) depth = (int)c->depth;
+        else if (c) depth = CALL_DEPTH(c->depth), other = CALL_OTHER(c->depth);
     }
     if (what == NEAR_WALK && depth <= 2 && narrow && !seek) {
         uint64_t lo = atomic_load_explicit(&addr_lo, memory_order_relaxed), span = atomic_load_explicit(&addr_hi, memory_order_relaxed) - lo;
         int64_t s = a - lo <= span ? site_at(a) : -1;
         present = s >= 0 ? 1ull << s : 0;
         uint32_t g = present ? first_holding(present, T.ngroups) : T.ngroups;
-        if (g == 0 || depth < 2) what = g < T.ngroups ? (int32_t)g : -1;
+        if (g == 0 || depth < 2) what = g < T.ngroups ? (int32_t)g : (int32_t)other;
         else if (hl_rule_kind(rule = hl_unwind_rule(ret)) == HL_R_STEP) what = NEAR_STEP;
     }
     e->ret = a, e->gen = gen + 1, e->what = what;
-    e->present = what == NEAR_WALK ? (uint64_t)depth | (seek ? NEAR_SEEKS : 0) : present;
-    e->rule = rule;
+    e->present = what == NEAR_WALK ? (uint64_t)depth | (seek ? NEAR_SEEKS : 0) | near_other_bits(other) : present;
+    e->rule = what == NEAR_STEP ? rule | near_other_bits(other) : rule;
     if (what >= -1) return what;
-    return what == NEAR_STEP ? identify_near_out(ret, 2) : identify_slow(ret, depth, seek);
+    return what == NEAR_STEP ? identify_near_out(ret, 2, other) : identify_slow(ret, depth, seek, other);
 }
 
 static inline __attribute__((always_inline)) struct near *near_of(uint64_t a) { return &near_cache[(a * 0x9E3779B97F4A7C15ull) >> (64 - NEAR_BITS)]; }
@@ -855,7 +872,7 @@ static __attribute__((noinline)) int64_t identify_rest(void *ret) {
     uint32_t gen = atomic_load_explicit(&site_gen, memory_order_acquire);
     if (e->ret != a || e->gen != gen + 1) return identify_fill(ret, e, gen);
     if (e->what >= -1) return e->what;
-    return e->what == NEAR_STEP ? identify_near_out(ret, 2) : identify_slow(ret, (int)(uint32_t)e->present, (e->present & NEAR_SEEKS) != 0);
+    return e->what == NEAR_STEP ? identify_near_out(ret, 2, near_other(e->rule)) : identify_slow(ret, (int)(uint32_t)e->present, (e->present & NEAR_SEEKS) != 0, near_other(e->present));
 }
 
 /* The group of an allocation made from `ret` (-1: none): the call-site cache, then the walk it
@@ -1405,7 +1422,7 @@ static int load_table(void) {
     uint64_t ns = get64(m + 48), ng = get64(m + 56), nc = get64(m + 64), nt = get64(m + 72), names = get64(m + 80), nsel = get64(m + 96);
     uint64_t at_sites = HLG_HEADER, at_groups = at_sites + ns * HLG_SITE_RECORD, at_conj = at_groups + ng * HLG_PAIR_RECORD;
     uint64_t at_terms = at_conj + nc * HLG_PAIR_RECORD, at_names = at_terms + nt * 4;
-    if (ns > HLG_MAX_TABLE_SITES || nsel > HLG_MAX_SITES || nsel > ns || ng > nc || nc > total || nt > total || names > total || at_names + names != total || get64(m + 88) != total ||
+    if (ns > HLG_MAX_TABLE_SITES || nsel > HLG_MAX_SITES || nsel > ns || ng > nc || ng > HLG_MAX_GROUPS || nc > total || nt > total || names > total || at_names + names != total || get64(m + 88) != total ||
         T.walk_depth > HLG_MAX_WALK || T.chunk < 4096 || (T.chunk & (T.chunk - 1)) || T.max_object > T.chunk / 2 || T.spare > HLG_MAX_SPARE) {
         fail("inconsistent runtime table");
         goto out;
@@ -1417,8 +1434,9 @@ static int load_table(void) {
     conj_term = table_map(nc * 8);
     terms = table_map(nt * 4);
     site_found = table_map(ns);
-    site_decide = table_map(ns * 8);
+    site_decide = table_map(ns * 12);
     site_depth = site_decide ? site_decide + ns : NULL;
+    site_other = site_decide ? site_decide + 2 * ns : NULL;
     modules = table_map(sizeof *modules * MAX_MODULES);
     if (!site_off || !group_conj || !conj_term || !terms || !site_found || !site_decide || !modules) {
         fail("cannot map the runtime's tables");
@@ -1435,8 +1453,9 @@ static int load_table(void) {
         site_hash[s] = hl_fnv1a((const char *)m + at_names + name_at, name_len);
         site_decide[s] = get32(r + 16);
         site_depth[s] = get32(r + 20);
+        site_other[s] = get32(r + 24);
         have_calls |= site_depth[s] != 0;
-        if ((site_decide[s] < HLG_MODULE && site_decide[s] >= ng) || site_depth[s] > T.walk_depth || (site_depth[s] == 0 && site_decide[s] != HLG_WALK && site_decide[s] != HLG_MODULE) || (site_decide[s] == HLG_MODULE && site_depth[s] != 0)) {
+        if ((site_decide[s] < HLG_MODULE && site_decide[s] >= ng) || (site_other[s] != HLG_FALLBACK && (site_other[s] >= ng || site_decide[s] != HLG_WALK)) || site_depth[s] > T.walk_depth || (site_depth[s] == 0 && site_decide[s] != HLG_WALK && site_decide[s] != HLG_MODULE) || (site_decide[s] == HLG_MODULE && site_depth[s] != 0)) {
             fail("a call site's decision lies outside the table");
             goto out;
         }

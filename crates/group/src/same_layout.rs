@@ -87,13 +87,14 @@ pub fn group_sizes(g: &Groups, k: usize) -> Option<ObjectSizes> {
 }
 
 /// Where the run-time identification sends an allocation of context `c`: its call site's answer
-/// when the site decides alone, the selectors when it walks, the fallback for an unknown site.
+/// when the site decides alone, the selectors when it walks (the call site's `otherwise` when none
+/// holds), the fallback for an unknown site.
 pub fn runtime_group(g: &Groups, calls: &HashMap<(String, u64), CallSite>, c: &GroupContext) -> Option<u32> {
     let &s0 = c.sites.first()?;
     match calls.get(&site_key(g, s0)) {
         None => None,
         Some(cs) if cs.decides == FALLBACK => None,
-        Some(cs) if cs.decides == WALK => classify(g, &c.sites),
+        Some(cs) if cs.decides == WALK => classify(g, &c.sites).or((cs.otherwise != FALLBACK).then_some(cs.otherwise)),
         Some(cs) => Some(cs.decides),
     }
 }

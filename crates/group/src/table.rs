@@ -10,7 +10,7 @@
 //! Layout (little-endian): a header of [`HEADER`] bytes ([`MAGIC`], then u64s: version,
 //! walk_depth, max_object_size, chunk_size, spare_chunks, sites, groups, conjunctions, terms,
 //! names_len, total_len, selector_sites); sites ([`SITE_RECORD`] bytes each: file offset u64,
-//! name offset u32, name length u32, decides u32, depth u32), the selector sites first, then
+//! name offset u32, name length u32, decides u32, depth u32, otherwise u32, 4 bytes unused), the selector sites first, then
 //! call sites that are in no selector, then the module records; groups and conjunctions ([`PAIR_RECORD`] bytes each:
 //! first u32, count u32, into the conjunctions and the terms); terms (u32 site indices); the
 //! basenames. `build.rs` hands these numbers to the C as `heaplab_group_table.h`.
@@ -22,11 +22,11 @@ use std::collections::HashMap;
 /// The table's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"HLGRTAB1";
 /// The version written and read.
-pub const VERSION: u64 = 3;
+pub const VERSION: u64 = 4;
 /// Bytes of the header.
 pub const HEADER: u64 = 104;
 /// Bytes per site record.
-pub const SITE_RECORD: u64 = 24;
+pub const SITE_RECORD: u64 = 32;
 /// A site's `decides`: no decision at this call site (or not a call site), walk the stack.
 pub const WALK: u32 = u32::MAX;
 /// A site's `decides`: allocations made here fall back without a walk.
@@ -42,11 +42,14 @@ pub const PAIR_RECORD: u64 = 8;
 pub const MAX_SITES: u64 = 4096;
 /// The most frames the runtime walks.
 pub const MAX_WALK: u64 = 128;
+/// The most groups a table holds (the runtime packs a call site's `otherwise` beside its depth).
+pub const MAX_GROUPS: u64 = (1 << 24) - 2;
 
 /// What an allocation call site tells at run time, met as the allocation's first frame in the
 /// program's modules (its return address, or the first program frame a walk through library
 /// code meets): `decides` is a group, or [`FALLBACK`], or [`WALK`]; `depth` is the walk's depth
-/// (stack frames from the allocation call) for allocations made there.
+/// (stack frames from the allocation call) for allocations made there; `otherwise` is where a
+/// walk from there that meets no group's selector sends the allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CallSite {
     /// The group every profiled context allocating here is selected into, [`FALLBACK`] when
@@ -54,6 +57,11 @@ pub struct CallSite {
     pub decides: u32,
     /// Frames to walk: 1 + the deepest selector site of a profiled context allocating here.
     pub depth: u32,
+    /// With [`WALK`]: the group an allocation made here goes to when no selector holds for its
+    /// stack, or [`FALLBACK`]. With whole call sites, the group of most of the call site's
+    /// profiled objects, when they outnumber those its profiled contexts in no group allocated
+    /// and none of those contexts churns; [`FALLBACK`] otherwise and for the other decisions.
+    pub otherwise: u32,
 }
 
 /// Site `s` as the table names it: (module basename, file offset).
@@ -67,15 +75,24 @@ pub(crate) fn site_key(g: &Groups, s: u32) -> (String, u64) {
 /// selectors put every profiled context allocating there in one group, or none: the walk cannot
 /// tell those contexts apart, so it stops there (at the return address itself when the program
 /// called the allocator, at the first program frame when a library did); otherwise the walk goes
-/// only as deep as those contexts' selector sites. A first program frame that is none of the
+/// only as deep as those contexts' selector sites, and an allocation whose stack no selector
+/// holds for goes to the call site's `otherwise`. A first program frame that is none of the
 /// profile's call sites is an unknown context: the runtime sends it to the fallback.
+///
+/// `otherwise` extends whole call sites to call sites whose contexts span several groups: the
+/// contexts that no selector picks (below the coverage cut, or kept but left out of every group)
+/// allocate the same kind of object as the rest of the call site, and sending them to the
+/// fallback splits one structure between heaps (health at `--coverage 0.99`: list nodes from
+/// two groups and jemalloc, 9% slower than with them in the patients' group).
 pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
     let selector: std::collections::HashSet<u32> = g.groups.iter().flat_map(|k| k.selector.iter().flatten().copied()).collect();
-    /// Per call site: the one answer of its contexts (None once two differ) and the deepest
-    /// selector site of its contexts + 1.
+    /// Per call site: the one answer of its contexts (None once two differ), the deepest
+    /// selector site of its contexts + 1, their objects per answer and whether one churns.
     struct Seen {
         class: Option<Option<u32>>,
         deepest: u32,
+        objects: HashMap<Option<u32>, u64>,
+        churns: bool,
     }
     let mut out: HashMap<(String, u64), Seen> = HashMap::new();
     for c in &g.contexts {
@@ -88,18 +105,29 @@ pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
         }
         let class = classify(g, &c.sites);
         let deepest = c.sites.iter().filter(|s| selector.contains(s)).map(|&s| g.sites[s as usize].max_depth + 1).max().unwrap_or(1);
-        let e = out.entry(site_key(g, s0)).or_insert(Seen { class: Some(class), deepest: 1 });
+        let e = out.entry(site_key(g, s0)).or_insert(Seen { class: Some(class), deepest: 1, objects: HashMap::new(), churns: false });
         if e.class != Some(class) {
             e.class = None;
         }
         e.deepest = e.deepest.max(deepest);
+        *e.objects.entry(class).or_insert(0) += c.objects;
+        e.churns |= c.churns;
     }
     out.into_iter()
-        .map(|(k, Seen { class, deepest })| {
+        .map(|(k, Seen { class, deepest, objects, churns })| {
             let c = match class {
-                Some(Some(k)) => CallSite { decides: k, depth: 1 },
-                Some(None) => CallSite { decides: FALLBACK, depth: 1 },
-                None => CallSite { decides: WALK, depth: deepest.min(g.walk_depth.max(1)) },
+                Some(Some(k)) => CallSite { decides: k, depth: 1, otherwise: FALLBACK },
+                Some(None) => CallSite { decides: FALLBACK, depth: 1, otherwise: FALLBACK },
+                None => {
+                    let none = objects.get(&None).copied().unwrap_or(0);
+                    // The most objects, the earlier group on a tie; it must outnumber the ungrouped.
+                    let most = objects.iter().filter_map(|(k, &n)| Some((n, std::cmp::Reverse((*k)?)))).max();
+                    let otherwise = match most {
+                        Some((n, std::cmp::Reverse(k))) if g.params.whole_call_sites && !churns && n > none => k,
+                        _ => FALLBACK,
+                    };
+                    CallSite { decides: WALK, depth: deepest.min(g.walk_depth.max(1)), otherwise }
+                }
             };
             (k, c)
         })
@@ -131,6 +159,9 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, String> {
             }
             conj_recs.push((first, terms.len() as u32 - first));
         }
+    }
+    if g.groups.len() as u64 > MAX_GROUPS {
+        return Err(format!("{} groups; the grouped allocator takes at most {MAX_GROUPS}", g.groups.len()));
     }
     if sites.len() as u64 > MAX_SITES {
         return Err(format!("{} selector sites; the grouped allocator tells at most {MAX_SITES} apart", sites.len()));
@@ -168,12 +199,14 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, String> {
     let mut site_bytes = Vec::new();
     for (i, key) in sites.iter().enumerate() {
         let (base, off) = key;
-        let call = if i >= module_from { CallSite { decides: MODULE, depth: 0 } } else { calls.get(key).copied().unwrap_or(CallSite { decides: WALK, depth: 0 }) };
+        let call = if i >= module_from { CallSite { decides: MODULE, depth: 0, otherwise: FALLBACK } } else { calls.get(key).copied().unwrap_or(CallSite { decides: WALK, depth: 0, otherwise: FALLBACK }) };
         site_bytes.extend_from_slice(&off.to_le_bytes());
         site_bytes.extend_from_slice(&(names.len() as u32).to_le_bytes());
         site_bytes.extend_from_slice(&(base.len() as u32).to_le_bytes());
         site_bytes.extend_from_slice(&call.decides.to_le_bytes());
         site_bytes.extend_from_slice(&call.depth.to_le_bytes());
+        site_bytes.extend_from_slice(&call.otherwise.to_le_bytes());
+        site_bytes.extend_from_slice(&0u32.to_le_bytes());
         names.extend_from_slice(base.as_bytes());
     }
     let total = HEADER + sites.len() as u64 * SITE_RECORD + (group_recs.len() + conj_recs.len()) as u64 * PAIR_RECORD + terms.len() as u64 * 4 + names.len() as u64;
@@ -254,11 +287,11 @@ mod tests {
         // Two selector sites, then the contexts' call site (p+0x10), in no selector.
         assert_eq!(h, vec![VERSION, 4, 4096, 1 << 20, 1, 3, 2, 3, 5, 9, b.len() as u64, 2]);
         let sites = HEADER as usize;
-        let rec = |i: usize| (u64_at(&b, sites + 24 * i), u32_at(&b, sites + 24 * i + 8), u32_at(&b, sites + 24 * i + 12), u32_at(&b, sites + 24 * i + 16), u32_at(&b, sites + 24 * i + 20));
+        let rec = |i: usize| (u64_at(&b, sites + SITE_RECORD as usize * i), u32_at(&b, sites + SITE_RECORD as usize * i + 8), u32_at(&b, sites + SITE_RECORD as usize * i + 12), u32_at(&b, sites + SITE_RECORD as usize * i + 16), u32_at(&b, sites + SITE_RECORD as usize * i + 20));
         assert_eq!(rec(0), (0x20, 0, 1, WALK, 0), "a selector site that is no call site");
         assert_eq!(rec(1), (0x30, 1, 7, WALK, 0));
         assert_eq!(rec(2), (0x10, 8, 1, FALLBACK, 1), "no selector holds for the contexts allocating there");
-        let pairs = sites + 72;
+        let pairs = sites + 3 * SITE_RECORD as usize;
         let pair = |i: usize| (u32_at(&b, pairs + 8 * i), u32_at(&b, pairs + 8 * i + 4));
         assert_eq!([pair(0), pair(1)], [(0, 2), (2, 1)], "groups: first conjunction, count");
         assert_eq!([pair(2), pair(3), pair(4)], [(0, 2), (2, 1), (3, 2)], "conjunctions: first term, count (a repeated site once)");
@@ -281,9 +314,9 @@ mod tests {
         );
         let c = call_sites(&g);
         let at = |off: u64| c[&("p".to_string(), off)];
-        assert_eq!(at(0x10), CallSite { decides: 0, depth: 1 });
-        assert_eq!(at(0x20), CallSite { decides: WALK, depth: 3 }, "group 0 or none: walk to site 3 (depth 2)");
-        assert_eq!(at(0x30), CallSite { decides: 1, depth: 1 }, "met first below a library's frames, it decides as well");
+        assert_eq!(at(0x10), CallSite { decides: 0, depth: 1, otherwise: FALLBACK });
+        assert_eq!(at(0x20), CallSite { decides: WALK, depth: 3, otherwise: FALLBACK }, "group 0 or none: walk to site 3 (depth 2)");
+        assert_eq!(at(0x30), CallSite { decides: 1, depth: 1, otherwise: FALLBACK }, "met first below a library's frames, it decides as well");
         assert_eq!(c.len(), 3);
     }
 
@@ -298,12 +331,51 @@ mod tests {
             2,
         );
         let c = call_sites(&g);
-        assert_eq!(c[&("p".to_string(), 0x10)], CallSite { decides: WALK, depth: 2 }, "HALO's rule: the uncovered context walks and falls back");
-        assert_eq!(c[&("p".to_string(), 0x20)], CallSite { decides: FALLBACK, depth: 1 });
+        assert_eq!(c[&("p".to_string(), 0x10)], CallSite { decides: WALK, depth: 2, otherwise: FALLBACK }, "HALO's rule: the uncovered context walks and falls back");
+        assert_eq!(c[&("p".to_string(), 0x20)], CallSite { decides: FALLBACK, depth: 1, otherwise: FALLBACK });
         g.params.whole_call_sites = true;
         let c = call_sites(&g);
-        assert_eq!(c[&("p".to_string(), 0x10)], CallSite { decides: 0, depth: 1 }, "the call site decides for both");
+        assert_eq!(c[&("p".to_string(), 0x10)], CallSite { decides: 0, depth: 1, otherwise: FALLBACK }, "the call site decides for both");
         assert!(!c.contains_key(&("p".to_string(), 0x20)), "a call site of uncovered contexts only stays unknown: fallback");
+    }
+
+    #[test]
+    fn a_split_call_site_sends_what_no_selector_picks_to_its_largest_group() {
+        // Call site 0: contexts in group 0 (3 objects), group 1 (2), kept in none (1), and one
+        // uncovered; call site 1: group 0 (1 object), none (1); call site 2 as 0 but with a
+        // churning context. Selector sites 3 (group 0) and 4 (group 1).
+        let with = |sites, group, kept, objects, churns| GroupContext { objects, churns, ..ctx(sites, group, kept) };
+        let mut g = groups(
+            vec![site("p", 0x10, 0), site("p", 0x20, 0), site("p", 0x30, 0), site("p", 0x40, 1), site("p", 0x50, 1)],
+            vec![
+                with(vec![0, 3], Some(0), true, 3, false),
+                with(vec![0, 4], Some(1), true, 2, false),
+                with(vec![0], None, true, 1, false),
+                with(vec![0], None, false, 9, false),
+                with(vec![1, 3], Some(0), true, 1, false),
+                with(vec![1], None, true, 1, false),
+                with(vec![2, 3], Some(0), true, 3, false),
+                with(vec![2], None, true, 1, true),
+            ],
+            vec![group_of(vec![0, 4, 6], vec![vec![3]]), group_of(vec![1], vec![vec![4]])],
+            2,
+        );
+        let at = |c: &HashMap<(String, u64), CallSite>, off: u64| c[&("p".to_string(), off)];
+        let c = call_sites(&g);
+        assert_eq!(at(&c, 0x10).otherwise, FALLBACK, "HALO's rule: what no selector picks falls back");
+        g.params.whole_call_sites = true;
+        let c = call_sites(&g);
+        assert_eq!(at(&c, 0x10), CallSite { decides: WALK, depth: 2, otherwise: 0 }, "group 0 holds the most objects; the uncovered context does not count");
+        assert_eq!(at(&c, 0x20).otherwise, FALLBACK, "a tie with the ungrouped objects: they stay with the fallback");
+        assert_eq!(at(&c, 0x30).otherwise, FALLBACK, "a churning context must keep falling back");
+        g.contexts[1].objects = 3;
+        assert_eq!(at(&call_sites(&g), 0x10).otherwise, 0, "a tie between groups: the earlier");
+        g.contexts[1].objects = 4;
+        assert_eq!(at(&call_sites(&g), 0x10).otherwise, 1);
+        let b = to_bytes(&g).unwrap();
+        let recs = u64_at(&b, 48) as usize;
+        let found = (0..recs).map(|i| HEADER as usize + SITE_RECORD as usize * i).find(|&r| u64_at(&b, r) == 0x10).unwrap();
+        assert_eq!((u32_at(&b, found + 16), u32_at(&b, found + 20), u32_at(&b, found + 24)), (WALK, 2, 1), "decides, depth, otherwise");
     }
 
     #[test]
@@ -319,7 +391,7 @@ mod tests {
         );
         let b = to_bytes(&g).unwrap();
         assert_eq!(u64_at(&b, 48), 3, "the selector site, the call site, the module record");
-        let rec = |i: usize| (u64_at(&b, HEADER as usize + 24 * i), u32_at(&b, HEADER as usize + 24 * i + 16), u32_at(&b, HEADER as usize + 24 * i + 20));
+        let rec = |i: usize| (u64_at(&b, HEADER as usize + SITE_RECORD as usize * i), u32_at(&b, HEADER as usize + SITE_RECORD as usize * i + 16), u32_at(&b, HEADER as usize + SITE_RECORD as usize * i + 20));
         assert_eq!([rec(0), rec(1), rec(2)], [(0x20, WALK, 0), (0x10, 0, 1), (0x700, MODULE, 0)]);
     }
 

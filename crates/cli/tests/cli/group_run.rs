@@ -444,6 +444,37 @@ fn whole_call_sites_take_the_uncovered_contexts_of_a_grouped_call_site() {
 }
 
 #[test]
+fn a_split_call_site_sends_what_no_selector_picks_to_its_largest_group() {
+    // A in group 0 and B in group 1, told apart by a walk; C below the coverage cut, at the same
+    // call site. HALO's rule sends C to the fallback; with whole call sites it goes with the
+    // group of most of the call site's objects (a tie: the earlier group, A's).
+    let dir = scratch_dir("group_run", "otherwise");
+    let p = lists();
+    let ctxs = contexts(&dir, "otherwise", 8, &[&p, "500", "3"], &[]);
+    let [(a, da), (b, db), (c, _)] = abc(&ctxs, 500);
+    let build = |whole: bool, b_objects: u64, name: &str| {
+        let mut g = Builder::new(2);
+        g.g.params.whole_call_sites = whole;
+        g.context(a, Some(0));
+        g.context(b, Some(1));
+        g.context(c, None);
+        g.g.contexts[1].objects = b_objects;
+        g.select(0, &[(&a.frames[da], da as u32)]);
+        g.select(1, &[(&b.frames[db], db as u32)]);
+        g.write(&dir, name)
+    };
+    let cmd = [&p[..], "2000", "3"];
+    let halo = same_as_plain(&dir, &build(false, 500, "halo"), &cmd, &[], &[]);
+    assert_eq!((n(&halo, &["groups", "0", "count"]), n(&halo, &["groups", "1", "count"])), (2000, 2000), "A's and B's nodes: {halo}");
+    assert!(n(&halo, &["fallback", "ungrouped"]) >= 2000, "C's fall back: {halo}");
+    let whole = same_as_plain(&dir, &build(true, 500, "whole"), &cmd, &[], &[]);
+    assert_eq!((n(&whole, &["groups", "0", "count"]), n(&whole, &["groups", "1", "count"])), (2 * 2000, 2000), "C's nodes go with A's: {whole}");
+    assert!(n(&whole, &["fallback", "ungrouped"]) < 2000, "{whole}");
+    let more_b = same_as_plain(&dir, &build(true, 501, "more-b"), &cmd, &[], &[]);
+    assert_eq!((n(&more_b, &["groups", "0", "count"]), n(&more_b, &["groups", "1", "count"])), (2000, 2 * 2000), "with more of B's profiled, C's go with B's: {more_b}");
+}
+
+#[test]
 fn call_sites_decide_alone_and_unknown_call_sites_fall_back_unwalked() {
     // Every context grouped by its call site (frame 0), so each call site decides alone and no
     // walk goes past it; the contexts of one call site of the program left out of the groups
