@@ -97,10 +97,12 @@ pub struct GroupArgs {
     /// Whole call sites (the default; the flag stays for scripts that name it): contexts below
     /// the coverage cut join the group of their allocation call site when every covered context
     /// allocating there is in that one group. The call site then decides without a stack walk,
-    /// and lists built from covered and uncovered contexts stay in one heap.
+    /// and lists built from covered and uncovered contexts stay in one heap. Where its contexts
+    /// span groups, what no selector picks goes to the group of most of its profiled objects.
     #[arg(long, overrides_with = "no_whole_call_sites")]
     whole_call_sites: bool,
-    /// Send every context below the coverage cut to the fallback allocator, as HALO does.
+    /// Send every context below the coverage cut, and every one no selector picks, to the
+    /// fallback allocator, as HALO does.
     #[arg(long, overrides_with = "whole_call_sites")]
     no_whole_call_sites: bool,
     /// Absorb lopsided groups (the default): once HALO's clustering has formed the groups, a
