@@ -13,14 +13,12 @@
 //!
 //! Everything is judged from the profile's contexts: their smallest and largest requests and
 //! their frees ([`crate::ObjectSizes`]), and where the run-time identification sends each
-//! context ([`runtime_group`]). A context whose sizes are unknown (a file written before
+//! context ([`crate::table::destinations`]). A context whose sizes are unknown (a file written before
 //! heaplab recorded them) could share any class, so nothing is declined then. HALO serves every
 //! group; this is heaplab's addition.
 
-use crate::select::classify;
-use crate::table::{call_sites, site_key, CallSite, FALLBACK, WALK};
-use crate::{GroupContext, Groups, ObjectSizes};
-use std::collections::HashMap;
+use crate::table::destinations;
+use crate::{Groups, ObjectSizes};
 
 /// The size classes of a fallback allocator heaplab knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,18 +84,6 @@ pub fn group_sizes(g: &Groups, k: usize) -> Option<ObjectSizes> {
     Some(ObjectSizes { min: sizes.iter().map(|z| z.min).min()?, max: sizes.iter().map(|z| z.max).max()?, freed: sizes.iter().map(|z| z.freed).sum() })
 }
 
-/// Where the run-time identification sends an allocation of context `c`: its call site's answer
-/// when the site decides alone, the selectors when it walks (the call site's `otherwise` when none
-/// holds), the fallback for an unknown site.
-pub fn runtime_group(g: &Groups, calls: &HashMap<(String, u64), CallSite>, c: &GroupContext) -> Option<u32> {
-    let &s0 = c.sites.first()?;
-    match calls.get(&site_key(g, s0)) {
-        None => None,
-        Some(cs) if cs.decides == FALLBACK => None,
-        Some(cs) if cs.decides == WALK => classify(g, &c.sites).or((cs.otherwise != FALLBACK).then_some(cs.otherwise)),
-        Some(cs) => Some(cs.decides),
-    }
-}
 
 /// The groups of `g` that the fallback with `classes` lays out as their group would: every
 /// object the group would serve in one class and exactly that class's size in the group (what
@@ -107,8 +93,7 @@ pub fn declined(g: &Groups, classes: SizeClasses) -> Vec<Declined> {
     if g.groups.is_empty() || g.contexts.iter().any(|c| c.objects > 0 && c.sizes.is_none()) {
         return Vec::new();
     }
-    let calls = call_sites(g);
-    let dest: Vec<Option<u32>> = g.contexts.iter().map(|c| runtime_group(g, &calls, c)).collect();
+    let dest = destinations(g);
     let mut out = Vec::new();
     for k in 0..g.groups.len() as u32 {
         let mine = || g.contexts.iter().zip(&dest).filter(|(c, d)| **d == Some(k) && c.objects > 0).map(|(c, _)| c.sizes.unwrap());

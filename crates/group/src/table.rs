@@ -134,6 +134,29 @@ pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
         .collect()
 }
 
+/// Where the run-time identification sends each profiled context's allocations, by context:
+/// its call site's group when the site decides alone, the selectors' answer when it walks (the
+/// call site's `otherwise` when none holds), `None` (the fallback) for a call site that sends
+/// its allocations there, one the table does not know, or a file without groups.
+pub fn destinations(g: &Groups) -> Vec<Option<u32>> {
+    if g.groups.is_empty() {
+        return vec![None; g.contexts.len()];
+    }
+    let calls = call_sites(g);
+    g.contexts
+        .iter()
+        .map(|c| {
+            let &s0 = c.sites.first()?;
+            match calls.get(&site_key(g, s0)) {
+                None => None,
+                Some(cs) if cs.decides == FALLBACK => None,
+                Some(cs) if cs.decides == WALK => classify(g, &c.sites).or((cs.otherwise != FALLBACK).then_some(cs.otherwise)),
+                Some(cs) => Some(cs.decides),
+            }
+        })
+        .collect()
+}
+
 /// The table's bytes for `g` (valid groups, `format::validate`). Selector sites are numbered
 /// afresh, one per distinct (module basename, file offset). Errors say what exceeds the runtime.
 pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, String> {
@@ -372,6 +395,7 @@ mod tests {
         assert_eq!(at(&call_sites(&g), 0x10).otherwise, 0, "a tie between groups: the earlier");
         g.contexts[1].objects = 4;
         assert_eq!(at(&call_sites(&g), 0x10).otherwise, 1);
+        assert_eq!(destinations(&g)[..4], [Some(0), Some(1), Some(1), Some(1)], "A's selector holds; what none picks follows B's group");
         let b = to_bytes(&g).unwrap();
         let recs = u64_at(&b, 48) as usize;
         let found = (0..recs).map(|i| HEADER as usize + SITE_RECORD as usize * i).find(|&r| u64_at(&b, r) == 0x10).unwrap();

@@ -287,6 +287,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
         "misclassified": wrong,
     });
     if full {
+        let runs_in = heaplab_group::table::destinations(g);
         v["context_list"] = g
             .contexts
             .iter()
@@ -300,7 +301,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
                         json!({"site": s, "function": x.function, "module": x.module, "file_offset": x.file_offset, "max_depth": x.max_depth})
                     })
                     .collect();
-                json!({"context": i, "name": names[i], "kept": c.kept, "churns": c.churns, "group": c.group, "accesses": c.accesses, "objects": c.objects, "bytes": c.bytes, "frames": frames})
+                json!({"context": i, "name": names[i], "kept": c.kept, "churns": c.churns, "group": c.group, "runs_in": runs_in[i], "accesses": c.accesses, "objects": c.objects, "bytes": c.bytes, "frames": frames})
             })
             .collect();
         v["edge_list"] = g.edges.iter().map(|e| json!({"a": e.a, "b": e.b, "weight": e.weight})).collect();

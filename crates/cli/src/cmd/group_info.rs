@@ -12,11 +12,12 @@ use heaplab_plot::graph::{render_graph_png, render_graph_svg, GraphNode, GraphPi
 
 pub const GROUP_INFO_HELP: &str = "\
 Describe groups written by `heaplab group`: the profiled command and parameters, every context
-(kept in the graph, left out because its objects churn, or not; its group, accesses, objects, bytes, and its call sites symbolised:
-function, module and offset, innermost first), the heaviest affinity edges, the groups with their
-selectors, the walk depth, and the contexts the selectors would misclassify. The file is read in
-full and validated first: a damaged or inconsistent file is an error (exit 2) naming what is
-wrong.
+(kept in the graph, left out because its objects churn, or not; its group; the group run-time
+identification serves it from, which whole call sites can make differ; accesses, objects,
+bytes, and its call sites symbolised: function, module and offset, innermost first), the
+heaviest affinity edges, the groups with their selectors, the walk depth, and the contexts the
+selectors would misclassify. The file is read in full and validated first: a damaged or
+inconsistent file is an error (exit 2) naming what is wrong.
 
 --plot draws the graph like HALO's figure 9: each kept context a disc whose area follows its
 accesses, coloured by group (grey: ungrouped), edges thicker for more weight, edges below 1% of
@@ -79,7 +80,10 @@ pub fn group_info(a: GroupInfoArgs) -> Result<(), Failure> {
     println!("allocator      objects ≤ {} B, chunks of {}, {} spare", grouped(p.max_object_size), bytes(p.chunk_size), p.spare_chunks);
     print_summary(&g);
     let names = g.context_names();
-    println!("\ncontext  kept   group     accesses   objects        bytes  call sites (innermost first)");
+    // Where run-time identification sends each context: its group, or another one where whole
+    // call sites take it in (`-`: the fallback).
+    let runs_in = heaplab_group::table::destinations(&g);
+    println!("\ncontext  kept   group  runs in     accesses   objects        bytes  call sites (innermost first)");
     for (i, c) in g.contexts.iter().enumerate() {
         let sites: Vec<String> = c
             .sites
@@ -90,8 +94,9 @@ pub fn group_info(a: GroupInfoArgs) -> Result<(), Failure> {
             })
             .collect();
         let group = c.group.map_or("-".to_string(), |k| k.to_string());
+        let runs = runs_in[i].map_or("-".to_string(), |k| k.to_string());
         let frames = if sites.is_empty() { names[i].clone() } else { sites.join(" < ") };
-        println!("{i:>7}  {:<5}  {group:>5}  {:>11}  {:>8}  {:>11}  {frames}", if c.kept { "yes" } else if c.churns { "churn" } else { "no" }, grouped(c.accesses), grouped(c.objects), grouped(c.bytes));
+        println!("{i:>7}  {:<5}  {group:>5}  {runs:>7}  {:>11}  {:>8}  {:>11}  {frames}", if c.kept { "yes" } else if c.churns { "churn" } else { "no" }, grouped(c.accesses), grouped(c.objects), grouped(c.bytes));
     }
     let mut edges = g.edges.clone();
     edges.sort_by_key(|e| (std::cmp::Reverse(e.weight), e.a, e.b));

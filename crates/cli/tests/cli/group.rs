@@ -164,6 +164,10 @@ fn group_info_describes_and_draws() {
     let (svg, png) = (path(&dir, "g.svg"), path(&dir, "g.png"));
     let v = json(&heaplab_in(&dir, &["group-info", &file, "--json", "--plot", &svg]).stdout, "group-info --json");
     assert_eq!(v["context_list"].as_array().unwrap().len(), 5);
+    // Where identification sends each context: the library's answer, in the table and the JSON.
+    let runs_in: Vec<Option<u32>> = v["context_list"].as_array().unwrap().iter().map(|c| c["runs_in"].as_u64().map(|k| k as u32)).collect();
+    assert_eq!(runs_in, heaplab_group::table::destinations(&format::read(&file).unwrap()));
+    assert!(runs_in.iter().any(Option::is_some) && r.stdout.contains("group  runs in"), "{}", r.stdout);
     assert_eq!(v["edge_list"].as_array().unwrap().len(), 6);
     assert_eq!(v["groups"][1]["member_names"], serde_json::json!(["xmalloc < build_c"]));
     let text = std::fs::read_to_string(&svg).unwrap();

@@ -1,5 +1,5 @@
 use super::*;
-use crate::{format, Group, ObjectSizes, Params, Site};
+use crate::{format, Group, GroupContext, ObjectSizes, Params, Site};
 
 /// Groups of hand-made contexts: (call sites innermost first, group, smallest and largest
 /// request, objects freed, kept); each site its own function in "prog".
@@ -78,14 +78,12 @@ fn contexts_that_follow_a_call_site_count_as_the_group() {
     // is served by group 0 at run time, and its 24-byte objects make the group two classes.
     let mut g = groups(&[(&[0, 1], Some(0), 48, 48, 0, true), (&[0, 2], None, 24, 24, 0, false)]);
     assert!(g.params.whole_call_sites);
-    let calls = call_sites(&g);
-    assert_eq!(runtime_group(&g, &calls, &g.contexts[1]), Some(0));
+    assert_eq!(destinations(&g)[1], Some(0));
     assert!(declined(&g, SizeClasses::Jemalloc).is_empty());
     // Without whole call sites it falls back (its sites select no group), and is another
     // context in the 32 class, which does not touch the group's.
     g.params.whole_call_sites = false;
-    let calls = call_sites(&g);
-    assert_eq!(runtime_group(&g, &calls, &g.contexts[1]), None);
+    assert_eq!(destinations(&g)[1], None);
     assert_eq!(declined(&g, SizeClasses::Jemalloc), vec![Declined { group: 0, class: 48 }]);
 }
 
