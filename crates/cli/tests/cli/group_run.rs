@@ -553,6 +553,49 @@ fn an_allocation_made_in_a_library_is_decided_at_its_first_program_frame() {
     assert!(n(&kept, &["identification", "replayed"]) > rounds, "{kept}");
 }
 
+#[test]
+fn a_split_call_site_met_below_a_library_sends_what_no_selector_picks_to_its_largest_group() {
+    // contexts.c's `shared` mode: strdup called at one call site of the program (in
+    // copy_shared), reached from e1, e2 and e3. e1's context in group 0 and e2's in group 1,
+    // each selected by its own call site one frame deeper; e3 below the coverage cut. Each walk
+    // goes through strdup's frame to that first program frame, which does not decide: the
+    // selectors do, and e3's copies, which none picks, go with e1's (a tie: the earlier group)
+    // under whole call sites and fall back under HALO's rule, with or without the memo.
+    let dir = scratch_dir("group_run", "shared");
+    let p = compiled("contexts", &["-O2"]);
+    let program = Path::new(&p).file_name().unwrap().to_string_lossy().into_owned();
+    let rounds = 3000u64;
+    let cmd = [&p[..], "shared", "3000"];
+    let ctxs: Vec<Ctx> = contexts(&dir, "shared", 6, &cmd, &[]).into_iter().filter(|c| c.count == rounds && c.frames[0].0 != program).collect();
+    assert_eq!(ctxs.len(), 3, "three contexts allocating inside the C library");
+    let build = |whole: bool, name: &str| {
+        let mut b = Builder::new(2);
+        b.g.params.whole_call_sites = whole;
+        for (k, c) in ctxs.iter().enumerate() {
+            // The program's frames at their stack positions (1: copy_shared, 2: e1, e2 or e3).
+            let own: Vec<(usize, &Frame)> = c.frames.iter().enumerate().filter(|(_, f)| f.0 == program).collect();
+            assert_eq!(own[0].0, 1, "strdup called malloc directly: {:?}", c.frames);
+            for &(d, f) in &own {
+                b.site(f, d as u32);
+            }
+            b.context(&Ctx { count: c.count, frames: own.iter().map(|(_, f)| (*f).clone()).collect() }, (k < 2).then_some(k as u32));
+            if k < 2 {
+                b.select(k, &[(own[1].1, own[1].0 as u32)]);
+            }
+        }
+        b.write(&dir, name)
+    };
+    let (halo, whole) = (build(false, "halo"), build(true, "whole"));
+    for memo in ["1", "0"] {
+        let env = [("HEAPLAB_GROUP_MEMO", memo)];
+        let v = same_as_plain(&dir, &halo, &cmd, &env, &[]);
+        assert_eq!((n(&v, &["groups", "0", "count"]), n(&v, &["groups", "1", "count"])), (rounds, rounds), "memo {memo}: {v}");
+        assert!(n(&v, &["fallback", "ungrouped"]) >= rounds, "memo {memo}: e3's copies fall back: {v}");
+        let v = same_as_plain(&dir, &whole, &cmd, &env, &[]);
+        assert_eq!((n(&v, &["groups", "0", "count"]), n(&v, &["groups", "1", "count"])), (2 * rounds, rounds), "memo {memo}: e3's copies go with e1's: {v}");
+    }
+}
+
 /// `tests/programs/recursion.c` profiled (depth `depth`, 5 rounds) and grouped with `args`.
 fn recursion_groups(dir: &Path, name: &str, depth: &str, args: &[&str]) -> (String, Groups) {
     let p = compiled("recursion", &["-O1", "-g"]);

@@ -12,7 +12,10 @@
  *
  * contexts library N: N rounds of three strings copied by strdup (the C library calls malloc)
  * from three call sites of the program, d1, d2 and d3, each called from its own call site in
- * main; nothing is printed. */
+ * main; nothing is printed.
+ *
+ * contexts shared N: the same, but the three strings are copied at one call site of strdup
+ * (in copy_shared), reached from three call sites of the program, e1, e2 and e3. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +46,26 @@ __attribute__((noinline)) static char *site_d1(const char *s) { COPY(s, 0); }
 __attribute__((noinline)) static char *site_d2(const char *s) { COPY(s, 1); }
 __attribute__((noinline)) static char *site_d3(const char *s) { COPY(s, 2); }
 
+__attribute__((noinline)) static char *copy_shared(const char *s) {
+    char *r = strdup(s);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+#define VIA(s, k) char *r = copy_shared(s + k); __asm__ volatile("" ::: "memory"); return r
+__attribute__((noinline)) static char *site_e1(const char *s) { VIA(s, 0); }
+__attribute__((noinline)) static char *site_e2(const char *s) { VIA(s, 1); }
+__attribute__((noinline)) static char *site_e3(const char *s) { VIA(s, 2); }
+
 int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "shared")) {
+        size_t sum = 0;
+        for (long i = atol(argv[2]); i > 0; i--) {
+            char *a = site_e1("first"), *b = site_e2("second string"), *c = site_e3("the third string");
+            sum += strlen(a) + strlen(b) + strlen(c);
+            free(a), free(b), free(c);
+        }
+        return sum == 0;
+    }
     if (argc > 2 && !strcmp(argv[1], "library")) {
         size_t sum = 0;
         for (long i = atol(argv[2]); i > 0; i--) {
