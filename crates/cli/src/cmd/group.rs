@@ -200,6 +200,16 @@ pub fn print_summary(g: &Groups) {
     }
     println!("edges          {} between contexts", grouped(g.edges.len() as u64));
     println!("groups         {} ({:.1}% of accesses grouped)", g.groups.len(), share(grouped_acc));
+    let taken = taken_in(g);
+    if taken.contexts > 0 {
+        println!(
+            "               at run time {:.1}% of accesses: whole call sites take in {} {} of no group ({} objects)",
+            share(grouped_acc + taken.accesses),
+            grouped(taken.contexts),
+            if taken.contexts == 1 { "context" } else { "contexts" },
+            grouped(taken.objects)
+        );
+    }
     if g.groups.is_empty() && !g.identification.dropped && kept > 0 {
         // Why none: the clustering found no group whose weight and accesses reach the threshold.
         println!(
@@ -243,6 +253,26 @@ pub fn print_summary(g: &Groups) {
     }
 }
 
+/// The profile's contexts in no group that run-time identification serves from one all the
+/// same (whole call sites), with their accesses and objects.
+struct TakenIn {
+    contexts: u64,
+    accesses: u64,
+    objects: u64,
+}
+
+fn taken_in(g: &Groups) -> TakenIn {
+    let mut t = TakenIn { contexts: 0, accesses: 0, objects: 0 };
+    for (c, d) in g.contexts.iter().zip(heaplab_group::table::destinations(g)) {
+        if c.group.is_none() && d.is_some() {
+            t.contexts += 1;
+            t.accesses += c.accesses;
+            t.objects += c.objects;
+        }
+    }
+    t
+}
+
 /// Everything about groups as JSON; `full` adds every context's frames and every edge.
 pub fn describe(g: &Groups, full: bool) -> Value {
     let names = g.context_names();
@@ -266,6 +296,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
             })
         })
         .collect();
+    let taken = taken_in(g);
     let wrong: Vec<Value> = select::misclassified(g).iter().map(|w| json!({"context": w.context, "name": names[w.context as usize], "grouped": w.expected, "selected": w.got})).collect();
     let mut v = json!({
         "command": g.command,
@@ -284,6 +315,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
         "edges": g.edges.len(),
         "groups": groups,
         "walk_depth": g.walk_depth,
+        "taken_in": {"contexts": taken.contexts, "accesses": taken.accesses, "objects": taken.objects},
         "misclassified": wrong,
     });
     if full {

@@ -168,6 +168,9 @@ fn group_info_describes_and_draws() {
     let runs_in: Vec<Option<u32>> = v["context_list"].as_array().unwrap().iter().map(|c| c["runs_in"].as_u64().map(|k| k as u32)).collect();
     assert_eq!(runs_in, heaplab_group::table::destinations(&format::read(&file).unwrap()));
     assert!(runs_in.iter().any(Option::is_some) && r.stdout.contains("group  runs in"), "{}", r.stdout);
+    let taken = v["context_list"].as_array().unwrap().iter().filter(|c| c["group"].is_null() && !c["runs_in"].is_null());
+    let objects: u64 = taken.clone().map(|c| c["objects"].as_u64().unwrap()).sum();
+    assert_eq!((v["taken_in"]["contexts"].as_u64(), v["taken_in"]["objects"].as_u64()), (Some(taken.count() as u64), Some(objects)), "{}", v["taken_in"]);
     assert_eq!(v["edge_list"].as_array().unwrap().len(), 6);
     assert_eq!(v["groups"][1]["member_names"], serde_json::json!(["xmalloc < build_c"]));
     let text = std::fs::read_to_string(&svg).unwrap();
