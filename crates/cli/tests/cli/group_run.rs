@@ -513,6 +513,35 @@ fn call_sites_decide_alone_and_unknown_call_sites_fall_back_unwalked() {
     assert!(n(&v, &["fallback", "ungrouped"]) > 0 && n(&v, &["fallback", "count"]) >= left_out, "the left-out call site's {left_out} allocations fall back: {v}");
 }
 
+/// contexts.c run in `mode` (`library` or `shared`) for 3,000 rounds: its command and its three
+/// contexts that allocate inside the C library (strdup calls malloc), each as its program's
+/// frames with their stack positions (the first at 1, strdup's caller).
+fn library_contexts(dir: &Path, mode: &str) -> (Vec<String>, Vec<Vec<(usize, Frame)>>) {
+    let p = compiled("contexts", &["-O2"]);
+    let program = Path::new(&p).file_name().unwrap().to_string_lossy().into_owned();
+    let cmd = vec![p.clone(), mode.to_string(), "3000".to_string()];
+    let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let ctxs: Vec<Vec<(usize, Frame)>> = contexts(dir, mode, 6, &args, &[])
+        .into_iter()
+        .filter(|c| c.count == 3000 && c.frames[0].0 != program)
+        .map(|c| {
+            let own: Vec<(usize, Frame)> = c.frames.iter().cloned().enumerate().filter(|(_, f)| f.0 == program).collect();
+            assert_eq!(own[0].0, 1, "strdup called malloc directly: {:?}", c.frames);
+            own
+        })
+        .collect();
+    assert_eq!(ctxs.len(), 3, "three contexts allocating inside the C library");
+    (cmd, ctxs)
+}
+
+/// Adds a context of 3,000 objects made of `own` frames (at their stack positions) to `group`.
+fn add_library_context(b: &mut Builder, own: &[(usize, Frame)], group: Option<u32>) {
+    for (d, f) in own {
+        b.site(f, *d as u32);
+    }
+    b.context(&Ctx { count: 3000, frames: own.iter().map(|(_, f)| f.clone()).collect() }, group);
+}
+
 #[test]
 fn an_allocation_made_in_a_library_is_decided_at_its_first_program_frame() {
     // contexts.c copies strings with strdup (the C library calls malloc) from call sites d1, d2
@@ -522,22 +551,14 @@ fn an_allocation_made_in_a_library_is_decided_at_its_first_program_frame() {
     // program frame, where the call site decides alone (group 0, group 1, or, for d3, an
     // unknown context: the fallback), with or without the memo.
     let dir = scratch_dir("group_run", "library");
-    let p = compiled("contexts", &["-O2"]);
-    let program = Path::new(&p).file_name().unwrap().to_string_lossy().into_owned();
     let rounds = 3000u64;
-    let cmd = [&p[..], "library", "3000"];
-    let ctxs: Vec<Ctx> = contexts(&dir, "library", 6, &cmd, &[]).into_iter().filter(|c| c.count == rounds && c.frames[0].0 != program).collect();
-    assert_eq!(ctxs.len(), 3, "three contexts allocating inside the C library");
+    let (cmd, ctxs) = library_contexts(&dir, "library");
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let mut b = Builder::new(2);
-    for (k, c) in ctxs.iter().take(2).enumerate() {
+    for (k, own) in ctxs.iter().take(2).enumerate() {
         // The program's frames at their stack positions (1: d1 or d2, 2: main).
-        let own: Vec<(usize, &Frame)> = c.frames.iter().enumerate().filter(|(_, f)| f.0 == program).collect();
-        assert_eq!(own[0].0, 1, "strdup called malloc directly: {:?}", c.frames);
-        for &(d, f) in &own {
-            b.site(f, d as u32);
-        }
-        b.context(&Ctx { count: c.count, frames: own.iter().map(|(_, f)| (*f).clone()).collect() }, Some(k as u32));
-        b.select(k, &[(own[1].1, own[1].0 as u32)]);
+        add_library_context(&mut b, own, Some(k as u32));
+        b.select(k, &[(&own[1].1, own[1].0 as u32)]);
     }
     let file = b.write(&dir, "library");
     let kept = same_as_plain(&dir, &file, &cmd, &[], &[]);
@@ -562,25 +583,17 @@ fn a_split_call_site_met_below_a_library_sends_what_no_selector_picks_to_its_lar
     // selectors do, and e3's copies, which none picks, go with e1's (a tie: the earlier group)
     // under whole call sites and fall back under HALO's rule, with or without the memo.
     let dir = scratch_dir("group_run", "shared");
-    let p = compiled("contexts", &["-O2"]);
-    let program = Path::new(&p).file_name().unwrap().to_string_lossy().into_owned();
     let rounds = 3000u64;
-    let cmd = [&p[..], "shared", "3000"];
-    let ctxs: Vec<Ctx> = contexts(&dir, "shared", 6, &cmd, &[]).into_iter().filter(|c| c.count == rounds && c.frames[0].0 != program).collect();
-    assert_eq!(ctxs.len(), 3, "three contexts allocating inside the C library");
+    let (cmd, ctxs) = library_contexts(&dir, "shared");
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let build = |whole: bool, name: &str| {
         let mut b = Builder::new(2);
         b.g.params.whole_call_sites = whole;
-        for (k, c) in ctxs.iter().enumerate() {
+        for (k, own) in ctxs.iter().enumerate() {
             // The program's frames at their stack positions (1: copy_shared, 2: e1, e2 or e3).
-            let own: Vec<(usize, &Frame)> = c.frames.iter().enumerate().filter(|(_, f)| f.0 == program).collect();
-            assert_eq!(own[0].0, 1, "strdup called malloc directly: {:?}", c.frames);
-            for &(d, f) in &own {
-                b.site(f, d as u32);
-            }
-            b.context(&Ctx { count: c.count, frames: own.iter().map(|(_, f)| (*f).clone()).collect() }, (k < 2).then_some(k as u32));
+            add_library_context(&mut b, own, (k < 2).then_some(k as u32));
             if k < 2 {
-                b.select(k, &[(own[1].1, own[1].0 as u32)]);
+                b.select(k, &[(&own[1].1, own[1].0 as u32)]);
             }
         }
         b.write(&dir, name)
