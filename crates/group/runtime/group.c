@@ -25,7 +25,8 @@
  * `chunk` bytes, aligned to their size; each group bumps through its current chunk. A chunk
  * starts with its header (live count, bump top, group: found by masking a pointer) and two
  * bitmaps, one bit per 8-byte granule: `bounds` (an object, or the alignment padding before
- * one, starts here) and `live` (a live object starts here). An object runs from its start to
+ * one, starts here) and `freed` (what starts here is no live object: a freed object, or
+ * padding). An allocation sets one bit, its boundary, and a free one. An object runs from its start to
  * the next boundary or the chunk's top, so sizes are exact without per-object headers. A chunk
  * whose live count drops to 0 while it is not current is kept as a spare (up to
  * `spare_chunks`) or its pages are given back (MADV_DONTNEED) and its address space reused.
@@ -886,7 +887,7 @@ static inline __attribute__((always_inline)) int64_t identify(void *ret) {
 
 static inline struct chunk *chunk_of(const void *p) { return (struct chunk *)((uintptr_t)p & ~(uintptr_t)(T.chunk - 1)); }
 static inline _Atomic uint64_t *bounds_of(struct chunk *c) { return (_Atomic uint64_t *)((unsigned char *)c + HEADER); }
-static inline _Atomic uint64_t *live_of(struct chunk *c) { return (_Atomic uint64_t *)((unsigned char *)c + HEADER + bitmap_bytes); }
+static inline _Atomic uint64_t *freed_of(struct chunk *c) { return (_Atomic uint64_t *)((unsigned char *)c + HEADER + bitmap_bytes); }
 /* Bits change only under the chunk's group's lock, so no read-modify-write is needed; readers
  * outside it (sizes) load words whole. */
 static inline void bit_set(_Atomic uint64_t *m, uint64_t g, int on) {
@@ -898,10 +899,10 @@ static inline int bit_get(_Atomic uint64_t *m, uint64_t g) { return (int)(atomic
  * granule to the top, so that is all a chunk bumped through again needs (word stores: in a
  * chunk that empties after each object, one word each). */
 static void clear_bitmaps(struct chunk *c, uint64_t top) {
-    _Atomic uint64_t *b = bounds_of(c), *l = live_of(c);
+    _Atomic uint64_t *b = bounds_of(c), *f = freed_of(c);
     for (uint64_t w = growth.data_start / GRANULE / 64, end = (top / GRANULE + 63) / 64; w < end; w++) {
         atomic_store_explicit(&b[w], 0, memory_order_relaxed);
-        atomic_store_explicit(&l[w], 0, memory_order_relaxed);
+        atomic_store_explicit(&f[w], 0, memory_order_relaxed);
     }
 }
 /* A chunk's footprint for bump top `top`: the pages from its first object's to the top's. */
@@ -933,7 +934,7 @@ static inline uint64_t extent(struct chunk *c, uint64_t off) {
  * group bumps on into fresh memory. Requests above 8 bytes then take multiples of 16
  * (REUSE_UNIT), so padding (8 bytes, after an object of 8) only ever follows objects too small
  * to be listed: a listed object's extent never changes, and every start below the top whose
- * live bit is clear and whose extent is above 8 is a listed object (padding and dead 8-byte
+ * freed bit is set and whose extent is above 8 is a listed object (padding and dead 8-byte
  * objects, extent 8, are not listed: freed, they stay dead until their chunk empties, as without
  * the lists). The lists are doubly linked through the freed objects, so a
  * chunk that empties (released, or bumped through again) unlinks its own objects in one pass
@@ -963,13 +964,13 @@ static inline void list_unlink(uint32_t g, struct free_node *n, uint64_t ext) {
     if (n->next) n->next->prev = n->prev;
 }
 
-/* Unlinks chunk c's listed objects (every start of more than 8 bytes below the top whose live
- * bit is clear, but the one at `skip`, being freed and never listed) from group g's lists. */
+/* Unlinks chunk c's listed objects (every start of more than 8 bytes below the top whose freed
+ * bit is set, but the one at `skip`, being freed and never listed) from group g's lists. */
 static void unlist_chunk(uint32_t g, struct chunk *c, uint64_t skip) {
-    _Atomic uint64_t *b = bounds_of(c), *l = live_of(c);
+    _Atomic uint64_t *b = bounds_of(c), *f = freed_of(c);
     uint64_t top = atomic_load_explicit(&c->top, memory_order_relaxed);
     for (uint64_t w = growth.data_start / GRANULE / 64, end = (top / GRANULE + 63) / 64; w < end; w++) {
-        uint64_t dead = atomic_load_explicit(&b[w], memory_order_relaxed) & ~atomic_load_explicit(&l[w], memory_order_relaxed);
+        uint64_t dead = atomic_load_explicit(&b[w], memory_order_relaxed) & atomic_load_explicit(&f[w], memory_order_relaxed);
         while (dead) {
             uint64_t off = (w * 64 + (uint64_t)__builtin_ctzll(dead)) * GRANULE;
             dead &= dead - 1;
@@ -1082,9 +1083,11 @@ static __attribute__((noinline)) void grow(struct chunk *c, uint64_t end) {
 /* Bumps chunk c's top from `top` to an object at `off` of `sz` bytes (under its group's lock). */
 static inline __attribute__((always_inline)) void bump_to(struct chunk *c, uint64_t top, uint64_t off, uint64_t sz) {
     _Atomic uint64_t *bounds = bounds_of(c);
-    if (off != top) bit_set(bounds, top / GRANULE, 1); /* the padding is nobody's: the previous object ends there */
-    bit_set(bounds, off / GRANULE, 1);
-    bit_set(live_of(c), off / GRANULE, 1);
+    if (off != top) { /* the padding is nobody's: the previous object ends there */
+        bit_set(bounds, top / GRANULE, 1);
+        bit_set(freed_of(c), top / GRANULE, 1);
+    }
+    bit_set(bounds, off / GRANULE, 1); /* its freed bit is clear: bits are cleared below the top */
     /* Boundaries first, then the top (release): a reader that sees the new top sees them. */
     atomic_store_explicit(&c->top, off + sz, memory_order_release);
 }
@@ -1113,7 +1116,7 @@ static inline __attribute__((always_inline)) void *group_alloc_in(uint32_t g, ui
         if (n->next) n->next->prev = NULL;
         c = chunk_of(n);
         off = (uint64_t)((unsigned char *)n - (unsigned char *)c);
-        bit_set(live_of(c), off / GRANULE, 1);
+        bit_set(freed_of(c), off / GRANULE, 0);
         G->reused++;
         *zero = 0;
     } else {
@@ -1130,7 +1133,7 @@ static inline __attribute__((always_inline)) void *group_alloc_in(uint32_t g, ui
         bump_to(c, top, off, sz);
         *zero = (int)c->zeroed;
     }
-    if (sz != used) bit_set(live_of(c), off / GRANULE + 1, 1); /* padded: see group_free */
+    if (sz != used) bit_set(freed_of(c), off / GRANULE + 1, 1); /* padded: see group_free */
     count_object(G, c, size, used);
     if (HL_UNLIKELY(off + sz > c->high)) grow(c, off + sz); /* after the live bytes: the peak counts this object */
     group_drop(&G->lock, took);
@@ -1149,7 +1152,7 @@ static inline struct chunk *live_chunk(const void *p, uint64_t *off_out) {
     struct chunk *c = chunk_of(p);
     uint64_t off = (uint64_t)((const unsigned char *)p - (unsigned char *)c);
     if (off < growth.data_start || off % GRANULE || off >= atomic_load_explicit(&c->top, memory_order_acquire)) return NULL;
-    if (!bit_get(live_of(c), off / GRANULE) || !bit_get(bounds_of(c), off / GRANULE)) return NULL;
+    if (bit_get(freed_of(c), off / GRANULE) || !bit_get(bounds_of(c), off / GRANULE)) return NULL;
     *off_out = off;
     return c;
 }
@@ -1169,24 +1172,25 @@ static void group_free(void *p) {
             group_drop(&G->lock, took);
             continue;
         }
-        if (took && (off >= atomic_load_explicit(&c->top, memory_order_relaxed) || !bit_get(live_of(c), off / GRANULE))) {
+        if (took && (off >= atomic_load_explicit(&c->top, memory_order_relaxed) || bit_get(freed_of(c), off / GRANULE))) {
             group_drop(&G->lock, took);
             break;
         }
-        bit_set(live_of(c), off / GRANULE, 0);
+        bit_set(freed_of(c), off / GRANULE, 1);
         uint64_t ext = extent(c, off), pad = 0;
-        /* With `reuse`, a live bit on an object's second granule (never an object start there:
+        /* With `reuse`, a freed bit on an object's second granule (never an object start there:
          * objects are at least 16 bytes) says its last 8 bytes are padding, which the live
          * bytes do not count, as they do not count the padding granules bumping leaves. */
-        if (reuse && ext > GRANULE && bit_get(live_of(c), off / GRANULE + 1)) bit_set(live_of(c), off / GRANULE + 1, 0), pad = GRANULE;
+        if (reuse && ext > GRANULE && bit_get(freed_of(c), off / GRANULE + 1)) bit_set(freed_of(c), off / GRANULE + 1, 0), pad = GRANULE;
         __atomic_store_n(&G->live, G->live - (ext - pad), __ATOMIC_RELAXED);
         G->frees++;
         if (--c->refs == 0) put_chunk(g, c, off);
         else if (c->refs == 1 && G->cur == c) {
             if (off == growth.data_start && off + ext == atomic_load_explicit(&c->top, memory_order_relaxed)) {
                 /* The only object since the chunk was last started (an allocation freed before
-                 * the next, as in a loop): its boundary is all that is left of it. */
+                 * the next, as in a loop): its boundary and freed bit are all that is left of it. */
                 bit_set(bounds_of(c), off / GRANULE, 0);
+                bit_set(freed_of(c), off / GRANULE, 0);
                 c->zeroed = 0;
                 atomic_store_explicit(&c->top, growth.data_start, memory_order_release);
             } else {
