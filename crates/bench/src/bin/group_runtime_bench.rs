@@ -5,7 +5,8 @@
 //! frames below two call sites A and B. It is traced once per depth with call stacks; from the
 //! trace, groups are built whose selectors name the frame that tells A from B (the deepest
 //! frame the walk must reach). Configurations: the fallback allocator alone; an empty group set
-//! (the library in place, nothing walked); a selector that is never satisfied (every allocation
+//! (which `heaplab run` serves with the fallback alone, the runtime not loaded: its row checks
+//! that path); a selector that is never satisfied (every allocation
 //! walked and evaluated, then sent to the fallback: the identification cost), once as the
 //! runtime runs it (the loop's stacks repeat, so walks are replayed from the thread's memo) and
 //! once with the memo off (every frame stepped); and A and B each grouped (identification plus
@@ -82,24 +83,70 @@ fn two_contexts(trace: &Path) -> [Vec<(String, u64)>; 2] {
     [frames(busiest[0].1), frames(busiest[1].1)]
 }
 
-/// Groups for the workload: `selectors` as conjunctions of the frames at stack position `d` of
-/// contexts `a` and `b` (0: a's, 1: b's).
+/// Groups for the workload as `heaplab group` records them: contexts A and B, each its frames
+/// up to stack position `d` (where A and B differ; the recursion below collapsed to each
+/// frame's innermost occurrence, each site at the deepest position it is seen at), each in the
+/// first group whose selector holds for it; `selectors` are conjunctions of sites 0 (A's frame
+/// at `d`) and 1 (B's). A group whose selector holds for neither (one naming both) gets a
+/// profiled context of no objects holding both, as a group has members: the allocation call
+/// site, which A and B share, then does not decide alone, so every allocation walks to `d`,
+/// which is what that configuration measures.
 fn groups(ctx: &[Vec<(String, u64)>; 2], d: usize, selectors: &[&[usize]]) -> Groups {
-    let sites: Vec<Site> = ctx.iter().map(|f| Site { module: f[d].0.clone(), file_offset: f[d].1, function: String::new(), max_depth: d as u32 }).collect();
-    let n = selectors.len();
+    let mut sites: Vec<Site> = Vec::new();
+    let mut index: HashMap<(String, u64), u32> = HashMap::new();
+    let mut chains: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
+    // A's and B's frames at `d` first, so that they are sites 0 and 1.
+    for (k, i) in [(0, d), (1, d)].into_iter().chain((0..d).flat_map(|i| [(0, i), (1, i)])) {
+        let f = &ctx[k][i];
+        let n = sites.len() as u32;
+        let s = *index.entry(f.clone()).or_insert(n);
+        if s == n {
+            sites.push(Site { module: f.0.clone(), file_offset: f.1, function: String::new(), max_depth: i as u32 });
+        }
+        sites[s as usize].max_depth = sites[s as usize].max_depth.max(i as u32);
+    }
+    for (k, chain) in chains.iter_mut().enumerate() {
+        for f in &ctx[k][..=d] {
+            let s = index[f];
+            if !chain.contains(&s) {
+                chain.push(s);
+            }
+        }
+    }
+    let holds = |chain: &[u32], conj: &[usize]| conj.iter().all(|&s| chain.contains(&(s as u32)));
+    let mut contexts: Vec<GroupContext> = chains
+        .iter()
+        .map(|chain| {
+            let group = selectors.iter().position(|conj| holds(chain, conj)).map(|g| g as u32);
+            GroupContext { sites: chain.clone(), group, accesses: 1, objects: 1, bytes: 1, kept: true, churns: false, sizes: None }
+        })
+        .collect();
+    for (g, conj) in selectors.iter().enumerate() {
+        if !contexts.iter().any(|c| c.group == Some(g as u32)) {
+            let mut chain: Vec<u32> = chains[0].iter().copied().filter(|&s| s > 1).collect();
+            chain.extend(conj.iter().map(|&s| s as u32));
+            contexts.push(GroupContext { sites: chain, group: Some(g as u32), accesses: 1, objects: 0, bytes: 0, kept: true, churns: false, sizes: None });
+        }
+    }
+    let groups = selectors
+        .iter()
+        .enumerate()
+        .map(|(g, conj)| Group {
+            members: (0..contexts.len() as u32).filter(|&c| contexts[c as usize].group == Some(g as u32)).collect(),
+            weight: 1,
+            accesses: 1,
+            selector: vec![conj.iter().map(|&i| i as u32).collect()],
+        })
+        .collect();
     Groups {
         params: Params::default(),
         command: vec!["group_loop".into()],
         affinity_distance: 128,
         sites,
-        contexts: (0..n).map(|k| GroupContext { sites: vec![k as u32], group: Some(k as u32), accesses: 1, objects: 1, bytes: 1, kept: true, churns: false, sizes: None }).collect(),
+        contexts,
         edges: Vec::new(),
-        groups: selectors
-            .iter()
-            .enumerate()
-            .map(|(k, s)| Group { members: vec![k as u32], weight: 1, accesses: 1, selector: vec![s.iter().map(|&i| i as u32).collect()] })
-            .collect(),
-        walk_depth: if n == 0 { 0 } else { d as u32 + 1 },
+        groups,
+        walk_depth: if selectors.is_empty() { 0 } else { d as u32 + 1 },
         identification: Default::default(),
     }
 }
@@ -148,10 +195,12 @@ fn main() {
          The workload (`crates/bench/programs/group_loop.c`) times {pairs} malloc/free pairs of 8 sizes (16 to\n\
          256 bytes) made a few frames below two call sites A and B; each figure is the median of {runs} runs,\n\
          configurations taking turns, with jemalloc as the fallback. The groups' selectors name the frame\n\
-         that tells A from B, so every allocation's walk reaches it (walk depth = its stack position + 1).\n\
+         that tells A from B (A and B share their allocation call site, which therefore cannot decide\n\
+         alone), so every allocation's walk reaches it (walk depth = its stack position + 1).\n\
          *Identification* is what a walk and the selectors' evaluation add per allocation: the run whose\n\
          selector never holds (every allocation walked, evaluated, then sent to jemalloc) minus the run\n\
-         with no groups (the library in place, nothing walked). Target: at most 50 ns. The loop allocates\n\
+         with no groups (run on jemalloc alone, the runtime not loaded: so identification here includes the\n\
+         runtime's interposer and its cache of call sites). Target: at most 50 ns. The loop allocates\n\
          from the same stacks again and again, so the runtime replays its walks from each thread's memo\n\
          (a load and a compare per frame); *walked fresh* turns the memo off: every frame stepped.\n\
          *A and B grouped*: identification plus bump allocation in the groups' chunks instead of jemalloc.\n\n\
