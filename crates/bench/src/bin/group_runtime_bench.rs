@@ -18,6 +18,7 @@
 mod runtime_cost;
 
 use heaplab_group::run::run;
+use heaplab_group::select::classify;
 use heaplab_group::{Group, GroupContext, Groups, Params, Site};
 use heaplab_trace::context::{basename, ModuleMap};
 use heaplab_trace::launch::{launch, LaunchOptions, RuntimeOptions};
@@ -113,42 +114,34 @@ fn groups(ctx: &[Vec<(String, u64)>; 2], d: usize, selectors: &[&[usize]]) -> Gr
             }
         }
     }
-    let holds = |chain: &[u32], conj: &[usize]| conj.iter().all(|&s| chain.contains(&(s as u32)));
-    let mut contexts: Vec<GroupContext> = chains
-        .iter()
-        .map(|chain| {
-            let group = selectors.iter().position(|conj| holds(chain, conj)).map(|g| g as u32);
-            GroupContext { sites: chain.clone(), group, accesses: 1, objects: 1, bytes: 1, kept: true, churns: false, sizes: None }
-        })
-        .collect();
-    for (g, conj) in selectors.iter().enumerate() {
-        if !contexts.iter().any(|c| c.group == Some(g as u32)) {
-            let mut chain: Vec<u32> = chains[0].iter().copied().filter(|&s| s > 1).collect();
-            chain.extend(conj.iter().map(|&s| s as u32));
-            contexts.push(GroupContext { sites: chain, group: Some(g as u32), accesses: 1, objects: 0, bytes: 0, kept: true, churns: false, sizes: None });
-        }
-    }
-    let groups = selectors
-        .iter()
-        .enumerate()
-        .map(|(g, conj)| Group {
-            members: (0..contexts.len() as u32).filter(|&c| contexts[c as usize].group == Some(g as u32)).collect(),
-            weight: 1,
-            accesses: 1,
-            selector: vec![conj.iter().map(|&i| i as u32).collect()],
-        })
-        .collect();
-    Groups {
+    let mut g = Groups {
         params: Params::default(),
         command: vec!["group_loop".into()],
         affinity_distance: 128,
         sites,
-        contexts,
+        contexts: Vec::new(),
         edges: Vec::new(),
-        groups,
+        groups: selectors.iter().map(|conj| Group { members: Vec::new(), weight: 1, accesses: 1, selector: vec![conj.iter().map(|&i| i as u32).collect()] }).collect(),
         walk_depth: if selectors.is_empty() { 0 } else { d as u32 + 1 },
         identification: Default::default(),
+    };
+    for chain in &chains {
+        let group = classify(&g, chain);
+        g.contexts.push(GroupContext { sites: chain.clone(), group, accesses: 1, objects: 1, bytes: 1, kept: true, churns: false, sizes: None });
     }
+    for (k, conj) in selectors.iter().enumerate() {
+        if !g.contexts.iter().any(|c| c.group == Some(k as u32)) {
+            let mut chain: Vec<u32> = chains[0].iter().copied().filter(|&s| s > 1).collect();
+            chain.extend(conj.iter().map(|&s| s as u32));
+            g.contexts.push(GroupContext { sites: chain, group: Some(k as u32), accesses: 1, objects: 0, bytes: 0, kept: true, churns: false, sizes: None });
+        }
+    }
+    for (c, x) in g.contexts.iter().enumerate() {
+        if let Some(k) = x.group {
+            g.groups[k as usize].members.push(c as u32);
+        }
+    }
+    g
 }
 
 fn main() {
