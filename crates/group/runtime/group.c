@@ -89,10 +89,13 @@ static struct {
 static uint64_t *site_off, *site_hash; /* file offset and basename hash per site */
 static uint32_t *site_decide, *site_depth; /* per site as an allocation call site: what it decides, how deep to walk (0: no call site) */
 static uint32_t *site_other;               /* per call site that walks: the group when no selector holds (HLG_FALLBACK: none) */
-/* A call site's slot keeps its depth (at most HLG_MAX_WALK) and its `otherwise` + 1 (0: the
- * fallback) in one word. */
+/* A call site's `otherwise` (a group, or -1: the fallback) is kept as `otherwise` + 1 in the
+ * bits of a word from `shift` up: beside the depth (at most HLG_MAX_WALK) in a call site's slot,
+ * and beside a call-site cache entry's own fields. */
+static inline uint64_t other_bits(int64_t other, int shift) { return (uint64_t)(other + 1) << shift; }
+static inline int64_t other_at(uint64_t w, int shift) { return (int64_t)(w >> shift) - 1; }
 #define CALL_DEPTH(d) ((int)((d) & 0xff))
-#define CALL_OTHER(d) ((int64_t)((d) >> 8) - 1)
+#define CALL_OTHER(d) other_at((d), 8)
 static uint32_t *group_conj;           /* per group: first conjunction, count (pairs) */
 static uint32_t *conj_term;            /* per conjunction: first term, count (pairs) */
 static uint32_t *terms;                /* site indices */
@@ -310,8 +313,8 @@ static void insert_addr(uint64_t a, uint32_t site) {
 /* Adds call site `site` at address a. Its slot holds what identify() needs of it. */
 static void insert_call(uint64_t a, uint32_t site) {
     /* a call site can bound the walk depth, so kept walks made without it are stale too */
-    uint32_t other = site_other[site] == HLG_FALLBACK ? 0 : site_other[site] + 1;
-    if (table_insert(&call_sites, a, site_decide[site], site_depth[site] | other << 8)) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
+    int64_t other = site_other[site] == HLG_FALLBACK ? -1 : (int64_t)site_other[site];
+    if (table_insert(&call_sites, a, site_decide[site], site_depth[site] | (uint32_t)other_bits(other, 8))) atomic_fetch_add_explicit(&site_gen, 1, memory_order_release);
 }
 
 /* Adds module mapping m, which holds a site, to the program's modules (once). Kept walks made
@@ -783,11 +786,12 @@ static int64_t identify_slow(void *ret, int depth, int seek, int64_t other) {
 #define NEAR_BITS 8
 enum { NEAR_STEP = -2, NEAR_WALK = -3 };
 #define NEAR_SEEKS (1ull << 32) /* in a NEAR_WALK entry's `present`: the walk looks for its first program frame */
-/* The call site's `otherwise` + 1 sits in bits 40 and up of a NEAR_WALK entry's `present` and a
- * NEAR_STEP entry's `rule` (an unwind rule's bits end below: hl_rule_cfa_off). */
-#define NEAR_LOW ((1ull << 40) - 1)
-static inline uint64_t near_other_bits(int64_t other) { return (uint64_t)(other + 1) << 40; }
-static inline int64_t near_other(uint64_t w) { return (int64_t)(w >> 40) - 1; }
+/* The call site's `otherwise` sits in bits 40 and up (other_bits) of a NEAR_WALK entry's
+ * `present` and a NEAR_STEP entry's `rule` (an unwind rule's bits end below: hl_rule_cfa_off). */
+#define NEAR_OTHER 40
+#define NEAR_LOW ((1ull << NEAR_OTHER) - 1)
+static inline uint64_t near_other_bits(int64_t other) { return other_bits(other, NEAR_OTHER); }
+static inline int64_t near_other(uint64_t w) { return other_at(w, NEAR_OTHER); }
 struct near {
     uint64_t ret;     /* the return address */
     uint32_t gen;     /* site_gen + 1 when it was filled (0: empty) */
