@@ -173,7 +173,7 @@ pub fn group(a: GroupArgs) -> Result<(), Failure> {
         println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
     } else {
         println!("profile        {} ({})", a.profile, g.command.join(" "));
-        print_summary(&g);
+        print_summary(&g, &heaplab_group::table::destinations(&g));
         println!("output         {}", a.output);
     }
     Ok(())
@@ -185,7 +185,7 @@ pub fn selector_text(g: &Groups, sel: &[Vec<u32>]) -> String {
 }
 
 /// The figures `group` prints and `group-info` begins with.
-pub fn print_summary(g: &Groups) {
+pub fn print_summary(g: &Groups, runs_in: &[Option<u32>]) {
     let names = g.context_names();
     let kept = g.contexts.iter().filter(|c| c.kept).count();
     let all: u64 = g.contexts.iter().map(|c| c.accesses).sum();
@@ -200,7 +200,7 @@ pub fn print_summary(g: &Groups) {
     }
     println!("edges          {} between contexts", grouped(g.edges.len() as u64));
     println!("groups         {} ({:.1}% of accesses grouped)", g.groups.len(), share(grouped_acc));
-    let taken = taken_in(g);
+    let taken = taken_in(g, runs_in);
     if taken.contexts > 0 {
         println!(
             "               at run time {:.1}% of accesses: whole call sites take in {} {} of no group ({} objects)",
@@ -254,16 +254,16 @@ pub fn print_summary(g: &Groups) {
 }
 
 /// The profile's contexts in no group that run-time identification serves from one all the
-/// same (whole call sites), with their accesses and objects.
+/// same (whole call sites; `runs_in`: `table::destinations`), with their accesses and objects.
 struct TakenIn {
     contexts: u64,
     accesses: u64,
     objects: u64,
 }
 
-fn taken_in(g: &Groups) -> TakenIn {
+fn taken_in(g: &Groups, runs_in: &[Option<u32>]) -> TakenIn {
     let mut t = TakenIn { contexts: 0, accesses: 0, objects: 0 };
-    for (c, d) in g.contexts.iter().zip(heaplab_group::table::destinations(g)) {
+    for (c, d) in g.contexts.iter().zip(runs_in) {
         if c.group.is_none() && d.is_some() {
             t.contexts += 1;
             t.accesses += c.accesses;
@@ -296,7 +296,8 @@ pub fn describe(g: &Groups, full: bool) -> Value {
             })
         })
         .collect();
-    let taken = taken_in(g);
+    let runs_in = heaplab_group::table::destinations(g);
+    let taken = taken_in(g, &runs_in);
     let wrong: Vec<Value> = select::misclassified(g).iter().map(|w| json!({"context": w.context, "name": names[w.context as usize], "grouped": w.expected, "selected": w.got})).collect();
     let mut v = json!({
         "command": g.command,
@@ -319,7 +320,6 @@ pub fn describe(g: &Groups, full: bool) -> Value {
         "misclassified": wrong,
     });
     if full {
-        let runs_in = heaplab_group::table::destinations(g);
         v["context_list"] = g
             .contexts
             .iter()

@@ -78,11 +78,11 @@ pub fn group_info(a: GroupInfoArgs) -> Result<(), Failure> {
         if p.absorb { ", lopsided groups absorbed" } else { ", groups kept apart" }
     );
     println!("allocator      objects ≤ {} B, chunks of {}, {} spare", grouped(p.max_object_size), bytes(p.chunk_size), p.spare_chunks);
-    print_summary(&g);
-    let names = g.context_names();
     // Where run-time identification sends each context: its group, or another one where whole
     // call sites take it in (`-`: the fallback).
     let runs_in = heaplab_group::table::destinations(&g);
+    print_summary(&g, &runs_in);
+    let names = g.context_names();
     println!("\ncontext  kept   group  runs in     accesses   objects        bytes  call sites (innermost first)");
     for (i, c) in g.contexts.iter().enumerate() {
         let sites: Vec<String> = c
