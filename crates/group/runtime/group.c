@@ -787,11 +787,15 @@ static int64_t identify_slow(void *ret, int depth, int seek, int64_t other) {
 enum { NEAR_STEP = -2, NEAR_WALK = -3 };
 #define NEAR_SEEKS (1ull << 32) /* in a NEAR_WALK entry's `present`: the walk looks for its first program frame */
 /* The call site's `otherwise` sits in bits 40 and up (other_bits) of a NEAR_WALK entry's
- * `present` and a NEAR_STEP entry's `rule` (an unwind rule's bits end below: hl_rule_cfa_off). */
+ * `present` and a NEAR_STEP entry's `rule`. A rule keeps rbp's offset in bits 40-55, which one
+ * step does not read (hl_unwind_step_with): a NEAR_STEP entry keeps only the bits below
+ * (near_step_word), or a frame that saved rbp would turn `otherwise` into a group that does not
+ * exist. */
 #define NEAR_OTHER 40
 #define NEAR_LOW ((1ull << NEAR_OTHER) - 1)
 static inline uint64_t near_other_bits(int64_t other) { return other_bits(other, NEAR_OTHER); }
 static inline int64_t near_other(uint64_t w) { return other_at(w, NEAR_OTHER); }
+static inline uint64_t near_step_word(uint64_t rule, int64_t other) { return (rule & NEAR_LOW) | near_other_bits(other); }
 struct near {
     uint64_t ret;     /* the return address */
     uint32_t gen;     /* site_gen + 1 when it was filled (0: empty) */
@@ -850,7 +854,7 @@ static __attribute__((noinline)) int64_t identify_fill(void *ret, struct near *e
     }
     e->ret = a, e->gen = gen + 1, e->what = what;
     e->present = what == NEAR_WALK ? (uint64_t)depth | (seek ? NEAR_SEEKS : 0) | near_other_bits(other) : present;
-    e->rule = what == NEAR_STEP ? rule | near_other_bits(other) : rule;
+    e->rule = what == NEAR_STEP ? near_step_word(rule, other) : rule;
     if (what >= -1) return what;
     return what == NEAR_STEP ? identify_near_out(ret, 2, other) : identify_slow(ret, depth, seek, other);
 }

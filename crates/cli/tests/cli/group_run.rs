@@ -8,9 +8,9 @@
 //! contexts of `tests/programs/lists.c` (A, B and C nodes, N each) must land in exactly the
 //! groups whose selectors name them, first match first, and the others must fall back.
 //! Covered: threads, fork, exec, calloc on reused memory, realloc in every direction, the
-//! aligned family, usable sizes, bad groups files (exit 2, program not started), and real
-//! programs (sqlite3, jq, xz, python3; health, mst and treeadd from ../shared) with hand-made
-//! and empty group sets.
+//! aligned family, usable sizes, a renamed copy of the program profiled, bad groups files (exit
+//! 2, program not started), and real programs (sqlite3, jq, xz, python3; health, mst and
+//! treeadd from ../shared) with hand-made and empty group sets.
 
 use crate::common::{heaplab_in, prog, real_programs, scratch_dir, Heaplab};
 use crate::runtime::{applied, compiled, shared_workloads, streams_and_status_pass_through, trace};
@@ -472,6 +472,36 @@ fn a_split_call_site_sends_what_no_selector_picks_to_its_largest_group() {
     assert!(n(&whole, &["fallback", "ungrouped"]) < 2000, "{whole}");
     let more_b = same_as_plain(&dir, &build(true, 501, "more-b"), &cmd, &[], &[]);
     assert_eq!((n(&more_b, &["groups", "0", "count"]), n(&more_b, &["groups", "1", "count"])), (2000, 2 * 2000), "with more of B's profiled, C's go with B's: {more_b}");
+}
+
+#[test]
+fn a_renamed_copy_of_the_program_falls_back_and_counts_every_allocation() {
+    // A groups file names the program's module by its file name, so a copy under another name is
+    // not the program profiled: nothing is grouped, and every allocation is counted as fallen
+    // back. Built with frame pointers (as distributions now build) and selected one frame up: a
+    // walk of two frames, whose step's unwind rule, kept in the call-site cache beside what no
+    // selector picks, holds rbp's offset (which once became a group index out of range).
+    let dir = scratch_dir("group_run", "renamed");
+    let p = compiled("lists", &["-O2", "-pthread", "-fno-omit-frame-pointer"]);
+    let ctxs = contexts(&dir, "renamed", 8, &[&p, "500", "3"], &[]);
+    let [(a, _), (b, _), (c, _)] = abc(&ctxs, 500);
+    let mut g = Builder::new(1);
+    for x in [a, b, c] {
+        // The program's frames alone: with none in the copy's modules, no frame of it is known
+        // as the program's.
+        g.context(&Ctx { count: x.count, frames: x.frames.iter().take_while(|f| f.0 == "lists").cloned().collect() }, Some(0));
+    }
+    g.select(0, &[(&a.frames[1], 1)]);
+    let file = g.write(&dir, "renamed");
+    let own = same_as_plain(&dir, &file, &[&p, "2000", "3"], &[], &[]);
+    assert_eq!(n(&own, &["groups", "0", "count"]), 3 * 2000, "every node: {own}");
+    let copy = dir.join("lists-copy");
+    std::fs::copy(&p, &copy).unwrap();
+    let copy = copy.to_string_lossy().into_owned();
+    let v = same_as_plain(&dir, &file, &[&copy, "2000", "3"], &[], &[]);
+    assert_eq!(n(&v, &["grouped", "count"]), 0, "{v}");
+    assert!(n(&v, &["fallback", "ungrouped"]) >= 3 * 2000, "{v}");
+    assert!(n(&v, &["sites_unresolved"]) > 0, "{v}");
 }
 
 #[test]

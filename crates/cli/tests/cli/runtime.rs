@@ -10,13 +10,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
-/// A test program of `tests/programs/`, compiled once per run with `flags`.
+/// A test program of `tests/programs/`, compiled once per run with `flags` (each set of flags
+/// its own binary, named after the program).
 pub fn compiled(name: &str, flags: &[&str]) -> String {
     static BINS: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let mut bins = BINS.get_or_init(Default::default).lock().unwrap();
-    bins.entry(name.to_string())
+    let variant: String = flags.join(" ").chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    bins.entry(format!("{name} {variant}"))
         .or_insert_with(|| {
-            let dir = scratch_dir("runtime", &format!("program-{name}"));
+            let dir = scratch_dir("runtime", &format!("program-{name}-{variant}"));
             let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
             let out = dir.join(name);
             let st = Command::new("cc").args(flags).arg("-o").arg(&out).arg(&src).status();
