@@ -96,6 +96,9 @@ pub struct GroupRunReport {
     /// The file's groups, when the fallback lays out every one of them as its group would
     /// ([`crate::same_layout`]) and the program ran on it alone; empty otherwise.
     pub declined: Vec<Declined>,
+    /// When the program run is none of the modules the groups' call sites are in: its file name
+    /// and theirs (call sites are found by module file name, so a renamed copy finds none).
+    pub foreign: Option<(String, Vec<String>)>,
 }
 
 /// What the grouped allocator ran with.
@@ -233,10 +236,14 @@ impl GroupRunReport {
             }
             if self.sites_unresolved > 0 {
                 // The count covers the allocation call sites too, not only the selectors'.
-                s += &format!(
-                    " {} of the groups' call sites were never found in the program's code (is it the program that was profiled?).",
-                    grouped(self.sites_unresolved)
-                );
+                s += &format!(" {} of the groups' call sites were never found in the program's code", grouped(self.sites_unresolved));
+                s += &match &self.foreign {
+                    Some((program, modules)) => format!(
+                        ": they are in {}, and the program run is {program} (call sites are found by file name, so a renamed copy or another program finds none of them).",
+                        modules.join(", ")
+                    ),
+                    None => " (is it the program that was profiled?).".to_string(),
+                };
             }
         }
         s + &self.common.peak_rss() + &self.common.stray_frees("grouped addresses that were no live object") + &self.common.ending()
@@ -274,6 +281,7 @@ impl RuntimeReport for GroupRunReport {
             reused_objects: f.need("reused_objects")?,
             settings: Settings { alignment: f.text("settings.alignment"), free_lists: f.need("settings.free_lists")? == 1, huge_pages: f.text("settings.huge_pages") },
             declined: Vec::new(),
+            foreign: None,
         })
     }
 

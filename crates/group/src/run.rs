@@ -44,7 +44,8 @@ pub fn run(groups: &Groups, groups_file: &str, command: &[String], opts: &Runtim
     crate::format::validate(groups).map_err(invalid)?;
     let table = crate::table::to_bytes(groups).map_err(invalid)?;
     let program = &command[0];
-    find_program(program).ok_or_else(|| RuntimeError::Launch(LaunchError::NotFound(program.clone())))?;
+    let found = find_program(program).ok_or_else(|| RuntimeError::Launch(LaunchError::NotFound(program.clone())))?;
+    let foreign = foreign_program(groups, &found);
     let declined = match SizeClasses::of(&opts.fallback_name) {
         Some(classes) if !every_group => same_layout::declined(groups, classes),
         _ => Vec::new(),
@@ -65,8 +66,25 @@ pub fn run(groups: &Groups, groups_file: &str, command: &[String], opts: &Runtim
     let mut done: Grouped = runtime.run_reported(command, &scratch, setup)?;
     if let Some(r) = &mut done.report {
         r.groups_file = groups_file.to_string();
+        r.foreign = foreign;
     }
     Ok(done)
+}
+
+/// The program's file name and the modules of the groups' call sites (sorted, at most four
+/// named), when the program (symbolic links followed, as the loader names it) is none of them.
+fn foreign_program(groups: &Groups, program: &std::path::Path) -> Option<(String, Vec<String>)> {
+    let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    let name = real.file_name()?.to_string_lossy().into_owned();
+    let modules: std::collections::BTreeSet<&str> = groups.sites.iter().map(|s| s.module.as_str()).collect();
+    if modules.is_empty() || modules.contains(name.as_str()) {
+        return None;
+    }
+    let mut named: Vec<String> = modules.iter().take(4).map(|m| m.to_string()).collect();
+    if modules.len() > 4 {
+        named.push(format!("{} more", modules.len() - 4));
+    }
+    Some((name, named))
 }
 
 /// A run without groups: the allocator would identify every allocation and group none, so the

@@ -502,6 +502,9 @@ fn a_renamed_copy_of_the_program_falls_back_and_counts_every_allocation() {
     assert_eq!(n(&v, &["grouped", "count"]), 0, "{v}");
     assert!(n(&v, &["fallback", "ungrouped"]) >= 3 * 2000, "{v}");
     assert!(n(&v, &["sites_unresolved"]) > 0, "{v}");
+    // The summary says which program the call sites are in.
+    let (_, r, _) = crate::runtime::beside_plain(&dir, &["--groups", &file], &[&copy, "2000", "3"], &[], &[]);
+    assert!(r.stderr.contains("they are in lists, and the program run is lists-copy"), "{}", r.stderr);
 }
 
 #[test]
