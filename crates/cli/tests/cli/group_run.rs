@@ -579,7 +579,7 @@ fn add_library_context(b: &mut Builder, own: &[(usize, Frame)], group: Option<u3
 fn an_allocation_made_in_a_library_is_decided_at_its_first_program_frame() {
     // contexts.c copies strings with strdup (the C library calls malloc) from call sites d1, d2
     // and d3. The groups name only the program's frames, as grouping does: d1's context in
-    // group 0 and d2's in group 1, each selected by main's call site one frame deeper (so the
+    // group 0 and d2's in group 1, each selected by its call site one frame deeper (so the
     // walk depth is 3); d3 is left out. Each walk goes through strdup's frame to the first
     // program frame, where the call site decides alone (group 0, group 1, or, for d3, an
     // unknown context: the fallback), with or without the memo.
@@ -589,7 +589,7 @@ fn an_allocation_made_in_a_library_is_decided_at_its_first_program_frame() {
     let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let mut b = Builder::new(2);
     for (k, own) in ctxs.iter().take(2).enumerate() {
-        // The program's frames at their stack positions (1: d1 or d2, 2: main).
+        // The program's frames at their stack positions (1: d1 or d2, 2: copy_rounds).
         add_library_context(&mut b, own, Some(k as u32));
         b.select(k, &[(&own[1].1, own[1].0 as u32)]);
     }

@@ -12,7 +12,7 @@
  *
  * contexts library N: N rounds of three strings copied by strdup (the C library calls malloc)
  * from three call sites of the program, d1, d2 and d3, each called from its own call site in
- * main; nothing is printed.
+ * copy_rounds; nothing is printed.
  *
  * contexts shared N: the same, but the three strings are copied at one call site of strdup
  * (in copy_shared), reached from three call sites of the program, e1, e2 and e3. */
@@ -56,25 +56,23 @@ __attribute__((noinline)) static char *site_e1(const char *s) { VIA(s, 0); }
 __attribute__((noinline)) static char *site_e2(const char *s) { VIA(s, 1); }
 __attribute__((noinline)) static char *site_e3(const char *s) { VIA(s, 2); }
 
+/* `rounds` rounds of three strings copied by `copy` (three functions, each called at its own
+ * call site here) and freed; the exit status. */
+typedef char *(*copier)(const char *);
+__attribute__((noinline)) static int copy_rounds(long rounds, const copier copy[3]) {
+    size_t sum = 0;
+    for (long i = rounds; i > 0; i--) {
+        char *a = copy[0]("first"), *b = copy[1]("second string"), *c = copy[2]("the third string");
+        sum += strlen(a) + strlen(b) + strlen(c);
+        free(a), free(b), free(c);
+    }
+    return sum == 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc > 2 && !strcmp(argv[1], "shared")) {
-        size_t sum = 0;
-        for (long i = atol(argv[2]); i > 0; i--) {
-            char *a = site_e1("first"), *b = site_e2("second string"), *c = site_e3("the third string");
-            sum += strlen(a) + strlen(b) + strlen(c);
-            free(a), free(b), free(c);
-        }
-        return sum == 0;
-    }
-    if (argc > 2 && !strcmp(argv[1], "library")) {
-        size_t sum = 0;
-        for (long i = atol(argv[2]); i > 0; i--) {
-            char *a = site_d1("first"), *b = site_d2("second string"), *c = site_d3("the third string");
-            sum += strlen(a) + strlen(b) + strlen(c);
-            free(a), free(b), free(c);
-        }
-        return sum == 0;
-    }
+    static const copier via_library[3] = {site_d1, site_d2, site_d3}, via_shared[3] = {site_e1, site_e2, site_e3};
+    if (argc > 2 && !strcmp(argv[1], "shared")) return copy_rounds(atol(argv[2]), via_shared);
+    if (argc > 2 && !strcmp(argv[1], "library")) return copy_rounds(atol(argv[2]), via_library);
     if (argc > 2 && !strcmp(argv[1], "recurse")) {
         long sum = 0;
         for (struct node *n = build(atol(argv[2])), *next; n; n = next) next = n->next, sum += n->depth, free(n);
