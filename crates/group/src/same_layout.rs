@@ -84,7 +84,6 @@ pub fn group_sizes(g: &Groups, k: usize) -> Option<ObjectSizes> {
     Some(ObjectSizes { min: sizes.iter().map(|z| z.min).min()?, max: sizes.iter().map(|z| z.max).max()?, freed: sizes.iter().map(|z| z.freed).sum() })
 }
 
-
 /// The groups of `g` that the fallback with `classes` lays out as their group would: every
 /// object the group would serve in one class and exactly that class's size in the group (what
 /// bump allocation gives it: its size rounded up to 8 bytes), none of them freed, and no other
