@@ -16,7 +16,8 @@
 //!  72  u64 chunk size        80  u32 spare chunks        84  u32 flags (bit 0: whole call sites,
 //!                                                               bit 1: recursion collapsed by function,
 //!                                                               bit 2: groups dropped for their cost,
-//!                                                               bit 3: lopsided groups absorbed)
+//!                                                               bit 3: lopsided groups absorbed,
+//!                                                               bit 4: a cold group last)
 //!  88  u64 K = command words 96  u64 S = sites          104  u64 C = contexts
 //! 112  u64 E = edges        120  u64 G = groups         128  f64 max turnover (0: no limit)
 //! 136  f64 max walk per object (0: no limit)            144  f64 estimated walk per object
@@ -141,7 +142,7 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
         b.extend_from_slice(&v.to_le_bytes());
     }
     b.extend_from_slice(&p.spare_chunks.to_le_bytes());
-    let flags = u32::from(p.whole_call_sites) | u32::from(p.recursion == Recursion::Function) << 1 | u32::from(g.identification.dropped) << 2 | u32::from(p.absorb) << 3;
+    let flags = u32::from(p.whole_call_sites) | u32::from(p.recursion == Recursion::Function) << 1 | u32::from(g.identification.dropped) << 2 | u32::from(p.absorb) << 3 | u32::from(p.cold_group) << 4;
     b.extend_from_slice(&flags.to_le_bytes());
     for v in [g.command.len(), g.sites.len(), g.contexts.len(), g.edges.len(), g.groups.len()] {
         b.extend_from_slice(&(v as u64).to_le_bytes());
@@ -266,7 +267,7 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
     if &bytes[body - 8..body] != END || u64_at(body) != fnv1a(&bytes[..body]) {
         return Err(format("truncated or corrupt: the end marker or checksum does not match".into()));
     }
-    if u32_at(84) > if version == 1 { 3 } else { 15 } {
+    if u32_at(84) > if version == 1 { 3 } else { 31 } {
         return Err(format(format!("unknown flags {:#x} at byte 84", u32_at(84))));
     }
     let params = Params {
@@ -280,6 +281,7 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
         spare_chunks: u32_at(80),
         whole_call_sites: u32_at(84) & 1 != 0,
         absorb: u32_at(84) & 8 != 0,
+        cold_group: u32_at(84) & 16 != 0,
         recursion: if u32_at(84) & 2 != 0 { Recursion::Function } else { Recursion::CallSite },
         max_turnover: if version == 1 { 0.0 } else { f64::from_bits(u64_at(128)) },
         max_walk_per_object: if version == 1 { 0.0 } else { f64::from_bits(u64_at(136)) },

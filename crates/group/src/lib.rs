@@ -60,6 +60,14 @@ pub struct Params {
     /// tool leaves initialising stores out of them): a list built interleaved with others and
     /// then walked alone (HALO's figure 2) must not look tied to them.
     pub absorb: bool,
+    /// A cold group: the contexts no group claims (below the coverage cut, or kept but left
+    /// out of every group) that allocate at a call site where grouped contexts allocate too get
+    /// a group of their own, tried last, instead of following the call site's group (whole call
+    /// sites) or going to the fallback (HALO). Their objects then stay out of the hot groups'
+    /// chunks, where, allocated between the objects a program uses together, they push those
+    /// apart; the call site no longer decides alone, so each allocation there walks a frame or
+    /// more. heaplab's addition; off by default.
+    pub cold_group: bool,
     /// How recursion is collapsed when contexts become the graph's nodes (HALO: by call site).
     pub recursion: Recursion,
     /// A node whose small objects churn is left out: one whose bytes allocated exceed this many
@@ -239,6 +247,7 @@ impl Default for Params {
             spare_chunks: 1,
             whole_call_sites: true,
             absorb: true,
+            cold_group: false,
             recursion: Recursion::default(),
             max_turnover: 4.0,
             max_walk_per_object: 8.0,
@@ -247,6 +256,12 @@ impl Default for Params {
 }
 
 impl Groups {
+    /// Whether group `k` is the cold group ([`Params::cold_group`]): the last one, with no edge
+    /// weight (every group the clustering forms holds at least one edge).
+    pub fn is_cold(&self, k: usize) -> bool {
+        self.params.cold_group && k + 1 == self.groups.len() && self.groups[k].weight == 0
+    }
+
     /// A call site as people read it: its function, or `module+0xoffset` when unknown.
     pub fn site_name(&self, s: u32) -> String {
         match self.sites.get(s as usize) {
@@ -403,6 +418,9 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
             out.contexts[m as usize].group = Some(k as u32);
         }
     }
+    if params.cold_group {
+        add_cold_group(&mut out);
+    }
     select::identify(&mut out);
     let walk_per_object = cost::walk_per_grouped_object(profile, &out);
     let dropped = params.max_walk_per_object > 0.0 && walk_per_object > params.max_walk_per_object;
@@ -415,6 +433,31 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
     }
     out.identification = Identification { walk_per_object, dropped };
     Ok(out)
+}
+
+/// Appends the cold group ([`Params::cold_group`]): the contexts in no group, not churning,
+/// with a call site in the program and objects small enough to group, whose allocation call
+/// site (their innermost site) some grouped context allocates at too. None when there are none,
+/// or no groups.
+fn add_cold_group(g: &mut Groups) {
+    let hot: std::collections::HashSet<u32> = g.contexts.iter().filter(|c| c.group.is_some()).filter_map(|c| c.sites.first().copied()).collect();
+    let max_object = g.params.max_object_size;
+    let members: Vec<u32> = (0..g.contexts.len() as u32)
+        .filter(|&i| {
+            let c = &g.contexts[i as usize];
+            let small = c.sizes.is_none_or(|z| z.min <= max_object);
+            c.group.is_none() && !c.churns && small && c.sites.first().is_some_and(|s| hot.contains(s))
+        })
+        .collect();
+    if members.is_empty() {
+        return;
+    }
+    let k = g.groups.len() as u32;
+    let accesses = members.iter().map(|&m| g.contexts[m as usize].accesses).sum();
+    for &m in &members {
+        g.contexts[m as usize].group = Some(k);
+    }
+    g.groups.push(Group { members, weight: 0, accesses, selector: Vec::new() });
 }
 
 #[cfg(test)]

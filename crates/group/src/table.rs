@@ -100,7 +100,7 @@ pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
         // With whole call sites, what the kept contexts decide is the call site's answer: the
         // others allocating there follow it (a call site only they use stays unknown: fallback);
         // a churning context was left out on purpose and goes on falling back.
-        if g.params.whole_call_sites && !c.kept && !c.churns {
+        if g.params.whole_call_sites && !c.kept && !c.churns && c.group.is_none() {
             continue;
         }
         let class = classify(g, &c.sites);

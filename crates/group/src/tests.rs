@@ -278,3 +278,51 @@ fn groups_the_program_hardly_touches_are_dropped() {
     assert!(g.groups.is_empty() && g.contexts.iter().all(|c| c.group.is_none()));
     assert!(format::validate(&g).is_ok());
 }
+
+/// lists.c's A and B walked together, and D, rare, built through the same wrapper; S, as rare,
+/// allocated at a call site of its own.
+fn lists_with_rare_d() -> AccessProfile {
+    let chains: [&[&str]; 4] = [&["xmalloc", "build_a", "main"], &["xmalloc", "build_b", "main"], &["xmalloc", "build_d", "main"], &["solo", "main"]];
+    let mut blocks = Vec::new();
+    for k in 0..100 {
+        blocks.push((0, 16, 40));
+        blocks.push((1, 16, 38));
+        if k % 10 == 0 {
+            blocks.push((2, 16, 5));
+            blocks.push((3, 16, 5));
+        }
+    }
+    profile(&chains, &blocks, &[(0, 0, 3000), (0, 1, 7000), (1, 1, 2900), (2, 2, 10), (3, 3, 10)])
+}
+
+#[test]
+fn a_cold_group_takes_the_uncovered_contexts_of_the_hot_groups_call_sites() {
+    let p = lists_with_rare_d();
+    let plain = group(&p, &Params::default()).unwrap();
+    assert_eq!(plain.groups.len(), 1);
+    assert_eq!([0, 1, 2, 3].map(|c| plain.contexts[c].kept), [true, true, false, false], "D and S are below the coverage cut");
+    let g = group(&p, &Params { cold_group: true, ..Params::default() }).unwrap();
+    assert_eq!(g.groups.len(), 2);
+    assert_eq!(g.groups[0].members, plain.groups[0].members);
+    assert_eq!((g.groups[1].members.clone(), g.groups[1].weight, g.groups[1].accesses), (vec![2], 0, 50), "D shares xmalloc's call site with A and B; S does not");
+    assert_eq!([0, 1, 2, 3].map(|c| g.contexts[c].group), [Some(0), Some(0), Some(1), None]);
+    assert!(g.is_cold(1) && !g.is_cold(0) && !plain.is_cold(0));
+    let name = |s: u32| g.sites[s as usize].function.as_str();
+    // Tried last, it only has to tell D from what no earlier group claims (S): its call site.
+    assert_eq!(g.groups[1].selector.iter().map(|c| c.iter().map(|&s| name(s)).collect::<Vec<_>>()).collect::<Vec<_>>(), vec![vec!["xmalloc"]]);
+    assert!(select::misclassified(&g).is_empty());
+    // Without it xmalloc's call site decides alone for all three; with it, it walks.
+    let at = |g: &Groups| table::call_sites(g).into_iter().find(|((_, off), _)| *off == g.sites[g.contexts[0].sites[0] as usize].file_offset).unwrap().1;
+    assert_eq!(at(&plain).decides, 0);
+    assert_eq!((at(&g).decides, at(&g).otherwise), (table::WALK, 0));
+    assert_eq!(table::destinations(&g), vec![Some(0), Some(0), Some(1), None]);
+    // A table allocated through the same wrapper stays out: its objects are never grouped.
+    let mut big = lists_with_rare_d();
+    big.blocks.push(AccessBlock { size: 1 << 20, context: 0, alloc_at: 999, free_at: u64::MAX, reads: 10, writes: 0, full_context: 4 });
+    big.full_contexts.push(FullContext { key: 99, frames: big.full_contexts[0].frames.iter().take(1).cloned().chain(big.full_contexts[3].frames.iter().skip(1).cloned()).collect(), depths: vec![1, 2] });
+    let with_table = group(&big, &Params { cold_group: true, ..Params::default() }).unwrap();
+    assert_eq!(with_table.groups[1].members, vec![2]);
+    // No groups, no cold group.
+    let none = group(&p, &Params { cold_group: true, group_threshold: 0.99, ..Params::default() }).unwrap();
+    assert!(none.groups.is_empty());
+}

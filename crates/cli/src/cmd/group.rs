@@ -114,6 +114,12 @@ pub struct GroupArgs {
     /// Keep every group as HALO's clustering forms it.
     #[arg(long, overrides_with = "absorb")]
     no_absorb: bool,
+    /// Give the contexts no group claims a cold group of their own, tried last, where they
+    /// allocate at a call site grouped contexts allocate at too (instead of following the call
+    /// site's group). Their objects no longer sit between the hot groups' objects, which lowers
+    /// cache misses; the call site then walks the stack to tell them apart, which costs time.
+    #[arg(long)]
+    cold_group: bool,
     /// How recursion is collapsed into the graph's nodes: `function` keeps only the innermost
     /// frame of each function, so the objects a recursion allocates at one point are one node
     /// whatever path through its call sites led there; `call-site` is HALO's reduction (one
@@ -154,6 +160,7 @@ pub fn group(a: GroupArgs) -> Result<(), Failure> {
         spare_chunks: a.spare_chunks,
         whole_call_sites: !a.no_whole_call_sites,
         absorb: !a.no_absorb,
+        cold_group: a.cold_group,
         recursion: a.recursion,
         max_turnover: a.max_turnover,
         max_walk_per_object: a.max_walk_per_object,
@@ -222,7 +229,8 @@ pub fn print_summary(g: &Groups, runs_in: &[Option<u32>]) {
     let alike = same_layout::declined(g, SizeClasses::Jemalloc);
     for (k, x) in g.groups.iter().enumerate() {
         let members: Vec<&str> = x.members.iter().map(|&m| names[m as usize].as_str()).collect();
-        println!("  group {k:<6} {}", members.join(", "));
+        let label = if g.is_cold(k) { format!("{k} (cold)") } else { k.to_string() };
+        println!("  group {label:<6} {}", members.join(", "));
         println!("               weight {}, accesses {} ({:.1}%)", grouped(x.weight), grouped(x.accesses), share(x.accesses));
         if let Some(z) = same_layout::group_sizes(g, k) {
             let size = if z.min == z.max { format!("{} B", z.min) } else { format!("{}–{} B", z.min, z.max) };
@@ -288,6 +296,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
                 "members": x.members,
                 "member_names": x.members.iter().map(|&m| &names[m as usize]).collect::<Vec<_>>(),
                 "weight": x.weight,
+                "cold": g.is_cold(k),
                 "accesses": x.accesses,
                 "selector": x.selector,
                 "selector_text": selector_text(g, &x.selector),
@@ -306,7 +315,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
             "coverage": p.coverage, "merge_tolerance": p.merge_tolerance, "min_weight": p.min_weight,
             "max_group_members": p.max_group_members, "group_threshold": p.group_threshold,
             "max_object_size": p.max_object_size, "chunk_size": p.chunk_size, "spare_chunks": p.spare_chunks,
-            "whole_call_sites": p.whole_call_sites, "absorb": p.absorb, "recursion": p.recursion.name(), "max_turnover": p.max_turnover,
+            "whole_call_sites": p.whole_call_sites, "absorb": p.absorb, "cold_group": p.cold_group, "recursion": p.recursion.name(), "max_turnover": p.max_turnover,
             "max_walk_per_object": p.max_walk_per_object,
         },
         "identification": {"walk_per_object": g.identification.walk_per_object, "dropped": g.identification.dropped},

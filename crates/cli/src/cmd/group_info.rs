@@ -67,7 +67,7 @@ pub fn group_info(a: GroupInfoArgs) -> Result<(), Failure> {
     println!("command        {}", g.command.join(" "));
     println!("affinity       {} B", grouped(g.affinity_distance));
     println!(
-        "parameters     coverage {}, merge tolerance {}, min weight {}, max members {members}, threshold {}, recursion by {}, max turnover {}{}{}",
+        "parameters     coverage {}, merge tolerance {}, min weight {}, max members {members}, threshold {}, recursion by {}, max turnover {}{}{}{}",
         p.coverage,
         p.merge_tolerance,
         p.min_weight,
@@ -75,7 +75,8 @@ pub fn group_info(a: GroupInfoArgs) -> Result<(), Failure> {
         p.recursion.name(),
         if p.max_turnover == 0.0 { "no limit".to_string() } else { p.max_turnover.to_string() },
         if p.whole_call_sites { ", whole call sites" } else { "" },
-        if p.absorb { ", lopsided groups absorbed" } else { ", groups kept apart" }
+        if p.absorb { ", lopsided groups absorbed" } else { ", groups kept apart" },
+        if p.cold_group { ", cold group" } else { "" }
     );
     println!("allocator      objects ≤ {} B, chunks of {}, {} spare", grouped(p.max_object_size), bytes(p.chunk_size), p.spare_chunks);
     // Where run-time identification sends each context: its group, or another one where whole

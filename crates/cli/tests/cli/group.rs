@@ -109,6 +109,26 @@ fn group_puts_the_lists_used_together_in_one_group() {
 }
 
 #[test]
+fn a_cold_group_takes_the_uncovered_list_at_the_shared_call_site() {
+    let dir = scratch!("cold");
+    let Some(prof) = write_profile(&dir, &lists_profile()) else { return };
+    let out = path(&dir, "prog.hlgroups");
+    // At 70% coverage C's contexts fall below the cut; by default they follow xmalloc's group.
+    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--cold-group"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("group 1 (cold) xmalloc < build_c"), "{}", r.stdout);
+    let g = format::read(&out).unwrap();
+    assert!(g.params.cold_group && g.is_cold(1));
+    assert_eq!(g.groups[1].members, vec![2], "the table's objects are never grouped, so it stays out");
+    let info = heaplab_in(&dir, &["group-info", &out]);
+    assert!(info.stdout.contains("lopsided groups absorbed, cold group"), "{}", info.stdout);
+    let v = json(&heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--cold-group", "--json"]).stdout, "group --json");
+    assert_eq!((v["params"]["cold_group"].clone(), v["groups"][1]["cold"].clone(), v["groups"][0]["cold"].clone()), (serde_json::json!(true), serde_json::json!(true), serde_json::json!(false)));
+    let plain = json(&heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--json"]).stdout, "group --json");
+    assert_eq!(plain["groups"].as_array().map(|a| a.len()), Some(1));
+}
+
+#[test]
 fn group_refuses_profiles_without_contexts_and_bad_values() {
     let dir = scratch!("refuse");
     let out = path(&dir, "prog.hlgroups");
@@ -247,4 +267,20 @@ fn lists_c_profiled_with_contexts_gets_a_and_b_grouped_and_c_apart() {
     let group_of = |f: &str| names.iter().position(|n| n.ends_with(f)).and_then(|c| g.contexts[c].group);
     assert_eq!(group_of("make_a"), group_of("make_b"), "{}", r.stdout);
     assert_ne!(group_of("make_c"), group_of("make_a"), "{}", r.stdout);
+    // At 70% coverage C falls below the cut; a cold group takes its nodes instead of A's and
+    // B's group (the three share xmalloc's call site), and the grouped run prints what the
+    // plain run prints, every node counted in its group.
+    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--cold-group"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let g = format::read(&out).unwrap();
+    let group_of = |f: &str| names.iter().position(|n| n.ends_with(f)).and_then(|c| g.contexts[c].group);
+    assert_eq!((group_of("make_a"), group_of("make_b"), group_of("make_c")), (Some(0), Some(0), Some(1)), "{}", r.stdout);
+    assert!(g.is_cold(1) && !g.contexts[c as usize].kept, "{}", r.stdout);
+    let plain = std::process::Command::new(&exe).args(["2000", "3"]).output().unwrap();
+    let report = path(&dir, "cold.json");
+    let run = heaplab_in(&dir, &["run", "--groups", &out, "--fallback", "glibc", "--report", &report, "--", &exe, "2000", "3"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, String::from_utf8_lossy(&plain.stdout));
+    let v = json(&std::fs::read_to_string(&report).unwrap(), "run --report");
+    assert_eq!((v["groups"][0]["count"].as_u64(), v["groups"][1]["count"].as_u64(), v["stray_frees"].as_u64()), (Some(4000), Some(2000), Some(0)), "{v}");
 }

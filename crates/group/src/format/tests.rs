@@ -36,9 +36,11 @@ fn round_trip() {
     }
     let apart = Groups { params: Params { absorb: false, ..g.params.clone() }, ..g.clone() };
     assert_eq!(reread(&to_bytes(&apart).unwrap()).unwrap(), apart);
+    let cold = Groups { params: Params { cold_group: true, ..g.params.clone() }, ..g.clone() };
+    assert_eq!(reread(&to_bytes(&cold).unwrap()).unwrap(), cold);
     let mut unknown = bytes.clone();
-    unknown[84] = 16;
-    assert!(reread(&resum(unknown)).unwrap_err().to_string().contains("unknown flags 0x10 at byte 84"));
+    unknown[84] = 32;
+    assert!(reread(&resum(unknown)).unwrap_err().to_string().contains("unknown flags 0x20 at byte 84"));
     let mut dropped = bytes.clone();
     dropped[84] |= 4;
     assert!(reread(&resum(dropped)).unwrap_err().to_string().contains("marked as dropped"));
