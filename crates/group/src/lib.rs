@@ -437,16 +437,17 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
 
 /// Appends the cold group ([`Params::cold_group`]): the contexts in no group, not churning,
 /// with a call site in the program and objects small enough to group, whose allocation call
-/// site (their innermost site) some grouped context allocates at too. None when there are none,
-/// or no groups.
+/// site (their innermost site, keyed as the runtime table keys call sites) some grouped context
+/// allocates at too. None when there are none, or no groups.
 fn add_cold_group(g: &mut Groups) {
-    let hot: std::collections::HashSet<u32> = g.contexts.iter().filter(|c| c.group.is_some()).filter_map(|c| c.sites.first().copied()).collect();
+    let call_site = |c: &GroupContext| c.sites.first().map(|&s| table::site_key(g, s));
+    let hot: std::collections::HashSet<(String, u64)> = g.contexts.iter().filter(|c| c.group.is_some()).filter_map(call_site).collect();
     let max_object = g.params.max_object_size;
     let members: Vec<u32> = (0..g.contexts.len() as u32)
         .filter(|&i| {
             let c = &g.contexts[i as usize];
             let small = c.sizes.is_none_or(|z| z.min <= max_object);
-            c.group.is_none() && !c.churns && small && c.sites.first().is_some_and(|s| hot.contains(s))
+            c.group.is_none() && !c.churns && small && call_site(c).is_some_and(|k| hot.contains(&k))
         })
         .collect();
     if members.is_empty() {

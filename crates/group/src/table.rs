@@ -99,7 +99,8 @@ pub fn call_sites(g: &Groups) -> HashMap<(String, u64), CallSite> {
         let Some(&s0) = c.sites.first() else { continue };
         // With whole call sites, what the kept contexts decide is the call site's answer: the
         // others allocating there follow it (a call site only they use stays unknown: fallback);
-        // a churning context was left out on purpose and goes on falling back.
+        // a churning context was left out on purpose and goes on falling back. A context
+        // below the cut that is in a group (the cold group) counts like a kept one.
         if g.params.whole_call_sites && !c.kept && !c.churns && c.group.is_none() {
             continue;
         }
