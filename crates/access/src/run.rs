@@ -120,6 +120,20 @@ pub struct Profiled {
     pub wall: Duration,
     /// The profile, as written to the output.
     pub profile: AccessProfile,
+    /// The program's `#!` line (without `#!`) when it is a script: the profile is then its
+    /// interpreter's, and a program the script starts is not in it.
+    pub script: Option<String>,
+}
+
+/// The `#!` line of `path` (what follows `#!`, trimmed, at most 120 characters) when it is a
+/// script; `None` for anything else, or a file that cannot be read.
+pub fn script_interpreter(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|&c| c == b'\n').next().unwrap_or_default();
+    Some(String::from_utf8_lossy(line).trim().chars().take(120).collect())
 }
 
 /// Why a run could not be profiled.
@@ -228,13 +242,24 @@ pub fn run(command: &[String], output: &Path, opts: &RunOptions) -> Result<Profi
     let status = cmd.status().map_err(RunError::Start)?;
     let wall = t0.elapsed();
     let written = std::fs::metadata(&tmp).map(|m| m.len() > 0).unwrap_or(false);
+    let script = script_interpreter(&resolved);
     if !written {
         let _ = std::fs::remove_file(&tmp);
-        return Err(RunError::NoProfile(format!(
-            "{program} {} under valgrind, but no profile was written: valgrind could not run it (see its messages above), \
-             or it replaced itself with exec (heaplab access profiles the first program image only)",
-            describe_status(&status)
-        )));
+        // A wrapper script that ends by exec'ing the program it wraps (a pyenv shim, a
+        // launcher) is the common case: say so, and what to give instead.
+        let why = match &script {
+            Some(line) => format!(
+                "{program} is a script ({} starts with #!{line}) and most likely ended by exec'ing the program it wraps; \
+                 heaplab access profiles the first program image only (here the script's interpreter): give the program itself \
+                 (for a pyenv shim, the path `pyenv which {}` prints)",
+                resolved.display(),
+                Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            ),
+            None => "valgrind could not run it (see its messages above), or it replaced itself with exec \
+                     (heaplab access profiles the first program image only)"
+                .to_string(),
+        };
+        return Err(RunError::NoProfile(format!("{program} {} under valgrind, but no profile was written: {why}", describe_status(&status))));
     }
     let profile = match read(&tmp) {
         Ok(p) => p,
@@ -247,5 +272,5 @@ pub fn run(command: &[String], output: &Path, opts: &RunOptions) -> Result<Profi
         let _ = std::fs::remove_file(&tmp);
         RunError::Usage(format!("{}: cannot move the profile into place: {e}", output.display()))
     })?;
-    Ok(Profiled { status, wall, profile })
+    Ok(Profiled { status, wall, profile, script })
 }

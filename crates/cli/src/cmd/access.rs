@@ -56,7 +56,9 @@ program's streams are its own.
 Exit status: 0 when the program exited 0; 1 when it exited with another status (the profile is
 complete); 2 when it was killed by a signal (the profile is still written: valgrind ends the
 tool first), could not be started, or valgrind is missing (apt-get install valgrind). A program
-that replaces itself with exec leaves no profile: profile the program it starts instead.
+that replaces itself with exec leaves no profile: profile the program it starts instead. A
+script is profiled as its interpreter (the summary notes it), so give the program itself, not
+a wrapper such as a pyenv shim (`heaplab access -- $(pyenv which python3) app.py`).
 
 Examples:
   heaplab access -o health.hlaccess -- ./health 9 20 1
@@ -179,6 +181,9 @@ fn summary_text(a: &AccessArgs, p: &AccessProfile, run: &heaplab_access::run::Pr
     let untouched = p.blocks.iter().filter(|b| b.reads + b.writes == 0).count();
     let requested: u64 = p.blocks.iter().map(|b| b.size).sum();
     let _ = writeln!(w, "program        {} — {} after {:.2} s under valgrind", a.command.join(" "), describe_status(&run.status), run.wall.as_secs_f64());
+    if let Some(line) = &run.script {
+        let _ = writeln!(w, "note           {} is a script (#!{line}): this is its interpreter's profile; programs it starts are not in it", a.command[0]);
+    }
     let _ = writeln!(w, "profile        {} ({}), stack depth {}", a.output, bytes(file_bytes), i.stack_depth);
     let _ = writeln!(
         w,
@@ -307,6 +312,7 @@ fn summary_json(a: &AccessArgs, p: &AccessProfile, run: &heaplab_access::run::Pr
             "exit_code": run.status.code(),
             "signal": run.status.signal(),
             "wall_seconds": run.wall.as_secs_f64(),
+            "script_interpreter": run.script,
         },
         "profile": a.output,
         "file_bytes": file_bytes,

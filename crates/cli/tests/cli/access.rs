@@ -183,6 +183,37 @@ fn exit_status_and_crash_are_passed_on() {
 }
 
 #[test]
+fn a_wrapper_script_is_named_as_such() {
+    need_valgrind!();
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch!("script");
+    let exe = program(&dir);
+    let script = |name: &str, body: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    // A shim that ends by exec'ing the program it wraps (as pyenv's do): no profile, and the
+    // error says why and what to give instead.
+    let shim = script("shim", format!("#!/bin/sh\nexec {exe} \"$@\"\n"));
+    let r = heaplab_in(&dir, &["access", "-o", "s.hlaccess", "--", &shim]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("is a script") && r.stderr.contains("#!/bin/sh") && r.stderr.contains("give the program itself"), "{}", r.stderr);
+    assert!(!dir.join("s.hlaccess").exists());
+    // A script that runs the program as a child: its interpreter's profile, said so.
+    let runner = script("runner", format!("#!/bin/sh\n{exe}\necho done\n"));
+    let r = heaplab_in(&dir, &["access", "-o", "r.hlaccess", "--", &runner]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("is a script (#!/bin/sh)") && r.stderr.contains("interpreter's profile"), "{}", r.stderr);
+    let r = heaplab_in(&dir, &["access", "--json", "-o", "r.hlaccess", "--", &runner]);
+    assert!(r.stderr.contains("\"script_interpreter\": \"/bin/sh\""), "{}", r.stderr);
+    // A compiled program is no script.
+    let r = heaplab_in(&dir, &["access", "--json", "-o", "p.hlaccess", "--", &exe]);
+    assert!(r.stderr.contains("\"script_interpreter\": null"), "{}", r.stderr);
+}
+
+#[test]
 fn missing_program_and_bad_options_exit_2() {
     let dir = scratch!("usage");
     let r = heaplab_in(&dir, &["access", "-o", "x.hlaccess", "--", "./no-such-program-here"]);
