@@ -205,7 +205,7 @@ static void load_modules(int loaded) {
         modules = m;
     }
     uintptr_t lo = 0, hi = 0;
-    size_t k = loaded ? hl_load_modules_at_start(modules, MAX_MODULES, (uintptr_t)__builtin_frame_address(0), &lo, &hi) : hl_load_modules(modules, MAX_MODULES);
+    size_t k = loaded ? hl_load_modules_at_start(modules, MAX_MODULES, (uintptr_t)__builtin_frame_address(0), &lo, &hi, NULL, 0) : hl_load_modules(modules, MAX_MODULES);
     hl_unwind_set_stack(lo, hi); /* ignores empty bounds */
     if (k != (size_t)-1) nmodules = k;
 }
@@ -688,19 +688,17 @@ void hl_write_report(const char *end) {
 
 /* ---- the layer's hooks ---- */
 
-/* Reads HEAPLAB_APPLY (lines of key=value: layout, report, claim, parent). Only the image that
+/* Reads HEAPLAB_APPLY (lines of key=value: layout, report, claim). Only the image that
  * removes the claim file applies the layout: the one the launcher started. Images started later
  * by exec inherit the variable, find no claim, and run with the fallback alone. */
 void hl_on_init(void) {
     const char *conf = getenv("HEAPLAB_APPLY");
-    static char claim_path[4096], parent[32];
+    static char claim_path[4096];
     if (!conf) return;
     const struct hl_conf_key keys[] = {
-        {"layout=", layout_path, sizeof layout_path}, {"report=", report_path, sizeof report_path}, {"claim=", claim_path, sizeof claim_path},
-        {"parent=", parent, sizeof parent}};
+        {"layout=", layout_path, sizeof layout_path}, {"report=", report_path, sizeof report_path}, {"claim=", claim_path, sizeof claim_path}};
     hl_read_conf(conf, keys, sizeof keys / sizeof keys[0]);
     if (!*layout_path || !hl_claim_run(claim_path)) return;
-    hl_watch_parent(parent);
     hl_watch_fork();
     if (load_layout() != 0) return;
     hl_own_base = (uintptr_t)region;

@@ -213,7 +213,7 @@ mod tests {
   "fallback": {"count": 3, "bytes": 48, "unplanned": 1, "size_mismatch": 1, "beyond_layout": 1, "unknown_context": 0, "busy": 0, "misaligned": 0},
   "fallback_bytes": {"unplanned": 16, "size_mismatch": 16, "beyond_layout": 16, "unknown_context": 0, "busy": 0, "misaligned": 0},
   "first_mismatch": {"reason": "size_mismatch", "ordinal": 4, "context": 0, "expected_size": 24, "size": 16},
-  "match_rate": 0.750000, "frees_region": 9, "stray_frees": 0, "peak_rss_bytes": 1048576, "end": "exit"
+  "match_rate": 0.750000, "frees_region": 9, "stray_frees": 0, "end": "exit"
 }"#;
 
     #[test]

@@ -345,7 +345,7 @@ static void add_program_module(const struct hl_module *m) {
 static void resolve_sites(int loaded) {
     if (atomic_flag_test_and_set_explicit(&resolve_lock, memory_order_acquire)) return;
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0), stack_lo = 0, stack_hi = 0;
-    size_t n = (loaded ? hl_load_modules_at_start : hl_load_modules_at)(modules, MAX_MODULES, sp, &stack_lo, &stack_hi);
+    size_t n = loaded ? hl_load_modules_at_start(modules, MAX_MODULES, sp, &stack_lo, &stack_hi, site_hash, T.nsites) : hl_load_modules_at(modules, MAX_MODULES, sp, &stack_lo, &stack_hi);
     hl_unwind_set_stack(stack_lo, stack_hi); /* this thread's walks need not read the maps again */
     if (n != (size_t)-1) {
         uint32_t missing = 0;
@@ -1688,22 +1688,20 @@ void hl_write_report(const char *end) {
 
 /* ---- the layer's hooks ---- */
 
-/* Reads HEAPLAB_GROUP (lines of key=value: table, report, claim, parent, groups). Only the image that
+/* Reads HEAPLAB_GROUP (lines of key=value: table, report, claim, groups). Only the image that
  * removes the claim file groups: the one the launcher started. Images started later by exec
  * inherit the variable, find no claim, and run with the fallback alone (the groups name call
  * sites of the launched program; another program's would not match them). */
 void hl_on_init(void) {
     const char *conf = getenv("HEAPLAB_GROUP");
-    static char claim_path[4096], parent[32];
+    static char claim_path[4096];
     if (!conf) return;
     const struct hl_conf_key keys[] = {{"table=", table_path, sizeof table_path},
                                        {"report=", report_path, sizeof report_path},
                                        {"claim=", claim_path, sizeof claim_path},
-                                       {"parent=", parent, sizeof parent},
                                        {"groups=", groups_path, sizeof groups_path}};
     hl_read_conf(conf, keys, sizeof keys / sizeof keys[0]);
     if (!*table_path || !hl_claim_run(claim_path)) return;
-    hl_watch_parent(parent);
     hl_watch_fork();
     if (load_table() != 0) return;
     hl_own_base = (uintptr_t)range;

@@ -17,7 +17,6 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 
 struct hl_real hl_real;
 __thread struct hl_thread hl_self __attribute__((tls_model("initial-exec")));
@@ -163,15 +162,6 @@ void hl_read_conf(const char *conf, const struct hl_conf_key *keys, size_t n) {
 }
 
 void hl_watch_fork(void) { pthread_atfork(hl_on_fork_prepare, hl_on_fork_parent, hl_on_fork_child); }
-
-void hl_watch_parent(const char *parent) {
-    long pid = 0;
-    for (const char *c = parent; *c >= '0' && *c <= '9'; c++) pid = pid * 10 + (*c - '0');
-    if (pid <= 0) return;
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    /* The launcher may have died before the signal was asked for. */
-    if (getppid() != (pid_t)pid) raise(SIGTERM);
-}
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 

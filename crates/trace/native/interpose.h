@@ -143,9 +143,6 @@ static inline struct hl_maps_line hl_parse_maps_line(const char *line, const cha
 
 /* Registers the client's fork hooks (pthread_atfork). */
 void hl_watch_fork(void);
-/* The run's program ends with SIGTERM when its launcher (pid `parent`, decimal) dies, even by
- * SIGKILL: the parent-death signal, which the launcher's spawn leaves to the runtime. */
-void hl_watch_parent(const char *parent);
 /* Installs the handler that calls hl_on_fatal_signal on SIGSEGV, SIGBUS, SIGILL, SIGFPE and
  * SIGABRT, where the program has not installed its own. */
 void hl_watch_fatal_signals(void);

@@ -81,7 +81,15 @@ static uint64_t file_name_hash(const char *path) {
 struct phdr_walk {
     struct hl_module *m;
     size_t cap, n;
+    int as_loaded; /* name objects by the path they were loaded by, links not followed */
 };
+
+/* The FNV-1a hash of the basename of `path`. */
+static uint64_t base_hash(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return hl_fnv1a(base, strlen(base));
+}
 
 /* One loaded object: its executable segments, as /proc/self/maps lists their mappings. */
 static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
@@ -96,16 +104,34 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
     for (int k = 0; k < info->dlpi_phnum && w->n < w->cap; k++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[k];
         if (p->p_type != PT_LOAD || !(p->p_flags & PF_X) || p->p_memsz == 0) continue;
-        if (!hashed) hash = file_name_hash(program ? "/proc/self/exe" : name), hashed = 1;
+        if (!hashed) {
+            const char *as_loaded = program ? (const char *)getauxval(AT_EXECFN) : name;
+            hash = w->as_loaded && as_loaded ? base_hash(as_loaded) : file_name_hash(program ? "/proc/self/exe" : name);
+            hashed = 1;
+        }
         uint64_t at = (uint64_t)info->dlpi_addr + p->p_vaddr;
         w->m[w->n++] = (struct hl_module){at & ~(page - 1), (at + p->p_memsz + page - 1) & ~(page - 1), (uint64_t)p->p_offset & ~(page - 1), hash};
     }
     return w->n == w->cap; /* full: stop */
 }
 
-size_t hl_load_modules_loaded(struct hl_module *m, size_t cap) {
-    struct phdr_walk w = {m, cap, 0};
+/* Whether every hash of `wanted` names one of m[0..n). */
+static int all_found(const struct hl_module *m, size_t n, const uint64_t *wanted, size_t nwanted) {
+    for (size_t k = 0; k < nwanted; k++) {
+        size_t i = 0;
+        while (i < n && m[i].name_hash != wanted[k]) i++;
+        if (i == n) return 0;
+    }
+    return 1;
+}
+
+size_t hl_load_modules_loaded(struct hl_module *m, size_t cap, const uint64_t *wanted, size_t nwanted) {
+    struct phdr_walk w = {m, cap, 0, wanted != NULL};
     dl_iterate_phdr(add_object, &w);
+    if (w.as_loaded && !all_found(m, w.n, wanted, nwanted)) {
+        w.n = 0, w.as_loaded = 0;
+        dl_iterate_phdr(add_object, &w);
+    }
     if (w.n == 0) return (size_t)-1;
     for (size_t i = 1; i < w.n; i++) /* address order; a program has a few dozen at most */
         for (size_t j = i; j > 0 && m[j - 1].lo > m[j].lo; j--) {
@@ -125,9 +151,9 @@ int hl_main_stack(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
     return 1;
 }
 
-size_t hl_load_modules_at_start(struct hl_module *m, size_t cap, uintptr_t sp, uintptr_t *sp_lo, uintptr_t *sp_hi) {
+size_t hl_load_modules_at_start(struct hl_module *m, size_t cap, uintptr_t sp, uintptr_t *sp_lo, uintptr_t *sp_hi, const uint64_t *wanted, size_t nwanted) {
     if (hl_main_stack(sp, sp_lo, sp_hi)) {
-        size_t n = hl_load_modules_loaded(m, cap);
+        size_t n = hl_load_modules_loaded(m, cap, wanted, nwanted);
         if (n != (size_t)-1) return n;
     }
     return hl_load_modules_at(m, cap, sp, sp_lo, sp_hi);

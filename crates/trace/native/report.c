@@ -49,18 +49,6 @@ void hl_put_ratio(struct hl_out *o, uint64_t num, uint64_t den) {
     hl_put(o, frac);
 }
 
-uint64_t hl_peak_rss(void) {
-    char st[8192];
-    size_t n = hl_read_file("/proc/self/status", st, sizeof st - 1);
-    st[n] = 0;
-    char *p = strstr(st, "\nVmHWM:");
-    uint64_t kb = 0;
-    if (p)
-        for (p += 7; *p == ' ' || *p == '\t' || (*p >= '0' && *p <= '9'); p++)
-            if (*p >= '0') kb = kb * 10 + (uint64_t)(*p - '0');
-    return kb * 1024;
-}
-
 /* The launcher makes the file empty beforehand. No O_TRUNC: on ext4, truncating a file to
  * nothing (even one already empty) makes its close flush the new data, about 0.1 ms of the
  * program's time; a longer file left there is cut to the report's length instead. */
@@ -91,8 +79,6 @@ void hl_put_fallback(struct hl_out *o, uint64_t count, uint64_t bytes, const cha
 }
 
 void hl_put_report_end(struct hl_out *o, const char *end, const char *path) {
-    hl_put(o, ",\n  ");
-    hl_key_u(o, "peak_rss_bytes", hl_peak_rss());
     hl_put(o, ",\n  \"end\": ");
     hl_put_str(o, end);
     hl_put(o, "\n}\n");

@@ -26,9 +26,13 @@ void hl_unwind_init(void) {
     const char *how = getenv("HEAPLAB_UNWIND");
     if (how && strcmp(how, "backtrace") == 0) hl_unwind_set_mode(HL_UNWIND_BACKTRACE);
     if (how && strcmp(how, "check") == 0) hl_unwind_set_mode(HL_UNWIND_CHECK);
-    void *warm[4];
-    backtrace(warm, 4); /* loads libgcc's unwinder (the fallback) now, untraced */
-    hl_unwind(warm, 4);
+    /* glibc loads libgcc's unwinder (the fallback) on backtrace's first call, by dlopen, which
+     * allocates: done here, outside any hooked call. A call asking for no frames loads it and
+     * walks nothing; decoding rules and libgcc's first unwinding need no allocation, so they
+     * wait for the first walk (a warm-up walk of 4 frames cost every run about 55 µs, and a
+     * program whose allocations all decide at their call site never walks). */
+    void *warm[1];
+    backtrace(warm, 0);
 }
 void hl_unwind_counts(struct hl_unwind_counts *c) { *c = hl_unwind_counted; }
 void hl_unwind_set_stack(uintptr_t lo, uintptr_t hi) {

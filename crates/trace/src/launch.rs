@@ -349,8 +349,8 @@ impl Supervised {
     /// library spawns it by `posix_spawn` (no copy of heaplab's address space, whose cost grows
     /// with heaplab's memory and would count in the program's wall time). The program starts
     /// with heaplab's signal mask (none blocked, unless whatever started heaplab blocked some)
-    /// but without a parent-death signal: a preloaded runtime asks for it (`parent=` in its
-    /// settings, see [`RuntimeRun`]).
+    /// but without a parent-death signal: the run launcher asks for its own and passes it on
+    /// (see [`run_launched`]).
     pub fn spawn(cmd: &mut Command, program: &str) -> Result<Supervised, LaunchError> {
         Supervised::start_as(cmd, program, false)
     }
@@ -651,8 +651,10 @@ impl std::fmt::Display for RuntimeError {
 pub struct RuntimeRan {
     /// How the program ended.
     pub status: ExitStatus,
-    /// Wall time of the run.
+    /// Wall time of the run, from the launcher's fork of the program to its end.
     pub wall: Duration,
+    /// The program's peak RSS (wait4's, see [`run_launched`]).
+    pub peak_rss_bytes: u64,
     /// The report the runtime wrote, or why there is none, in words (the program was killed by
     /// SIGKILL, or it is statically linked or setuid and ignored LD_PRELOAD).
     pub report: Result<String, String>,
@@ -675,14 +677,6 @@ fn preload_command(resolved: &Path, command: &[String], libraries: &[&Path]) -> 
         None => cmd.env_remove("LD_PRELOAD"),
     };
     cmd
-}
-
-/// `command` ready to start: its program found on PATH, with `runtime` (if any), then the
-/// fallback allocator, then the user's own LD_PRELOAD preloaded.
-fn preloaded(command: &[String], runtime: Option<&Path>, options: &RuntimeOptions) -> Result<Command, LaunchError> {
-    let program = &command[0];
-    let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
-    Ok(preload_command(&resolved, command, &runtime_libraries(runtime, options)))
 }
 
 /// What a run preloads before the user's own LD_PRELOAD: the runtime (`None`: none), then the
@@ -783,19 +777,25 @@ pub fn launcher_end(report: &str) -> Result<LauncherEnd, String> {
 
 /// Runs `command` with the fallback allocator alone preloaded (no runtime: it would have
 /// nothing to apply) and the runtime's `settings_var` removed, as [`RuntimeRun::run`] runs it
-/// otherwise: how it ended, its wall time and its peak RSS. It starts through the run launcher
-/// ([`launcher_command`]), which passes on the signals heaplab passes on and gets SIGTERM,
-/// passed on too, if heaplab dies; the program's wall time runs from the launcher's fork of it
-/// to its end and its peak RSS is its own (Linux would count heaplab's memory in the peak of a
-/// program started from heaplab). The program's standard streams and other descriptors are
-/// heaplab's.
+/// otherwise: how it ended, its wall time and its peak RSS (see [`run_launched`]).
 pub fn run_alone(options: &RuntimeOptions, settings_var: &str, command: &[String], setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<(ExitStatus, Duration, u64), LaunchError> {
+    run_launched(command, &runtime_libraries(None, options), |cmd| setup(cmd.env_remove(settings_var)))
+}
+
+/// Runs `command` with `libraries`, then the user's own LD_PRELOAD, preloaded, started through
+/// the run launcher ([`launcher_command`]), which passes on the signals heaplab passes on and
+/// gets SIGTERM, passed on too, if heaplab dies: how it ended, its wall time (from the
+/// launcher's fork of it to its end) and its peak RSS, its own (wait4's: its largest image, or
+/// a child it waited for, if larger; Linux would count heaplab's memory in the peak of a
+/// program started from heaplab). The program's standard streams and other descriptors are
+/// heaplab's; `setup` adjusts the command (streams, directory, environment).
+pub fn run_launched(command: &[String], libraries: &[&Path], setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<(ExitStatus, Duration, u64), LaunchError> {
     use std::io::Read;
     let program = &command[0];
     let resolved = find_program(program).ok_or_else(|| LaunchError::NotFound(program.clone()))?;
-    let preload = preload_value(&runtime_libraries(None, options)).unwrap_or_default();
+    let preload = preload_value(libraries).unwrap_or_default();
     let (mut cmd, rd, wr) = launcher_command(&resolved, program, &command[1..], &preload).map_err(|e| LaunchError::Start("the run launcher".into(), e))?;
-    cmd.env("HEAPLAB_RUN_FORWARD", "1").env_remove(settings_var);
+    cmd.env("HEAPLAB_RUN_FORWARD", "1");
     setup(&mut cmd);
     let supervised = Supervised::spawn(&mut cmd, program);
     drop(wr);
@@ -817,7 +817,6 @@ impl RuntimeRun<'_> {
     /// `setup` adjusts the command (standard streams, working directory, environment).
     pub fn run(&self, command: &[String], scratch: &Scratch, setup: impl FnOnce(&mut Command) -> &mut Command) -> Result<RuntimeRan, LaunchError> {
         let program = &command[0];
-        let mut cmd = preloaded(command, Some(self.library), self.options)?;
         let claim = scratch.path().join("claim");
         let report_file = scratch.path().join("report.json");
         std::fs::write(&claim, b"").map_err(|e| LaunchError::Setup(format!("{}: {e}", claim.display())))?;
@@ -827,21 +826,18 @@ impl RuntimeRun<'_> {
         let mut settings = self.settings.clone();
         settings.push(("report", report_file.display().to_string()));
         settings.push(("claim", claim.display().to_string()));
-        // The runtime sets the parent-death signal itself (the spawn takes no step of ours).
-        settings.push(("parent", std::process::id().to_string()));
         if let Some((_, v)) = settings.iter().find(|(_, v)| v.contains('\n')) {
             return Err(LaunchError::Output(format!("{v:?}: a path handed to the runtime cannot contain a newline")));
         }
         let settings: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        cmd.env(self.settings_var, settings.join("\n"));
-        setup(&mut cmd);
-        let (status, wall, _) = Supervised::spawn(&mut cmd, program).and_then(|s| s.wait(program))?;
+        let settings = settings.join("\n");
+        let (status, wall, peak_rss_bytes) = run_launched(command, &runtime_libraries(Some(self.library), self.options), |cmd| setup(cmd.env(self.settings_var, &settings)))?;
         let report = match std::fs::read_to_string(&report_file) {
             Ok(text) if !text.is_empty() => Ok(text),
             _ if claim.exists() => Err(format!("{program} never loaded the runtime library: statically linked and setuid programs ignore LD_PRELOAD")),
             _ => Err(format!("{program} {} before the runtime could write its report", describe_status(&status))),
         };
-        Ok(RuntimeRan { status, wall, report })
+        Ok(RuntimeRan { status, wall, peak_rss_bytes, report })
     }
 
     /// [`RuntimeRun::run`], then the runtime's report read as `R` and completed with the
@@ -855,6 +851,7 @@ impl RuntimeRun<'_> {
                 let mut r = R::parse_runtime(&scratch.path().join("report.json").display().to_string(), &text).map_err(RuntimeError::Setup)?;
                 let c = r.common_mut();
                 c.wall_seconds = ran.wall.as_secs_f64();
+                c.peak_rss_bytes = ran.peak_rss_bytes;
                 c.exit_code = status.code();
                 c.signal = status.signal();
                 c.command = command.to_vec();

@@ -55,7 +55,7 @@ pub struct Common {
     pub fallback_bytes: u64,
     /// Frees of the runtime's addresses where no live block starts (program errors, ignored).
     pub stray_frees: u64,
-    /// Peak RSS of the program (kernel VmHWM) at its end.
+    /// Peak RSS of the program: the run launcher's (wait4's), not the runtime's.
     pub peak_rss_bytes: u64,
     /// How the program's image ended: `exit`, `_exit`, `exec`, `fatal signal`.
     pub end: String,
@@ -79,7 +79,6 @@ impl Common {
             fallback_count: f.need("fallback.count")?,
             fallback_bytes: f.need("fallback.bytes")?,
             stray_frees: f.need("stray_frees")?,
-            peak_rss_bytes: f.need("peak_rss_bytes")?,
             end: f.text("end"),
             ..Common::default()
         })
@@ -169,7 +168,7 @@ mod tests {
 
     #[test]
     fn the_common_part_is_read_written_and_told() {
-        let text = r#"{"error": null, "fallback": {"count": 3, "bytes": 48}, "stray_frees": 1, "peak_rss_bytes": 1048576, "end": "exit"}"#;
+        let text = r#"{"error": null, "fallback": {"count": 3, "bytes": 48}, "stray_frees": 1, "end": "exit"}"#;
         let mut c = Common::read(&Fields::parse("r.json", "the runtime's report", text).unwrap()).unwrap();
         assert_eq!((c.fallback_count, c.fallback_bytes, c.stray_frees, c.end.as_str()), (3, 48, 1, "exit"));
         c.exit_code = Some(0);

@@ -513,8 +513,8 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
         "Each workload's large input runs {} times per configuration, interleaved round by round (every other round backwards, each pair starting one configuration further along); the first round is discarded and the \
          other {} give the median and quartiles [q1–q3] of wall time and peak RSS. Allocators are preloaded (`LD_PRELOAD`) and measured \
          by heaplab's run launcher (wall time, `wait4` peak RSS of the program); layouts run with `heaplab run --layout L --report R \
-         --fallback F` and take the runtime's own figures from the report (the program's wall time from start to exit, its kernel VmHWM), \
-         so that heaplab's own start-up and layout check are not counted. D1 and LL are data misses (reads + writes) of one run under \
+         --fallback F` and take their figures from the report, which are the run launcher's too (the program's wall time from the \
+         launcher's fork of it to its end, its `wait4` peak RSS), so that heaplab's own start-up and layout check are not counted. D1 and LL are data misses (reads + writes) of one run under \
          `valgrind --tool=cachegrind --cache-sim=yes {}` (a 48 KiB 12-way L1D and a 32 MiB 16-way LL, 64-byte lines, stated because \
          valgrind misreads this machine's L3; the tool binary is started directly, under `heaplab run` for layouts, so that the runtime \
          loads into the program and not into valgrind's launcher, and the report of that run must show the blocks planned in the \

@@ -382,9 +382,9 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
         "Each workload is profiled on its small input (`heaplab access --contexts --graph contexts`), grouped {} and measured on its \
          large input. The large input runs {} times per configuration, interleaved round by round (every other round backwards, each pair starting one configuration further along); the first round is discarded and \
          the other {} give the median and quartiles [q1–q3] of wall time and peak RSS. Allocators are preloaded; *grouped* is `heaplab \
-         run --groups G --fallback jemalloc` (HALO's baseline) and takes its figures from that command's report (wall time from the \
-         program's spawn to its end, without heaplab's own start-up and check of the groups; the program's VmHWM, or wait4's peak \
-         where the program ran on jemalloc alone: no groups were made, or jemalloc lays out every group as grouping would). D1 and LL are data misses of one run under `valgrind --tool=cachegrind --cache-sim=yes {}` \
+         run --groups G --fallback jemalloc` (HALO's baseline) and takes its figures from that command's report, which are the run \
+         launcher's as for the allocators (wall time from its fork of the program to the program's end, without heaplab's own start-up \
+         and check of the groups; wait4's peak RSS). D1 and LL are data misses of one run under `valgrind --tool=cachegrind --cache-sim=yes {}` \
          (48 KiB 12-way L1D, 32 MiB 16-way LL, 64-byte lines; the tool binary started directly so that the runtime loads into the \
          program). *Δ vs jemalloc* is the median's change; the time verdict is a one-sided rank-sum test in each direction, its p-value \
          Holm-adjusted over the workloads (the targets speak of every workload at once), faster or slower at 95%. Every run's standard \

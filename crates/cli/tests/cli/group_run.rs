@@ -747,14 +747,14 @@ fn exit_status_and_streams_pass_through() {
     assert_eq!(v["exit_status"]["code"], 0, "{v}");
 }
 
-/// SIGKILL to `heaplab run --groups`: the program does not outlive it (the runtime asks for
-/// the parent-death signal, as heaplab's spawn takes no step of its own in the child).
+/// SIGKILL to `heaplab run --groups`: the program does not outlive it (the run launcher asks
+/// for the parent-death signal and passes it on), grouped or on the fallback alone.
 #[test]
 fn a_program_does_not_outlive_a_killed_heaplab_run() {
     let dir = scratch_dir("group_run", "killed");
     let p = lists();
     let grouped = a_and_b_grouped(&dir, &p, "100", "1");
-    // Without groups the program runs on the fallback alone, started by the run launcher.
+    // Without groups the program runs on the fallback alone.
     let mut none = Builder::new(0);
     none.g.identification = Identification { walk_per_object: 100.0, dropped: true };
     let alone = none.write(&dir, "none");
@@ -773,8 +773,7 @@ fn a_program_does_not_outlive_a_killed_heaplab_run() {
             assert!(t0.elapsed().as_secs() < 20, "heaplab started no program");
             std::thread::sleep(std::time::Duration::from_millis(20));
         };
-        // Past the program's start-up, where the runtime asks for the signal (and where the
-        // launcher has started the program).
+        // Past the program's start-up (the launcher has started the program).
         std::thread::sleep(std::time::Duration::from_millis(300));
         let mut started = vec![first.clone()];
         started.extend(children(&first));

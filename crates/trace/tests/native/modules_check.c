@@ -31,7 +31,7 @@ static int same(const struct hl_module *a, const struct hl_module *b) { return a
 
 static int compare(const char *when) {
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0), lo = 0, hi = 0, mlo = 0, mhi = 0;
-    size_t nm = hl_load_modules_at(maps, 4096, sp, &lo, &hi), nl = hl_load_modules_loaded(loaded, 4096);
+    size_t nm = hl_load_modules_at(maps, 4096, sp, &lo, &hi), nl = hl_load_modules_loaded(loaded, 4096, NULL, 0);
     if (nm == (size_t)-1 || nl == (size_t)-1) return printf("%s: no modules (%zu from the maps, %zu loaded)\n", when, nm, nl), 1;
     uint64_t vdso = hl_fnv1a("[vdso]", 6), vsyscall = hl_fnv1a("[vsyscall]", 10);
     size_t files = 0;
@@ -49,10 +49,28 @@ static int compare(const char *when) {
     if (mhi != hi || mlo > sp || sp >= mhi) return printf("%s: main stack [%lx, %lx) against the maps' [%lx, %lx) at sp %lx\n", when, (unsigned long)mlo, (unsigned long)mhi, (unsigned long)lo, (unsigned long)hi, (unsigned long)sp), 1;
     /* What the runtimes call at start: the loaded list and the main stack. */
     uintptr_t slo = 0, shi = 0;
-    size_t ns = hl_load_modules_at_start(maps, 4096, sp, &slo, &shi);
+    size_t ns = hl_load_modules_at_start(maps, 4096, sp, &slo, &shi, NULL, 0);
     if (ns != nl || slo != mlo || shi != mhi) return printf("%s: at start %zu modules, stack [%lx, %lx)\n", when, ns, (unsigned long)slo, (unsigned long)shi), 1;
     for (size_t j = 0; j < nl; j++)
         if (!same(&maps[j], &loaded[j])) return printf("%s: at start, module %zu differs from the loaded list\n", when, j), 1;
+    /* Looking for some modules only (names as loaded first): each one looked for is found as
+     * with links followed, whether loaded under its own name or through a link (the library
+     * above, the program), alone or with all the others. */
+    static uint64_t every[4096];
+    for (size_t i = 0; i < nl; i++) every[i] = loaded[i].name_hash;
+    for (size_t j = 0; j <= nl; j++) {
+        const uint64_t *wanted = j < nl ? &every[j] : every;
+        size_t nw = j < nl ? 1 : nl, ng = hl_load_modules_loaded(maps, 4096, wanted, nw);
+        if (ng == (size_t)-1) return printf("%s: no modules when looking for some\n", when), 1;
+        for (size_t i = 0; i < nl; i++) {
+            size_t w = 0;
+            while (w < nw && wanted[w] != loaded[i].name_hash) w++;
+            if (w == nw) continue;
+            size_t k = 0;
+            while (k < ng && !same(&maps[k], &loaded[i])) k++;
+            if (k == ng) return printf("%s: module %zu (name %016lx) not found when looked for\n", when, i, (unsigned long)loaded[i].name_hash), 1;
+        }
+    }
     return printf("%s: ok %zu\n", when, nl), 0;
 }
 
