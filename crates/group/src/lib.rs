@@ -404,12 +404,7 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
         let accesses = members.iter().map(|&m| out.contexts[m as usize].accesses).sum();
         out.groups.push(Group { members, weight: g.weight, accesses, selector: Vec::new() });
     }
-    // A group the program hardly touches cannot move its misses, while serving it costs the
-    // runtime's start-up and the walks that find it: its objects must also take the threshold's
-    // share of all the profile's accesses, objects of every size (mst: a group of two objects
-    // with 40 of 836,479 accesses, the rest to its large hash tables, was slower than jemalloc).
-    let all: u64 = out.contexts.iter().map(|c| c.accesses).sum();
-    out.groups.retain(|g| g.accesses as f64 >= all as f64 * params.group_threshold);
+    out.groups.retain(|g| takes_its_share(g.accesses, &out.contexts, params));
     // Most accessed first (HALO's popularity order, which the selectors are built and tried
     // in); the sort is stable, so ties keep the order the groups were formed in.
     out.groups.sort_by_key(|g| std::cmp::Reverse(g.accesses));
@@ -435,10 +430,21 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
     Ok(out)
 }
 
+/// Whether a group whose objects take `accesses` is worth serving. A group the program hardly
+/// touches cannot move its misses, while serving it costs the runtime's start-up and the walks
+/// that find it: its objects must take the threshold's share of all the profile's accesses,
+/// objects of every size (mst: a group of two objects with 40 of 836,479 accesses, the rest to
+/// its large hash tables, was slower than jemalloc; ft's cold group: one object, 10 of 233,801).
+fn takes_its_share(accesses: u64, contexts: &[GroupContext], params: &Params) -> bool {
+    let all: u64 = contexts.iter().map(|c| c.accesses).sum();
+    accesses as f64 >= all as f64 * params.group_threshold
+}
+
 /// Appends the cold group ([`Params::cold_group`]): the contexts in no group, not churning,
 /// with a call site in the program and objects small enough to group, whose allocation call
 /// site (their innermost site, keyed as the runtime table keys call sites) some grouped context
-/// allocates at too. None when there are none, or no groups.
+/// allocates at too. None when there are none, no groups, or when their objects take less than
+/// the group threshold's share of the accesses, as for any group.
 fn add_cold_group(g: &mut Groups) {
     let call_site = |c: &GroupContext| c.sites.first().map(|&s| table::site_key(g, s));
     let hot: std::collections::HashSet<(String, u64)> = g.contexts.iter().filter(|c| c.group.is_some()).filter_map(call_site).collect();
@@ -450,11 +456,11 @@ fn add_cold_group(g: &mut Groups) {
             c.group.is_none() && !c.churns && small && call_site(c).is_some_and(|k| hot.contains(&k))
         })
         .collect();
-    if members.is_empty() {
+    let accesses = members.iter().map(|&m| g.contexts[m as usize].accesses).sum();
+    if members.is_empty() || !takes_its_share(accesses, &g.contexts, &g.params) {
         return;
     }
     let k = g.groups.len() as u32;
-    let accesses = members.iter().map(|&m| g.contexts[m as usize].accesses).sum();
     for &m in &members {
         g.contexts[m as usize].group = Some(k);
     }

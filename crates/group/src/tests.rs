@@ -325,4 +325,8 @@ fn a_cold_group_takes_the_uncovered_contexts_of_the_hot_groups_call_sites() {
     // No groups, no cold group.
     let none = group(&p, &Params { cold_group: true, group_threshold: 0.99, ..Params::default() }).unwrap();
     assert!(none.groups.is_empty());
+    // Nor one whose objects take less than the threshold's share of the accesses (D: 50 of
+    // about 13,000), as for any group.
+    let rare = group(&p, &Params { cold_group: true, group_threshold: 0.01, ..Params::default() }).unwrap();
+    assert_eq!((rare.groups.len(), rare.contexts[2].group), (1, None));
 }

@@ -116,7 +116,8 @@ pub struct GroupArgs {
     no_absorb: bool,
     /// Give the contexts no group claims a cold group of their own, tried last, where they
     /// allocate at a call site grouped contexts allocate at too (instead of following the call
-    /// site's group). Their objects no longer sit between the hot groups' objects, which lowers
+    /// site's group), when their objects take the group threshold's share of the accesses, as
+    /// any group must. Their objects no longer sit between the hot groups' objects, which lowers
     /// cache misses; the call site then walks the stack to tell them apart, which costs time.
     #[arg(long)]
     cold_group: bool,
