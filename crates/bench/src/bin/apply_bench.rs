@@ -329,7 +329,9 @@ fn read_report(path: &Path) -> Result<(RunReport, Value), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut r = RunReport::parse_runtime(&path.display().to_string(), &text)?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    // The launcher's fields, which `heaplab run` adds to the runtime's own.
     r.common.wall_seconds = v["wall_seconds"].as_f64().ok_or_else(|| format!("{}: no wall_seconds", path.display()))?;
+    r.common.peak_rss_bytes = v["peak_rss_bytes"].as_u64().ok_or_else(|| format!("{}: no peak_rss_bytes", path.display()))?;
     Ok((r, v))
 }
 
