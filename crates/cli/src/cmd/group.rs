@@ -211,12 +211,17 @@ pub fn print_summary(g: &Groups, runs_in: &[Option<u32>]) {
     let taken = taken_in(g, runs_in);
     if taken.contexts > 0 {
         println!(
-            "               at run time {:.1}% of accesses: whole call sites take in {} {} of no group ({} objects)",
+            "               at run time {:.1}% of accesses: whole call sites take in {} {} of no group ({} {})",
             share(grouped_acc + taken.accesses),
             grouped(taken.contexts),
             if taken.contexts == 1 { "context" } else { "contexts" },
-            grouped(taken.objects)
+            grouped(taken.objects),
+            if taken.objects == 1 { "object" } else { "objects" }
         );
+        if !g.params.cold_group && taken.accesses as f64 >= all as f64 * g.params.group_threshold {
+            // What the one option about exactly these objects would do, so the trade is seen.
+            println!("               (their objects sit among the groups'; --cold-group gives them chunks of their own, for a walk at those call sites)");
+        }
     }
     if g.groups.is_empty() && !g.identification.dropped && kept > 0 {
         // Why none: the clustering found no group whose weight and accesses reach the threshold.

@@ -126,6 +126,11 @@ fn a_cold_group_takes_the_uncovered_list_at_the_shared_call_site() {
     assert_eq!((v["params"]["cold_group"].clone(), v["groups"][1]["cold"].clone(), v["groups"][0]["cold"].clone()), (serde_json::json!(true), serde_json::json!(true), serde_json::json!(false)));
     let plain = json(&heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--json"]).stdout, "group --json");
     assert_eq!(plain["groups"].as_array().map(|a| a.len()), Some(1));
+    // Without the flag the summary says what the flag would do with the objects taken in.
+    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7"]);
+    assert!(r.stdout.contains("whole call sites take in") && r.stdout.contains("--cold-group gives them chunks of their own"), "{}", r.stdout);
+    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--cold-group"]);
+    assert!(!r.stdout.contains("--cold-group gives them"), "{}", r.stdout);
 }
 
 #[test]
