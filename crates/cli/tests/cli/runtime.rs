@@ -56,6 +56,8 @@ pub fn same_as_plain(dir: &Path, runtime: &[&str], reasons: &[&str], cmd: &[&str
     let fb = &v["fallback"];
     let fell_back: u64 = reasons.iter().map(|k| fb[k].as_u64().unwrap()).sum();
     assert_eq!(fb["count"].as_u64().unwrap(), fell_back, "{v}");
+    // The run launcher's figures, which the runtime's own report does not have.
+    assert!(v["peak_rss_bytes"].as_u64().is_some_and(|p| p > 0) && v["wall_seconds"].as_f64().is_some_and(|w| w > 0.0), "{v}");
     (v, r, plain)
 }
 
