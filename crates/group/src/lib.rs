@@ -306,6 +306,16 @@ pub const MIN_CHUNK_SIZE: u64 = 4096;
 pub const MAX_SPARE_CHUNKS: u32 = 1 << 16;
 
 impl Params {
+    /// Whether a group whose objects take `accesses` of the profile's `all` is worth serving. A
+    /// group the program hardly touches cannot move its misses, while serving it costs the
+    /// runtime's start-up and the walks that find it: its objects must take the threshold's
+    /// share of all the profile's accesses, objects of every size (mst: a group of two objects
+    /// with 40 of 836,479 accesses, the rest to its large hash tables, was slower than
+    /// jemalloc; ft's cold group: one object, 10 of 233,801).
+    pub fn takes_its_share(&self, accesses: u64, all: u64) -> bool {
+        accesses as f64 >= all as f64 * self.group_threshold
+    }
+
     /// Checks every parameter's range; the error names the parameter and its range.
     pub fn validate(&self) -> Result<(), String> {
         let unit = |v: f64| v.is_finite() && (0.0..=1.0).contains(&v);
@@ -404,7 +414,8 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
         let accesses = members.iter().map(|&m| out.contexts[m as usize].accesses).sum();
         out.groups.push(Group { members, weight: g.weight, accesses, selector: Vec::new() });
     }
-    out.groups.retain(|g| takes_its_share(g.accesses, &out.contexts, params));
+    let all: u64 = out.contexts.iter().map(|c| c.accesses).sum();
+    out.groups.retain(|g| params.takes_its_share(g.accesses, all));
     // Most accessed first (HALO's popularity order, which the selectors are built and tried
     // in); the sort is stable, so ties keep the order the groups were formed in.
     out.groups.sort_by_key(|g| std::cmp::Reverse(g.accesses));
@@ -430,16 +441,6 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
     Ok(out)
 }
 
-/// Whether a group whose objects take `accesses` is worth serving. A group the program hardly
-/// touches cannot move its misses, while serving it costs the runtime's start-up and the walks
-/// that find it: its objects must take the threshold's share of all the profile's accesses,
-/// objects of every size (mst: a group of two objects with 40 of 836,479 accesses, the rest to
-/// its large hash tables, was slower than jemalloc; ft's cold group: one object, 10 of 233,801).
-fn takes_its_share(accesses: u64, contexts: &[GroupContext], params: &Params) -> bool {
-    let all: u64 = contexts.iter().map(|c| c.accesses).sum();
-    accesses as f64 >= all as f64 * params.group_threshold
-}
-
 /// Appends the cold group ([`Params::cold_group`]): the contexts in no group, not churning,
 /// with a call site in the program and objects small enough to group, whose allocation call
 /// site (their innermost site, keyed as the runtime table keys call sites) some grouped context
@@ -457,7 +458,8 @@ fn add_cold_group(g: &mut Groups) {
         })
         .collect();
     let accesses = members.iter().map(|&m| g.contexts[m as usize].accesses).sum();
-    if members.is_empty() || !takes_its_share(accesses, &g.contexts, &g.params) {
+    let all: u64 = g.contexts.iter().map(|c| c.accesses).sum();
+    if members.is_empty() || !g.params.takes_its_share(accesses, all) {
         return;
     }
     let k = g.groups.len() as u32;

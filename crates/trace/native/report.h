@@ -26,7 +26,7 @@ void hl_write_out(const char *path, const struct hl_out *o);
 void hl_put_fallback(struct hl_out *o, uint64_t count, uint64_t bytes, const char *const *names, const uint64_t *counts, int n);
 /* The runtimes' last field, `"end"` (how the image ended), closing the object; then the report
  * is written to `path`. The program's peak RSS is the run launcher's (wait4's), which costs the
- * program nothing, where reading VmHWM here took 60–110 µs of /proc/self/status. */
+ * program nothing, where reading VmHWM here would cost it a read of /proc/self/status. */
 void hl_put_report_end(struct hl_out *o, const char *end, const char *path);
 
 /* ---- the run's report, written once by the image that claimed the run ----

@@ -29,8 +29,8 @@ void hl_unwind_init(void) {
     /* glibc loads libgcc's unwinder (the fallback) on backtrace's first call, by dlopen, which
      * allocates: done here, outside any hooked call. A call asking for no frames loads it and
      * walks nothing; decoding rules and libgcc's first unwinding need no allocation, so they
-     * wait for the first walk (a warm-up walk of 4 frames cost every run about 55 µs, and a
-     * program whose allocations all decide at their call site never walks). */
+     * wait for the first walk, which a program whose allocations all decide at their call
+     * site never makes. */
     void *warm[1];
     backtrace(warm, 0);
 }

@@ -345,12 +345,11 @@ impl Supervised {
         Supervised::start_as(cmd, program, true)
     }
 
-    /// Starts `cmd` without a step of heaplab's own between fork and exec, so that the standard
-    /// library spawns it by `posix_spawn` (no copy of heaplab's address space, whose cost grows
-    /// with heaplab's memory and would count in the program's wall time). The program starts
-    /// with heaplab's signal mask (none blocked, unless whatever started heaplab blocked some)
-    /// but without a parent-death signal: the run launcher asks for its own and passes it on
-    /// (see [`run_launched`]).
+    /// Starts `cmd` without a step of heaplab's own between fork and exec (where `cmd` has none
+    /// either, the standard library spawns it by `posix_spawn`). The program starts with
+    /// heaplab's signal mask (none blocked, unless whatever started heaplab blocked some) but
+    /// without a parent-death signal: the run launcher it starts asks for its own and passes it
+    /// on (see [`run_launched`]).
     pub fn spawn(cmd: &mut Command, program: &str) -> Result<Supervised, LaunchError> {
         Supervised::start_as(cmd, program, false)
     }

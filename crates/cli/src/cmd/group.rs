@@ -218,7 +218,7 @@ pub fn print_summary(g: &Groups, runs_in: &[Option<u32>]) {
             grouped(taken.objects),
             if taken.objects == 1 { "object" } else { "objects" }
         );
-        if !g.params.cold_group && taken.accesses as f64 >= all as f64 * g.params.group_threshold {
+        if !g.params.cold_group && g.params.takes_its_share(taken.accesses, all) {
             // What the one option about exactly these objects would do, so the trade is seen.
             println!("               (their objects sit among the groups'; --cold-group gives them chunks of their own, for a walk at those call sites)");
         }
