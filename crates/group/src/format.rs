@@ -2,13 +2,14 @@
 //! `heaplab group-info` read. Written atomically (a temporary file renamed into place), read
 //! and validated in full: a damaged or inconsistent file is refused with a message naming it.
 //!
-//! Version 3 (version 2, the same without the contexts' sizes, is read too, with sizes unknown;
+//! Version 4 (version 3, the same where flag bit 4 alone means a cold group of every context it
+//! could take, is read too; version 2, version 3 without the contexts' sizes, with sizes unknown;
 //! version 1, version 2 without the last three header numbers and the churn flag, with no
 //! turnover or walk limit either). Fixed-header integers are little-endian; `var` is an unsigned LEB128 varint
 //! (`heaplab_model::varint`); `str` is `var` length + UTF-8 bytes; `f64` is IEEE-754 bits.
 //! ```text
 //!   0  magic "HLGROUPS" (8 bytes)
-//!   8  u32 version = 3
+//!   8  u32 version = 4
 //!  12  u32 walk depth (frames the run-time walk visits)
 //!  16  u64 affinity distance (bytes)
 //!  24  f64 coverage          32  f64 merge tolerance     40  f64 group threshold
@@ -17,7 +18,9 @@
 //!                                                               bit 1: recursion collapsed by function,
 //!                                                               bit 2: groups dropped for their cost,
 //!                                                               bit 3: lopsided groups absorbed,
-//!                                                               bit 4: a cold group last)
+//!                                                               bit 4: a cold group may be last,
+//!                                                               bit 5: with bit 4, only of the
+//!                                                               contexts that dilute a group)
 //!  88  u64 K = command words 96  u64 S = sites          104  u64 C = contexts
 //! 112  u64 E = edges        120  u64 G = groups         128  f64 max turnover (0: no limit)
 //! 136  f64 max walk per object (0: no limit)            144  f64 estimated walk per object
@@ -38,19 +41,19 @@
 //! indices in range, a context's group listing it as a member and no context in two groups,
 //! and the walk depth being the deepest selector site's max depth + 1.
 
-use crate::{Group, GroupContext, GroupEdge, Groups, Identification, ObjectSizes, Params, Recursion, Site};
+use crate::{ColdGroup, Group, GroupContext, GroupEdge, Groups, Identification, ObjectSizes, Params, Recursion, Site};
 use heaplab_model::varint::{get_varint, put_varint};
 use heaplab_model::{InputError, InputErrorKind};
 use heaplab_trace::context::fnv1a;
 
 /// The file's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"HLGROUPS";
-/// The version this module writes (it reads this one and the two before).
-pub const VERSION: u32 = 3;
+/// The version this module writes (it reads this one and the three before).
+pub const VERSION: u32 = 4;
 /// The end marker before the checksum.
 pub const END: &[u8; 8] = b"HLG-END\0";
 const HEADER: usize = 152;
-/// Version 1's header: version 2's (and 3's) without the last three numbers.
+/// Version 1's header: the later versions' without the last three numbers.
 const HEADER_V1: usize = 128;
 
 /// Why groups could not be written (the format's rules, or the file).
@@ -142,7 +145,7 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
         b.extend_from_slice(&v.to_le_bytes());
     }
     b.extend_from_slice(&p.spare_chunks.to_le_bytes());
-    let flags = u32::from(p.whole_call_sites) | u32::from(p.recursion == Recursion::Function) << 1 | u32::from(g.identification.dropped) << 2 | u32::from(p.absorb) << 3 | u32::from(p.cold_group) << 4;
+    let flags = u32::from(p.whole_call_sites) | u32::from(p.recursion == Recursion::Function) << 1 | u32::from(g.identification.dropped) << 2 | u32::from(p.absorb) << 3 | u32::from(p.cold_group != ColdGroup::Never) << 4 | u32::from(p.cold_group == ColdGroup::Diluting) << 5;
     b.extend_from_slice(&flags.to_le_bytes());
     for v in [g.command.len(), g.sites.len(), g.contexts.len(), g.edges.len(), g.groups.len()] {
         b.extend_from_slice(&(v as u64).to_le_bytes());
@@ -257,7 +260,7 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
     let version = u32_at(8);
     let header = match version {
         1 => HEADER_V1,
-        2 | VERSION => HEADER,
+        2 | 3 | VERSION => HEADER,
         _ => return Err(format(format!("groups format version {version}; this heaplab reads versions 1 to {VERSION}"))),
     };
     if bytes.len() < header + 16 {
@@ -267,8 +270,9 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
     if &bytes[body - 8..body] != END || u64_at(body) != fnv1a(&bytes[..body]) {
         return Err(format("truncated or corrupt: the end marker or checksum does not match".into()));
     }
-    if u32_at(84) > if version == 1 { 3 } else { 31 } {
-        return Err(format(format!("unknown flags {:#x} at byte 84", u32_at(84))));
+    let flags = u32_at(84);
+    if flags > [3, 31, 31, 63][version as usize - 1] || flags & 48 == 32 {
+        return Err(format(format!("unknown flags {flags:#x} at byte 84")));
     }
     let params = Params {
         coverage: f64::from_bits(u64_at(24)),
@@ -281,7 +285,11 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
         spare_chunks: u32_at(80),
         whole_call_sites: u32_at(84) & 1 != 0,
         absorb: u32_at(84) & 8 != 0,
-        cold_group: u32_at(84) & 16 != 0,
+        cold_group: match (flags & 16 != 0, flags & 32 != 0) {
+            (false, _) => ColdGroup::Never,
+            (true, false) => ColdGroup::All,
+            (true, true) => ColdGroup::Diluting,
+        },
         recursion: if u32_at(84) & 2 != 0 { Recursion::Function } else { Recursion::CallSite },
         max_turnover: if version == 1 { 0.0 } else { f64::from_bits(u64_at(128)) },
         max_walk_per_object: if version == 1 { 0.0 } else { f64::from_bits(u64_at(136)) },

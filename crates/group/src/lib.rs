@@ -60,14 +60,13 @@ pub struct Params {
     /// tool leaves initialising stores out of them): a list built interleaved with others and
     /// then walked alone (HALO's figure 2) must not look tied to them.
     pub absorb: bool,
-    /// A cold group: the contexts no group claims (below the coverage cut, or kept but left
-    /// out of every group) that allocate at a call site where grouped contexts allocate too get
-    /// a group of their own, tried last, instead of following the call site's group (whole call
-    /// sites) or going to the fallback (HALO). Their objects then stay out of the hot groups'
-    /// chunks, where, allocated between the objects a program uses together, they push those
-    /// apart; the call site no longer decides alone, so each allocation there walks a frame or
-    /// more. heaplab's addition; off by default.
-    pub cold_group: bool,
+    /// Which contexts no group claims get a cold group of their own, tried last, instead of
+    /// following their call site's group (whole call sites) or going to the fallback (HALO):
+    /// see [`ColdGroup`]. Their objects then stay out of the hot groups' chunks, where,
+    /// allocated between the objects a program uses together, they push those apart; the call
+    /// site no longer decides alone, so each allocation there walks a frame or more.
+    /// heaplab's addition (HALO's uncovered contexts go to the fallback).
+    pub cold_group: ColdGroup,
     /// How recursion is collapsed when contexts become the graph's nodes (HALO: by call site).
     pub recursion: Recursion,
     /// A node whose small objects churn is left out: one whose bytes allocated exceed this many
@@ -111,6 +110,45 @@ impl Recursion {
         [Recursion::CallSite, Recursion::Function].into_iter().find(|r| r.name() == name)
     }
 }
+
+/// Which of the contexts no group claims, allocating at a call site where grouped contexts
+/// allocate too, get the cold group ([`Params::cold_group`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColdGroup {
+    /// None: whole call sites put them in their call site's group, or they go to the fallback.
+    Never,
+    /// Those that whole call sites would put in a group they *dilute*: where, among the group's
+    /// objects and theirs, their share of the bytes exceeds their share of the accesses by more
+    /// than [`COLD_DILUTION`]. Objects as hot per byte as the group's cost it nothing and keep
+    /// their call site's decision free of a walk (power: the same tree nodes reached by other
+    /// paths, 0 points); objects much colder take lines the group's hot objects would share
+    /// (health: the list nodes made as patients move between lists, 23% of the group's bytes
+    /// and 13% of its accesses, 11 points).
+    #[default]
+    Diluting,
+    /// Every one of them (whether or not a group would take them in).
+    All,
+}
+
+impl ColdGroup {
+    /// The name `heaplab group --json` and `group-info` show.
+    pub fn name(self) -> &'static str {
+        match self {
+            ColdGroup::Never => "never",
+            ColdGroup::Diluting => "diluting",
+            ColdGroup::All => "all",
+        }
+    }
+}
+
+/// How far the share of a group's bytes that the contexts whole call sites add to it may exceed
+/// their share of its accesses before they go to a cold group instead ([`ColdGroup::Diluting`]):
+/// 5 points. Small enough that a context a tenth as hot per byte as its group goes once it adds
+/// about 6% to the group's bytes; large enough that a few rare objects (a handful of colder
+/// nodes beside thousands of hot ones) do not cost their call site a walk. On the bench's
+/// profiles the taken-in contexts dilute by 0 points (power), 0.3 (ft, one object) and 8–11
+/// (health, on three small inputs).
+pub const COLD_DILUTION: f64 = 0.05;
 
 /// A call site: a return address, named so that it is found again in another run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -234,7 +272,13 @@ impl Default for Params {
     /// Lopsided groups are absorbed and whole call sites followed, both departures from HALO:
     /// together they keep the objects a program uses together (one kind of list node made at
     /// several call sites) in one group and let their call site decide without a walk (health:
-    /// about 19% less time than jemalloc, where HALO's groups ran about as fast as jemalloc).
+    /// about 20% less time than jemalloc, where HALO's groups ran about as fast as jemalloc).
+    /// Contexts below the coverage cut that would dilute the group their call site takes them
+    /// into go to a cold group instead ([`ColdGroup::Diluting`]), as HALO keeps its uncovered
+    /// contexts out of its groups: health's D1 misses −24% against −20% without, for a smaller
+    /// gain in time (about −13% against −20%), the one walk step it adds at its list nodes'
+    /// call site and the split of their allocation order costing more on real caches than the
+    /// simulated ones show.
     fn default() -> Self {
         Params {
             coverage: 0.9,
@@ -247,7 +291,7 @@ impl Default for Params {
             spare_chunks: 1,
             whole_call_sites: true,
             absorb: true,
-            cold_group: false,
+            cold_group: ColdGroup::default(),
             recursion: Recursion::default(),
             max_turnover: 4.0,
             max_walk_per_object: 8.0,
@@ -259,7 +303,7 @@ impl Groups {
     /// Whether group `k` is the cold group ([`Params::cold_group`]): the last one, with no edge
     /// weight (every group the clustering forms holds at least one edge).
     pub fn is_cold(&self, k: usize) -> bool {
-        self.params.cold_group && k + 1 == self.groups.len() && self.groups[k].weight == 0
+        self.params.cold_group != ColdGroup::Never && k + 1 == self.groups.len() && self.groups[k].weight == 0
     }
 
     /// A call site as people read it: its function, or `module+0xoffset` when unknown.
@@ -424,10 +468,12 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
             out.contexts[m as usize].group = Some(k as u32);
         }
     }
-    if params.cold_group {
-        add_cold_group(&mut out);
-    }
     select::identify(&mut out);
+    // Which contexts whole call sites would put where follows from the groups' selectors, so
+    // the cold group is chosen once they exist, and the selectors made again with it.
+    if params.cold_group != ColdGroup::Never && add_cold_group(&mut out) {
+        select::identify(&mut out);
+    }
     let walk_per_object = cost::walk_per_grouped_object(profile, &out);
     let dropped = params.max_walk_per_object > 0.0 && walk_per_object > params.max_walk_per_object;
     if dropped {
@@ -441,32 +487,116 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
     Ok(out)
 }
 
-/// Appends the cold group ([`Params::cold_group`]): the contexts in no group, not churning,
-/// with a call site in the program and objects small enough to group, whose allocation call
-/// site (their innermost site, keyed as the runtime table keys call sites) some grouped context
-/// allocates at too. None when there are none, no groups, or when their objects take less than
-/// the group threshold's share of the accesses, as for any group.
-fn add_cold_group(g: &mut Groups) {
+/// The contexts a cold group could take: in no group, not churning, with a call site in the
+/// program and objects small enough to group, whose allocation call site (their innermost site,
+/// keyed as the runtime table keys call sites) some grouped context allocates at too.
+pub fn cold_candidates(g: &Groups) -> Vec<u32> {
     let call_site = |c: &GroupContext| c.sites.first().map(|&s| table::site_key(g, s));
     let hot: std::collections::HashSet<(String, u64)> = g.contexts.iter().filter(|c| c.group.is_some()).filter_map(call_site).collect();
     let max_object = g.params.max_object_size;
-    let members: Vec<u32> = (0..g.contexts.len() as u32)
+    (0..g.contexts.len() as u32)
         .filter(|&i| {
             let c = &g.contexts[i as usize];
             let small = c.sizes.is_none_or(|z| z.min <= max_object);
             c.group.is_none() && !c.churns && small && call_site(c).is_some_and(|k| hot.contains(&k))
         })
-        .collect();
+        .collect()
+}
+
+/// Appends the cold group ([`Params::cold_group`]) and says whether it did: the
+/// [`cold_candidates`], with [`ColdGroup::Diluting`] only those whole call sites would send to
+/// a group they dilute (`g`'s selectors must be made). None when there are none, no groups, or
+/// when their objects take less than the group threshold's share of the accesses, as for any
+/// group.
+fn add_cold_group(g: &mut Groups) -> bool {
+    let mut members = cold_candidates(g);
+    if g.params.cold_group == ColdGroup::Diluting {
+        let runs_in = table::destinations(g);
+        let diluting = diluted_groups(g, &members, &runs_in);
+        members.retain(|&i| runs_in[i as usize].is_some_and(|k| diluting[k as usize]));
+    }
     let accesses = members.iter().map(|&m| g.contexts[m as usize].accesses).sum();
     let all: u64 = g.contexts.iter().map(|c| c.accesses).sum();
     if members.is_empty() || !g.params.takes_its_share(accesses, all) {
-        return;
+        return false;
     }
     let k = g.groups.len() as u32;
     for &m in &members {
         g.contexts[m as usize].group = Some(k);
     }
     g.groups.push(Group { members, weight: 0, accesses, selector: Vec::new() });
+    true
+}
+
+/// What the contexts of no group that run in a group (`runs_in`, whole call sites taking them
+/// in) add to that group: their accesses and bytes, and the group's own.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TakenIn {
+    /// Accesses and bytes requested of the group's own contexts.
+    pub group_accesses: u64,
+    /// See `group_accesses`.
+    pub group_bytes: u64,
+    /// Accesses and bytes requested of the contexts taken in.
+    pub accesses: u64,
+    /// See `accesses`.
+    pub bytes: u64,
+    /// How many contexts are taken in, and their objects.
+    pub contexts: u64,
+    /// See `contexts`.
+    pub objects: u64,
+}
+
+impl TakenIn {
+    /// Points by which the taken-in contexts' share of the bytes exceeds their share of the
+    /// accesses, among the group's objects and theirs ([`COLD_DILUTION`]; negative when they are
+    /// hotter per byte than the group).
+    pub fn dilution(&self) -> f64 {
+        let share = |part: u64, rest: u64| if part + rest == 0 { 0.0 } else { part as f64 / (part + rest) as f64 };
+        share(self.bytes, self.group_bytes) - share(self.accesses, self.group_accesses)
+    }
+}
+
+/// Per group of `g`, what the contexts among `candidates` that run in it (`runs_in`) add to it.
+pub fn taken_in(g: &Groups, candidates: &[u32], runs_in: &[Option<u32>]) -> Vec<TakenIn> {
+    let mut t = vec![TakenIn::default(); g.groups.len()];
+    for (k, grp) in g.groups.iter().enumerate() {
+        t[k].group_accesses = grp.accesses;
+        t[k].group_bytes = grp.members.iter().map(|&m| g.contexts[m as usize].bytes).sum();
+    }
+    for &i in candidates {
+        if let Some(k) = runs_in[i as usize] {
+            let c = &g.contexts[i as usize];
+            t[k as usize].accesses += c.accesses;
+            t[k as usize].bytes += c.bytes;
+            t[k as usize].contexts += 1;
+            t[k as usize].objects += c.objects;
+        }
+    }
+    t
+}
+
+/// For groups with a cold group: per other group, what the cold group's contexts would add to
+/// it without the cold group (whole call sites taking them in; the selectors made again
+/// without it). `None` without a cold group.
+pub fn without_cold_group(g: &Groups) -> Option<Vec<TakenIn>> {
+    let k = g.groups.len().checked_sub(1)?;
+    if !g.is_cold(k) {
+        return None;
+    }
+    let mut h = g.clone();
+    let cold = h.groups.pop()?;
+    for &m in &cold.members {
+        h.contexts[m as usize].group = None;
+    }
+    select::identify(&mut h);
+    let runs_in = table::destinations(&h);
+    Some(taken_in(&h, &cold.members, &runs_in))
+}
+
+/// Per group of `g`, whether the contexts among `candidates` that whole call sites put in it
+/// dilute it beyond [`COLD_DILUTION`].
+fn diluted_groups(g: &Groups, candidates: &[u32], runs_in: &[Option<u32>]) -> Vec<bool> {
+    taken_in(g, candidates, runs_in).iter().map(|t| t.dilution() > COLD_DILUTION).collect()
 }
 
 #[cfg(test)]

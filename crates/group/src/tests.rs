@@ -295,13 +295,63 @@ fn lists_with_rare_d() -> AccessProfile {
     profile(&chains, &blocks, &[(0, 0, 3000), (0, 1, 7000), (1, 1, 2900), (2, 2, 10), (3, 3, 10)])
 }
 
+/// lists.c's A and B walked together, and D built through the same wrapper: `d_blocks` nodes of
+/// `d_reads` accesses each, below the coverage cut either way.
+fn lists_with_d(d_blocks: usize, d_reads: u64) -> AccessProfile {
+    let chains: [&[&str]; 3] = [&["xmalloc", "build_a", "main"], &["xmalloc", "build_b", "main"], &["xmalloc", "build_d", "main"]];
+    let mut blocks = Vec::new();
+    for k in 0..100 {
+        blocks.push((0, 16, 40));
+        blocks.push((1, 16, 38));
+        if k < d_blocks {
+            blocks.push((2, 16, d_reads));
+        }
+    }
+    profile(&chains, &blocks, &[(0, 0, 3000), (0, 1, 7000), (1, 1, 2900), (2, 2, 10)])
+}
+
+#[test]
+fn by_default_a_cold_group_takes_only_contexts_that_would_dilute_their_group() {
+    // 100 nodes of D, a tenth as hot as A's and B's: a third of the group's bytes, 5% of its
+    // accesses (28 points).
+    let cold = lists_with_d(100, 4);
+    let g = group(&cold, &Params::default()).unwrap();
+    assert_eq!(g.params.cold_group, ColdGroup::Diluting);
+    assert_eq!((g.groups.len(), g.contexts[2].kept, g.contexts[2].group), (2, false, Some(1)));
+    assert!(g.is_cold(1));
+    assert_eq!(table::destinations(&g), vec![Some(0), Some(0), Some(1)]);
+    let would = without_cold_group(&g).unwrap();
+    assert_eq!((would[0].contexts, would[0].objects, would[0].accesses, would[0].bytes), (1, 100, 400, 1600));
+    assert_eq!((would[0].group_accesses, would[0].group_bytes), (7800, 3200));
+    assert!((would[0].dilution() - (1600.0 / 4800.0 - 400.0 / 8200.0)).abs() < 1e-12);
+    assert!(select::misclassified(&g).is_empty());
+    // Never: whole call sites take D in; All: as the default here.
+    let never = group(&cold, &Params { cold_group: ColdGroup::Never, ..Params::default() }).unwrap();
+    assert_eq!((never.groups.len(), table::destinations(&never)), (1, vec![Some(0), Some(0), Some(0)]));
+    assert!(without_cold_group(&never).is_none());
+    let all = group(&cold, &Params { cold_group: ColdGroup::All, ..Params::default() }).unwrap();
+    assert_eq!(all.groups[1].members, g.groups[1].members);
+    // 10 nodes of D as hot per byte as A's and B's: taken in, no walk at xmalloc's call site.
+    let hot = lists_with_d(10, 39);
+    let g = group(&hot, &Params::default()).unwrap();
+    assert_eq!((g.groups.len(), g.contexts[2].kept, g.contexts[2].group), (1, false, None));
+    assert_eq!(table::destinations(&g), vec![Some(0), Some(0), Some(0)]);
+    let runs_in = table::destinations(&g);
+    let t = taken_in(&g, &[2], &runs_in)[0];
+    assert!(t.dilution().abs() < 0.01, "{t:?}");
+    // The same ten nodes ten times colder dilute by 4 points: still taken in.
+    let few = group(&lists_with_d(10, 4), &Params::default()).unwrap();
+    assert_eq!(few.groups.len(), 1);
+    assert!(taken_in(&few, &[2], &table::destinations(&few))[0].dilution() < COLD_DILUTION);
+}
+
 #[test]
 fn a_cold_group_takes_the_uncovered_contexts_of_the_hot_groups_call_sites() {
     let p = lists_with_rare_d();
     let plain = group(&p, &Params::default()).unwrap();
     assert_eq!(plain.groups.len(), 1);
     assert_eq!([0, 1, 2, 3].map(|c| plain.contexts[c].kept), [true, true, false, false], "D and S are below the coverage cut");
-    let g = group(&p, &Params { cold_group: true, ..Params::default() }).unwrap();
+    let g = group(&p, &Params { cold_group: ColdGroup::All, ..Params::default() }).unwrap();
     assert_eq!(g.groups.len(), 2);
     assert_eq!(g.groups[0].members, plain.groups[0].members);
     assert_eq!((g.groups[1].members.clone(), g.groups[1].weight, g.groups[1].accesses), (vec![2], 0, 50), "D shares xmalloc's call site with A and B; S does not");
@@ -320,13 +370,13 @@ fn a_cold_group_takes_the_uncovered_contexts_of_the_hot_groups_call_sites() {
     let mut big = lists_with_rare_d();
     big.blocks.push(AccessBlock { size: 1 << 20, context: 0, alloc_at: 999, free_at: u64::MAX, reads: 10, writes: 0, full_context: 4 });
     big.full_contexts.push(FullContext { key: 99, frames: big.full_contexts[0].frames.iter().take(1).cloned().chain(big.full_contexts[3].frames.iter().skip(1).cloned()).collect(), depths: vec![1, 2] });
-    let with_table = group(&big, &Params { cold_group: true, ..Params::default() }).unwrap();
+    let with_table = group(&big, &Params { cold_group: ColdGroup::All, ..Params::default() }).unwrap();
     assert_eq!(with_table.groups[1].members, vec![2]);
     // No groups, no cold group.
-    let none = group(&p, &Params { cold_group: true, group_threshold: 0.99, ..Params::default() }).unwrap();
+    let none = group(&p, &Params { cold_group: ColdGroup::All, group_threshold: 0.99, ..Params::default() }).unwrap();
     assert!(none.groups.is_empty());
     // Nor one whose objects take less than the threshold's share of the accesses (D: 50 of
     // about 13,000), as for any group.
-    let rare = group(&p, &Params { cold_group: true, group_threshold: 0.01, ..Params::default() }).unwrap();
+    let rare = group(&p, &Params { cold_group: ColdGroup::All, group_threshold: 0.01, ..Params::default() }).unwrap();
     assert_eq!((rare.groups.len(), rare.contexts[2].group), (1, None));
 }

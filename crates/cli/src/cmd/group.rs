@@ -7,7 +7,7 @@ use crate::outputs::check_outputs;
 use crate::Failure;
 use clap::Args;
 use heaplab_group::same_layout::{self, SizeClasses};
-use heaplab_group::{format, select, Groups, Params, Recursion};
+use heaplab_group::{format, select, ColdGroup, Groups, Params, Recursion, COLD_DILUTION};
 use heaplab_model::units::grouped;
 use serde_json::{json, Value};
 
@@ -114,13 +114,19 @@ pub struct GroupArgs {
     /// Keep every group as HALO's clustering forms it.
     #[arg(long, overrides_with = "absorb")]
     no_absorb: bool,
-    /// Give the contexts no group claims a cold group of their own, tried last, where they
-    /// allocate at a call site grouped contexts allocate at too (instead of following the call
-    /// site's group), when their objects take the group threshold's share of the accesses, as
-    /// any group must. Their objects no longer sit between the hot groups' objects, which lowers
-    /// cache misses; the call site then walks the stack to tell them apart, which costs time.
-    #[arg(long)]
+    /// Give every context no group claims a cold group of their own, tried last, where it
+    /// allocates at a call site grouped contexts allocate at too, instead of only those that
+    /// would dilute a group (the default: contexts whole call sites would put in a group where
+    /// their share of its bytes exceeds their share of its accesses by more than 5 points).
+    /// Their objects no longer sit between the hot groups' objects, which lowers cache misses;
+    /// the call site then walks the stack to tell them apart, which costs time. A cold group,
+    /// like any group, must take the group threshold's share of the accesses.
+    #[arg(long, overrides_with = "no_cold_group")]
     cold_group: bool,
+    /// Make no cold group: contexts no group claims follow their call site's group (whole call
+    /// sites) or go to the fallback, however cold their objects.
+    #[arg(long, overrides_with = "cold_group")]
+    no_cold_group: bool,
     /// How recursion is collapsed into the graph's nodes: `function` keeps only the innermost
     /// frame of each function, so the objects a recursion allocates at one point are one node
     /// whatever path through its call sites led there; `call-site` is HALO's reduction (one
@@ -161,7 +167,13 @@ pub fn group(a: GroupArgs) -> Result<(), Failure> {
         spare_chunks: a.spare_chunks,
         whole_call_sites: !a.no_whole_call_sites,
         absorb: !a.no_absorb,
-        cold_group: a.cold_group,
+        cold_group: if a.cold_group {
+            ColdGroup::All
+        } else if a.no_cold_group {
+            ColdGroup::Never
+        } else {
+            ColdGroup::Diluting
+        },
         recursion: a.recursion,
         max_turnover: a.max_turnover,
         max_walk_per_object: a.max_walk_per_object,
@@ -218,9 +230,34 @@ pub fn print_summary(g: &Groups, runs_in: &[Option<u32>]) {
             grouped(taken.objects),
             if taken.objects == 1 { "object" } else { "objects" }
         );
-        if !g.params.cold_group && g.params.takes_its_share(taken.accesses, all) {
-            // What the one option about exactly these objects would do, so the trade is seen.
-            println!("               (their objects sit among the groups'; --cold-group gives them chunks of their own, for a walk at those call sites)");
+        // What the one option about exactly these objects would do, so the trade is seen: the
+        // contexts a cold group could take, taken in where they dilute no group.
+        let candidates = heaplab_group::cold_candidates(g);
+        let could = heaplab_group::taken_in(g, &candidates, runs_in);
+        let could_acc: u64 = could.iter().map(|t| t.accesses).sum();
+        if g.params.cold_group != ColdGroup::All && could_acc > 0 && g.params.takes_its_share(could_acc, all) {
+            let most = could.iter().filter(|t| t.contexts > 0).map(|t| t.dilution()).fold(f64::MIN, f64::max);
+            let why = if g.params.cold_group == ColdGroup::Diluting && most <= COLD_DILUTION {
+                format!("they dilute the groups they join by {:+.1} points, not more than {:.0}, so their objects sit among the groups'", 100.0 * most, 100.0 * COLD_DILUTION)
+            } else {
+                "their objects sit among the groups'".to_string()
+            };
+            println!("               ({why}; --cold-group gives them chunks of their own, for a walk at those call sites)");
+        }
+    }
+    if let Some(would) = heaplab_group::without_cold_group(g) {
+        let k = g.groups.len() - 1;
+        for (j, t) in would.iter().enumerate().filter(|(_, t)| t.contexts > 0) {
+            println!(
+                "               cold group {k}: {} {} of no group ({} {}) that whole call sites would put in group {j}, {:.1}% of its bytes and {:.1}% of its accesses{}",
+                grouped(t.contexts),
+                if t.contexts == 1 { "context" } else { "contexts" },
+                grouped(t.objects),
+                if t.objects == 1 { "object" } else { "objects" },
+                100.0 * t.bytes as f64 / (t.bytes + t.group_bytes).max(1) as f64,
+                100.0 * t.accesses as f64 / (t.accesses + t.group_accesses).max(1) as f64,
+                if g.params.cold_group == ColdGroup::Diluting { " (--no-cold-group keeps them there)" } else { "" },
+            );
         }
     }
     if g.groups.is_empty() && !g.identification.dropped && kept > 0 {
@@ -321,7 +358,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
             "coverage": p.coverage, "merge_tolerance": p.merge_tolerance, "min_weight": p.min_weight,
             "max_group_members": p.max_group_members, "group_threshold": p.group_threshold,
             "max_object_size": p.max_object_size, "chunk_size": p.chunk_size, "spare_chunks": p.spare_chunks,
-            "whole_call_sites": p.whole_call_sites, "absorb": p.absorb, "cold_group": p.cold_group, "recursion": p.recursion.name(), "max_turnover": p.max_turnover,
+            "whole_call_sites": p.whole_call_sites, "absorb": p.absorb, "cold_group": p.cold_group.name(), "recursion": p.recursion.name(), "max_turnover": p.max_turnover,
             "max_walk_per_object": p.max_walk_per_object,
         },
         "identification": {"walk_per_object": g.identification.walk_per_object, "dropped": g.identification.dropped},

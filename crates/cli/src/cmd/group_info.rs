@@ -6,7 +6,7 @@ use crate::outputs::check_outputs;
 use crate::picture::{check_format, write_picture};
 use crate::Failure;
 use clap::Args;
-use heaplab_group::{format, Groups};
+use heaplab_group::{ColdGroup, format, Groups};
 use heaplab_model::units::{bytes, grouped};
 use heaplab_plot::graph::{render_graph_png, render_graph_svg, GraphNode, GraphPicture};
 
@@ -76,7 +76,11 @@ pub fn group_info(a: GroupInfoArgs) -> Result<(), Failure> {
         if p.max_turnover == 0.0 { "no limit".to_string() } else { p.max_turnover.to_string() },
         if p.whole_call_sites { ", whole call sites" } else { "" },
         if p.absorb { ", lopsided groups absorbed" } else { ", groups kept apart" },
-        if p.cold_group { ", cold group" } else { "" }
+        match p.cold_group {
+            ColdGroup::Never => ", no cold group",
+            ColdGroup::Diluting => ", cold group of diluting contexts",
+            ColdGroup::All => ", cold group of every context it can take",
+        }
     );
     println!("allocator      objects ≤ {} B, chunks of {}, {} spare", grouped(p.max_object_size), bytes(p.chunk_size), p.spare_chunks);
     // Where run-time identification sends each context: its group, or another one where whole

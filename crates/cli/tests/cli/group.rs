@@ -6,7 +6,7 @@
 
 use crate::common::{heaplab_in, json, need};
 use heaplab_access::{AccessBlock, AccessProfile, Edge, Frame, FullContext};
-use heaplab_group::{format, Params};
+use heaplab_group::{format, ColdGroup, Params};
 use heaplab_trace::context::{context_key, frame_key};
 use std::path::Path;
 
@@ -113,23 +113,36 @@ fn a_cold_group_takes_the_uncovered_list_at_the_shared_call_site() {
     let dir = scratch!("cold");
     let Some(prof) = write_profile(&dir, &lists_profile()) else { return };
     let out = path(&dir, "prog.hlgroups");
-    // At 70% coverage C's contexts fall below the cut; by default they follow xmalloc's group.
-    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--cold-group"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("group 1 (cold) xmalloc < build_c"), "{}", r.stdout);
-    let g = format::read(&out).unwrap();
-    assert!(g.params.cold_group && g.is_cold(1));
-    assert_eq!(g.groups[1].members, vec![2], "the table's objects are never grouped, so it stays out");
+    // At 70% coverage C's contexts fall below the cut. C's nodes are a third of the bytes at
+    // xmalloc's call site and a twentieth of its accesses: by default they would dilute A's and
+    // B's group, so they get a cold group; `--cold-group` (every context it can take) agrees.
+    for flag in [None, Some("--cold-group")] {
+        let mut args = vec!["group", &prof, "-o", &out, "--coverage", "0.7"];
+        args.extend(flag);
+        let r = heaplab_in(&dir, &args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stdout.contains("group 1 (cold) xmalloc < build_c"), "{}", r.stdout);
+        let g = format::read(&out).unwrap();
+        assert_eq!(g.params.cold_group, if flag.is_some() { ColdGroup::All } else { ColdGroup::Diluting });
+        assert!(g.is_cold(1));
+        assert_eq!(g.groups[1].members, vec![2], "the table's objects are never grouped, so it stays out");
+        assert!(r.stdout.contains("cold group 1: 1 context of no group (100 objects) that whole call sites would put in group 0"), "{}", r.stdout);
+        assert_eq!(r.stdout.contains("--no-cold-group keeps them there"), flag.is_none(), "{}", r.stdout);
+    }
     let info = heaplab_in(&dir, &["group-info", &out]);
-    assert!(info.stdout.contains("lopsided groups absorbed, cold group"), "{}", info.stdout);
-    let v = json(&heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--cold-group", "--json"]).stdout, "group --json");
-    assert_eq!((v["params"]["cold_group"].clone(), v["groups"][1]["cold"].clone(), v["groups"][0]["cold"].clone()), (serde_json::json!(true), serde_json::json!(true), serde_json::json!(false)));
-    let plain = json(&heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--json"]).stdout, "group --json");
-    assert_eq!(plain["groups"].as_array().map(|a| a.len()), Some(1));
-    // Without the flag the summary says what the flag would do with the objects taken in.
-    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7"]);
+    assert!(info.stdout.contains("lopsided groups absorbed, cold group of every context it can take"), "{}", info.stdout);
+    let v = json(&heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--json"]).stdout, "group --json");
+    assert_eq!((v["params"]["cold_group"].clone(), v["groups"][1]["cold"].clone(), v["groups"][0]["cold"].clone()), (serde_json::json!("diluting"), serde_json::json!(true), serde_json::json!(false)));
+    let plain = json(&heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--no-cold-group", "--json"]).stdout, "group --json");
+    assert_eq!((plain["groups"].as_array().map(|a| a.len()), plain["params"]["cold_group"].clone()), (Some(1), serde_json::json!("never")));
+    // Without a cold group the summary says what the flag would do with the objects taken in.
+    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--no-cold-group"]);
     assert!(r.stdout.contains("whole call sites take in") && r.stdout.contains("--cold-group gives them chunks of their own"), "{}", r.stdout);
-    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--cold-group"]);
+    let info = heaplab_in(&dir, &["group-info", &out]);
+    assert!(info.stdout.contains("lopsided groups absorbed, no cold group"), "{}", info.stdout);
+    // The last of the two flags counts.
+    let r = heaplab_in(&dir, &["group", &prof, "-o", &out, "--coverage", "0.7", "--no-cold-group", "--cold-group"]);
+    assert_eq!(format::read(&out).unwrap().params.cold_group, ColdGroup::All, "{}", r.stderr);
     assert!(!r.stdout.contains("--cold-group gives them"), "{}", r.stdout);
 }
 

@@ -36,8 +36,10 @@ fn round_trip() {
     }
     let apart = Groups { params: Params { absorb: false, ..g.params.clone() }, ..g.clone() };
     assert_eq!(reread(&to_bytes(&apart).unwrap()).unwrap(), apart);
-    let cold = Groups { params: Params { cold_group: true, ..g.params.clone() }, ..g.clone() };
-    assert_eq!(reread(&to_bytes(&cold).unwrap()).unwrap(), cold);
+    for cold_group in [ColdGroup::Never, ColdGroup::Diluting, ColdGroup::All] {
+        let cold = Groups { params: Params { cold_group, ..g.params.clone() }, ..g.clone() };
+        assert_eq!(reread(&to_bytes(&cold).unwrap()).unwrap(), cold);
+    }
     let mut unknown = bytes.clone();
     unknown[84] = 32;
     assert!(reread(&resum(unknown)).unwrap_err().to_string().contains("unknown flags 0x20 at byte 84"));
@@ -59,10 +61,28 @@ fn round_trip() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Version 3: version 4 where the cold group flag alone means a cold group of every context it
+/// can take (version 4's `ColdGroup::All`); no diluting mode.
+#[test]
+fn version_3_files_read_their_cold_group_as_all() {
+    let mut g = sample();
+    for (cold_group, read_as) in [(ColdGroup::Never, ColdGroup::Never), (ColdGroup::All, ColdGroup::All)] {
+        g.params.cold_group = cold_group;
+        let mut v3 = to_bytes(&g).unwrap();
+        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+        assert_eq!(reread(&resum(v3)).unwrap().params.cold_group, read_as);
+    }
+    g.params.cold_group = ColdGroup::Diluting;
+    let mut v3 = to_bytes(&g).unwrap();
+    v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+    assert!(reread(&resum(v3)).unwrap_err().to_string().contains("unknown flags 0x"));
+}
+
 /// Version 2: version 3 without the contexts' sizes.
 #[test]
 fn version_2_files_are_read_with_sizes_unknown() {
     let mut g = sample();
+    g.params.cold_group = ColdGroup::Never;
     assert!(g.contexts.iter().all(|c| c.sizes.is_some()));
     let v3 = to_bytes(&g).unwrap();
     let mut v2 = v3.clone();
@@ -80,6 +100,7 @@ fn version_2_files_are_read_with_sizes_unknown() {
 fn version_1_files_are_read_with_no_limits() {
     let mut g = sample();
     g.params.absorb = false;
+    g.params.cold_group = ColdGroup::Never;
     g.contexts.iter_mut().for_each(|c| c.sizes = None);
     let v2 = to_bytes(&g).unwrap();
     let mut v1 = v2[..128].to_vec();
