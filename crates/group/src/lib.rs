@@ -471,11 +471,19 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
     select::identify(&mut out);
     // Which contexts whole call sites would put where follows from the groups' selectors, so
     // the cold group is chosen once they exist, and the selectors made again with it.
-    if params.cold_group != ColdGroup::Never && add_cold_group(&mut out) {
-        select::identify(&mut out);
+    let too_costly = |walk: f64| params.max_walk_per_object > 0.0 && walk > params.max_walk_per_object;
+    if params.cold_group != ColdGroup::Never {
+        let without = out.clone();
+        if add_cold_group(&mut out) {
+            select::identify(&mut out);
+            // A cold group whose walks alone would have every group dropped is not made.
+            if too_costly(cost::walk_per_grouped_object(profile, &out)) && !too_costly(cost::walk_per_grouped_object(profile, &without)) {
+                out = without;
+            }
+        }
     }
     let walk_per_object = cost::walk_per_grouped_object(profile, &out);
-    let dropped = params.max_walk_per_object > 0.0 && walk_per_object > params.max_walk_per_object;
+    let dropped = too_costly(walk_per_object);
     if dropped {
         out.groups.clear();
         out.walk_depth = 0;

@@ -346,6 +346,29 @@ fn by_default_a_cold_group_takes_only_contexts_that_would_dilute_their_group() {
 }
 
 #[test]
+fn a_cold_group_that_would_make_the_walks_too_costly_is_not_made() {
+    // A's thousand nodes and, through the same wrapper, D's fifty larger and hardly used ones
+    // (a sixth of the bytes, a thousandth of the accesses): D dilutes A's group, and its cold
+    // group makes xmalloc's call site walk for A's nodes too.
+    let chains: [&[&str]; 2] = [&["xmalloc", "build_a", "main"], &["xmalloc", "build_d", "main"]];
+    let blocks: Vec<(u32, u64, u64)> = (0..1000).map(|_| (0, 16, 40)).chain((0..50).map(|_| (1, 64, 1))).collect();
+    let p = profile(&chains, &blocks, &[(0, 0, 30000), (1, 1, 10)]);
+    let with = group(&p, &Params::default()).unwrap();
+    let without = group(&p, &Params { cold_group: ColdGroup::Never, ..Params::default() }).unwrap();
+    assert!(with.is_cold(1) && without.groups.len() == 1);
+    let (w1, w0) = (with.identification.walk_per_object, without.identification.walk_per_object);
+    assert!(w1 > w0, "the cold group's call site walks: {w1} against {w0}");
+    // A limit between the two: the group stays, without the cold group.
+    let limit = (w0 + w1) / 2.0;
+    let g = group(&p, &Params { max_walk_per_object: limit, ..Params::default() }).unwrap();
+    assert_eq!((g.groups.len(), g.identification.dropped, g.contexts[1].group), (1, false, None));
+    assert_eq!(g.identification.walk_per_object, w0);
+    // Below both, every group goes, as before.
+    let none = group(&p, &Params { max_walk_per_object: w0 / 2.0, ..Params::default() }).unwrap();
+    assert!(none.groups.is_empty() && none.identification.dropped);
+}
+
+#[test]
 fn a_cold_group_takes_the_uncovered_contexts_of_the_hot_groups_call_sites() {
     let p = lists_with_rare_d();
     let plain = group(&p, &Params::default()).unwrap();
