@@ -276,7 +276,7 @@ impl Default for Params {
     /// Contexts below the coverage cut that would dilute the group their call site takes them
     /// into go to a cold group instead ([`ColdGroup::Diluting`]), as HALO keeps its uncovered
     /// contexts out of its groups: health's D1 misses −24% against −20% without, for a smaller
-    /// gain in time (about −13% against −20%), the one walk step it adds at its list nodes'
+    /// gain in time (−12% to −17% against about −20%), the one walk step it adds at its list nodes'
     /// call site and the split of their allocation order costing more on real caches than the
     /// simulated ones show.
     fn default() -> Self {
