@@ -390,7 +390,7 @@ fn summary(o: &Opts, commit: &str, all: &[Measured], missing: &[(String, String)
          Holm-adjusted over the workloads (the targets speak of every workload at once), faster or slower at 95%. Every run's standard \
          output is compared with the plain (glibc) run's.\n\n",
         if o.own.is_empty() {
-            "with `heaplab group`'s defaults (HALO's: coverage 90%, merge tolerance 5%, objects up to 4 KiB, 1 MiB chunks, one spare chunk; recursion collapsed by function, where HALO collapses by call site)".to_string()
+            "with `heaplab group`'s defaults (HALO's: coverage 90%, merge tolerance 5%, objects up to 4 KiB, 1 MiB chunks, one spare chunk; heaplab's departures: recursion collapsed by function, where HALO collapses by call site, lopsided groups absorbed, contexts below the coverage cut following their call site's group unless they would dilute it, then in a cold group, where HALO sends them to the fallback)".to_string()
         } else {
             format!("with `heaplab group {}` (otherwise its defaults)", o.own.join(" "))
         },
