@@ -2,14 +2,15 @@
 //! `heaplab group-info` read. Written atomically (a temporary file renamed into place), read
 //! and validated in full: a damaged or inconsistent file is refused with a message naming it.
 //!
-//! Version 4 (version 3, the same where flag bit 4 alone means a cold group of every context it
-//! could take, is read too; version 2, version 3 without the contexts' sizes, with sizes unknown;
+//! Version 5 (version 4, the same without the contexts' small-object figures, is read too, with
+//! them taken from the sizes; version 3, version 4 where flag bit 4 alone means a cold group of
+//! every context it could take; version 2, version 3 without the contexts' sizes, with sizes unknown;
 //! version 1, version 2 without the last three header numbers and the churn flag, with no
 //! turnover or walk limit either). Fixed-header integers are little-endian; `var` is an unsigned LEB128 varint
 //! (`heaplab_model::varint`); `str` is `var` length + UTF-8 bytes; `f64` is IEEE-754 bits.
 //! ```text
 //!   0  magic "HLGROUPS" (8 bytes)
-//!   8  u32 version = 4
+//!   8  u32 version = 5
 //!  12  u32 walk depth (frames the run-time walk visits)
 //!  16  u64 affinity distance (bytes)
 //!  24  f64 coverage          32  f64 merge tolerance     40  f64 group threshold
@@ -30,7 +31,8 @@
 //!      C × context: var flags (bit 0: kept, bit 1: churns, bit 2: sizes known), var group + 1
 //!                   (0: none), var accesses, var objects, var bytes, var n, n × var site
 //!                   (innermost first), then with bit 2: var smallest request, var largest
-//!                   request, var objects freed
+//!                   request, var objects freed; then var accesses and var bytes of its objects
+//!                   of at most the max object size
 //!      E × edge, sorted by (a, b), no repeats: var a, var b (a ≤ b), var weight (≥ 1)
 //!      G × group, in the order selectors are tried: var weight, var accesses,
 //!                var m, m × var member context, var d, d × (var k ≥ 1, k × var site)
@@ -48,8 +50,8 @@ use heaplab_trace::context::fnv1a;
 
 /// The file's first 8 bytes.
 pub const MAGIC: &[u8; 8] = b"HLGROUPS";
-/// The version this module writes (it reads this one and the three before).
-pub const VERSION: u32 = 4;
+/// The version this module writes (it reads this one and the four before).
+pub const VERSION: u32 = 5;
 /// The end marker before the checksum.
 pub const END: &[u8; 8] = b"HLG-END\0";
 const HEADER: usize = 152;
@@ -74,6 +76,9 @@ pub fn validate(g: &Groups) -> Result<(), String> {
             if z.min > z.max || z.freed > c.objects {
                 return Err(format!("context {i}: sizes {}..{} with {} of {} objects freed", z.min, z.max, z.freed, c.objects));
             }
+        }
+        if c.small_accesses > c.accesses || c.small_bytes > c.bytes {
+            return Err(format!("context {i}: small objects' {} accesses and {} bytes beyond all its objects' {} and {}", c.small_accesses, c.small_bytes, c.accesses, c.bytes));
         }
         if let Some(k) = c.group {
             match g.groups.get(k as usize) {
@@ -131,6 +136,12 @@ fn put_str(b: &mut Vec<u8>, s: &str) {
 
 /// The file's bytes for valid groups.
 pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
+    to_bytes_as(g, true)
+}
+
+/// [`to_bytes`], with or without the contexts' small-object figures (without: version 4's body,
+/// which the tests of older versions start from).
+pub(crate) fn to_bytes_as(g: &Groups, small: bool) -> Result<Vec<u8>, WriteError> {
     validate(g).map_err(|m| WriteError::Invalid("invalid groups", m))?;
     let p = &g.params;
     let mut b = Vec::with_capacity(HEADER + 16 * (g.sites.len() + g.contexts.len() + g.edges.len()));
@@ -176,6 +187,10 @@ pub fn to_bytes(g: &Groups) -> Result<Vec<u8>, WriteError> {
             for v in [z.min, z.max, z.freed] {
                 put_varint(&mut b, v);
             }
+        }
+        if small {
+            put_varint(&mut b, c.small_accesses);
+            put_varint(&mut b, c.small_bytes);
         }
     }
     for e in &g.edges {
@@ -260,7 +275,7 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
     let version = u32_at(8);
     let header = match version {
         1 => HEADER_V1,
-        2 | 3 | VERSION => HEADER,
+        2..=VERSION => HEADER,
         _ => return Err(format(format!("groups format version {version}; this heaplab reads versions 1 to {VERSION}"))),
     };
     if bytes.len() < header + 16 {
@@ -271,7 +286,7 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
         return Err(format("truncated or corrupt: the end marker or checksum does not match".into()));
     }
     let flags = u32_at(84);
-    if flags > [3, 31, 31, 63][version as usize - 1] || flags & 48 == 32 {
+    if flags > [3, 31, 31, 63, 63][version as usize - 1] || flags & 48 == 32 {
         return Err(format(format!("unknown flags {flags:#x} at byte 84")));
     }
     let params = Params {
@@ -321,7 +336,7 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
         2 => 3,
         _ => 7,
     };
-    parse_body(&mut r, &mut g, &counts, context_flags).map_err(format)?;
+    parse_body(&mut r, &mut g, &counts, context_flags, version >= 5).map_err(format)?;
     if r.left() != 0 {
         return Err(format(format!("{} unexpected bytes after the groups", r.left())));
     }
@@ -329,8 +344,11 @@ pub fn from_bytes(file: &str, bytes: &[u8]) -> Result<Groups, InputError> {
     Ok(g)
 }
 
-/// The body after the header; `context_flags` are the context flag bits the version knows.
-fn parse_body(r: &mut Cursor, g: &mut Groups, counts: &[u64], context_flags: u64) -> Result<(), String> {
+/// The body after the header; `context_flags` are the context flag bits the version knows,
+/// `small` whether contexts carry their small-object figures (else they are taken from the
+/// sizes: all of a context's figures when its largest object is small enough to group, none
+/// when its smallest is not, all when unknown or mixed).
+fn parse_body(r: &mut Cursor, g: &mut Groups, counts: &[u64], context_flags: u64, small: bool) -> Result<(), String> {
     for _ in 0..counts[0] {
         g.command.push(r.str("command word")?);
     }
@@ -356,7 +374,14 @@ fn parse_body(r: &mut Cursor, g: &mut Groups, counts: &[u64], context_flags: u64
         let n = r.count(&what)?;
         let sites = (0..n).map(|_| r.u32(&what)).collect::<Result<_, _>>()?;
         let sizes = if flags & 4 != 0 { Some(ObjectSizes { min: r.var(&what)?, max: r.var(&what)?, freed: r.var(&what)? }) } else { None };
-        g.contexts.push(GroupContext { sites, group, accesses, objects, bytes, kept: flags & 1 != 0, churns: flags & 2 != 0, sizes });
+        let (small_accesses, small_bytes) = if small {
+            (r.var(&what)?, r.var(&what)?)
+        } else if sizes.is_some_and(|z| z.min > g.params.max_object_size) {
+            (0, 0)
+        } else {
+            (accesses, bytes)
+        };
+        g.contexts.push(GroupContext { sites, group, accesses, objects, bytes, small_accesses, small_bytes, kept: flags & 1 != 0, churns: flags & 2 != 0, sizes });
     }
     for i in 0..counts[3] {
         let what = format!("edge {i}");

@@ -113,6 +113,8 @@ pub fn build(profile: &AccessProfile, params: &Params) -> Result<Built, GroupErr
         x.bytes = x.bytes.saturating_add(b.size);
         x.accesses = x.accesses.saturating_add(acc);
         if b.size <= params.max_object_size {
+            x.small_accesses = x.small_accesses.saturating_add(acc);
+            x.small_bytes = x.small_bytes.saturating_add(b.size);
             small[c] = small[c].saturating_add(acc);
             lives[c].push(Life { size: b.size, alloc_at: b.alloc_at, free_at: b.free_at });
         }

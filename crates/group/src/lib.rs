@@ -117,9 +117,10 @@ impl Recursion {
 pub enum ColdGroup {
     /// None: whole call sites put them in their call site's group, or they go to the fallback.
     Never,
-    /// Those that whole call sites would put in a group they *dilute*: where, among the group's
-    /// objects and theirs, their share of the bytes exceeds their share of the accesses by more
-    /// than [`COLD_DILUTION`]. Objects as hot per byte as the group's cost it nothing and keep
+    /// Those that whole call sites would put in a group they *dilute*, call site by call site:
+    /// where, among the group's objects and those of the contexts one call site would add,
+    /// the latter's share of the bytes exceeds their share of the accesses by more than
+    /// [`COLD_DILUTION`] (objects small enough to group only). Objects as hot per byte as the group's cost it nothing and keep
     /// their call site's decision free of a walk (power: the same tree nodes reached by other
     /// paths, 0 points); objects much colder take lines the group's hot objects would share
     /// (health: the list nodes made as patients move between lists, 23% of the group's bytes
@@ -177,6 +178,11 @@ pub struct GroupContext {
     pub objects: u64,
     /// Bytes requested there.
     pub bytes: u64,
+    /// Loads and stores to its objects small enough to group ([`Params::max_object_size`]):
+    /// what a group serving it would hold.
+    pub small_accesses: u64,
+    /// Bytes requested of those objects.
+    pub small_bytes: u64,
     /// Whether it was kept in the graph (within the coverage, small objects).
     pub kept: bool,
     /// Whether it was left out because its node's objects churn ([`Params::max_turnover`]).
@@ -512,16 +518,19 @@ pub fn cold_candidates(g: &Groups) -> Vec<u32> {
 }
 
 /// Appends the cold group ([`Params::cold_group`]) and says whether it did: the
-/// [`cold_candidates`], with [`ColdGroup::Diluting`] only those whole call sites would send to
-/// a group they dilute (`g`'s selectors must be made). None when there are none, no groups, or
+/// [`cold_candidates`], with [`ColdGroup::Diluting`] only those that whole call sites would
+/// send, from one call site, to a group they dilute (`g`'s selectors must be made). None when there are none, no groups, or
 /// when their objects take less than the group threshold's share of the accesses, as for any
 /// group.
 fn add_cold_group(g: &mut Groups) -> bool {
     let mut members = cold_candidates(g);
     if g.params.cold_group == ColdGroup::Diluting {
+        // Call site by call site: what walks for the cold group's sake is the call site, so
+        // contexts at another call site of the same group, as hot as it, stay unwalked.
         let runs_in = table::destinations(g);
-        let diluting = diluted_groups(g, &members, &runs_in);
-        members.retain(|&i| runs_in[i as usize].is_some_and(|k| diluting[k as usize]));
+        let mut diluting: Vec<u32> = taken_in_by_call_site(g, &members, &runs_in).into_iter().filter(|(_, t)| t.dilution() > COLD_DILUTION).flat_map(|(cs, _)| cs).collect();
+        diluting.sort_unstable();
+        members = diluting;
     }
     let accesses = members.iter().map(|&m| g.contexts[m as usize].accesses).sum();
     let all: u64 = g.contexts.iter().map(|c| c.accesses).sum();
@@ -537,7 +546,8 @@ fn add_cold_group(g: &mut Groups) -> bool {
 }
 
 /// What the contexts of no group that run in a group (`runs_in`, whole call sites taking them
-/// in) add to that group: their accesses and bytes, and the group's own.
+/// in) add to that group: their accesses and bytes, and the group's own, of objects small
+/// enough to group (larger ones go to the fallback whatever the group).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TakenIn {
     /// Accesses and bytes requested of the group's own contexts.
@@ -568,19 +578,37 @@ impl TakenIn {
 pub fn taken_in(g: &Groups, candidates: &[u32], runs_in: &[Option<u32>]) -> Vec<TakenIn> {
     let mut t = vec![TakenIn::default(); g.groups.len()];
     for (k, grp) in g.groups.iter().enumerate() {
-        t[k].group_accesses = grp.accesses;
-        t[k].group_bytes = grp.members.iter().map(|&m| g.contexts[m as usize].bytes).sum();
+        t[k].group_accesses = grp.members.iter().map(|&m| g.contexts[m as usize].small_accesses).sum();
+        t[k].group_bytes = grp.members.iter().map(|&m| g.contexts[m as usize].small_bytes).sum();
     }
     for &i in candidates {
         if let Some(k) = runs_in[i as usize] {
             let c = &g.contexts[i as usize];
-            t[k as usize].accesses += c.accesses;
-            t[k as usize].bytes += c.bytes;
+            t[k as usize].accesses += c.small_accesses;
+            t[k as usize].bytes += c.small_bytes;
             t[k as usize].contexts += 1;
             t[k as usize].objects += c.objects;
         }
     }
     t
+}
+
+/// The contexts among `candidates` that run in a group (`runs_in`), by group and allocation
+/// call site, each set with what it adds to its group ([`taken_in`]).
+pub fn taken_in_by_call_site(g: &Groups, candidates: &[u32], runs_in: &[Option<u32>]) -> Vec<(Vec<u32>, TakenIn)> {
+    let mut at: HashMap<(u32, Option<(String, u64)>), Vec<u32>> = HashMap::new();
+    for &i in candidates {
+        if let Some(k) = runs_in[i as usize] {
+            let site = g.contexts[i as usize].sites.first().map(|&s| table::site_key(g, s));
+            at.entry((k, site)).or_default().push(i);
+        }
+    }
+    let mut out: Vec<(Vec<u32>, TakenIn)> = at.into_iter().map(|((k, _), cs)| {
+        let t = taken_in(g, &cs, runs_in)[k as usize];
+        (cs, t)
+    }).collect();
+    out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    out
 }
 
 /// For groups with a cold group: per other group, what the cold group's contexts would add to
@@ -601,11 +629,6 @@ pub fn without_cold_group(g: &Groups) -> Option<Vec<TakenIn>> {
     Some(taken_in(&h, &cold.members, &runs_in))
 }
 
-/// Per group of `g`, whether the contexts among `candidates` that whole call sites put in it
-/// dilute it beyond [`COLD_DILUTION`].
-fn diluted_groups(g: &Groups, candidates: &[u32], runs_in: &[Option<u32>]) -> Vec<bool> {
-    taken_in(g, candidates, runs_in).iter().map(|t| t.dilution() > COLD_DILUTION).collect()
-}
 
 #[cfg(test)]
 mod tests;

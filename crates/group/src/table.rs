@@ -283,7 +283,7 @@ mod tests {
     }
 
     fn ctx(sites: Vec<u32>, group: Option<u32>, kept: bool) -> GroupContext {
-        GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, kept, churns: false, sizes: None }
+        GroupContext { sites, group, accesses: 1, objects: 1, bytes: 8, small_accesses: 1, small_bytes: 8, kept, churns: false, sizes: None }
     }
 
     fn group_of(members: Vec<u32>, selector: Vec<Vec<u32>>) -> Group {

@@ -341,8 +341,53 @@ fn by_default_a_cold_group_takes_only_contexts_that_would_dilute_their_group() {
     assert!(t.dilution().abs() < 0.01, "{t:?}");
     // The same ten nodes ten times colder dilute by 4 points: still taken in.
     let few = group(&lists_with_d(10, 4), &Params::default()).unwrap();
-    assert_eq!(few.groups.len(), 1);
-    assert!(taken_in(&few, &[2], &table::destinations(&few))[0].dilution() < COLD_DILUTION);
+    assert_eq!((few.groups.len(), table::destinations(&few)[2]), (1, Some(0)));
+    let t = taken_in(&few, &[2], &table::destinations(&few))[0];
+    assert!(t.contexts == 1 && t.dilution() > 0.03 && t.dilution() < COLD_DILUTION, "{t:?}");
+}
+
+#[test]
+fn dilution_counts_only_objects_small_enough_to_group() {
+    // D's ten nodes are as hot per byte as A's and B's; its twenty 8 KiB buffers, hardly used,
+    // go to the fallback whatever happens, so they dilute nothing.
+    let mut p = lists_with_d(10, 39);
+    for _ in 0..20 {
+        p.blocks.push(AccessBlock { size: 8192, context: 0, alloc_at: p.blocks.len() as u64, free_at: u64::MAX, reads: 1, writes: 0, full_context: 2 });
+    }
+    let g = group(&p, &Params::default()).unwrap();
+    assert_eq!((g.contexts[2].bytes, g.contexts[2].small_bytes), (160 + 20 * 8192, 160));
+    assert_eq!((g.groups.len(), g.contexts[2].group, table::destinations(&g)[2]), (1, None, Some(0)));
+}
+
+#[test]
+fn dilution_is_judged_call_site_by_call_site() {
+    // A and B, one group, allocate through two wrappers; D, many cold nodes, through A's, and E,
+    // a few nodes as hot as B's, through B's. D goes to the cold group; E stays in the group,
+    // and its call site decides without a walk.
+    let chains: [&[&str]; 4] = [&["xmalloc", "build_a", "main"], &["ymalloc", "build_b", "main"], &["xmalloc", "build_d", "main"], &["ymalloc", "build_e", "main"]];
+    let mut blocks = Vec::new();
+    for k in 0..100 {
+        blocks.push((0, 16, 40));
+        blocks.push((1, 16, 38));
+        blocks.push((2, 16, 4));
+        if k < 10 {
+            blocks.push((3, 16, 39));
+        }
+    }
+    let p = profile(&chains, &blocks, &[(0, 0, 3000), (0, 1, 7000), (1, 1, 2900), (2, 2, 10), (3, 3, 10)]);
+    let g = group(&p, &Params::default()).unwrap();
+    assert_eq!([0, 1, 2, 3].map(|c| g.contexts[c].kept), [true, true, false, false]);
+    assert_eq!([0, 1, 2, 3].map(|c| g.contexts[c].group), [Some(0), Some(0), Some(1), None]);
+    assert!(g.is_cold(1));
+    assert_eq!(table::destinations(&g), vec![Some(0), Some(0), Some(1), Some(0)]);
+    // Judged together, E's nodes would have gone too.
+    let both = taken_in(&group(&p, &Params { cold_group: ColdGroup::Never, ..Params::default() }).unwrap(), &[2, 3], &[Some(0), Some(0), Some(0), Some(0)])[0];
+    assert!(both.dilution() > COLD_DILUTION);
+    let ymalloc = g.contexts[3].sites[0];
+    let calls = table::call_sites(&g);
+    let at = |site: u32| calls.iter().find(|((_, off), _)| *off == g.sites[site as usize].file_offset).unwrap().1;
+    assert_eq!(at(ymalloc).decides, 0, "B's and E's call site decides alone");
+    assert_eq!(at(g.contexts[2].sites[0]).decides, table::WALK);
 }
 
 #[test]

@@ -127,13 +127,13 @@ fn groups(ctx: &[Vec<(String, u64)>; 2], d: usize, selectors: &[&[usize]]) -> Gr
     };
     for chain in &chains {
         let group = classify(&g, chain);
-        g.contexts.push(GroupContext { sites: chain.clone(), group, accesses: 1, objects: 1, bytes: 1, kept: true, churns: false, sizes: None });
+        g.contexts.push(GroupContext { sites: chain.clone(), group, accesses: 1, objects: 1, bytes: 1, small_accesses: 1, small_bytes: 1, kept: true, churns: false, sizes: None });
     }
     for (k, conj) in selectors.iter().enumerate() {
         if !g.contexts.iter().any(|c| c.group == Some(k as u32)) {
             let mut chain: Vec<u32> = chains[0].iter().copied().filter(|&s| s > 1).collect();
             chain.extend(conj.iter().map(|&s| s as u32));
-            g.contexts.push(GroupContext { sites: chain, group: Some(k as u32), accesses: 1, objects: 0, bytes: 0, kept: true, churns: false, sizes: None });
+            g.contexts.push(GroupContext { sites: chain, group: Some(k as u32), accesses: 1, objects: 0, bytes: 0, small_accesses: 1, small_bytes: 0, kept: true, churns: false, sizes: None });
         }
     }
     for (c, x) in g.contexts.iter().enumerate() {

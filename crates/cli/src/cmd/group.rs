@@ -116,8 +116,9 @@ pub struct GroupArgs {
     no_absorb: bool,
     /// Give every context no group claims a cold group of their own, tried last, where it
     /// allocates at a call site grouped contexts allocate at too, instead of only those that
-    /// would dilute a group (the default: contexts whole call sites would put in a group where
-    /// their share of its bytes exceeds their share of its accesses by more than 5 points).
+    /// would dilute a group (the default: contexts whole call sites would put in a group where,
+    /// call site by call site, their share of its bytes exceeds their share of its accesses by
+    /// more than 5 points, counting objects small enough to group).
     /// Their objects no longer sit between the hot groups' objects, which lowers cache misses;
     /// the call site then walks the stack to tell them apart, which costs time. A cold group,
     /// like any group, must take the group threshold's share of the accesses.
@@ -231,25 +232,34 @@ pub fn print_summary(g: &Groups, runs_in: &[Option<u32>]) {
             if taken.objects == 1 { "object" } else { "objects" }
         );
         // What the one option about exactly these objects would do, so the trade is seen: the
-        // contexts a cold group could take, taken in where they dilute no group.
+        // contexts a cold group could take, judged call site by call site as the default does.
         let candidates = heaplab_group::cold_candidates(g);
-        let could = heaplab_group::taken_in(g, &candidates, runs_in);
-        let could_acc: u64 = could.iter().map(|t| t.accesses).sum();
+        let sets = heaplab_group::taken_in_by_call_site(g, &candidates, runs_in);
+        let could_acc: u64 = sets.iter().map(|(_, t)| t.accesses).sum();
         if g.params.cold_group != ColdGroup::All && could_acc > 0 && g.params.takes_its_share(could_acc, all) {
-            let most = could.iter().filter(|t| t.contexts > 0).map(|t| t.dilution()).fold(f64::MIN, f64::max);
-            let why = if g.params.cold_group == ColdGroup::Diluting && most <= COLD_DILUTION {
-                format!("they dilute the groups they join by {:+.1} points, not more than {:.0}, so their objects sit among the groups'", 100.0 * most, 100.0 * COLD_DILUTION)
-            } else {
-                "their objects sit among the groups'".to_string()
+            let most = sets.iter().map(|(_, t)| t.dilution()).fold(f64::MIN, f64::max);
+            let cold = "--cold-group gives them chunks of their own, for a walk at those call sites";
+            let why = match g.params.cold_group {
+                ColdGroup::Diluting if most <= COLD_DILUTION => format!(
+                    "they dilute the groups they join by {:+.1} points at most, not more than {:.0}, so their objects sit among the groups'; {cold}",
+                    100.0 * most,
+                    100.0 * COLD_DILUTION
+                ),
+                ColdGroup::Diluting => format!(
+                    "some dilute their group by {:+.1} points, more than {:.0}, but a cold group of them would take less than the group threshold's share of the accesses or walk past --max-walk-per-object",
+                    100.0 * most,
+                    100.0 * COLD_DILUTION
+                ),
+                _ => format!("their objects sit among the groups'; {cold}"),
             };
-            println!("               ({why}; --cold-group gives them chunks of their own, for a walk at those call sites)");
+            println!("               ({why})");
         }
     }
     if let Some(would) = heaplab_group::without_cold_group(g) {
         let k = g.groups.len() - 1;
         for (j, t) in would.iter().enumerate().filter(|(_, t)| t.contexts > 0) {
             println!(
-                "               cold group {k}: {} {} of no group ({} {}) that whole call sites would put in group {j}, {:.1}% of its bytes and {:.1}% of its accesses{}",
+                "               cold group {k}: {} {} ({} {}) that whole call sites would otherwise put in group {j}, {:.1}% of its bytes and {:.1}% of its accesses{}",
                 grouped(t.contexts),
                 if t.contexts == 1 { "context" } else { "contexts" },
                 grouped(t.objects),

@@ -111,11 +111,14 @@ fn group_puts_the_lists_used_together_in_one_group() {
 #[test]
 fn a_cold_group_takes_the_uncovered_list_at_the_shared_call_site() {
     let dir = scratch!("cold");
-    let Some(prof) = write_profile(&dir, &lists_profile()) else { return };
+    // C's nodes made colder than lists.c's: 10 accesses each where A's and B's have 40 and 38.
+    let mut colder = lists_profile();
+    colder.blocks.iter_mut().filter(|b| b.full_context == 2).for_each(|b| b.reads = 10);
+    let Some(prof) = write_profile(&dir, &colder) else { return };
     let out = path(&dir, "prog.hlgroups");
-    // At 70% coverage C's contexts fall below the cut. C's nodes are a third of the bytes at
-    // xmalloc's call site and a twentieth of its accesses: by default they would dilute A's and
-    // B's group, so they get a cold group; `--cold-group` (every context it can take) agrees.
+    // At 70% coverage C's contexts fall below the cut. C's nodes would be a third of the bytes
+    // of A's and B's group and a ninth of its accesses (22 points): by default they get a cold
+    // group; `--cold-group` (every context it can take) agrees.
     for flag in [None, Some("--cold-group")] {
         let mut args = vec!["group", &prof, "-o", &out, "--coverage", "0.7"];
         args.extend(flag);
@@ -126,7 +129,7 @@ fn a_cold_group_takes_the_uncovered_list_at_the_shared_call_site() {
         assert_eq!(g.params.cold_group, if flag.is_some() { ColdGroup::All } else { ColdGroup::Diluting });
         assert!(g.is_cold(1));
         assert_eq!(g.groups[1].members, vec![2], "the table's objects are never grouped, so it stays out");
-        assert!(r.stdout.contains("cold group 1: 1 context of no group (100 objects) that whole call sites would put in group 0"), "{}", r.stdout);
+        assert!(r.stdout.contains("cold group 1: 1 context (100 objects) that whole call sites would otherwise put in group 0, 33.3% of its bytes and 11.4% of its accesses"), "{}", r.stdout);
         assert_eq!(r.stdout.contains("--no-cold-group keeps them there"), flag.is_none(), "{}", r.stdout);
     }
     let info = heaplab_in(&dir, &["group-info", &out]);

@@ -112,7 +112,7 @@ impl Builder {
     fn context(&mut self, c: &Ctx, group: Option<u32>) {
         let sites = c.frames.iter().enumerate().map(|(d, f)| self.site(f, d as u32)).collect();
         let i = self.g.contexts.len() as u32;
-        self.g.contexts.push(GroupContext { sites, group, accesses: 1, objects: c.count, bytes: c.count, kept: group.is_some(), churns: false, sizes: None });
+        self.g.contexts.push(GroupContext { sites, group, accesses: 1, objects: c.count, bytes: c.count, small_accesses: 1, small_bytes: c.count, kept: group.is_some(), churns: false, sizes: None });
         if let Some(k) = group {
             self.g.groups[k as usize].members.push(i);
         }

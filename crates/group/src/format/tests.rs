@@ -61,21 +61,37 @@ fn round_trip() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Version 3: version 4 where the cold group flag alone means a cold group of every context it
-/// can take (version 4's `ColdGroup::All`); no diluting mode.
+/// Versions 4 and 3: version 5 without the contexts' small-object figures (taken from their
+/// sizes); in version 3 the cold group flag alone means a cold group of every context it can
+/// take (`ColdGroup::All`), and there is no diluting mode.
 #[test]
 fn version_3_files_read_their_cold_group_as_all() {
     let mut g = sample();
     for (cold_group, read_as) in [(ColdGroup::Never, ColdGroup::Never), (ColdGroup::All, ColdGroup::All)] {
         g.params.cold_group = cold_group;
-        let mut v3 = to_bytes(&g).unwrap();
+        let mut v3 = to_bytes_as(&g, false).unwrap();
         v3[8..12].copy_from_slice(&3u32.to_le_bytes());
-        assert_eq!(reread(&resum(v3)).unwrap().params.cold_group, read_as);
+        let old = reread(&resum(v3)).unwrap();
+        assert_eq!(old.params.cold_group, read_as);
+        for (c, was) in old.contexts.iter().zip(&g.contexts) {
+            let z = c.sizes.unwrap();
+            let want = if z.min > g.params.max_object_size { (0, 0) } else { (was.accesses, was.bytes) };
+            assert_eq!((c.small_accesses, c.small_bytes), want);
+        }
     }
+    assert!(g.contexts.iter().any(|c| c.sizes.unwrap().min > g.params.max_object_size), "the sample has a large object");
     g.params.cold_group = ColdGroup::Diluting;
-    let mut v3 = to_bytes(&g).unwrap();
+    let mut v4 = to_bytes_as(&g, false).unwrap();
+    v4[8..12].copy_from_slice(&4u32.to_le_bytes());
+    assert_eq!(reread(&resum(v4)).unwrap().params.cold_group, ColdGroup::Diluting);
+    g.params.cold_group = ColdGroup::Diluting;
+    let mut v3 = to_bytes_as(&g, false).unwrap();
     v3[8..12].copy_from_slice(&3u32.to_le_bytes());
     assert!(reread(&resum(v3)).unwrap_err().to_string().contains("unknown flags 0x"));
+    // Version 5 knows bits 0 to 5 and no other.
+    let mut v5 = to_bytes(&g).unwrap();
+    v5[84] |= 64;
+    assert!(reread(&resum(v5)).unwrap_err().to_string().contains("unknown flags 0x"));
 }
 
 /// Version 2: version 3 without the contexts' sizes.
@@ -84,13 +100,16 @@ fn version_2_files_are_read_with_sizes_unknown() {
     let mut g = sample();
     g.params.cold_group = ColdGroup::Never;
     assert!(g.contexts.iter().all(|c| c.sizes.is_some()));
-    let v3 = to_bytes(&g).unwrap();
+    let v3 = to_bytes_as(&g, false).unwrap();
     let mut v2 = v3.clone();
     v2[8..12].copy_from_slice(&2u32.to_le_bytes());
     // Version 2 knows no sizes flag: a file carrying one is refused.
     assert!(reread(&resum(v2)).unwrap_err().to_string().contains("unknown flags 0x"));
-    g.contexts.iter_mut().for_each(|c| c.sizes = None);
-    let mut v2 = to_bytes(&g).unwrap();
+    g.contexts.iter_mut().for_each(|c| {
+        c.sizes = None;
+        (c.small_accesses, c.small_bytes) = (c.accesses, c.bytes);
+    });
+    let mut v2 = to_bytes_as(&g, false).unwrap();
     v2[8..12].copy_from_slice(&2u32.to_le_bytes());
     assert_eq!(reread(&resum(v2)).unwrap(), g);
 }
@@ -101,8 +120,11 @@ fn version_1_files_are_read_with_no_limits() {
     let mut g = sample();
     g.params.absorb = false;
     g.params.cold_group = ColdGroup::Never;
-    g.contexts.iter_mut().for_each(|c| c.sizes = None);
-    let v2 = to_bytes(&g).unwrap();
+    g.contexts.iter_mut().for_each(|c| {
+        c.sizes = None;
+        (c.small_accesses, c.small_bytes) = (c.accesses, c.bytes);
+    });
+    let v2 = to_bytes_as(&g, false).unwrap();
     let mut v1 = v2[..128].to_vec();
     v1[8..12].copy_from_slice(&1u32.to_le_bytes());
     v1.extend_from_slice(&v2[HEADER..]);
@@ -161,6 +183,9 @@ fn inconsistent_groups_are_not_written() {
     let mut bad = g.clone();
     bad.contexts[0].sizes = Some(ObjectSizes { min: 8, max: 8, freed: bad.contexts[0].objects + 1 });
     assert!(to_bytes(&bad).unwrap_err().to_string().contains("objects freed"));
+    let mut bad = g.clone();
+    bad.contexts[0].small_bytes = bad.contexts[0].bytes + 1;
+    assert!(to_bytes(&bad).unwrap_err().to_string().contains("beyond all its objects'"));
     let mut bad = g.clone();
     bad.groups[0].selector.push(Vec::new());
     assert!(to_bytes(&bad).unwrap_err().to_string().contains("empty conjunction"));

@@ -14,7 +14,7 @@ fn groups(contexts: &[(&[u32], Option<u32>, u64, u64, u64, bool)]) -> Groups {
         sites,
         contexts: contexts
             .iter()
-            .map(|&(s, group, min, max, freed, kept)| GroupContext { sites: s.to_vec(), group, accesses: 10, objects: 4, bytes: 4 * max, kept, churns: false, sizes: Some(ObjectSizes { min, max, freed }) })
+            .map(|&(s, group, min, max, freed, kept)| GroupContext { sites: s.to_vec(), group, accesses: 10, objects: 4, bytes: 4 * max, small_accesses: 10, small_bytes: 4 * max, kept, churns: false, sizes: Some(ObjectSizes { min, max, freed }) })
             .collect(),
         edges: Vec::new(),
         groups: (0..ngroups).map(|k| Group { members: contexts.iter().enumerate().filter(|c| c.1 .1 == Some(k)).map(|c| c.0 as u32).collect(), weight: 1, accesses: 10, selector: Vec::new() }).collect(),
