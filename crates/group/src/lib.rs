@@ -478,17 +478,17 @@ pub fn group(profile: &heaplab_access::AccessProfile, params: &Params) -> Result
     // Which contexts whole call sites would put where follows from the groups' selectors, so
     // the cold group is chosen once they exist, and the selectors made again with it.
     let too_costly = |walk: f64| params.max_walk_per_object > 0.0 && walk > params.max_walk_per_object;
-    if params.cold_group != ColdGroup::Never {
-        let without = out.clone();
-        if add_cold_group(&mut out) {
-            select::identify(&mut out);
-            // A cold group whose walks alone would have every group dropped is not made.
-            if too_costly(cost::walk_per_grouped_object(profile, &out)) && !too_costly(cost::walk_per_grouped_object(profile, &without)) {
-                out = without;
-            }
+    let mut walk_per_object = cost::walk_per_grouped_object(profile, &out);
+    if params.cold_group != ColdGroup::Never && add_cold_group(&mut out) {
+        select::identify(&mut out);
+        let with_cold = cost::walk_per_grouped_object(profile, &out);
+        // A cold group whose walks alone would have every group dropped is not made.
+        if too_costly(with_cold) && !too_costly(walk_per_object) {
+            remove_cold_group(&mut out);
+        } else {
+            walk_per_object = with_cold;
         }
     }
-    let walk_per_object = cost::walk_per_grouped_object(profile, &out);
     let dropped = too_costly(walk_per_object);
     if dropped {
         out.groups.clear();
@@ -620,13 +620,20 @@ pub fn without_cold_group(g: &Groups) -> Option<Vec<TakenIn>> {
         return None;
     }
     let mut h = g.clone();
-    let cold = h.groups.pop()?;
-    for &m in &cold.members {
-        h.contexts[m as usize].group = None;
-    }
-    select::identify(&mut h);
+    let cold = remove_cold_group(&mut h);
     let runs_in = table::destinations(&h);
     Some(taken_in(&h, &cold.members, &runs_in))
+}
+
+/// Takes the last group (the cold group) out of `g`, its contexts back to no group, and makes
+/// the selectors again: `g` as it was before [`add_cold_group`].
+fn remove_cold_group(g: &mut Groups) -> Group {
+    let cold = g.groups.pop().expect("a cold group to remove");
+    for &m in &cold.members {
+        g.contexts[m as usize].group = None;
+    }
+    select::identify(g);
+    cold
 }
 
 
