@@ -517,7 +517,7 @@ impl<'a> Run<'a> {
     /// stages that plan sub-instances by this driver) this is not already such a plan, and the
     /// plan was not cancelled.
     fn runs(&self, stage: Stage) -> bool {
-        let recursive = matches!(stage, Stage::EarlyWindows | Stage::Flat | Stage::Windows);
+        let recursive = matches!(stage, Stage::Split | Stage::EarlyWindows | Stage::Flat | Stage::Windows);
         self.opts.algorithm.includes(stage) && self.opts.policy.runs(stage) && !(self.nested && recursive) && !self.cancelled()
     }
 
@@ -909,10 +909,19 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             // pinned plans fragment the fill around them, and one window does better. Which
             // holds is not known before a fill, and one fill takes most of the limit: each core
             // runs one. Both post their complete fills to `rival`, so the other's fills stop
-            // once they cannot beat them (docs/planning.md has the measurements).
+            // once they cannot beat them (docs/planning-experiments.md has the measurements).
             // Only there is the first round deep (above): elsewhere the two chases are one.
             let second = params.depth > 0.0;
             let single = crate::windows::WindowParams { depth: 0.0, ..params.clone() };
+            // Where a few buffers hold nearly all the bytes, the size split takes the deep
+            // chase's core: the large part planned alone (a fifth of the buffers live at an
+            // instant, so its windows chase round after round where here one fill takes most
+            // of the limit) and the rest swept around it (docs/planning.md, step 5).
+            let large = if second && run.runs(Stage::Split) {
+                crate::split::large_part(&sub, policy.split_max_share, policy.split_min_rest_area..=policy.split_max_rest_area)
+            } else {
+                None
+            };
             let solve = |w: &[Buffer], until: Instant| plan_nested(w, until, opts);
             // A chase started at `since` checks its placement on its own core as it ends (as
             // the heuristics do), ready to offer.
@@ -925,6 +934,22 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                 let checked = check_placement(&sub, measure_only, &name, &off);
                 Some((name, off, since.elapsed().as_secs_f64(), checked))
             };
+            let split = |large: &[u32], since: Instant| {
+                let ends = crate::online::ends_of(&sub);
+                let plan_until = run.share_of_left(policy.split_share);
+                let solve = |w: &[Buffer], until: Instant| {
+                    // A plan of its own (windows and all), which does not split again.
+                    let mut policy = policy.clone();
+                    policy.split = false;
+                    plan_sub(w, until, &PlanOptions { policy, ..opts.clone() }, false)
+                };
+                let off = crate::split::plan_split(&sub, &ends, large, plan_until, run.deadline, solve)?;
+                let top = sub.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
+                rival.fetch_min(top, Ordering::Relaxed);
+                let name = "size split".to_string();
+                let checked = check_placement(&sub, measure_only, &name, &off);
+                Some((name, off, since.elapsed().as_secs_f64(), checked))
+            };
             let (single_out, deep_out) = rayon::join(
                 || {
                     run_heuristics(parts);
@@ -932,7 +957,10 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     let more = second && t < run.deadline && !run.cancelled() && rival.load(Ordering::Relaxed) > target;
                     if more { chase(&single, true, t) } else { None }
                 },
-                || chase(&params, false, began),
+                || match &large {
+                    Some(large) => split(large, began),
+                    None => chase(&params, false, began),
+                },
             );
             for (name, off, secs, checked) in [deep_out, single_out].into_iter().flatten() {
                 parts[i].offer_checked(name, off, secs, checked);
@@ -1097,6 +1125,12 @@ fn above_target(parts: &[Part], target: u64, chosen: impl Fn(&Part) -> bool) -> 
 /// by this driver under `Auto` with the caller's seed and policy until `until`, nested: no
 /// windows or flat blocks inside.
 fn plan_nested(sub: &[Buffer], until: Instant, caller: &PlanOptions) -> Vec<u64> {
+    plan_sub(sub, until, caller, true)
+}
+
+/// [`plan_nested`], or (`nested` false) a plan of its own, every stage of the caller's policy
+/// included.
+fn plan_sub(sub: &[Buffer], until: Instant, caller: &PlanOptions, nested: bool) -> Vec<u64> {
     let opts = PlanOptions {
         time_limit: until.saturating_duration_since(Instant::now()),
         seed: caller.seed,
@@ -1104,7 +1138,7 @@ fn plan_nested(sub: &[Buffer], until: Instant, caller: &PlanOptions) -> Vec<u64>
         cancel: caller.cancel.clone(),
         ..PlanOptions::default()
     };
-    plan_at(sub, &opts, None, true).offsets
+    plan_at(sub, &opts, None, nested).offsets
 }
 
 /// The critical-windows stage of [`plan`] ([`crate::windows`]): on each component above

@@ -3,7 +3,7 @@
 //! [`rules`], with the start-order sweep in [`online`]) and the trivial cases they solve in
 //! closed form, the [`exact`] branch-and-bound search, the boxing algorithm of Buchsbaum et al.
 //! ([`boxing`]), the blocks of [`flat`] components, the critical [`windows`] decomposition, the
-//! [`improve`]ment search, and the portfolio [`driver`] that splits an instance into independent
+//! size [`split`], the [`improve`]ment search, and the portfolio [`driver`] that splits an instance into independent
 //! components and runs all of these within a time limit, as its [`policy`] says. In code
 //! names "exact" means the branch-and-bound search only (the printed names of the trivial
 //! cases keep their `exact:` prefix: outputs do not change).
@@ -17,6 +17,7 @@ pub mod occupancy;
 pub mod online;
 pub mod policy;
 pub mod rules;
+pub mod split;
 pub mod flat;
 pub mod timeline;
 pub mod windows;

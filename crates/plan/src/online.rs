@@ -474,7 +474,7 @@ pub fn place_by_start(buffers: &[Buffer], fit: Fit) -> Vec<u64> {
 /// The buffers in order of their ends, as the sweeps free them. Sorted on this thread: callers
 /// run sweeps inside parallel stages (a window's fill), where a parallel sort could make this
 /// thread wait on, or take up, the other core's work.
-pub(crate) fn ends_of(buffers: &[Buffer]) -> Vec<u32> {
+pub fn ends_of(buffers: &[Buffer]) -> Vec<u32> {
     let mut keyed: Vec<(u64, u32)> = buffers.iter().enumerate().map(|(i, b)| (b.upper, i as u32)).collect();
     keyed.sort_unstable();
     keyed.into_iter().map(|(_, i)| i).collect()
@@ -601,14 +601,124 @@ fn for_ended(buffers: &[Buffer], ends: &[u32], next: &mut usize, now: u64, mut e
     }
 }
 
-/// The rocks' rectangles by address, for the one question the sweep asks them before it places
-/// a buffer: does a rock that starts later in the buffer's lifetime overlap this range? (Rocks
-/// live at its start are in the free space already.) A rock overlaps `[a, a + size)` when it
-/// holds `a` or starts above it, below `a + size`. For the first the address space up to the
-/// highest rock is cut into buckets of `2^shift` bytes, each listing the rocks that overlap it,
-/// by start; for the second the rocks are also kept by offset. A query costs two binary
-/// searches and the rocks it meets, however long the range (a buffer below the rocks' size can
-/// still span many buckets).
+/// The one question the sweep asks the rocks before it places a buffer: does a rock that
+/// starts later in the buffer's lifetime overlap this range? (Rocks live at its start are in
+/// the free space already.) Indexed by address ([`RockIndex`]) where that is small: a few large
+/// rocks, long-lived or not (a heap's tables); by time ([`RockTimes`]) where many rocks would
+/// be listed in many address buckets each (the large part of an instance planned on its own,
+/// [`crate::split`]: 2·10^5 rocks of random 10^6 would take some 10 GB by address).
+enum Rocks {
+    ByAddress(RockIndex),
+    ByTime(RockTimes),
+}
+
+impl Rocks {
+    /// Address buckets listing more than this many entries a rock, beyond a floor of 2^20
+    /// entries (24 MB), go to the time index instead.
+    const MAX_ENTRIES_PER_ROCK: u64 = 16;
+
+    fn new(buffers: &[Buffer], rocks: &[u32], offsets: &[u64]) -> Self {
+        let (shift, _) = RockIndex::shape(buffers, rocks, offsets);
+        let entries: u64 = rocks.iter().zip(offsets).map(|(&r, &o)| ((o + buffers[r as usize].size - 1) >> shift) - (o >> shift) + 1).sum();
+        if entries > (1 << 20) + Self::MAX_ENTRIES_PER_ROCK * rocks.len() as u64 {
+            Rocks::ByTime(RockTimes::new(buffers, rocks, offsets))
+        } else {
+            Rocks::ByAddress(RockIndex::new(buffers, rocks, offsets))
+        }
+    }
+
+    /// The highest top among the rocks that start within `(lower, upper)` and overlap
+    /// `[a, a + size)`, if any.
+    #[inline]
+    fn conflict(&self, a: u64, size: u64, lower: u64, upper: u64) -> Option<u64> {
+        match self {
+            Rocks::ByAddress(x) => x.conflict(a, size, lower, upper),
+            Rocks::ByTime(x) => x.conflict(a, size, lower, upper),
+        }
+    }
+}
+
+/// The rocks by start time, in bins of `2^shift` ticks (about eight rocks a bin), each bin's
+/// rocks by offset. A query looks at the bins of the buffer's lifetime and, in each, at the
+/// rocks whose offset lies within the bin's largest rock below the range's end: a few binary
+/// searches where lifetimes are short against the rocks' time span.
+struct RockTimes {
+    first: u64,
+    shift: u32,
+    /// Where each bin's rocks begin in `rocks` (one more entry than bins).
+    starts: Vec<usize>,
+    /// Per bin, its rocks as (offset, top, lower) by offset.
+    rocks: Vec<(u64, u64, u64)>,
+    /// Per bin, its largest rock's size.
+    largest: Vec<u64>,
+}
+
+impl RockTimes {
+    const ROCKS_PER_BIN: usize = 512;
+
+    fn new(buffers: &[Buffer], rocks: &[u32], offsets: &[u64]) -> Self {
+        let first = rocks.iter().map(|&r| buffers[r as usize].lower).min().unwrap_or(0);
+        let last = rocks.iter().map(|&r| buffers[r as usize].lower).max().unwrap_or(0);
+        let want = (rocks.len() / Self::ROCKS_PER_BIN).clamp(1, 1 << 22) as u64;
+        let shift = ((last - first) / want).max(1).next_power_of_two().trailing_zeros();
+        let nb = (((last - first) >> shift) + 1) as usize;
+        let bin = |r: u32| ((buffers[r as usize].lower - first) >> shift) as usize;
+        let mut starts = vec![0usize; nb + 1];
+        for &r in rocks {
+            starts[bin(r) + 1] += 1;
+        }
+        for k in 0..nb {
+            starts[k + 1] += starts[k];
+        }
+        let mut fill = starts.clone();
+        let mut items = vec![(0, 0, 0); rocks.len()];
+        let mut largest = vec![0u64; nb];
+        for (&r, &o) in rocks.iter().zip(offsets) {
+            let b = &buffers[r as usize];
+            let k = bin(r);
+            items[fill[k]] = (o, o + b.size, b.lower);
+            fill[k] += 1;
+            largest[k] = largest[k].max(b.size);
+        }
+        for k in 0..nb {
+            items[starts[k]..starts[k + 1]].sort_unstable();
+        }
+        RockTimes { first, shift, starts, rocks: items, largest }
+    }
+
+    fn conflict(&self, a: u64, size: u64, lower: u64, upper: u64) -> Option<u64> {
+        let nb = self.largest.len();
+        if upper <= lower + 1 || upper <= self.first + 1 {
+            return None;
+        }
+        let from = ((lower + 1).max(self.first) - self.first) >> self.shift;
+        let to = ((upper - 1 - self.first) >> self.shift).min(nb as u64 - 1);
+        let mut top = None;
+        for k in from as usize..=to as usize {
+            let bin = &self.rocks[self.starts[k]..self.starts[k + 1]];
+            if bin.is_empty() {
+                continue;
+            }
+            // A rock below `a` overlaps only if it reaches above it: its offset is then more
+            // than `a` minus the bin's largest size.
+            let low = (a + 1).saturating_sub(self.largest[k]);
+            let p = bin.partition_point(|r| r.0 < low);
+            for &(o, t, l) in bin[p..].iter().take_while(|r| r.0 < a + size) {
+                if t > a && o < a + size && lower < l && l < upper {
+                    top = top.max(Some(t));
+                }
+            }
+        }
+        top
+    }
+}
+
+/// The rocks' rectangles by address. A rock overlaps `[a, a + size)` when it holds `a` or
+/// starts above it, below `a + size`. For the first the address space up to the highest rock
+/// is cut into buckets of `2^shift` bytes, each listing the rocks that overlap it, by start;
+/// for the second the rocks are also kept by offset. A query costs two binary searches and the
+/// rocks it meets, however long the range (a buffer below the rocks' size can still span many
+/// buckets).
 struct RockIndex {
     shift: u32,
     /// Where each bucket's rocks begin in `rocks` (one more entry than buckets).
@@ -624,11 +734,16 @@ impl RockIndex {
     const BUCKETS_PER_ROCK: usize = 4;
     const MAX_BUCKETS: usize = 1 << 20;
 
-    fn new(buffers: &[Buffer], rocks: &[u32], offsets: &[u64]) -> Self {
+    /// The bucket size (as a shift) and the number of buckets.
+    fn shape(buffers: &[Buffer], rocks: &[u32], offsets: &[u64]) -> (u32, usize) {
         let top = rocks.iter().zip(offsets).map(|(&r, &o)| o + buffers[r as usize].size).max().unwrap_or(0);
         let want = (rocks.len() * Self::BUCKETS_PER_ROCK).clamp(1, Self::MAX_BUCKETS) as u64;
         let shift = (top / want).max(1).next_power_of_two().trailing_zeros();
-        let nb = ((top >> shift) + 1) as usize;
+        (shift, ((top >> shift) + 1) as usize)
+    }
+
+    fn new(buffers: &[Buffer], rocks: &[u32], offsets: &[u64]) -> Self {
+        let (shift, nb) = Self::shape(buffers, rocks, offsets);
         let span = |r: u32, o: u64| (o >> shift) as usize..=((o + buffers[r as usize].size - 1) >> shift) as usize;
         let mut starts = vec![0usize; nb + 1];
         for (&r, &o) in rocks.iter().zip(offsets) {
@@ -701,7 +816,7 @@ pub fn first_fit_around(buffers: &[Buffer], ends: &[u32], rocks: &[u32], rock_of
     }
     let mut by_start = rocks.to_vec();
     by_start.sort_unstable_by_key(|&r| (buffers[r as usize].lower, r));
-    let index = RockIndex::new(buffers, rocks, rock_offsets);
+    let index = Rocks::new(buffers, rocks, rock_offsets);
     let mut free = FreeSpace::new(Fit::First);
     let (mut next_end, mut next_rock) = (0, 0);
     let mut steps = 0u32;
@@ -785,6 +900,27 @@ mod tests {
                 b
             })
             .collect()
+    }
+
+    /// The two rock indexes answer every query alike: rocks of all sizes and lifetimes, queries
+    /// below, across and above them, lifetimes that hold rocks' starts and ones that do not.
+    #[test]
+    fn rock_indexes_by_address_and_by_time_agree() {
+        let mut rng = crate::rng::Rng::new(41);
+        for round in 0..40u64 {
+            let bs = sweep_instance(&mut rng, round);
+            let rocks: Vec<u32> = (0..bs.len() as u32).filter(|i| i % (2 + round as u32 % 5) == 0).collect();
+            let sub: Vec<Buffer> = rocks.iter().map(|&r| bs[r as usize]).collect();
+            let offsets = place_in_order(&sub, &(0..sub.len() as u32).collect::<Vec<_>>(), Fit::First);
+            let (by_address, by_time) = (RockIndex::new(&bs, &rocks, &offsets), RockTimes::new(&bs, &rocks, &offsets));
+            let top = sub.iter().zip(&offsets).map(|(b, &o)| o + b.size).max().unwrap_or(1);
+            for _ in 0..500 {
+                let b = &bs[(rng.next_u64() % bs.len() as u64) as usize];
+                let a = rng.next_u64() % (top + top / 8 + 1);
+                let size = 1 + rng.next_u64() % (1 + top / (1 + rng.next_u64() % 64));
+                assert_eq!(by_address.conflict(a, size, b.lower, b.upper), by_time.conflict(a, size, b.lower, b.upper), "round {round}");
+            }
+        }
     }
 
     /// First fit around rocks gives exactly the general placer's offsets with the rocks first,

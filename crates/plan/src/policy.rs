@@ -15,6 +15,11 @@ pub enum Stage {
     /// Components with no two buffers live together, or with all sizes equal, solved in closed
     /// form (all at offset 0; interval colouring) before anything else.
     Trivial,
+    /// The large buffers of the largest component planned as an instance of their own and the
+    /// rest placed around them ([`crate::split`]), where a few of its buffers hold nearly all
+    /// its bytes (see [`Policy::split_max_share`]), beside the early windows above
+    /// [`Policy::early_windows_max_buffers`].
+    Split,
     /// The critical windows started beside the heuristics on the largest component, when its size
     /// is within [`Policy::early_windows_min_buffers`]..=[`Policy::early_windows_max_buffers`].
     EarlyWindows,
@@ -35,13 +40,14 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in the order the driver runs them.
-    pub const ALL: [Stage; 8] =
-        [Stage::Trivial, Stage::EarlyWindows, Stage::Flat, Stage::Windows, Stage::Exact, Stage::Improve, Stage::Boxing, Stage::Polish];
+    pub const ALL: [Stage; 9] =
+        [Stage::Trivial, Stage::Split, Stage::EarlyWindows, Stage::Flat, Stage::Windows, Stage::Exact, Stage::Improve, Stage::Boxing, Stage::Polish];
 
     /// The name `--no-stage` takes.
     pub fn name(self) -> &'static str {
         match self {
             Stage::Trivial => "trivial",
+            Stage::Split => "split",
             Stage::EarlyWindows => "early-windows",
             Stage::Flat => "flat",
             Stage::Windows => "windows",
@@ -69,6 +75,9 @@ pub struct Policy {
     /// Run [`Stage::EarlyWindows`]. Default on: on 10^5 buffers one first-fit placement can take
     /// a third of a 3 s budget, and the windows are what usually reaches the max load there.
     pub early_windows: bool,
+    /// Run [`Stage::Split`]. Default on: on random 10^6 buffers at `--time-limit 30` it is what
+    /// comes nearest the max load (docs/planning.md, step 5).
+    pub split: bool,
     /// Run [`Stage::Flat`]. Default on: the other stages rarely gain a byte on a flat component.
     pub flat: bool,
     /// Run [`Stage::Windows`]. Default on: on large components it is the stage that reaches the
@@ -222,6 +231,23 @@ pub struct Policy {
     /// of the component, about as costly as the sweep and not interruptible. Default 2: at
     /// least as long to search as to build.
     pub improve_min_sweeps: f64,
+    /// [`Stage::Split`]'s large part: at most this share of the component's buffers (the
+    /// largest, never part of a size class). Default 0.2: on log-uniform sizes the largest
+    /// fifth holds 94% of the bytes, with about a fifth as many buffers live at an instant.
+    pub split_max_share: f64,
+    /// [`Stage::Split`] runs only where the buffers outside its large part hold at most this
+    /// share of the area (size × lifetime). Default 0.1: what they hold is placed by a sweep
+    /// and tends to end on top of the large part's plan.
+    pub split_max_rest_area: f64,
+    /// ... and at least this share. Default 0.01: where the rest holds next to nothing (a
+    /// malloc-like heap whose many tiny objects hold 0.03% of the area), the chases of the
+    /// whole component fill it as cheaply (their fills stack the smallest buffers by a sweep,
+    /// [`Policy::windows_tail_load`]) and planned better there (malloc 10^6 at 30 s: 0.02%
+    /// against 0.1–0.15% with the split).
+    pub split_min_rest_area: f64,
+    /// [`Stage::Split`]: the share of the time left when it starts that its large part is planned
+    /// in; the rest is for the sweep around it and the stages after. Default 0.7.
+    pub split_share: f64,
     /// Share of the time left [`Stage::Boxing`] gets; the rest is kept for [`Stage::Polish`].
     /// Default 0.8.
     pub boxing_share: f64,
@@ -235,6 +261,7 @@ impl Default for Policy {
         Policy {
             trivial: true,
             early_windows: true,
+            split: true,
             flat: true,
             windows: true,
             exact: true,
@@ -270,6 +297,10 @@ impl Default for Policy {
             improve_share_small: 0.5,
             improve_share_large: 0.33,
             improve_min_sweeps: 2.0,
+            split_max_share: 0.2,
+            split_max_rest_area: 0.1,
+            split_min_rest_area: 0.01,
+            split_share: 0.7,
             boxing_share: 0.8,
             boxing_component_share: 0.6,
         }
@@ -308,6 +339,7 @@ impl Policy {
     fn switch(&self, stage: Stage) -> &bool {
         match stage {
             Stage::Trivial => &self.trivial,
+            Stage::Split => &self.split,
             Stage::EarlyWindows => &self.early_windows,
             Stage::Flat => &self.flat,
             Stage::Windows => &self.windows,
@@ -321,6 +353,7 @@ impl Policy {
     fn switch_mut(&mut self, stage: Stage) -> &mut bool {
         match stage {
             Stage::Trivial => &mut self.trivial,
+            Stage::Split => &mut self.split,
             Stage::EarlyWindows => &mut self.early_windows,
             Stage::Flat => &mut self.flat,
             Stage::Windows => &mut self.windows,
@@ -335,8 +368,8 @@ impl Policy {
     pub const KEYS: &'static str = "heuristics_share, heuristics_cutoff_share, huge_buffers, huge_first_fit_max_buffers, rocks_min_seconds_per_buffer, runners_up, \
 runners_up_max_buffers, small_buffers, early_windows_min_buffers, early_windows_max_buffers, windows_share, \
 windows_min_fills, early_windows_seconds_per_buffer, windows_depth, windows_tail_load, local_windows_min_seconds, huge_window_max_buffers, huge_windows_patience, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
-exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, boxing_share, \
-boxing_component_share";
+exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, split_max_share, split_max_rest_area, split_min_rest_area, split_share, \
+boxing_share, boxing_component_share";
 
     /// Sets the numeric field `key` (see [`Policy::KEYS`]) from `value`; a share must lie in
     /// `[0, 1]`. The error says what was wrong.
@@ -388,6 +421,10 @@ boxing_component_share";
             "improve_share_small" => self.improve_share_small = share(value)?,
             "improve_share_large" => self.improve_share_large = share(value)?,
             "improve_min_sweeps" => self.improve_min_sweeps = non_negative(value)?,
+            "split_max_share" => self.split_max_share = share(value)?,
+            "split_max_rest_area" => self.split_max_rest_area = share(value)?,
+            "split_min_rest_area" => self.split_min_rest_area = share(value)?,
+            "split_share" => self.split_share = share(value)?,
             "boxing_share" => self.boxing_share = share(value)?,
             "boxing_component_share" => self.boxing_component_share = share(value)?,
             _ => return Err(format!("unknown key {key}; expected one of {}", Policy::KEYS)),
@@ -421,6 +458,7 @@ mod tests {
         assert_eq!((p.exact_share_small, p.exact_share_large, p.exact_tie_share), (0.9, 0.1, 0.6));
         assert_eq!((p.improve_share_small, p.improve_share_large, p.improve_min_sweeps), (0.5, 0.33, 2.0));
         assert_eq!((p.boxing_share, p.boxing_component_share), (0.8, 0.6));
+        assert_eq!((p.split_max_share, p.split_min_rest_area, p.split_max_rest_area, p.split_share), (0.2, 0.01, 0.1, 0.7));
     }
 
     #[test]

@@ -151,6 +151,28 @@ fn above_the_early_windows_range_two_chases_run_and_the_plan_stays_valid() {
 }
 
 #[test]
+fn above_the_early_windows_range_the_size_split_runs_where_a_few_buffers_hold_the_bytes() {
+    // The same path: on log-uniform sizes (the largest fifth holds 94% of the bytes) the size
+    // split offers a placement (in place of the deep chase), valid, with the large part planned
+    // by the whole pipeline; switched off, or where sizes are of a few classes (nn), it does
+    // not run.
+    use heaplab_plan::{Policy, Stage};
+    let base = Policy { early_windows_min_buffers: 100, early_windows_max_buffers: 1_000, early_windows_seconds_per_buffer: 0.0, ..Policy::default() };
+    let mut off = base.clone();
+    off.set_stage(Stage::Split, false);
+    for (kind, policy, splits) in [(Kind::Random, &base, true), (Kind::Random, &off, false), (Kind::Nn, &base, false)] {
+        let inst = generate(kind, 8_000, 5);
+        let o = PlanOptions { time_limit: Duration::from_secs(2), policy: policy.clone(), ..PlanOptions::default() };
+        let out = plan(&inst.buffers, &o, None);
+        let v = validate(&inst.buffers, &out.offsets);
+        assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
+        assert_eq!(v.makespan, out.makespan);
+        let split = out.attempts.iter().any(|a| a.name == "size split");
+        assert_eq!(split, splits, "{} split {}: {:?}", kind.name(), policy.split, out.attempts);
+    }
+}
+
+#[test]
 fn above_the_huge_size_the_local_windows_run_and_keep_the_plan_valid() {
     // The huge path at small n through the policy: the sweeps first, no fills, the local
     // windows (of up to `huge_window_max_buffers`) whatever the time, then the improvement
