@@ -938,10 +938,12 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                 let ends = crate::online::ends_of(&sub);
                 let plan_until = run.share_of_left(policy.split_share);
                 let solve = |w: &[Buffer], until: Instant| {
-                    // A plan of its own (windows and all), which does not split again.
+                    // A plan of its own (windows and all), which does not split again; once
+                    // cancelled, the sweep around it is not started.
                     let mut policy = policy.clone();
                     policy.split = false;
-                    plan_sub(w, until, &PlanOptions { policy, ..opts.clone() }, false)
+                    let off = plan_sub(w, until, &PlanOptions { policy, ..opts.clone() }, false);
+                    (!run.cancelled()).then_some(off)
                 };
                 let off = crate::split::plan_split(&sub, &ends, large, plan_until, run.deadline, solve)?;
                 let top = sub.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);

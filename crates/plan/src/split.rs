@@ -46,20 +46,20 @@ pub fn large_part(buffers: &[Buffer], max_share: f64, rest_area: std::ops::Range
 }
 
 /// Places `buffers` with the large part `large` (from [`large_part`]) planned by `solve` (given
-/// those buffers alone and an instant to finish by, `plan_until`; it must return a valid
-/// placement of them) and the others by first fit in start order around it. `ends` orders the
-/// buffers by end ([`crate::online::ends_of`]). `None` if the sweep is still running at
-/// `deadline`.
+/// those buffers alone and an instant to finish by, `plan_until`; it returns a valid placement
+/// of them, or `None` to stop there: the plan was cancelled) and the others by first fit in
+/// start order around it. `ends` orders the buffers by end ([`crate::online::ends_of`]).
+/// `None` if `solve` stopped or the sweep is still running at `deadline`.
 pub fn plan_split(
     buffers: &[Buffer],
     ends: &[u32],
     large: &[u32],
     plan_until: Instant,
     deadline: Instant,
-    solve: impl FnOnce(&[Buffer], Instant) -> Vec<u64>,
+    solve: impl FnOnce(&[Buffer], Instant) -> Option<Vec<u64>>,
 ) -> Option<Vec<u64>> {
     let sub: Vec<Buffer> = large.iter().map(|&i| buffers[i as usize]).collect();
-    let offsets = solve(&sub, plan_until);
+    let offsets = solve(&sub, plan_until)?;
     drop(sub);
     crate::online::first_fit_around(buffers, ends, large, &offsets, Some(deadline))
 }
@@ -98,7 +98,7 @@ mod tests {
             let mut planned = Vec::new();
             let off = plan_split(&bs, &ends, &large, far, far, |sub, _| {
                 planned = crate::heuristics::first_fit_in_order(sub, &crate::rules::order(sub, crate::heuristics::Order::Size));
-                planned.clone()
+                Some(planned.clone())
             })
             .unwrap();
             let v = heaplab_sweep::validate(&bs, &off);
@@ -109,5 +109,9 @@ mod tests {
             let large_top = large.iter().zip(&planned).map(|(&i, &o)| o + bs[i as usize].size).max().unwrap();
             assert!(v.makespan >= large_top);
         }
+        // A solve that stops (a cancelled plan) stops the split before the sweep.
+        let bs = heaplab_gen::generate(heaplab_gen::Kind::Random, 3_000, 1).buffers;
+        let (large, ends, now) = (large_part(&bs, 0.2, 0.0..=0.1).unwrap(), crate::online::ends_of(&bs), Instant::now());
+        assert_eq!(plan_split(&bs, &ends, &large, now, now + std::time::Duration::from_secs(60), |_, _| None), None);
     }
 }
