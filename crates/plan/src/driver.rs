@@ -922,6 +922,9 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             } else {
                 None
             };
+            // The split's sweep frees buffers in the order of their ends, which the component
+            // already has (the heuristics take the part's copy): a copy, not a second sort.
+            let split_ends = if large.is_some() { parts[i].ends.clone() } else { Vec::new() };
             let solve = |w: &[Buffer], until: Instant| plan_nested(w, until, opts);
             // A chase started at `since` checks its placement on its own core as it ends (as
             // the heuristics do), ready to offer.
@@ -935,7 +938,6 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                 Some((name, off, since.elapsed().as_secs_f64(), checked))
             };
             let split = |large: &[u32], since: Instant| {
-                let ends = crate::online::ends_of(&sub);
                 let plan_until = run.share_of_left(policy.split_share);
                 let solve = |w: &[Buffer], until: Instant| {
                     // A plan of its own (windows and all), which does not split again; once
@@ -945,11 +947,10 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     let off = plan_sub(w, until, &PlanOptions { policy, ..opts.clone() }, false);
                     (!run.cancelled()).then_some(off)
                 };
-                let off = crate::split::plan_split(&sub, &ends, large, plan_until, run.deadline, solve)?;
-                let top = sub.iter().zip(&off).map(|(b, &o)| o + b.size).max().unwrap_or(0);
-                rival.fetch_min(top, Ordering::Relaxed);
+                let off = crate::split::plan_split(&sub, &split_ends, large, plan_until, run.deadline, solve)?;
                 let name = "size split".to_string();
                 let checked = check_placement(&sub, measure_only, &name, &off);
+                rival.fetch_min(checked.makespan, Ordering::Relaxed);
                 Some((name, off, since.elapsed().as_secs_f64(), checked))
             };
             let (single_out, deep_out) = rayon::join(

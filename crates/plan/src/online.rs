@@ -619,12 +619,12 @@ impl Rocks {
     const MAX_ENTRIES_PER_ROCK: u64 = 64;
 
     fn new(buffers: &[Buffer], rocks: &[u32], offsets: &[u64]) -> Self {
-        let (shift, _) = RockIndex::shape(buffers, rocks, offsets);
-        let entries: u64 = rocks.iter().zip(offsets).map(|(&r, &o)| ((o + buffers[r as usize].size - 1) >> shift) - (o >> shift) + 1).sum();
+        let shape = RockIndex::shape(buffers, rocks, offsets);
+        let entries: u64 = rocks.iter().zip(offsets).map(|(&r, &o)| ((o + buffers[r as usize].size - 1) >> shape.0) - (o >> shape.0) + 1).sum();
         if entries > (1u64 << 24).max(Self::MAX_ENTRIES_PER_ROCK * rocks.len() as u64) {
             Rocks::ByTime(RockTimes::new(buffers, rocks, offsets))
         } else {
-            Rocks::ByAddress(RockIndex::new(buffers, rocks, offsets))
+            Rocks::ByAddress(RockIndex::with_shape(buffers, rocks, offsets, shape))
         }
     }
 
@@ -744,8 +744,8 @@ impl RockIndex {
         (shift, ((top >> shift) + 1) as usize)
     }
 
-    fn new(buffers: &[Buffer], rocks: &[u32], offsets: &[u64]) -> Self {
-        let (shift, nb) = Self::shape(buffers, rocks, offsets);
+    /// The index for the bucket size and count [`RockIndex::shape`] gave.
+    fn with_shape(buffers: &[Buffer], rocks: &[u32], offsets: &[u64], (shift, nb): (u32, usize)) -> Self {
         let span = |r: u32, o: u64| (o >> shift) as usize..=((o + buffers[r as usize].size - 1) >> shift) as usize;
         let mut starts = vec![0usize; nb + 1];
         for (&r, &o) in rocks.iter().zip(offsets) {
@@ -914,7 +914,7 @@ mod tests {
             let rocks: Vec<u32> = (0..bs.len() as u32).filter(|i| i % (2 + round as u32 % 5) == 0).collect();
             let sub: Vec<Buffer> = rocks.iter().map(|&r| bs[r as usize]).collect();
             let offsets = place_in_order(&sub, &(0..sub.len() as u32).collect::<Vec<_>>(), Fit::First);
-            let (by_address, by_time) = (RockIndex::new(&bs, &rocks, &offsets), RockTimes::new(&bs, &rocks, &offsets));
+            let (by_address, by_time) = (RockIndex::with_shape(&bs, &rocks, &offsets, RockIndex::shape(&bs, &rocks, &offsets)), RockTimes::new(&bs, &rocks, &offsets));
             let top = sub.iter().zip(&offsets).map(|(b, &o)| o + b.size).max().unwrap_or(1);
             for q in 0..1000 {
                 let b = &bs[(rng.next_u64() % bs.len() as u64) as usize];
