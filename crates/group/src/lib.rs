@@ -565,29 +565,51 @@ pub struct TakenIn {
 }
 
 impl TakenIn {
-    /// Points by which the taken-in contexts' share of the bytes exceeds their share of the
-    /// accesses, among the group's objects and theirs ([`COLD_DILUTION`]; negative when they are
-    /// hotter per byte than the group).
-    pub fn dilution(&self) -> f64 {
-        let share = |part: u64, rest: u64| if part + rest == 0 { 0.0 } else { part as f64 / (part + rest) as f64 };
-        share(self.bytes, self.group_bytes) - share(self.accesses, self.group_accesses)
+    /// The taken-in contexts' share of the bytes, among the group's objects and theirs.
+    pub fn byte_share(&self) -> f64 {
+        share(self.bytes, self.group_bytes)
     }
+
+    /// The taken-in contexts' share of the accesses, among the group's objects and theirs.
+    pub fn access_share(&self) -> f64 {
+        share(self.accesses, self.group_accesses)
+    }
+
+    /// Points by which [`TakenIn::byte_share`] exceeds [`TakenIn::access_share`]
+    /// ([`COLD_DILUTION`]; negative when they are hotter per byte than the group).
+    pub fn dilution(&self) -> f64 {
+        self.byte_share() - self.access_share()
+    }
+
+    /// Adds context `c` of `g`, taken in.
+    fn add(&mut self, c: &GroupContext) {
+        self.accesses += c.small_accesses;
+        self.bytes += c.small_bytes;
+        self.contexts += 1;
+        self.objects += c.objects;
+    }
+}
+
+/// `part`'s share of `part + rest` (0 when both are 0).
+fn share(part: u64, rest: u64) -> f64 {
+    if part + rest == 0 { 0.0 } else { part as f64 / (part + rest) as f64 }
+}
+
+/// Per group of `g`, its own figures, nothing taken in yet.
+fn group_figures(g: &Groups) -> Vec<TakenIn> {
+    let small = |members: &[u32], f: fn(&GroupContext) -> u64| members.iter().map(|&m| f(&g.contexts[m as usize])).sum();
+    g.groups
+        .iter()
+        .map(|grp| TakenIn { group_accesses: small(&grp.members, |c| c.small_accesses), group_bytes: small(&grp.members, |c| c.small_bytes), ..TakenIn::default() })
+        .collect()
 }
 
 /// Per group of `g`, what the contexts among `candidates` that run in it (`runs_in`) add to it.
 pub fn taken_in(g: &Groups, candidates: &[u32], runs_in: &[Option<u32>]) -> Vec<TakenIn> {
-    let mut t = vec![TakenIn::default(); g.groups.len()];
-    for (k, grp) in g.groups.iter().enumerate() {
-        t[k].group_accesses = grp.members.iter().map(|&m| g.contexts[m as usize].small_accesses).sum();
-        t[k].group_bytes = grp.members.iter().map(|&m| g.contexts[m as usize].small_bytes).sum();
-    }
+    let mut t = group_figures(g);
     for &i in candidates {
         if let Some(k) = runs_in[i as usize] {
-            let c = &g.contexts[i as usize];
-            t[k as usize].accesses += c.small_accesses;
-            t[k as usize].bytes += c.small_bytes;
-            t[k as usize].contexts += 1;
-            t[k as usize].objects += c.objects;
+            t[k as usize].add(&g.contexts[i as usize]);
         }
     }
     t
@@ -603,10 +625,16 @@ pub fn taken_in_by_call_site(g: &Groups, candidates: &[u32], runs_in: &[Option<u
             at.entry((k, site)).or_default().push(i);
         }
     }
-    let mut out: Vec<(Vec<u32>, TakenIn)> = at.into_iter().map(|((k, _), cs)| {
-        let t = taken_in(g, &cs, runs_in)[k as usize];
-        (cs, t)
-    }).collect();
+    // The groups' own figures once, each set's contexts added to its group's.
+    let groups = group_figures(g);
+    let mut out: Vec<(Vec<u32>, TakenIn)> = at
+        .into_iter()
+        .map(|((k, _), cs)| {
+            let mut t = groups[k as usize];
+            cs.iter().for_each(|&i| t.add(&g.contexts[i as usize]));
+            (cs, t)
+        })
+        .collect();
     out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     out
 }

@@ -221,7 +221,7 @@ pub fn print_summary(g: &Groups, runs_in: &[Option<u32>]) {
     }
     println!("edges          {} between contexts", grouped(g.edges.len() as u64));
     println!("groups         {} ({:.1}% of accesses grouped)", g.groups.len(), share(grouped_acc));
-    let taken = taken_in(g, runs_in);
+    let taken = served_anyway(g, runs_in);
     if taken.contexts > 0 {
         println!(
             "               at run time {:.1}% of accesses: whole call sites take in {} {} of no group ({} {})",
@@ -264,8 +264,8 @@ pub fn print_summary(g: &Groups, runs_in: &[Option<u32>]) {
                 if t.contexts == 1 { "context" } else { "contexts" },
                 grouped(t.objects),
                 if t.objects == 1 { "object" } else { "objects" },
-                100.0 * t.bytes as f64 / (t.bytes + t.group_bytes).max(1) as f64,
-                100.0 * t.accesses as f64 / (t.accesses + t.group_accesses).max(1) as f64,
+                100.0 * t.byte_share(),
+                100.0 * t.access_share(),
                 if g.params.cold_group == ColdGroup::Diluting { " (--no-cold-group keeps them there)" } else { "" },
             );
         }
@@ -315,15 +315,16 @@ pub fn print_summary(g: &Groups, runs_in: &[Option<u32>]) {
 }
 
 /// The profile's contexts in no group that run-time identification serves from one all the
-/// same (whole call sites; `runs_in`: `table::destinations`), with their accesses and objects.
-struct TakenIn {
+/// same (whole call sites; `runs_in`: `table::destinations`), with all their accesses and
+/// objects (the library's `TakenIn` counts small objects, per group).
+struct ServedAnyway {
     contexts: u64,
     accesses: u64,
     objects: u64,
 }
 
-fn taken_in(g: &Groups, runs_in: &[Option<u32>]) -> TakenIn {
-    let mut t = TakenIn { contexts: 0, accesses: 0, objects: 0 };
+fn served_anyway(g: &Groups, runs_in: &[Option<u32>]) -> ServedAnyway {
+    let mut t = ServedAnyway { contexts: 0, accesses: 0, objects: 0 };
     for (c, d) in g.contexts.iter().zip(runs_in) {
         if c.group.is_none() && d.is_some() {
             t.contexts += 1;
@@ -359,7 +360,7 @@ pub fn describe(g: &Groups, full: bool) -> Value {
         })
         .collect();
     let runs_in = heaplab_group::table::destinations(g);
-    let taken = taken_in(g, &runs_in);
+    let taken = served_anyway(g, &runs_in);
     let wrong: Vec<Value> = select::misclassified(g).iter().map(|w| json!({"context": w.context, "name": names[w.context as usize], "grouped": w.expected, "selected": w.got})).collect();
     let mut v = json!({
         "command": g.command,
