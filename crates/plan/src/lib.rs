@@ -19,6 +19,7 @@ pub mod policy;
 pub mod rules;
 pub mod split;
 pub mod flat;
+pub mod free_until;
 pub mod timeline;
 pub mod windows;
 

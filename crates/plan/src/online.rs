@@ -605,8 +605,9 @@ fn for_ended(buffers: &[Buffer], ends: &[u32], next: &mut usize, now: u64, mut e
 /// starts later in the buffer's lifetime overlap this range? (Rocks live at its start are in
 /// the free space already.) Indexed by address ([`RockIndex`]) where that is small: a few large
 /// rocks, long-lived or not (a heap's tables); by time ([`RockTimes`]) where many rocks would
-/// be listed in many address buckets each (the large part of an instance planned on its own,
-/// [`crate::split`]: 2·10^5 rocks of random 10^6 would take some 10 GB by address).
+/// be listed in many address buckets each (2·10^5 rocks of random 10^6, the size split's large
+/// part, would take some 10 GB by address; the split itself now sweeps with
+/// [`crate::free_until`], which does not climb).
 enum Rocks {
     ByAddress(RockIndex),
     ByTime(RockTimes),

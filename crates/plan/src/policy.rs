@@ -245,6 +245,11 @@ pub struct Policy {
     /// [`Policy::windows_tail_load`]) and planned better there (malloc 10^6 at 30 s: 0.02%
     /// against 0.1–0.15% with the split).
     pub split_min_rest_area: f64,
+    /// [`Stage::Split`] runs above [`Policy::huge_buffers`] (after the heuristics) only where
+    /// the time limit gives it at least this many seconds a buffer. Default 10^-5 (100 s at
+    /// 10^7 buffers): its large part is planned as a component of a fifth the size, which
+    /// needs the early windows' long limit ([`Policy::early_windows_seconds_per_buffer`]).
+    pub split_huge_seconds_per_buffer: f64,
     /// [`Stage::Split`]: the share of the time left when it starts that its large part is planned
     /// in; the rest is for the sweep around it and the stages after. Default 0.7.
     pub split_share: f64,
@@ -301,6 +306,7 @@ impl Default for Policy {
             split_max_rest_area: 0.1,
             split_min_rest_area: 0.01,
             split_share: 0.7,
+            split_huge_seconds_per_buffer: 1e-5,
             boxing_share: 0.8,
             boxing_component_share: 0.6,
         }
@@ -368,7 +374,7 @@ impl Policy {
     pub const KEYS: &'static str = "heuristics_share, heuristics_cutoff_share, huge_buffers, huge_first_fit_max_buffers, rocks_min_seconds_per_buffer, runners_up, \
 runners_up_max_buffers, small_buffers, early_windows_min_buffers, early_windows_max_buffers, windows_share, \
 windows_min_fills, early_windows_seconds_per_buffer, windows_depth, windows_tail_load, local_windows_min_seconds, huge_window_max_buffers, huge_windows_patience, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
-exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, split_max_share, split_max_rest_area, split_min_rest_area, split_share, \
+exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, split_max_share, split_max_rest_area, split_min_rest_area, split_share, split_huge_seconds_per_buffer, \
 boxing_share, boxing_component_share";
 
     /// Sets the numeric field `key` (see [`Policy::KEYS`]) from `value`; a share must lie in
@@ -425,6 +431,7 @@ boxing_share, boxing_component_share";
             "split_max_rest_area" => self.split_max_rest_area = share(value)?,
             "split_min_rest_area" => self.split_min_rest_area = share(value)?,
             "split_share" => self.split_share = share(value)?,
+            "split_huge_seconds_per_buffer" => self.split_huge_seconds_per_buffer = non_negative(value)?,
             "boxing_share" => self.boxing_share = share(value)?,
             "boxing_component_share" => self.boxing_component_share = share(value)?,
             _ => return Err(format!("unknown key {key}; expected one of {}", Policy::KEYS)),

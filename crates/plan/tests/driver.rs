@@ -173,6 +173,35 @@ fn above_the_early_windows_range_the_size_split_runs_where_a_few_buffers_hold_th
 }
 
 #[test]
+fn above_the_huge_size_the_size_split_follows_the_heuristics_given_the_time() {
+    // The huge path at small n through the policy: on log-uniform sizes the split runs after
+    // the heuristics (its own stage) and offers a valid placement, which the stages after it
+    // start from; not with too short a limit for the component's size, switched off, or on
+    // sizes of a few classes (nn). With the split only the outward pair and the rocks run.
+    use heaplab_plan::{Policy, Stage};
+    let base = Policy { huge_buffers: 3_000, split_huge_seconds_per_buffer: 1e-4, ..Policy::default() };
+    let mut off = base.clone();
+    off.set_stage(Stage::Split, false);
+    let slow = Policy { split_huge_seconds_per_buffer: 1.0, ..base.clone() };
+    for (kind, policy, splits) in [(Kind::Random, &base, true), (Kind::Random, &slow, false), (Kind::Random, &off, false), (Kind::Nn, &base, false)] {
+        let inst = generate(kind, 10_000, 3);
+        let o = PlanOptions { time_limit: Duration::from_secs(2), policy: policy.clone(), ..PlanOptions::default() };
+        let out = plan(&inst.buffers, &o, None);
+        let v = validate(&inst.buffers, &out.offsets);
+        assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
+        assert_eq!(v.makespan, out.makespan);
+        let split = out.attempts.iter().any(|a| a.name == "size split");
+        assert_eq!(split, splits, "{}: {:?}", kind.name(), out.attempts);
+        if split {
+            assert!(out.stages.iter().any(|(s, _)| s == "size split"), "{:?}", out.stages);
+            let at = out.attempts.iter().position(|a| a.name == "size split").unwrap();
+            let before: Vec<&str> = out.attempts[..at].iter().map(|a| a.name.as_str()).collect();
+            assert_eq!(before, ["first-fit/outward", "first-fit/rocks"], "{:?}", out.attempts);
+        }
+    }
+}
+
+#[test]
 fn above_the_huge_size_the_local_windows_run_and_keep_the_plan_valid() {
     // The huge path at small n through the policy: the sweeps first, no fills, the local
     // windows (of up to `huge_window_max_buffers`) whatever the time, then the improvement
@@ -213,6 +242,7 @@ fn above_the_huge_size_first_fit_by_size_goes_first_up_to_its_limit() {
                 huge_buffers: 2_500,
                 huge_first_fit_max_buffers: limit,
                 early_windows: false,
+                split: false,
                 flat: false,
                 windows: false,
                 exact: false,
