@@ -1005,7 +1005,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
 /// that is not flat and has a large part, when the limit gives it
 /// [`Policy::split_huge_seconds_per_buffer`]. There the local windows and the improvement
 /// search end about 4% above the max load on random 10^7 buffers in 120 s, a window of the
-/// whole being dense with small buffers.
+/// whole being dense with small buffers; planned apart, the large part's windows are not.
 fn split_after_heuristics(run: &Run, part: &Part) -> Option<Vec<u32>> {
     let policy = &run.opts.policy;
     let n = part.buffers.len();
