@@ -70,16 +70,6 @@ impl LabelMap {
         LabelMap { blocks: vec![Block { ranges: vec![(0, FOREVER)], max: FOREVER }], scratch: Vec::new() }
     }
 
-    /// The number of labelled ranges.
-    pub fn len(&self) -> usize {
-        self.blocks.iter().map(|b| b.ranges.len()).sum()
-    }
-
-    /// Whether there are no ranges (never: the map always covers the address space).
-    pub fn is_empty(&self) -> bool {
-        self.blocks.is_empty()
-    }
-
     /// The block whose ranges hold address `a`, and the range in it.
     fn find(&self, a: u64) -> (usize, usize) {
         let bi = self.blocks.partition_point(|b| b.first() <= a) - 1;
