@@ -730,7 +730,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
         // the split (random 10^7: best fit by start took 6 s more, and ended 10% above the
         // split's result).
         let splits = !part.split_large.is_empty();
-        if splits && !matches!(opts.algorithm, Algorithm::Heuristic(_)) {
+        if splits {
             heuristics.retain(|h| h.order == Order::Rocks && h.fit == Fit::First);
             heuristics.insert(0, Heuristic { order: Order::Outward, fit: Fit::First });
         }
@@ -807,7 +807,14 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                 // the sweep took, or is expected to take where it goes first.
                 let now = Instant::now();
                 let left = run.deadline.saturating_duration_since(now);
-                let given = if policy.is_huge(part.buffers.len()) { left } else { left / 2 };
+                // Where the split follows, a quarter: the rest is the split's.
+                let given = if splits {
+                    left / 4
+                } else if policy.is_huge(part.buffers.len()) {
+                    left
+                } else {
+                    left / 2
+                };
                 let least = done.first().map_or(policy.rocks_min_seconds_per_buffer * part.buffers.len() as f64, |s| s.2);
                 if with_rocks && given.as_secs_f64() >= least && !solved.load(Ordering::Relaxed) {
                     rocks_beside.store(done.is_empty(), Ordering::Relaxed);
@@ -1025,14 +1032,19 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
     let (opts, policy) = (run.opts, &run.opts.policy);
     for part in parts.iter_mut() {
         let large = std::mem::take(&mut part.split_large);
-        if large.is_empty() || part.solved_trivially || part.makespan <= run.target || run.cancelled() {
+        // Half the time the limit gives it at least (the heuristics may have taken more than
+        // their share: the rocks stop at a quarter of what was left).
+        let least = Duration::from_secs_f64(0.5 * policy.split_huge_seconds_per_buffer * part.buffers.len() as f64);
+        let short = run.deadline.saturating_duration_since(Instant::now()) < least;
+        if large.is_empty() || part.solved_trivially || part.makespan <= run.target || short || run.cancelled() {
             continue;
         }
         let t = Instant::now();
         // The heuristics' placement is dropped while the large part is planned, and made again
-        // should the split not finish (8 bytes a buffer, the margin under 1.5 GiB at 10^7
-        // buffers; the outward pair took 1.3 s there); so is the order of ends, sorted again
-        // for the sweep (0.45 s).
+        // should the split not finish or not beat it (8 bytes a buffer, the margin under
+        // 1.5 GiB at 10^7 buffers; the outward pair took 1.3 s there, the rocks 6 s); so is
+        // the order of ends, sorted again for the sweep (0.45 s).
+        let dropped = (part.makespan, part.algorithm.clone());
         part.offsets = Vec::new();
         let ends = || crate::online::ends_of(&part.buffers);
         let solve = |w: &[Buffer], until: Instant| {
@@ -1049,16 +1061,25 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
         };
         let off = crate::split::plan_split(&part.buffers, ends, &large, run.share_of_left(policy.split_share), run.deadline, solve);
         drop(large);
-        match off {
-            Some(off) => part.offer("size split".into(), off, t.elapsed().as_secs_f64()),
-            None => {
-                let t = Instant::now();
-                let h = Heuristic { order: Order::Outward, fit: Fit::First };
-                let ends = crate::online::ends_of(&part.buffers);
-                let off = h.run_until_with_ends(&part.buffers, &ends, t + Duration::from_secs(u32::MAX as u64)).expect("the outward sweeps always complete");
-                drop(ends);
-                part.offer(h.name(), off, t.elapsed().as_secs_f64());
-            }
+        let secs = t.elapsed().as_secs_f64();
+        let split = off.map(|off| {
+            let checked = part.check("size split", &off);
+            (off, checked)
+        });
+        if split.as_ref().is_none_or(|(_, c)| c.makespan >= dropped.0) {
+            // The heuristic that won, made again (the outward pair once the plan is cancelled,
+            // the quickest: whatever is offered then is returned at once).
+            let outward = Heuristic { order: Order::Outward, fit: Fit::First };
+            let rocks = Heuristic { order: Order::Rocks, fit: Fit::First };
+            let h = if !run.cancelled() && dropped.1 == rocks.name() { rocks } else { outward };
+            let t = Instant::now();
+            let ends = crate::online::ends_of(&part.buffers);
+            let off = h.run_until_with_ends(&part.buffers, &ends, t + Duration::from_secs(u32::MAX as u64)).expect("the sweeps and the rocks complete without a deadline");
+            drop(ends);
+            part.offer(h.name(), off, t.elapsed().as_secs_f64());
+        }
+        if let Some((off, checked)) = split {
+            part.offer_checked("size split".into(), off, secs, checked);
         }
     }
 }

@@ -187,7 +187,7 @@ impl LabelMap {
 /// non-empty lifetimes (a rock of none is left where it is and keeps nothing clear), in time
 /// that does not grow with the rocks met in a buffer's lifetime. `ends` orders the buffers by
 /// end ([`crate::online::ends_of`]). `None` once `deadline` has passed (looked at every 4096
-/// buffers).
+/// buffers, in both passes).
 pub fn first_fit_around_labelled(buffers: &[Buffer], ends: &[u32], rocks: &[u32], rock_offsets: &[u64], deadline: Option<std::time::Instant>) -> Option<Vec<u64>> {
     debug_assert_eq!(ends.len(), buffers.len());
     let n = buffers.len();
@@ -197,7 +197,7 @@ pub fn first_fit_around_labelled(buffers: &[Buffer], ends: &[u32], rocks: &[u32]
     for (&r, &o) in rocks.iter().zip(rock_offsets) {
         offsets[r as usize] = o;
         let b = &buffers[r as usize];
-        kind[r as usize] = if b.lower < b.upper { 1 } else { 2 };
+        kind[r as usize] = if b.lower < b.upper && b.size > 0 { 1 } else { 2 };
     }
     // Rocks by start (ties by index) and, for the snapshots, by end.
     let mut by_start: Vec<u32> = rocks.iter().copied().filter(|&r| kind[r as usize] == 1).collect();
@@ -221,7 +221,11 @@ pub fn first_fit_around_labelled(buffers: &[Buffer], ends: &[u32], rocks: &[u32]
     let mut after_of: Vec<(u32, u32)> = vec![(0, 0); by_start.len()];
     let mut after: Vec<(u64, u64)> = Vec::new();
     let mut next = by_start.len();
-    for &r in ends.iter().rev() {
+    let passed = |k: usize| k % 4096 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d);
+    for (k, &r) in ends.iter().rev().enumerate() {
+        if passed(k + 1) {
+            return None;
+        }
         if kind[r as usize] != 1 {
             continue;
         }
@@ -243,10 +247,8 @@ pub fn first_fit_around_labelled(buffers: &[Buffer], ends: &[u32], rocks: &[u32]
     let mut covered: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
     let mut spare: Vec<Vec<(u64, u64)>> = Vec::new();
     let (mut next_end, mut next_rock) = (0usize, 0usize);
-    let mut count = 0u32;
-    for i in crate::rules::in_start_order(buffers) {
-        count += 1;
-        if count % 4096 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+    for (k, i) in crate::rules::in_start_order(buffers).enumerate() {
+        if passed(k + 1) {
             return None;
         }
         if kind[i as usize] != 0 {
@@ -269,7 +271,7 @@ pub fn first_fit_around_labelled(buffers: &[Buffer], ends: &[u32], rocks: &[u32]
                             let (a, t) = rock_range(&offsets, j);
                             map.set(a, t, &after[first as usize..(first + len) as usize]);
                         }
-                        0 if e.lower < e.upper => {
+                        0 if e.lower < e.upper && e.size > 0 => {
                             let back = covered.remove(&j).expect("a buffer that ends was placed");
                             map.set(offsets[j as usize], offsets[j as usize] + e.size, &back);
                             spare.push(back);
@@ -291,7 +293,7 @@ pub fn first_fit_around_labelled(buffers: &[Buffer], ends: &[u32], rocks: &[u32]
         let need = b.upper.max(b.lower + 1);
         let a = map.lowest(b.size, b.align_log2, need);
         offsets[i as usize] = a;
-        if b.lower < b.upper {
+        if b.lower < b.upper && b.size > 0 {
             let mut back = spare.pop().unwrap_or_default();
             back.clear();
             map.labels_over(a, a + b.size, &mut back);
