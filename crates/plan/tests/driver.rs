@@ -12,6 +12,18 @@ fn opts(algorithm: Algorithm, seed: u64) -> PlanOptions {
     PlanOptions { time_limit: Duration::from_secs(60), iterations: Some(8), seed, algorithm, ..PlanOptions::default() }
 }
 
+/// `kind` of `n` buffers (generator seed `seed`) planned under `policy` for `secs`, the plan
+/// validated against the validator and its own makespan.
+fn plan_valid(kind: Kind, n: usize, seed: u64, policy: &heaplab_plan::Policy, secs: u64) -> heaplab_plan::PlanOutcome {
+    let inst = generate(kind, n, seed);
+    let o = PlanOptions { time_limit: Duration::from_secs(secs), policy: policy.clone(), ..PlanOptions::default() };
+    let out = plan(&inst.buffers, &o, None);
+    let v = validate(&inst.buffers, &out.offsets);
+    assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
+    assert_eq!(v.makespan, out.makespan, "{}", kind.name());
+    out
+}
+
 #[test]
 fn boxing_alone_is_valid_and_reproducible_on_every_generated_kind() {
     for &kind in Kind::ALL {
@@ -161,12 +173,7 @@ fn above_the_early_windows_range_the_size_split_runs_where_a_few_buffers_hold_th
     let mut off = base.clone();
     off.set_stage(Stage::Split, false);
     for (kind, policy, splits) in [(Kind::Random, &base, true), (Kind::Random, &off, false), (Kind::Nn, &base, false)] {
-        let inst = generate(kind, 8_000, 5);
-        let o = PlanOptions { time_limit: Duration::from_secs(2), policy: policy.clone(), ..PlanOptions::default() };
-        let out = plan(&inst.buffers, &o, None);
-        let v = validate(&inst.buffers, &out.offsets);
-        assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
-        assert_eq!(v.makespan, out.makespan);
+        let out = plan_valid(kind, 8_000, 5, policy, 2);
         let split = out.attempts.iter().any(|a| a.name == "size split");
         assert_eq!(split, splits, "{} split {}: {:?}", kind.name(), policy.split, out.attempts);
     }
@@ -192,12 +199,7 @@ fn above_the_huge_size_the_size_split_follows_the_heuristics_given_the_time() {
     for (kind, policy, splits) in
         [(Kind::Random, &base, true), (Kind::Random, &hasty, true), (Kind::Malloc, &forced, true), (Kind::Random, &slow, false), (Kind::Random, &off, false), (Kind::Nn, &base, false)]
     {
-        let inst = generate(kind, 10_000, 3);
-        let o = PlanOptions { time_limit: Duration::from_secs(2), policy: policy.clone(), ..PlanOptions::default() };
-        let out = plan(&inst.buffers, &o, None);
-        let v = validate(&inst.buffers, &out.offsets);
-        assert!(v.is_valid(), "{}: {}", kind.name(), v.describe(&inst.buffers, &out.offsets));
-        assert_eq!(v.makespan, out.makespan);
+        let out = plan_valid(kind, 10_000, 3, policy, 2);
         let split = out.attempts.iter().any(|a| a.name == "size split");
         assert_eq!(split, splits, "{}: {:?}", kind.name(), out.attempts);
         assert_eq!(out.attempts.iter().map(|a| a.makespan).min(), Some(out.makespan), "{:?}", out.attempts);
