@@ -12,7 +12,7 @@
 //!    Above 2·10^6 buffers the start-order sweep goes first; up to 4·10^6
 //!    ([`Policy::huge_first_fit_max_buffers`]) first fit by size runs beside it, and above that
 //!    only the sweeps and first fit around the rocks run (memory); where the size split
-//!    follows (below), the outward pair alone. Wherever first
+//!    follows (below), the outward pair and the rocks. Wherever first
 //!    fit by size runs first, it is kept only while its pace says it will finish by the
 //!    deadline ([`crate::heuristics::Pace`]), the sweep standing in once it gives up.
 //!    Above 2·10^6 buffers, on a component whose largest fifth holds nearly all the area,
