@@ -980,7 +980,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     let off = plan_sub(w, until, &PlanOptions { policy, ..opts.clone() }, false);
                     (!run.cancelled()).then_some(off)
                 };
-                let off = crate::split::plan_split(&sub, || split_ends, large, plan_until, run.deadline, solve)?;
+                let off = crate::split::plan_split(&sub, || split_ends, large, plan_until, run.deadline, opts.cancel.as_deref(), solve)?;
                 let name = "size split".to_string();
                 let checked = check_placement(&sub, measure_only, &name, &off);
                 rival.fetch_min(checked.makespan, Ordering::Relaxed);
@@ -1059,7 +1059,7 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
             let off = plan_sub(w, until, &PlanOptions { policy, ..opts.clone() }, false);
             (!run.cancelled()).then_some(off)
         };
-        let off = crate::split::plan_split(&part.buffers, ends, &large, run.share_of_left(policy.split_share), run.deadline, solve);
+        let off = crate::split::plan_split(&part.buffers, ends, &large, run.share_of_left(policy.split_share), run.deadline, opts.cancel.as_deref(), solve);
         drop(large);
         let secs = t.elapsed().as_secs_f64();
         let split = off.map(|off| {

@@ -186,9 +186,16 @@ impl LabelMap {
 /// among themselves): exactly the offsets of [`crate::online::first_fit_around`] for rocks of
 /// non-empty lifetimes (a rock of none is left where it is and keeps nothing clear), in time
 /// that does not grow with the rocks met in a buffer's lifetime. `ends` orders the buffers by
-/// end ([`crate::online::ends_of`]). `None` once `deadline` has passed (looked at every 4096
-/// buffers, in both passes).
-pub fn first_fit_around_labelled(buffers: &[Buffer], ends: &[u32], rocks: &[u32], rock_offsets: &[u64], deadline: Option<std::time::Instant>) -> Option<Vec<u64>> {
+/// end ([`crate::online::ends_of`]). `None` once `deadline` has passed or `cancel` is set
+/// (looked at every 4096 buffers, in both passes).
+pub fn first_fit_around_labelled(
+    buffers: &[Buffer],
+    ends: &[u32],
+    rocks: &[u32],
+    rock_offsets: &[u64],
+    deadline: Option<std::time::Instant>,
+    cancel: Option<&std::sync::atomic::AtomicBool>,
+) -> Option<Vec<u64>> {
     debug_assert_eq!(ends.len(), buffers.len());
     let n = buffers.len();
     let mut offsets = vec![0u64; n];
@@ -221,7 +228,10 @@ pub fn first_fit_around_labelled(buffers: &[Buffer], ends: &[u32], rocks: &[u32]
     let mut after_of: Vec<(u32, u32)> = vec![(0, 0); by_start.len()];
     let mut after: Vec<(u64, u64)> = Vec::new();
     let mut next = by_start.len();
-    let passed = |k: usize| k % 4096 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d);
+    let passed = |k: usize| {
+        k % 4096 == 0
+            && (deadline.is_some_and(|d| std::time::Instant::now() >= d) || cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)))
+    };
     for (k, &r) in ends.iter().rev().enumerate() {
         if passed(k + 1) {
             return None;
@@ -388,9 +398,17 @@ mod tests {
             let by_size = crate::rules::order(&sub, crate::rules::Order::Size);
             let rock_offsets = place_in_order(&sub, &by_size, Fit::First);
             let want = crate::online::first_fit_around(&bs, &ends, &rocks, &rock_offsets, None).unwrap();
-            let got = first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, None).unwrap();
+            let got = first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, None, None).unwrap();
             assert!(heaplab_sweep::validate(&bs, &got).is_valid(), "round {round}");
             assert_eq!(got, want, "round {round}: {} rocks", rocks.len());
         }
+        // A set flag (a cancelled plan) or a past deadline stops it.
+        let bs = heaplab_gen::generate(heaplab_gen::Kind::Random, 20_000, 1).buffers;
+        let (ends, rocks) = (crate::online::ends_of(&bs), crate::split::large_part(&bs, 0.2, 0.0..=1.0).unwrap());
+        let sub: Vec<Buffer> = rocks.iter().map(|&r| bs[r as usize]).collect();
+        let rock_offsets = crate::online::place_by_start(&sub, Fit::First);
+        let set = std::sync::atomic::AtomicBool::new(true);
+        assert_eq!(first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, None, Some(&set)), None);
+        assert_eq!(first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, Some(std::time::Instant::now()), None), None);
     }
 }

@@ -54,20 +54,21 @@ pub fn large_part(buffers: &[Buffer], max_share: f64, rest_area: std::ops::Range
 /// of them, or `None` to stop there: the plan was cancelled) and the others by first fit in
 /// start order around it. `ends` gives the buffers in order of their end
 /// ([`crate::online::ends_of`]), asked for once the large part is planned (so that a caller
-/// short of memory can sort them then). `None` if `solve` stopped or the sweep is still
-/// running at `deadline`.
+/// short of memory can sort them then). `None` if `solve` stopped, or the sweep is still
+/// running at `deadline` or when `cancel` is set.
 pub fn plan_split(
     buffers: &[Buffer],
     ends: impl FnOnce() -> Vec<u32>,
     large: &[u32],
     plan_until: Instant,
     deadline: Instant,
+    cancel: Option<&std::sync::atomic::AtomicBool>,
     solve: impl FnOnce(&[Buffer], Instant) -> Option<Vec<u64>>,
 ) -> Option<Vec<u64>> {
     let sub: Vec<Buffer> = large.iter().map(|&i| buffers[i as usize]).collect();
     let offsets = solve(&sub, plan_until)?;
     drop(sub);
-    crate::free_until::first_fit_around_labelled(buffers, &ends(), large, &offsets, Some(deadline))
+    crate::free_until::first_fit_around_labelled(buffers, &ends(), large, &offsets, Some(deadline), cancel)
 }
 
 #[cfg(test)]
@@ -102,7 +103,7 @@ mod tests {
             let ends = crate::online::ends_of(&bs);
             let far = Instant::now() + std::time::Duration::from_secs(600);
             let mut planned = Vec::new();
-            let off = plan_split(&bs, || ends.clone(), &large, far, far, |sub, _| {
+            let off = plan_split(&bs, || ends.clone(), &large, far, far, None, |sub, _| {
                 planned = crate::heuristics::first_fit_in_order(sub, &crate::rules::order(sub, crate::heuristics::Order::Size));
                 Some(planned.clone())
             })
@@ -118,6 +119,6 @@ mod tests {
         // A solve that stops (a cancelled plan) stops the split before the sweep.
         let bs = heaplab_gen::generate(heaplab_gen::Kind::Random, 3_000, 1).buffers;
         let (large, ends, now) = (large_part(&bs, 0.2, 0.0..=0.1).unwrap(), crate::online::ends_of(&bs), Instant::now());
-        assert_eq!(plan_split(&bs, || ends.clone(), &large, now, now + std::time::Duration::from_secs(60), |_, _| None), None);
+        assert_eq!(plan_split(&bs, || ends.clone(), &large, now, now + std::time::Duration::from_secs(60), None, |_, _| None), None);
     }
 }
