@@ -950,11 +950,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             // chase's core: the large part planned alone (a fifth of the buffers live at an
             // instant, so its windows chase round after round where here one fill takes most
             // of the limit) and the rest swept around it (docs/planning.md, step 5).
-            let large = if second && run.runs(Stage::Split) {
-                crate::split::large_part(&sub, policy.split_max_share, policy.split_min_rest_area..=policy.split_max_rest_area)
-            } else {
-                None
-            };
+            let large = if second && run.runs(Stage::Split) { split_large_part(policy, &sub) } else { None };
             // The split's sweep frees buffers in the order of their ends, which the component
             // already has (the heuristics take the part's copy): a copy, not a second sort.
             let split_ends = if large.is_some() { parts[i].ends.clone() } else { Vec::new() };
@@ -972,14 +968,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             };
             let split = |large: &[u32], since: Instant| {
                 let plan_until = run.share_of_left(policy.split_share);
-                let solve = |w: &[Buffer], until: Instant| {
-                    // A plan of its own (windows and all), which does not split again; once
-                    // cancelled, the sweep around it is not started.
-                    let mut policy = policy.clone();
-                    policy.split = false;
-                    let off = plan_sub(w, until, &PlanOptions { policy, ..opts.clone() }, false);
-                    (!run.cancelled()).then_some(off)
-                };
+                let solve = |w: &[Buffer], until: Instant| plan_large_part(run, w, until, false);
                 let off = crate::split::plan_split(&sub, || split_ends, large, plan_until, run.deadline, opts.cancel.as_deref(), solve)?;
                 let name = "size split".to_string();
                 let checked = check_placement(&sub, measure_only, &name, &off);
@@ -1020,8 +1009,25 @@ fn split_after_heuristics(run: &Run, part: &Part) -> Option<Vec<u32>> {
         && policy.is_huge(n)
         && !part.flat
         && run.opts.time_limit.as_secs_f64() >= policy.split_huge_seconds_per_buffer * n as f64;
-    let range = policy.split_min_rest_area..=policy.split_max_rest_area;
-    applies.then(|| crate::split::large_part(&part.buffers, policy.split_max_share, range)).flatten()
+    applies.then(|| split_large_part(policy, &part.buffers)).flatten()
+}
+
+/// [`crate::split::large_part`] of `buffers` with the policy's share and bounds.
+fn split_large_part(policy: &Policy, buffers: &[Buffer]) -> Option<Vec<u32>> {
+    crate::split::large_part(buffers, policy.split_max_share, policy.split_min_rest_area..=policy.split_max_rest_area)
+}
+
+/// The size split's large part `w` planned by this driver's pipeline (windows and all) until
+/// `until`, without splitting again; `as_huge`: as the huge path plans, whatever its size (see
+/// [`split_stage`]). `None` once the plan is cancelled: the sweep around it is then not started.
+fn plan_large_part(run: &Run, w: &[Buffer], until: Instant, as_huge: bool) -> Option<Vec<u64>> {
+    let mut policy = run.opts.policy.clone();
+    policy.split = false;
+    if as_huge {
+        policy.huge_buffers = policy.huge_buffers.min(w.len().saturating_sub(1));
+    }
+    let off = plan_sub(w, until, &PlanOptions { policy, ..run.opts.clone() }, false);
+    (!run.cancelled()).then_some(off)
 }
 
 /// The size split ([`crate::split`]) on the parts with a large part ([`split_after_heuristics`])
@@ -1047,18 +1053,11 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
         let dropped = (part.makespan, part.algorithm.clone());
         part.offsets = Vec::new();
         let ends = || crate::online::ends_of(&part.buffers);
-        let solve = |w: &[Buffer], until: Instant| {
-            // Planned as the huge path plans (the local windows and the improvement search
-            // taking turns from first fit by size), not by the chase, whose fills of 2·10^6
-            // buffers took 30–40 s each: the large part of random 10^7 in 87 s, 2.10% above
-            // its own max load against 3.34%, in 0.99 GB of peak RSS against 1.29 (one chase)
-            // or 2.11 (two).
-            let mut policy = policy.clone();
-            policy.split = false;
-            policy.huge_buffers = policy.huge_buffers.min(w.len().saturating_sub(1));
-            let off = plan_sub(w, until, &PlanOptions { policy, ..opts.clone() }, false);
-            (!run.cancelled()).then_some(off)
-        };
+        // Planned as the huge path plans (the local windows and the improvement search taking
+        // turns from first fit by size), not by the chase, whose fills of 2·10^6 buffers took
+        // 30–40 s each: the large part of random 10^7 in 87 s, 2.10% above its own max load
+        // against 3.34%, in 0.99 GB of peak RSS against 1.29 (one chase) or 2.11 (two).
+        let solve = |w: &[Buffer], until: Instant| plan_large_part(run, w, until, true);
         let off = crate::split::plan_split(&part.buffers, ends, &large, run.share_of_left(policy.split_share), run.deadline, opts.cancel.as_deref(), solve);
         drop(large);
         let secs = t.elapsed().as_secs_f64();
