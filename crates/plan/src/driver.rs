@@ -969,7 +969,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             let split = |large: &[u32], since: Instant| {
                 let plan_until = run.share_of_left(policy.split_share);
                 let solve = |w: &[Buffer], until: Instant| plan_large_part(run, w, until, false);
-                let off = crate::split::plan_split(&sub, || split_ends, large, plan_until, run.deadline, opts.cancel.as_deref(), solve)?;
+                let off = crate::split::plan_split(&sub, || split_ends, large, policy.split_rest_choices, plan_until, run.deadline, opts.cancel.as_deref(), solve)?;
                 let name = "size split".to_string();
                 let checked = check_placement(&sub, measure_only, &name, &off);
                 rival.fetch_min(checked.makespan, Ordering::Relaxed);
@@ -1058,7 +1058,7 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
         // 30–40 s each: the large part of random 10^7 in 87 s, 2.10% above its own max load
         // against 3.34%, in 0.99 GB of peak RSS against 1.29 (one chase) or 2.11 (two).
         let solve = |w: &[Buffer], until: Instant| plan_large_part(run, w, until, true);
-        let off = crate::split::plan_split(&part.buffers, ends, &large, run.share_of_left(policy.split_share), run.deadline, opts.cancel.as_deref(), solve);
+        let off = crate::split::plan_split(&part.buffers, ends, &large, policy.split_rest_choices, run.share_of_left(policy.split_share), run.deadline, opts.cancel.as_deref(), solve);
         drop(large);
         let secs = t.elapsed().as_secs_f64();
         let split = off.map(|off| {

@@ -152,6 +152,82 @@ impl LabelMap {
         }
     }
 
+    /// The least label over `[at, at + size)`, or `None` where one is below `need`; the
+    /// range holding `at` is range `k` of block `bi` or one after it.
+    fn least_over(&self, (bi, k): (usize, usize), at: u64, size: u64, need: u64) -> Option<u64> {
+        let end = at.saturating_add(size);
+        let mut least = FOREVER;
+        let mut k = k;
+        for (j, b) in self.blocks[bi..].iter().enumerate() {
+            for (x, &(s, l)) in b.ranges[k..].iter().enumerate() {
+                if s >= end && s > at {
+                    return Some(least);
+                }
+                // Ranges that end by `at` are not covered.
+                let next = match b.ranges.get(k + x + 1) {
+                    Some(r) => r.0,
+                    None => self.blocks.get(bi + j + 1).map_or(u64::MAX, |nb| nb.first()),
+                };
+                if next <= at {
+                    continue;
+                }
+                if l < need {
+                    return None;
+                }
+                least = least.min(l);
+            }
+            k = 0;
+        }
+        Some(least)
+    }
+
+    /// Of the first `choices` places where `size` bytes fit labelled at least `need` (the
+    /// lowest, then from each range above it whose label differs from the one below it), the
+    /// one whose least label is smallest, the lowest of equals: the hole that closes soonest
+    /// after `need`, keeping the holes that stay free longer for longer buffers. The search
+    /// ends at a place free for ever (above every rock, as a rule). `choices` 1 is
+    /// [`LabelMap::lowest`].
+    pub fn tightest(&self, size: u64, align_log2: u8, need: u64, choices: usize) -> u64 {
+        let first = self.lowest(size, align_log2, need);
+        if first == u64::MAX || choices <= 1 {
+            return first;
+        }
+        let (mut bi, mut k) = self.find(first);
+        let mut best = (self.least_over((bi, k), first, size, need).unwrap_or(FOREVER), first);
+        let mut found = 1;
+        let mut below = self.blocks[bi].ranges[k].1;
+        k += 1;
+        while best.0 != FOREVER && found < choices {
+            if k == self.blocks[bi].ranges.len() {
+                bi += 1;
+                k = 0;
+                // Whole blocks below `need` hold no place; what follows them differs from them.
+                while bi < self.blocks.len() && self.blocks[bi].max < need {
+                    below = TAKEN;
+                    bi += 1;
+                }
+                if bi == self.blocks.len() {
+                    break;
+                }
+            }
+            let (s, l) = self.blocks[bi].ranges[k];
+            k += 1;
+            if l >= need && l != below {
+                if let Some(at) = align_up(s, align_log2) {
+                    if let Some(least) = self.least_over((bi, k - 1), at, size, need) {
+                        found += 1;
+                        best = best.min((least, at));
+                        if least == FOREVER {
+                            break;
+                        }
+                    }
+                }
+            }
+            below = l;
+        }
+        best.1
+    }
+
     /// The lowest offset aligned to `2^align_log2` where `size` bytes are labelled at least
     /// `need` throughout.
     pub fn lowest(&self, size: u64, align_log2: u8, need: u64) -> u64 {
@@ -183,16 +259,19 @@ impl LabelMap {
 }
 
 /// First fit in start order around rocks placed beforehand (`rocks` at `rock_offsets`, valid
-/// among themselves): exactly the offsets of [`crate::online::first_fit_around`] for rocks of
-/// non-empty lifetimes (a rock of none is left where it is and keeps nothing clear), in time
-/// that does not grow with the rocks met in a buffer's lifetime. `ends` orders the buffers by
-/// end ([`crate::online::ends_of`]). `None` once `deadline` has passed or `cancel` is set
-/// (looked at every 4096 buffers, in both passes).
+/// among themselves): with `choices` 1, exactly the offsets of
+/// [`crate::online::first_fit_around`] for rocks of non-empty lifetimes (a rock of none is left
+/// where it is and keeps nothing clear), in time that does not grow with the rocks met in a
+/// buffer's lifetime; with more, each buffer goes to the tightest in time of its first
+/// `choices` fits ([`LabelMap::tightest`]). `ends` orders the buffers by end
+/// ([`crate::online::ends_of`]). `None` once `deadline` has passed or `cancel` is set (looked
+/// at every 4096 buffers, in both passes).
 pub fn first_fit_around_labelled(
     buffers: &[Buffer],
     ends: &[u32],
     rocks: &[u32],
     rock_offsets: &[u64],
+    choices: usize,
     deadline: Option<std::time::Instant>,
     cancel: Option<&std::sync::atomic::AtomicBool>,
 ) -> Option<Vec<u64>> {
@@ -301,7 +380,7 @@ pub fn first_fit_around_labelled(
         }
         // Free now and until its end (an empty lifetime: free now).
         let need = b.upper.max(b.lower + 1);
-        let a = map.lowest(b.size, b.align_log2, need);
+        let a = map.tightest(b.size, b.align_log2, need, choices);
         offsets[i as usize] = a;
         if b.lower < b.upper && b.size > 0 {
             let mut back = spare.pop().unwrap_or_default();
@@ -364,6 +443,26 @@ mod tests {
                     .find(|&x| (x..x + size).all(|y| y >= plain.len() as u64 || plain[y as usize] >= need))
                     .unwrap();
                 assert_eq!(map.lowest(size, al, need), brute, "round {round}: {size} bytes at least {need}");
+                // The tightest of the first few fits: the lowest, then one from each change of
+                // label at least `need`, up to the first free for ever.
+                let label = |y: u64| plain.get(y as usize).copied().unwrap_or(FOREVER);
+                let least = |x: u64| (x..x + size).map(label).min().filter(|&l| l >= need);
+                let choices = 1 + (rng.next_u64() % 6) as usize;
+                let mut best = (least(brute).unwrap(), brute);
+                let (mut found, mut last) = (1, best.0);
+                for x in brute + 1..width + 64 {
+                    if last == FOREVER || found == choices {
+                        break;
+                    }
+                    if label(x) >= need && label(x) != label(x - 1) {
+                        let at = x.next_multiple_of(1 << al);
+                        if let Some(l) = least(at) {
+                            (found, last) = (found + 1, l);
+                            best = best.min((l, at));
+                        }
+                    }
+                }
+                assert_eq!(map.tightest(size, al, need, choices), best.1, "round {round}: {size} bytes at least {need}, {choices} places");
             }
         }
     }
@@ -398,9 +497,22 @@ mod tests {
             let by_size = crate::rules::order(&sub, crate::rules::Order::Size);
             let rock_offsets = place_in_order(&sub, &by_size, Fit::First);
             let want = crate::online::first_fit_around(&bs, &ends, &rocks, &rock_offsets, None).unwrap();
-            let got = first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, None, None).unwrap();
+            let got = first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, 1, None, None).unwrap();
             assert!(heaplab_sweep::validate(&bs, &got).is_valid(), "round {round}");
             assert_eq!(got, want, "round {round}: {} rocks", rocks.len());
+        }
+        // With more places to choose from: valid, the rocks kept, and as high as first fit at most
+        // where the rocks decide.
+        for round in 0..20u64 {
+            let bs = heaplab_gen::generate(heaplab_gen::Kind::Random, 2_000 + 500 * round as usize, round).buffers;
+            let ends = crate::online::ends_of(&bs);
+            let rocks = crate::split::large_part(&bs, 0.2, 0.0..=1.0).unwrap();
+            let sub: Vec<Buffer> = rocks.iter().map(|&r| bs[r as usize]).collect();
+            let rock_offsets = place_in_order(&sub, &crate::rules::order(&sub, crate::rules::Order::Size), Fit::First);
+            let got = first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, 1 + round as usize % 20, None, None).unwrap();
+            let v = heaplab_sweep::validate(&bs, &got);
+            assert!(v.is_valid(), "round {round}: {}", v.describe(&bs, &got));
+            assert!(rocks.iter().zip(&rock_offsets).all(|(&r, &o)| got[r as usize] == o));
         }
         // A set flag (a cancelled plan) or a past deadline stops it.
         let bs = heaplab_gen::generate(heaplab_gen::Kind::Random, 20_000, 1).buffers;
@@ -408,7 +520,7 @@ mod tests {
         let sub: Vec<Buffer> = rocks.iter().map(|&r| bs[r as usize]).collect();
         let rock_offsets = crate::online::place_by_start(&sub, Fit::First);
         let set = std::sync::atomic::AtomicBool::new(true);
-        assert_eq!(first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, None, Some(&set)), None);
-        assert_eq!(first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, Some(std::time::Instant::now()), None), None);
+        assert_eq!(first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, 1, None, Some(&set)), None);
+        assert_eq!(first_fit_around_labelled(&bs, &ends, &rocks, &rock_offsets, 1, Some(std::time::Instant::now()), None), None);
     }
 }

@@ -254,6 +254,11 @@ pub struct Policy {
     /// [`Stage::Split`]: the share of the time left when it starts that its large part is planned
     /// in; the rest is for the sweep around it and the stages after. Default 0.7.
     pub split_share: f64,
+    /// [`Stage::Split`]: each buffer outside the large part goes to the place, of its first
+    /// this many where it fits, whose hole closes soonest after its end
+    /// ([`crate::free_until::LabelMap::tightest`]); 1 is first fit. Default 16: the holes
+    /// that stay free longer are left to longer buffers.
+    pub split_rest_choices: usize,
     /// Share of the time left [`Stage::Boxing`] gets; the rest is kept for [`Stage::Polish`].
     /// Default 0.8.
     pub boxing_share: f64,
@@ -307,6 +312,7 @@ impl Default for Policy {
             split_max_rest_area: 0.1,
             split_min_rest_area: 0.01,
             split_share: 0.7,
+            split_rest_choices: 16,
             split_huge_seconds_per_buffer: 4e-6,
             boxing_share: 0.8,
             boxing_component_share: 0.6,
@@ -375,7 +381,7 @@ impl Policy {
     pub const KEYS: &'static str = "heuristics_share, heuristics_cutoff_share, huge_buffers, huge_first_fit_max_buffers, rocks_min_seconds_per_buffer, runners_up, \
 runners_up_max_buffers, small_buffers, early_windows_min_buffers, early_windows_max_buffers, windows_share, \
 windows_min_fills, early_windows_seconds_per_buffer, windows_depth, windows_tail_load, local_windows_min_seconds, huge_window_max_buffers, huge_windows_patience, flat_min_buffers, flat_share, exact_max_conflicts, exact_max_buffers, exact_threads, \
-exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, split_max_share, split_max_rest_area, split_min_rest_area, split_share, split_huge_seconds_per_buffer, \
+exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, split_max_share, split_max_rest_area, split_min_rest_area, split_share, split_rest_choices, split_huge_seconds_per_buffer, \
 boxing_share, boxing_component_share";
 
     /// Sets the numeric field `key` (see [`Policy::KEYS`]) from `value`; a share must lie in
@@ -432,6 +438,12 @@ boxing_share, boxing_component_share";
             "split_max_rest_area" => self.split_max_rest_area = share(value)?,
             "split_min_rest_area" => self.split_min_rest_area = share(value)?,
             "split_share" => self.split_share = share(value)?,
+            "split_rest_choices" => {
+                self.split_rest_choices = count(value)?;
+                if self.split_rest_choices == 0 {
+                    return Err("0: expected at least 1 place".into());
+                }
+            }
             "split_huge_seconds_per_buffer" => self.split_huge_seconds_per_buffer = non_negative(value)?,
             "boxing_share" => self.boxing_share = share(value)?,
             "boxing_component_share" => self.boxing_component_share = share(value)?,
@@ -467,6 +479,7 @@ mod tests {
         assert_eq!((p.improve_share_small, p.improve_share_large, p.improve_min_sweeps), (0.5, 0.33, 2.0));
         assert_eq!((p.boxing_share, p.boxing_component_share), (0.8, 0.6));
         assert_eq!((p.split_max_share, p.split_min_rest_area, p.split_max_rest_area, p.split_share, p.split_huge_seconds_per_buffer), (0.2, 0.01, 0.1, 0.7, 4e-6));
+        assert_eq!(p.split_rest_choices, 16);
     }
 
     #[test]

@@ -51,8 +51,9 @@ pub fn large_part(buffers: &[Buffer], max_share: f64, rest_area: std::ops::Range
 
 /// Places `buffers` with the large part `large` (from [`large_part`]) planned by `solve` (given
 /// those buffers alone and an instant to finish by, `plan_until`; it returns a valid placement
-/// of them, or `None` to stop there: the plan was cancelled) and the others by first fit in
-/// start order around it. `ends` gives the buffers in order of their end
+/// of them, or `None` to stop there: the plan was cancelled) and the others in start order
+/// around it, each at the tightest in time of its first `choices` fits
+/// ([`crate::free_until::LabelMap::tightest`]; 1: first fit). `ends` gives the buffers in order of their end
 /// ([`crate::online::ends_of`]), asked for once the large part is planned (so that a caller
 /// short of memory can sort them then). `None` if `solve` stopped, or the sweep is still
 /// running at `deadline` or when `cancel` is set.
@@ -60,6 +61,7 @@ pub fn plan_split(
     buffers: &[Buffer],
     ends: impl FnOnce() -> Vec<u32>,
     large: &[u32],
+    choices: usize,
     plan_until: Instant,
     deadline: Instant,
     cancel: Option<&std::sync::atomic::AtomicBool>,
@@ -68,7 +70,7 @@ pub fn plan_split(
     let sub: Vec<Buffer> = large.iter().map(|&i| buffers[i as usize]).collect();
     let offsets = solve(&sub, plan_until)?;
     drop(sub);
-    crate::free_until::first_fit_around_labelled(buffers, &ends(), large, &offsets, Some(deadline), cancel)
+    crate::free_until::first_fit_around_labelled(buffers, &ends(), large, &offsets, choices, Some(deadline), cancel)
 }
 
 #[cfg(test)]
@@ -97,13 +99,13 @@ mod tests {
     /// it was planned, and is at least as low as that plan.
     #[test]
     fn the_split_keeps_the_large_plan_and_places_the_rest_validly() {
-        for (n, seed) in [(3_000, 1), (12_000, 2), (40_000, 5)] {
+        for (n, seed, choices) in [(3_000, 1, 1), (12_000, 2, 16), (40_000, 5, 1), (40_000, 5, 16), (20_000, 7, 3)] {
             let bs = heaplab_gen::generate(heaplab_gen::Kind::Random, n, seed).buffers;
             let large = large_part(&bs, 0.2, 0.0..=0.1).unwrap();
             let ends = crate::online::ends_of(&bs);
             let far = Instant::now() + std::time::Duration::from_secs(600);
             let mut planned = Vec::new();
-            let off = plan_split(&bs, || ends.clone(), &large, far, far, None, |sub, _| {
+            let off = plan_split(&bs, || ends.clone(), &large, choices, far, far, None, |sub, _| {
                 planned = crate::heuristics::first_fit_in_order(sub, &crate::rules::order(sub, crate::heuristics::Order::Size));
                 Some(planned.clone())
             })
@@ -119,6 +121,6 @@ mod tests {
         // A solve that stops (a cancelled plan) stops the split before the sweep.
         let bs = heaplab_gen::generate(heaplab_gen::Kind::Random, 3_000, 1).buffers;
         let (large, ends, now) = (large_part(&bs, 0.2, 0.0..=0.1).unwrap(), crate::online::ends_of(&bs), Instant::now());
-        assert_eq!(plan_split(&bs, || ends.clone(), &large, now, now + std::time::Duration::from_secs(60), None, |_, _| None), None);
+        assert_eq!(plan_split(&bs, || ends.clone(), &large, 1, now, now + std::time::Duration::from_secs(60), None, |_, _| None), None);
     }
 }
