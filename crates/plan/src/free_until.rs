@@ -152,16 +152,17 @@ impl LabelMap {
         }
     }
 
-    /// The least label over `[at, at + size)`, or `None` where one is below `need`; the
-    /// range holding `at` is range `k` of block `bi` or one after it.
-    fn least_over(&self, (bi, k): (usize, usize), at: u64, size: u64, need: u64) -> Option<u64> {
-        let end = at.saturating_add(size);
+    /// The least label over `[at, at + size)`, or `Err(x)` where the label at `x` in it is
+    /// below `need` (the first such address; `u64::MAX` where the span passes the address
+    /// space); the range holding `at` is range `k` of block `bi` or one after it.
+    fn least_over(&self, (bi, k): (usize, usize), at: u64, size: u64, need: u64) -> Result<u64, u64> {
+        let end = at.checked_add(size).ok_or(u64::MAX)?;
         let mut least = FOREVER;
         let mut k = k;
         for (j, b) in self.blocks[bi..].iter().enumerate() {
             for (x, &(s, l)) in b.ranges[k..].iter().enumerate() {
                 if s >= end && s > at {
-                    return Some(least);
+                    return Ok(least);
                 }
                 // Ranges that end by `at` are not covered.
                 let next = match b.ranges.get(k + x + 1) {
@@ -172,21 +173,23 @@ impl LabelMap {
                     continue;
                 }
                 if l < need {
-                    return None;
+                    return Err(s.max(at));
                 }
                 least = least.min(l);
             }
             k = 0;
         }
-        Some(least)
+        Ok(least)
     }
 
     /// Of the first `choices` places where `size` bytes fit labelled at least `need` (the
-    /// lowest, then from each range above it whose label differs from the one below it), the
-    /// one whose least label is smallest, the lowest of equals: the hole that closes soonest
-    /// after `need`, keeping the holes that stay free longer for longer buffers. The search
-    /// ends at a place free for ever (above every rock, as a rule). `choices` 1 is
-    /// [`LabelMap::lowest`].
+    /// lowest, then from each range above it whose label differs from the one below it, each
+    /// offset once), the one whose least label is smallest, the lowest of equals: the hole
+    /// that closes soonest after `need`, keeping the holes that stay free longer for longer
+    /// buffers. The search ends at a place free for ever (above every rock, as a rule).
+    /// `choices` 1 is [`LabelMap::lowest`]. A place that fails records where (the first
+    /// label below `need`), so the places below it that would reach it are not walked again:
+    /// many small ranges under one long failing run cost one walk, not one each.
     pub fn tightest(&self, size: u64, align_log2: u8, need: u64, choices: usize) -> u64 {
         let first = self.lowest(size, align_log2, need);
         if first == u64::MAX || choices <= 1 {
@@ -194,7 +197,7 @@ impl LabelMap {
         }
         let (mut bi, mut k) = self.find(first);
         let mut best = (self.least_over((bi, k), first, size, need).unwrap_or(FOREVER), first);
-        let mut found = 1;
+        let (mut found, mut last_at, mut blocked) = (1, first, None::<u64>);
         let mut below = self.blocks[bi].ranges[k].1;
         k += 1;
         while best.0 != FOREVER && found < choices {
@@ -213,12 +216,19 @@ impl LabelMap {
             let (s, l) = self.blocks[bi].ranges[k];
             k += 1;
             if l >= need && l != below {
-                if let Some(at) = align_up(s, align_log2) {
-                    if let Some(least) = self.least_over((bi, k - 1), at, size, need) {
-                        found += 1;
-                        best = best.min((least, at));
-                        if least == FOREVER {
-                            break;
+                if let Some(at) = align_up(s, align_log2).filter(|&at| at != last_at) {
+                    last_at = at;
+                    let reaches_block = blocked.is_some_and(|x| at <= x && at.saturating_add(size) > x);
+                    if !reaches_block {
+                        match self.least_over((bi, k - 1), at, size, need) {
+                            Ok(least) => {
+                                found += 1;
+                                best = best.min((least, at));
+                                if least == FOREVER {
+                                    break;
+                                }
+                            }
+                            Err(x) => blocked = Some(x),
                         }
                     }
                 }
@@ -449,13 +459,14 @@ mod tests {
                 let least = |x: u64| (x..x + size).map(label).min().filter(|&l| l >= need);
                 let choices = 1 + (rng.next_u64() % 6) as usize;
                 let mut best = (least(brute).unwrap(), brute);
-                let (mut found, mut last) = (1, best.0);
+                let (mut found, mut last, mut last_at) = (1, best.0, brute);
                 for x in brute + 1..width + 64 {
                     if last == FOREVER || found == choices {
                         break;
                     }
-                    if label(x) >= need && label(x) != label(x - 1) {
+                    if label(x) >= need && label(x) != label(x - 1) && x.next_multiple_of(1 << al) != last_at {
                         let at = x.next_multiple_of(1 << al);
+                        last_at = at;
                         if let Some(l) = least(at) {
                             (found, last) = (found + 1, l);
                             best = best.min((l, at));
@@ -465,6 +476,30 @@ mod tests {
                 assert_eq!(map.tightest(size, al, need, choices), best.1, "round {round}: {size} bytes at least {need}, {choices} places");
             }
         }
+    }
+
+    /// A place whose bytes would pass the end of the address space is no place, and offsets
+    /// that alignment rounds to the same address count as one choice.
+    #[test]
+    fn tightest_at_the_edges() {
+        let mut map = LabelMap::new();
+        // Free until 9 up to near the top, taken there, then a short hole free until 7: the
+        // tighter hole, but 200 bytes from there pass the end of the address space.
+        map.set(0, u64::MAX - 100, &[(0, 9)]);
+        map.set(u64::MAX - 100, u64::MAX - 50, &[(u64::MAX - 100, TAKEN)]);
+        map.set(u64::MAX - 50, u64::MAX, &[(u64::MAX - 50, 7)]);
+        assert_eq!(map.tightest(200, 0, 5, 16), 0, "the hole at the top is too short");
+        // Labels changing every byte within one 8-byte unit round to one offset, one choice:
+        // fits of 8 bytes aligned to 8 needing 4 are 0 (least label 9), 8 (8), 16 (6), 24 (5),
+        // so the fourth choice is 24, not 16 again.
+        let mut map = LabelMap::new();
+        map.set(0, 8, &[(0, 9)]);
+        map.set(8, 16, &[(8, 8), (9, 9), (10, 8), (11, 9)]);
+        map.set(16, 24, &[(16, 6)]);
+        map.set(24, 32, &[(24, 5)]);
+        map.set(32, 64, &[(32, 7)]);
+        assert_eq!(map.tightest(8, 3, 4, 3), 16);
+        assert_eq!(map.tightest(8, 3, 4, 4), 24);
     }
 
     /// Exactly the offsets of the climbing sweep (and so of the general placer with the rocks
@@ -501,8 +536,7 @@ mod tests {
             assert!(heaplab_sweep::validate(&bs, &got).is_valid(), "round {round}");
             assert_eq!(got, want, "round {round}: {} rocks", rocks.len());
         }
-        // With more places to choose from: valid, the rocks kept, and as high as first fit at most
-        // where the rocks decide.
+        // With more places to choose from: valid, and the rocks kept where they were.
         for round in 0..20u64 {
             let bs = heaplab_gen::generate(heaplab_gen::Kind::Random, 2_000 + 500 * round as usize, round).buffers;
             let ends = crate::online::ends_of(&bs);

@@ -96,7 +96,7 @@ mod tests {
     }
 
     /// Whatever the large part's placement, the split's is valid, keeps the large part where
-    /// it was planned, and is at least as low as that plan.
+    /// it was planned, and reaches at least that plan's top (the rest goes around it).
     #[test]
     fn the_split_keeps_the_large_plan_and_places_the_rest_validly() {
         for (n, seed, choices) in [(3_000, 1, 1), (12_000, 2, 16), (40_000, 5, 1), (40_000, 5, 16), (20_000, 7, 3)] {
