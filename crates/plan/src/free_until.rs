@@ -218,8 +218,8 @@ impl LabelMap {
             if l >= need && l != below {
                 if let Some(at) = align_up(s, align_log2).filter(|&at| at != last_at) {
                     last_at = at;
-                    let reaches_block = blocked.is_some_and(|x| at <= x && at.saturating_add(size) > x);
-                    if !reaches_block {
+                    let reaches_failure = blocked.is_some_and(|x| at <= x && at.saturating_add(size) > x);
+                    if !reaches_failure {
                         match self.least_over((bi, k - 1), at, size, need) {
                             Ok(least) => {
                                 found += 1;
