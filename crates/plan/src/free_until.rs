@@ -197,7 +197,7 @@ impl LabelMap {
         }
         let (mut bi, mut k) = self.find(first);
         let mut best = (self.least_over((bi, k), first, size, need).unwrap_or(FOREVER), first);
-        let (mut found, mut last_at, mut blocked) = (1, first, None::<u64>);
+        let (mut found, mut last_at, mut failed_at) = (1, first, None::<u64>);
         let mut below = self.blocks[bi].ranges[k].1;
         k += 1;
         while best.0 != FOREVER && found < choices {
@@ -218,7 +218,7 @@ impl LabelMap {
             if l >= need && l != below {
                 if let Some(at) = align_up(s, align_log2).filter(|&at| at != last_at) {
                     last_at = at;
-                    let reaches_failure = blocked.is_some_and(|x| at <= x && at.saturating_add(size) > x);
+                    let reaches_failure = failed_at.is_some_and(|x| at <= x && at.saturating_add(size) > x);
                     if !reaches_failure {
                         match self.least_over((bi, k - 1), at, size, need) {
                             Ok(least) => {
@@ -228,7 +228,7 @@ impl LabelMap {
                                     break;
                                 }
                             }
-                            Err(x) => blocked = Some(x),
+                            Err(x) => failed_at = Some(x),
                         }
                     }
                 }
@@ -464,8 +464,8 @@ mod tests {
                     if last == FOREVER || found == choices {
                         break;
                     }
-                    if label(x) >= need && label(x) != label(x - 1) && x.next_multiple_of(1 << al) != last_at {
-                        let at = x.next_multiple_of(1 << al);
+                    let at = x.next_multiple_of(1 << al);
+                    if label(x) >= need && label(x) != label(x - 1) && at != last_at {
                         last_at = at;
                         if let Some(l) = least(at) {
                             (found, last) = (found + 1, l);
