@@ -1306,55 +1306,79 @@ fn windows_stage(run: &Run, parts: &mut [Part]) {
 /// The flat-components stage of [`plan`] ([`crate::flat`]): each component that decides the
 /// makespan, has more than [`Policy::flat_min_buffers`] buffers and the same load at every tick
 /// is merged into blocks, and the blocks are planned as an instance of their own by this
-/// driver's pipeline (nested). Up to [`Policy::flat_share`] of the time left, shared equally by
-/// the components in line; in a component's share the blocks of the first merge order are
-/// planned in half of what is left after the merge, each further order's (drawn from the seed)
-/// in half of what remains after it, or all of it where the other half could not repeat the
-/// merge, until a plan reaches the target.
+/// driver's pipeline (nested). Up to [`Policy::flat_share`] of the time left. Up to
+/// [`Policy::flat_side_by_side_max_buffers`] in all the components run side by side, one per
+/// core (the makespan is the highest component's, so each must reach the target, and a merge of
+/// 5·10^5 buffers takes over a second), each given the stage's time times the cores over the
+/// components in line; above, one at a time, each with an equal share of what is left for it
+/// and those after it. In a component's time the blocks of the first merge order are planned in
+/// half of what is left after the merge, each further order's (drawn from the seed) in half of
+/// what remains after it, or all of it where the other half could not repeat the merge, until a
+/// plan reaches the target, or the time left could not hold a merge
+/// ([`Policy::flat_min_seconds_per_buffer`]).
 fn flat_stage(run: &Run, parts: &mut [Part]) {
-    let (seed, target) = (run.opts.seed, run.target);
-    let queue = above_target(parts, target, |p| p.buffers.len() > run.opts.policy.flat_min_buffers);
+    let queue = above_target(parts, run.target, |p| p.flat && p.buffers.len() > run.opts.policy.flat_min_buffers);
+    if queue.is_empty() {
+        return;
+    }
     let stage_end = run.share_of_left(run.opts.policy.flat_share);
-    for (k, &i) in queue.iter().enumerate() {
-        let settled = parts.iter().map(|p| p.makespan).max().unwrap_or(0);
-        let part = &mut parts[i];
-        if part.makespan < settled || Instant::now() >= stage_end || !part.flat {
-            continue;
-        }
-        // An equal share of the stage for this component and each after it in the queue.
-        let part_end = {
+    let mut queued: Vec<&mut Part> = parts.iter_mut().enumerate().filter(|(i, _)| queue.contains(i)).map(|(_, p)| p).collect();
+    queued.sort_by_key(|p| std::cmp::Reverse(p.makespan));
+    let in_line: usize = queued.iter().map(|p| p.buffers.len()).sum();
+    if in_line <= run.opts.policy.flat_side_by_side_max_buffers {
+        // Every component in line, not only the highest: side by side, the others come down
+        // with it.
+        let share = stage_end.saturating_duration_since(Instant::now()).mul_f64((rayon::current_num_threads() as f64 / queued.len() as f64).min(1.0));
+        queued.par_iter_mut().with_max_len(1).for_each(|part| {
+            let start = Instant::now();
+            flat_component(run, part, (start + share).min(stage_end));
+        });
+    } else {
+        // One at a time, each with an equal share of what is left for it and those after it,
+        // those below the highest makespan left waiting.
+        let len = queued.len();
+        for k in 0..len {
+            let settled = queued.iter().map(|p| p.makespan).max().unwrap_or(0);
             let now = Instant::now();
-            now + stage_end.saturating_duration_since(now) / (queue.len() - k) as u32
-        };
-        let aim = target.max(part.lower);
-        for round in 0u64.. {
-            let now = Instant::now();
-            if now >= part_end || part.makespan <= aim || run.cancelled() {
-                break;
+            if queued[k].makespan == settled {
+                flat_component(run, queued[k], now + stage_end.saturating_duration_since(now) / (len - k) as u32);
             }
-            let order = (round > 0).then(|| seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            let Some(blocks) = crate::flat::reduce(&part.buffers, order, part_end) else { break };
-            if blocks.len() * 2 > part.buffers.len() {
-                // No structure to exploit: first fit by size, which the heuristics stage left
-                // to this stage on a flat component, gets the time instead.
-                let first_fit = Heuristic { order: Order::Size, fit: Fit::First };
-                if let Some(off) = first_fit.run_until(&part.buffers, part_end) {
-                    part.offer(first_fit.name(), off, now.elapsed().as_secs_f64());
-                }
-                break;
-            }
-            let sub = blocks.buffers();
-            // Half of what is left after the merge, the other half for further merge orders,
-            // unless that half could not repeat this merge (seconds from 10^6 buffers): then
-            // all of it. (Counted from the round's start, a merge of 12 s at 3·10^6 buffers
-            // left the blocks' plan nothing, and 37% above the load where it packs exactly.)
-            let merged = Instant::now();
-            let left = part_end.saturating_duration_since(merged);
-            let until = if left / 2 > merged - now { merged + left / 2 } else { part_end };
-            let off = blocks.expand(&plan_nested(&sub, until, run.opts), part.buffers.len());
-            part.offer(format!("flat blocks ({} blocks)", sub.len()), off, now.elapsed().as_secs_f64());
         }
-        show_best(parts, run.progress);
+    }
+    show_best(parts, run.progress);
+}
+
+/// One component's part of [`flat_stage`], until `part_end`.
+fn flat_component(run: &Run, part: &mut Part, part_end: Instant) {
+    let (seed, target) = (run.opts.seed, run.target);
+    let aim = target.max(part.lower);
+    for round in 0u64.. {
+        let now = Instant::now();
+        let too_short = part_end.saturating_duration_since(now).as_secs_f64() < part.buffers.len() as f64 * run.opts.policy.flat_min_seconds_per_buffer;
+        if too_short || part.makespan <= aim || run.cancelled() {
+            break;
+        }
+        let order = (round > 0).then(|| seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let Some(blocks) = crate::flat::reduce(&part.buffers, order, part_end) else { break };
+        if blocks.len() * 2 > part.buffers.len() {
+            // No structure to exploit: first fit by size, which the heuristics stage left
+            // to this stage on a flat component, gets the time instead.
+            let first_fit = Heuristic { order: Order::Size, fit: Fit::First };
+            if let Some(off) = first_fit.run_until(&part.buffers, part_end) {
+                part.offer(first_fit.name(), off, now.elapsed().as_secs_f64());
+            }
+            break;
+        }
+        let sub = blocks.buffers();
+        // Half of what is left after the merge, the other half for further merge orders,
+        // unless that half could not repeat this merge (seconds from 10^6 buffers): then
+        // all of it. (Counted from the round's start, a merge of 12 s at 3·10^6 buffers
+        // left the blocks' plan nothing, and 37% above the load where it packs exactly.)
+        let merged = Instant::now();
+        let left = part_end.saturating_duration_since(merged);
+        let until = if left / 2 > merged - now { merged + left / 2 } else { part_end };
+        let off = blocks.expand(&plan_nested(&sub, until, run.opts), part.buffers.len());
+        part.offer(format!("flat blocks ({} blocks)", sub.len()), off, now.elapsed().as_secs_f64());
     }
 }
 

@@ -127,6 +127,29 @@ fn flat_components_reach_the_load_through_blocks() {
 }
 
 #[test]
+fn several_flat_components_all_reach_the_load_side_by_side_or_one_at_a_time() {
+    // Three cut rectangles one after another in time: three or more flat components, each of
+    // which must pack at its load for the plan to; merged side by side (the default at this
+    // size) or one at a time (the path for millions of buffers).
+    let mut bs = Vec::new();
+    for seed in [1u64, 2, 3] {
+        let shift = bs.iter().map(|b: &heaplab_model::Buffer| b.upper).max().unwrap_or(0);
+        let id = bs.len() as u64;
+        bs.extend(generate(Kind::Tight, 4_000, seed).buffers.into_iter().map(|b| heaplab_model::Buffer { id: id + b.id, lower: b.lower + shift, upper: b.upper + shift, ..b }));
+    }
+    for side_by_side in [4_000_000usize, 0] {
+        let mut policy = heaplab_plan::Policy::default();
+        policy.flat_side_by_side_max_buffers = side_by_side;
+        let o = PlanOptions { time_limit: Duration::from_secs(30), policy, ..PlanOptions::default() };
+        let out = plan(&bs, &o, None);
+        let v = validate(&bs, &out.offsets);
+        assert!(v.is_valid(), "{}", v.describe(&bs, &out.offsets));
+        assert!(out.components >= 3, "{} components", out.components);
+        assert!(out.optimal, "side by side up to {side_by_side}: {} over {} by {}", out.makespan, out.max_load, out.algorithm);
+    }
+}
+
+#[test]
 fn large_components_open_windows_beside_the_heuristics() {
     // 60,000 buffers of a network's tensors: the critical windows start with the heuristics
     // (one stage), and their plan reaches the max load (in under a second on a slow machine;

@@ -82,6 +82,8 @@ pub struct PlanArgs {
         "Wall-clock budget in seconds; the best placement found by then is returned. Every stage stops at it: \
          the start-order sweep (fast on any input) runs beside the first heuristic and stands in when that one \
          runs out of time, so only reading, validation and writing come on top (about 0.5 s at 10^6 buffers). \
+         One sweep, with the split into components before it, must finish for there to be a plan at all: a \
+         limit shorter than that (about 0.25-0.5 s per 10^6 buffers on 2 cores) ends when it does. \
          On large or adversarial inputs a longer budget gives a better plan (10^6 buffers: try 30)."))]
     time_limit: f64,
     /// Memory available, in bytes or with a unit (16GiB = 16·2^30, 16GB = 16·10^9): stop at the
