@@ -1322,17 +1322,34 @@ fn flat_stage(run: &Run, parts: &mut [Part]) {
         return;
     }
     let stage_end = run.share_of_left(run.opts.policy.flat_share);
-    let mut queued: Vec<&mut Part> = parts.iter_mut().enumerate().filter(|(i, _)| queue.contains(i)).map(|(_, p)| p).collect();
+    let mut in_queue = vec![false; parts.len()];
+    for &i in &queue {
+        in_queue[i] = true;
+    }
+    // A flat component below a component this stage leaves alone does not decide the makespan.
+    let others = parts.iter().zip(&in_queue).filter(|(_, &q)| !q).map(|(p, _)| p.makespan).max().unwrap_or(0);
+    let mut queued: Vec<&mut Part> = parts.iter_mut().zip(&in_queue).filter(|(p, &q)| q && p.makespan >= others).map(|(p, _)| p).collect();
     queued.sort_by_key(|p| std::cmp::Reverse(p.makespan));
     let in_line: usize = queued.iter().map(|p| p.buffers.len()).sum();
     if in_line <= run.opts.policy.flat_side_by_side_max_buffers {
         // Every component in line, not only the highest: side by side, the others come down
-        // with it.
-        let share = stage_end.saturating_duration_since(Instant::now()).mul_f64((rayon::current_num_threads() as f64 / queued.len() as f64).min(1.0));
-        queued.par_iter_mut().with_max_len(1).for_each(|part| {
+        // with it. Each on a thread of its own, as many at once as there are cores (as rayon
+        // tasks, a worker waiting inside one component's nested plan could take up another's
+        // whole merge and hold the first past its end).
+        let cores = rayon::current_num_threads().max(1);
+        let share = stage_end.saturating_duration_since(Instant::now()).mul_f64((cores as f64 / queued.len() as f64).min(1.0));
+        for group in queued.chunks_mut(cores) {
             let start = Instant::now();
-            flat_component(run, part, (start + share).min(stage_end));
-        });
+            if start >= stage_end {
+                break;
+            }
+            let part_end = (start + share).min(stage_end);
+            std::thread::scope(|scope| {
+                for part in group.iter_mut() {
+                    scope.spawn(move || flat_component(run, part, part_end));
+                }
+            });
+        }
     } else {
         // One at a time, each with an equal share of what is left for it and those after it,
         // those below the highest makespan left waiting.
@@ -1355,7 +1372,7 @@ fn flat_component(run: &Run, part: &mut Part, part_end: Instant) {
     for round in 0u64.. {
         let now = Instant::now();
         let too_short = part_end.saturating_duration_since(now).as_secs_f64() < part.buffers.len() as f64 * run.opts.policy.flat_min_seconds_per_buffer;
-        if too_short || part.makespan <= aim || run.cancelled() {
+        if now >= part_end || too_short || part.makespan <= aim || run.cancelled() {
             break;
         }
         let order = (round > 0).then(|| seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15));

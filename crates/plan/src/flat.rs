@@ -124,6 +124,8 @@ impl Blocks {
 /// the rules are only likely to pay on flat ones. About O(n log n) on cut rectangles.
 pub fn reduce(buffers: &[Buffer], order: Option<u64>, until: Instant) -> Option<Blocks> {
     let n = buffers.len();
+    // Each end is numbered 2·buffer (+1) in a u32 (the generator and formats stop at 10^8).
+    assert!(n < 1 << 31, "flat::reduce takes fewer than 2^31 buffers, not {n}");
     let mut blocks = Blocks {
         nodes: (0..n as u32).map(Node::Leaf).collect(),
         shapes: buffers.iter().map(|b| Buffer { id: 0, requested: 0, ..*b }).collect(),
@@ -342,7 +344,8 @@ impl Hasher for SpanHasher {
     }
 
     fn write_u64(&mut self, k: u64) {
-        // The high bits are the ones hashbrown's groups use: fold them into every bit.
+        // A product's low bits (the table's index) depend only on the key's low bits (here
+        // `hi`): fold the high half, which `lo` reaches, down into them.
         let h = (k ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         self.0 = h ^ h >> 29;
     }

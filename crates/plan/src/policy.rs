@@ -488,6 +488,7 @@ mod tests {
         assert_eq!((p.early_windows_seconds_per_buffer, p.windows_depth, p.windows_tail_load), (2e-5, 0.05, 0.002));
         assert_eq!((p.huge_window_max_buffers, p.huge_windows_patience), (16_000, 8));
         assert_eq!((p.flat_min_buffers, p.flat_share), (64, 0.8));
+        assert_eq!((p.flat_side_by_side_max_buffers, p.flat_min_seconds_per_buffer), (4_000_000, 5e-7));
         assert_eq!((p.exact_max_conflicts, p.exact_max_buffers, p.exact_threads), (10_000_000, 6_000, 2));
         assert_eq!((p.exact_share_small, p.exact_share_large, p.exact_tie_share), (0.9, 0.1, 0.6));
         assert_eq!((p.improve_share_small, p.improve_share_large, p.improve_min_sweeps), (0.5, 0.33, 2.0));
