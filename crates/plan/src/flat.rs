@@ -215,8 +215,9 @@ struct Match {
 /// starting at `t` whose heights sum to the same (each stacked first), fewest members first.
 fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, until: Instant) -> Option<Vec<u32>> {
     let mut roots = Vec::new();
-    // The instants and each leaf's pair of indices into them, from one sort of all ends (a
-    // binary search per end cost seconds at 3·10^6 buffers, each step a cache miss).
+    // Instants are numbered from 0 in time order (only their order matters here); each leaf's
+    // pair of instants comes from one sort of all ends (a binary search per end over the
+    // sorted times cost seconds at 3·10^6 buffers, each step a cache miss).
     let mut ends: Vec<(u64, u32)> = Vec::with_capacity(2 * blocks.shapes.len());
     for (v, s) in blocks.shapes.iter().enumerate() {
         ends.extend([(s.lower, 2 * v as u32), (s.upper, 2 * v as u32 + 1)]);
@@ -229,19 +230,18 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, until: Instant) -> Opti
         return None;
     }
     let mut at = vec![(0u32, 0u32); blocks.shapes.len()];
-    let mut instants: Vec<u64> = Vec::new();
+    let (mut instants, mut last) = (0u32, None);
     for &(t, e) in &ends {
-        if instants.last() != Some(&t) {
-            instants.push(t);
+        if last != Some(t) {
+            (instants, last) = (instants + 1, Some(t));
         }
-        let (i, v) = (instants.len() as u32 - 1, e as usize / 2);
-        if e % 2 == 0 { at[v].0 = i } else { at[v].1 = i }
+        let v = e as usize / 2;
+        if e % 2 == 0 { at[v].0 = instants - 1 } else { at[v].1 = instants - 1 }
     }
     drop(ends);
     let mut m = Merger {
-        ending: vec![Vec::new(); instants.len()],
-        starting: vec![Vec::new(); instants.len()],
-        instants,
+        ending: vec![Vec::new(); instants as usize],
+        starting: vec![Vec::new(); instants as usize],
         ..Merger::default()
     };
     for v in 0..blocks.nodes.len() as u32 {
@@ -255,9 +255,10 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, until: Instant) -> Opti
             m.add(v, blocks.shapes[v as usize].size, lo, hi);
         }
     }
+    drop(at);
     let mut scratch = Scratch::default();
     let jitter = |rng: &mut Option<&mut Rng>| rng.as_deref_mut().map_or(0, |r| r.below(1 << 20));
-    for t in 0..m.instants.len() as u32 {
+    for t in 0..instants {
         if t % 4096 == 0 && Instant::now() >= until {
             return None;
         }
@@ -359,12 +360,11 @@ struct Scratch {
     right: Vec<Side>,
 }
 
-/// The buckets of [`merge`] and the instants where they meet. Instants are indices into
-/// `instants`: every block's ends are ends of input buffers.
+/// The buckets of [`merge`] and the instants where they meet. Instants are the numbers of the
+/// distinct times at which some buffer starts or ends, in time order: every block's ends are
+/// ends of input buffers.
 #[derive(Default)]
 struct Merger {
-    /// The instants at which some buffer starts or ends, ascending.
-    instants: Vec<u64>,
     /// Bucket of each lifetime (by the indices of its instants, `lo << 32 | hi`).
     bucket_of: HashMap<u64, u32, BuildHasherDefault<SpanHasher>>,
     /// The lifetime of each bucket, by the indices of its instants.
@@ -384,8 +384,7 @@ struct Merger {
 }
 
 impl Merger {
-    /// Puts block `v` of `height`, living from instant `lo` to instant `hi` (indices into
-    /// `instants`), in its bucket.
+    /// Puts block `v` of `height`, living from instant `lo` to instant `hi`, in its bucket.
     fn add(&mut self, v: u32, height: u64, lo: u32, hi: u32) {
         let next = self.members.len() as u32;
         let bucket = *self.bucket_of.entry(u64::from(lo) << 32 | u64::from(hi)).or_insert(next);

@@ -205,7 +205,7 @@ pub struct Policy {
     /// Buffers, in all the flat components in line, up to which [`Stage::Flat`] merges them side
     /// by side, one per core; above, one at a time. Default 4,000,000: a merge holds about 250
     /// bytes a buffer, and side by side the two components of tight 10^7 took 4.3 GB of peak
-    /// memory against 2.6 GB one at a time.
+    /// memory against 2.9 GB one at a time.
     pub flat_side_by_side_max_buffers: usize,
     /// Seconds per buffer a flat component's time must hold for a merge to start. Default 5e-7,
     /// about a third of what one takes (1.3–1.5 µs a buffer at 5·10^5 on a 2-core AMD EPYC): a
