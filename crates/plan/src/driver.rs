@@ -946,7 +946,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             // Only there is the first round deep (above): elsewhere the two chases are one.
             let second = params.depth > 0.0;
             let single = crate::windows::WindowParams { depth: 0.0, ..params.clone() };
-            // Where a few buffers hold nearly all the bytes, the size split takes the deep
+            // Where a few buffers hold most of the area, the size split takes the deep
             // chase's core: the large part planned alone (a fifth of the buffers live at an
             // instant, so its windows chase round after round where here one fill takes most
             // of the limit) and the rest swept around it (docs/planning.md, step 5).
