@@ -252,11 +252,13 @@ pub struct Policy {
     /// 0.27% with it (generator seeds 1–3), 3·10^6 5.44% → 1.66%; `nn` 10^6 (the rest 29%)
     /// ends 1.81% by the split against 0.21% by the chases.
     pub split_max_rest_area: f64,
-    /// ... and at least this share. Default 0.01: where the rest holds next to nothing (a
-    /// malloc-like heap whose many tiny objects hold 0.03% of the area), the chases of the
-    /// whole component fill it as cheaply (their fills stack the smallest buffers by a sweep,
-    /// [`Policy::windows_tail_load`]) and planned better there (malloc 10^6 at 30 s: 0.02%
-    /// against 0.1–0.15% with the split).
+    /// ... and at least this share. Default 0.001: where the rest holds next to nothing (a
+    /// malloc-like heap whose many tiny objects hold 0.01–0.03% of the area), the chases of
+    /// the whole component fill it as cheaply (their fills stack the smallest buffers by a
+    /// sweep, [`Policy::windows_tail_load`]) and planned better there (malloc 10^6 at 30 s:
+    /// 0.02% against 0.1–0.15% with the split). Sizes spread over 40 binary orders (`ratio`,
+    /// the rest 0.34%) are not such a heap: at 10^6 and 30 s the chases ended 0.04–2.72%
+    /// above the max load, the split 0–0.02% (generator seeds 1–3).
     pub split_min_rest_area: f64,
     /// [`Stage::Split`] runs above [`Policy::huge_buffers`] (after the heuristics) only where
     /// the time limit gives it at least this many seconds a buffer. Default 4·10^-6 (40 s at
@@ -325,7 +327,7 @@ impl Default for Policy {
             improve_min_sweeps: 2.0,
             split_max_share: 0.2,
             split_max_rest_area: 0.2,
-            split_min_rest_area: 0.01,
+            split_min_rest_area: 0.001,
             split_share: 0.7,
             split_rest_choices: 16,
             split_huge_seconds_per_buffer: 4e-6,
@@ -496,7 +498,7 @@ mod tests {
         assert_eq!((p.exact_share_small, p.exact_share_large, p.exact_tie_share), (0.9, 0.1, 0.6));
         assert_eq!((p.improve_share_small, p.improve_share_large, p.improve_min_sweeps), (0.5, 0.33, 2.0));
         assert_eq!((p.boxing_share, p.boxing_component_share), (0.8, 0.6));
-        assert_eq!((p.split_max_share, p.split_min_rest_area, p.split_max_rest_area, p.split_share, p.split_huge_seconds_per_buffer), (0.2, 0.01, 0.2, 0.7, 4e-6));
+        assert_eq!((p.split_max_share, p.split_min_rest_area, p.split_max_rest_area, p.split_share, p.split_huge_seconds_per_buffer), (0.2, 0.001, 0.2, 0.7, 4e-6));
         assert_eq!(p.split_rest_choices, 16);
     }
 

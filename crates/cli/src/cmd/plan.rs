@@ -36,7 +36,7 @@ decided) are planned as instances of their own and everything else is placed aro
 50,000 buffers beside the heuristics, on the other core; where one full placement takes too much
 of the budget, window by window, re-placing only the buffers around each); on components of
 more than 400,000 buffers given a long limit (20 s per million buffers; above 2 million, 4 s)
-where a fifth of the buffers hold 80% or more of the area (size × lifetime), those are planned
+where a fifth of the buffers hold 80–99.9% of the area (size × lifetime), those are planned
 alone the same way and the rest placed around them (`size split`); components of up to
 6,000 buffers (and 10 million conflicting pairs) get an exact branch-and-bound search that tries
 the max load first and proves optimality when it can; a large-neighbourhood improvement search
