@@ -1041,10 +1041,16 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
         // Half the time the limit gives it at least (the heuristics may have taken more than
         // their share: the rocks stop at a quarter of what was left).
         let least = Duration::from_secs_f64(0.5 * policy.split_huge_seconds_per_buffer * part.buffers.len() as f64);
-        let short = run.deadline.saturating_duration_since(Instant::now()) < least;
+        // The sweep around the large part gets its time first: with its choices it took 5.5–7
+        // start-order sweeps at 10^7 buffers (11–14 s), more than the share left it at 60 s,
+        // and a split that does not finish gives nothing.
+        let left = run.deadline.saturating_duration_since(Instant::now());
+        let reserve = Duration::from_secs_f64(policy.split_rest_sweeps * part.sweep_seconds);
+        let short = left < least || left.saturating_sub(reserve) < left / 3;
         if large.is_empty() || part.solved_trivially || part.makespan <= run.target || short || run.cancelled() {
             continue;
         }
+        let plan_until = run.share_of_left(policy.split_share).min(run.deadline - reserve);
         let t = Instant::now();
         // The heuristics' placement is dropped while the large part is planned, and made again
         // should the split not finish or not beat it (8 bytes a buffer, the margin under
@@ -1058,7 +1064,7 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
         // 30–40 s each: the large part of random 10^7 in 87 s, 2.10% above its own max load
         // against 3.34%, in 0.99 GB of peak RSS against 1.29 (one chase) or 2.11 (two).
         let solve = |w: &[Buffer], until: Instant| plan_large_part(run, w, until, true);
-        let off = crate::split::plan_split(&part.buffers, ends, &large, policy.split_rest_choices, run.share_of_left(policy.split_share), run.deadline, opts.cancel.as_deref(), solve);
+        let off = crate::split::plan_split(&part.buffers, ends, &large, policy.split_rest_choices, plan_until, run.deadline, opts.cancel.as_deref(), solve);
         drop(large);
         let secs = t.elapsed().as_secs_f64();
         let split = off.map(|off| {
@@ -1066,11 +1072,15 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
             (off, checked)
         });
         if split.as_ref().is_none_or(|(_, c)| c.makespan >= dropped.0) {
-            // The heuristic that won, made again (the outward pair once the plan is cancelled,
-            // the quickest: whatever is offered then is returned at once).
+            // The heuristic that won, made again, where the time left holds what it took the
+            // first time; otherwise the outward pair, the quickest (a split that ran out of
+            // time must not add the rocks' seconds past the deadline: ratio 10^7 at 40 s took
+            // 52 s so), as once the plan is cancelled (whatever is offered is returned at once).
             let outward = Heuristic { order: Order::Outward, fit: Fit::First };
             let rocks = Heuristic { order: Order::Rocks, fit: Fit::First };
-            let h = if !run.cancelled() && dropped.1 == rocks.name() { rocks } else { outward };
+            let rocks_took = part.attempts.iter().filter(|a| a.name == rocks.name()).map(|a| a.seconds).fold(f64::INFINITY, f64::min);
+            let left = run.deadline.saturating_duration_since(Instant::now()).as_secs_f64();
+            let h = if !run.cancelled() && dropped.1 == rocks.name() && rocks_took <= left { rocks } else { outward };
             let t = Instant::now();
             let ends = crate::online::ends_of(&part.buffers);
             let off = h.run_until_with_ends(&part.buffers, &ends, t + Duration::from_secs(u32::MAX as u64)).expect("the sweeps and the rocks complete without a deadline");

@@ -266,6 +266,12 @@ pub struct Policy {
     /// 2.81% against 6.02%, 3·10^6 at 12 s 5.91% against 9.16%, 2.2·10^6 at 9 s 4.42%
     /// against 7.12%; at 2·10^-6 its sweep did not finish in time (10^7 at 20 s, 3·10^6 at 6 s).
     pub split_huge_seconds_per_buffer: f64,
+    /// [`Stage::Split`] above [`Policy::huge_buffers`]: the time kept for the sweep around the
+    /// large part, in start-order sweeps of the component (its measured `sweep_seconds`); the
+    /// large part is planned until then at the latest, and the split does not start where this
+    /// leaves it less than a third of the time left. Default 8: with 16 choices the sweep took
+    /// 5.5–7 start-order sweeps on random and `ratio` 10^7 (11–14 s against 2.0–2.2 s).
+    pub split_rest_sweeps: f64,
     /// [`Stage::Split`]: the share of the time left when it starts that its large part is planned
     /// in; the rest is for the sweep around it and the stages after. Default 0.7.
     pub split_share: f64,
@@ -330,6 +336,7 @@ impl Default for Policy {
             split_min_rest_area: 0.001,
             split_share: 0.7,
             split_rest_choices: 16,
+            split_rest_sweeps: 8.0,
             split_huge_seconds_per_buffer: 4e-6,
             boxing_share: 0.8,
             boxing_component_share: 0.6,
@@ -398,7 +405,7 @@ impl Policy {
     pub const KEYS: &'static str = "heuristics_share, heuristics_cutoff_share, huge_buffers, huge_first_fit_max_buffers, rocks_min_seconds_per_buffer, runners_up, \
 runners_up_max_buffers, small_buffers, early_windows_min_buffers, early_windows_max_buffers, windows_share, \
 windows_min_fills, early_windows_seconds_per_buffer, windows_depth, windows_tail_load, local_windows_min_seconds, huge_window_max_buffers, huge_windows_patience, flat_min_buffers, flat_share, flat_side_by_side_max_buffers, flat_min_seconds_per_buffer, exact_max_conflicts, exact_max_buffers, exact_threads, \
-exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, split_max_share, split_max_rest_area, split_min_rest_area, split_share, split_rest_choices, split_huge_seconds_per_buffer, \
+exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, split_max_share, split_max_rest_area, split_min_rest_area, split_share, split_rest_choices, split_rest_sweeps, split_huge_seconds_per_buffer, \
 boxing_share, boxing_component_share";
 
     /// Sets the numeric field `key` (see [`Policy::KEYS`]) from `value`; a share must lie in
@@ -464,6 +471,7 @@ boxing_share, boxing_component_share";
                 }
             }
             "split_huge_seconds_per_buffer" => self.split_huge_seconds_per_buffer = non_negative(value)?,
+            "split_rest_sweeps" => self.split_rest_sweeps = non_negative(value)?,
             "boxing_share" => self.boxing_share = share(value)?,
             "boxing_component_share" => self.boxing_component_share = share(value)?,
             _ => return Err(format!("unknown key {key}; expected one of {}", Policy::KEYS)),
