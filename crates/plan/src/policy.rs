@@ -249,8 +249,9 @@ pub struct Policy {
     /// share of the area (size × lifetime). Default 0.2: what they hold is placed by a sweep
     /// and tends to end on top of the large part's plan. Measured at 30 s: `aligned` 10^6
     /// (the rest 13% of the area) 7.95 / 7.19 / 3.70% without the split and 5.13 / 5.10 /
-    /// 0.27% with it (generator seeds 1–3), 3·10^6 5.44% → 1.66%; `nn` 10^6 (the rest 29%)
-    /// ends 1.81% by the split against 0.21% by the chases.
+    /// 0.27% with it (generator seeds 1–3), 3·10^6 5.44% → 1.66%; `nn` 10^6 (the rest 29% on
+    /// generator seed 1) ends 1.81% by the split against 0.21% by the chases; its seed 3 (13%)
+    /// now splits, and the peak's chase still wins there (0.08% either way).
     pub split_max_rest_area: f64,
     /// ... and at least this share. Default 0.001: where the rest holds next to nothing (a
     /// malloc-like heap whose many tiny objects hold 0.01–0.03% of the area), the chases of
