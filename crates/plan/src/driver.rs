@@ -480,7 +480,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     if run.runs(Stage::Windows) && run.runs(Stage::Improve) && !small && !refuted(&parts, opts.capacity) {
         for turn in 1u64.. {
             let searched = above_target(&parts, run.target, |p| p.searched_to_deadline(&opts.policy));
-            let left = run.deadline.saturating_duration_since(Instant::now()).as_secs_f64();
+            let left = run.left().as_secs_f64();
             if searched.is_empty() || left <= 0.0 || left * opts.policy.windows_share < opts.policy.local_windows_min_seconds || run.cancelled() {
                 break;
             }
@@ -539,6 +539,11 @@ impl<'a> Run<'a> {
     /// Whether the caller cancelled the plan ([`PlanOptions::cancel`]).
     fn cancelled(&self) -> bool {
         self.opts.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
+    /// The time left to the deadline.
+    fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
     }
 
     /// The instant `share` of the time left from now.
@@ -1044,7 +1049,7 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
         // The sweep around the large part gets its time first: with its choices it took 5.5–7
         // start-order sweeps at 10^7 buffers (11–14 s), more than the share left it at 60 s,
         // and a split that does not finish gives nothing.
-        let left = run.deadline.saturating_duration_since(Instant::now());
+        let left = run.left();
         let reserve = Duration::from_secs_f64(policy.split_rest_sweeps * part.sweep_seconds);
         let short = left < least || left.saturating_sub(reserve) < left / 3;
         if large.is_empty() || part.solved_trivially || part.makespan <= run.target || short || run.cancelled() {
@@ -1079,8 +1084,8 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
             let outward = Heuristic { order: Order::Outward, fit: Fit::First };
             let rocks = Heuristic { order: Order::Rocks, fit: Fit::First };
             let rocks_took = part.attempts.iter().filter(|a| a.name == rocks.name()).map(|a| a.seconds).fold(f64::INFINITY, f64::min);
-            let left = run.deadline.saturating_duration_since(Instant::now()).as_secs_f64();
-            let h = if !run.cancelled() && dropped.1 == rocks.name() && rocks_took <= left { rocks } else { outward };
+            let rocks_fit = rocks_took <= run.left().as_secs_f64();
+            let h = if !run.cancelled() && dropped.1 == rocks.name() && rocks_fit { rocks } else { outward };
             let t = Instant::now();
             let ends = crate::online::ends_of(&part.buffers);
             let off = h.run_until_with_ends(&part.buffers, &ends, t + Duration::from_secs(u32::MAX as u64)).expect("the sweeps and the rocks complete without a deadline");

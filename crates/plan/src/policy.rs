@@ -274,7 +274,8 @@ pub struct Policy {
     /// 5.5–7 start-order sweeps on random and `ratio` 10^7 (11–14 s against 2.0–2.2 s).
     pub split_rest_sweeps: f64,
     /// [`Stage::Split`]: the share of the time left when it starts that its large part is planned
-    /// in; the rest is for the sweep around it and the stages after. Default 0.7.
+    /// in (above [`Policy::huge_buffers`], no later than [`Policy::split_rest_sweeps`] leaves);
+    /// the rest is for the sweep around it and the stages after. Default 0.7.
     pub split_share: f64,
     /// [`Stage::Split`]: each buffer outside the large part goes to the place, of its first
     /// this many where it fits, whose hole closes soonest after its end
@@ -508,7 +509,7 @@ mod tests {
         assert_eq!((p.improve_share_small, p.improve_share_large, p.improve_min_sweeps), (0.5, 0.33, 2.0));
         assert_eq!((p.boxing_share, p.boxing_component_share), (0.8, 0.6));
         assert_eq!((p.split_max_share, p.split_min_rest_area, p.split_max_rest_area, p.split_share, p.split_huge_seconds_per_buffer), (0.2, 0.001, 0.2, 0.7, 4e-6));
-        assert_eq!(p.split_rest_choices, 16);
+        assert_eq!((p.split_rest_choices, p.split_rest_sweeps), (16, 8.0));
     }
 
     #[test]
