@@ -16,7 +16,7 @@
 //!    fit by size runs first, it is kept only while its pace says it will finish by the
 //!    deadline ([`crate::heuristics::Pace`]), the sweep standing in once it gives up.
 //!    Above 2·10^6 buffers, on a component whose largest fifth holds nearly all the area,
-//!    with [`Policy::split_huge_seconds_per_buffer`] of limit, the *size split*
+//!    with [`Policy::split_seconds_per_buffer`] of limit, the *size split*
 //!    ([`crate::split`]) follows: the large part planned alone by this pipeline (as the huge
 //!    path plans) in [`Policy::split_share`] of the time left, the rest placed around it.
 //! 4. On *flat* components (load equal to the max at every tick) of more than 64 buffers that
@@ -435,10 +435,17 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     let run = Run::new(opts, progress, nested, clock.start, &parts);
 
     let early = early_windows_part(&run, &parts);
-    clock.mark(if early.is_some() { "heuristics + critical windows" } else { "heuristics" });
-    for part in parts.iter_mut() {
-        part.split_large = split_after_heuristics(&run, part).unwrap_or_default();
+    // The size split follows the heuristics wherever it applies, but on the part whose deep
+    // chase runs it (above the early windows' range, with the time for fills); where it
+    // follows, it takes the early windows' place.
+    for (i, part) in parts.iter_mut().enumerate() {
+        let chased = early == Some(i) && part.buffers.len() > opts.policy.early_windows_max_buffers;
+        if !chased {
+            part.split_large = split_after_heuristics(&run, part).unwrap_or_default();
+        }
     }
+    let early = early.filter(|&i| parts[i].split_large.is_empty());
+    clock.mark(if early.is_some() { "heuristics + critical windows" } else { "heuristics" });
     heuristics_stage(&run, &mut parts, early);
     if parts.iter().any(|p| !p.split_large.is_empty()) {
         clock.mark("size split");
@@ -1001,19 +1008,23 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
     }
 }
 
-/// The large part of `part` when the size split runs on it once the heuristics are done:
-/// above the huge size (below it, it runs beside the early windows instead), on a component
-/// that is not flat and has a large part, when the limit gives it
-/// [`Policy::split_huge_seconds_per_buffer`]. There the local windows and the improvement
-/// search end about 4% above the max load on random 10^7 buffers in 120 s, a window of the
-/// whole being dense with small buffers; planned apart, the large part's windows are not.
+/// The large part of `part` when the size split runs on it once the heuristics are done: on
+/// a component of at least [`Policy::split_min_buffers`] that is not flat and has a large
+/// part, when the limit gives it [`Policy::split_seconds_per_buffer`] (the caller leaves out
+/// the part whose deep chase runs it). Above the huge size the local windows and the
+/// improvement search end about 4% above the max load on random 10^7 buffers in 120 s, a
+/// window of the whole being dense with small buffers; planned apart, the large part's
+/// windows are not. Below it the early windows' fill around their windows loses as the
+/// greedy does wherever the load is near its maximum at many instants (random 10^6 at 10 s,
+/// generator seeds 1–4: 2.5–10.5% above the max load by the local windows, 0.017–5.0% by
+/// the split; docs/planning-experiments.md).
 fn split_after_heuristics(run: &Run, part: &Part) -> Option<Vec<u32>> {
     let policy = &run.opts.policy;
     let n = part.buffers.len();
     let applies = run.runs(Stage::Split)
-        && policy.is_huge(n)
+        && n >= policy.split_min_buffers
         && !part.flat
-        && run.opts.time_limit.as_secs_f64() >= policy.split_huge_seconds_per_buffer * n as f64;
+        && run.opts.time_limit.as_secs_f64() >= policy.split_seconds_per_buffer * n as f64;
     applies.then(|| split_large_part(policy, &part.buffers)).flatten()
 }
 
@@ -1045,7 +1056,7 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
         let large = std::mem::take(&mut part.split_large);
         // Half the time the limit gives it at least (the heuristics may have taken more than
         // their share: the rocks stop at a quarter of what was left).
-        let least = Duration::from_secs_f64(0.5 * policy.split_huge_seconds_per_buffer * part.buffers.len() as f64);
+        let least = Duration::from_secs_f64(0.5 * policy.split_seconds_per_buffer * part.buffers.len() as f64);
         // The sweep around the large part gets its time first: with its choices it took 5.5–7
         // start-order sweeps at 10^7 buffers (11–14 s), more than the share left it at 60 s,
         // and a split that does not finish gives nothing.
@@ -1068,7 +1079,9 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
         // turns from first fit by size), not by the chase, whose fills of 2·10^6 buffers took
         // 30–40 s each: the large part of random 10^7 in 87 s, 2.10% above its own max load
         // against 3.34%, in 0.99 GB of peak RSS against 1.29 (one chase) or 2.11 (two).
-        let solve = |w: &[Buffer], until: Instant| plan_large_part(run, w, until, true);
+        // Below the huge size, by the whole pipeline, as the deep chase's core plans it.
+        let as_huge = policy.is_huge(part.buffers.len());
+        let solve = |w: &[Buffer], until: Instant| plan_large_part(run, w, until, as_huge);
         let off = crate::split::plan_split(&part.buffers, ends, &large, policy.split_rest_choices, plan_until, run.deadline, opts.cancel.as_deref(), solve);
         drop(large);
         let secs = t.elapsed().as_secs_f64();

@@ -261,12 +261,19 @@ pub struct Policy {
     /// the rest 0.34%) are not such a heap: at 10^6 and 30 s the chases ended 0.04–2.72%
     /// above the max load, the split 0–0.02% (generator seeds 1–3).
     pub split_min_rest_area: f64,
-    /// [`Stage::Split`] runs above [`Policy::huge_buffers`] (after the heuristics) only where
-    /// the time limit gives it at least this many seconds a buffer. Default 4·10^-6 (40 s at
-    /// 10^7 buffers, 12 s at 3·10^6), where it still finishes and wins: random 10^7 at 40 s
-    /// 2.81% against 6.02%, 3·10^6 at 12 s 5.91% against 9.16%, 2.2·10^6 at 9 s 4.42%
-    /// against 7.12%; at 2·10^-6 its sweep did not finish in time (10^7 at 20 s, 3·10^6 at 6 s).
-    pub split_huge_seconds_per_buffer: f64,
+    /// Smallest component on which [`Stage::Split`] runs after the heuristics (where the
+    /// deep chase does not run it, see [`Policy::early_windows_seconds_per_buffer`]), in
+    /// place of the early windows. Default 50,000 (as [`Policy::early_windows_min_buffers`]):
+    /// random 10^5 at 3 s, generator seeds 1–8, the early windows 0–4.1% above the max load,
+    /// the split 0–0.28%; random 3·10^5 5.38% → 0.012%, random 10^6 at 10 s 2.5–10.5% →
+    /// 0.017–5.0%.
+    pub split_min_buffers: usize,
+    /// [`Stage::Split`] runs after the heuristics only where the time limit gives it at least
+    /// this many seconds a buffer. Default 4·10^-6 (40 s at 10^7 buffers, 12 s at 3·10^6,
+    /// 0.4 s at 10^5), where it still finishes and wins: random 10^7 at 40 s 2.81% against
+    /// 6.02%, 3·10^6 at 12 s 5.91% against 9.16%, 2.2·10^6 at 9 s 4.42% against 7.12%; at
+    /// 2·10^-6 its sweep did not finish in time (10^7 at 20 s, 3·10^6 at 6 s).
+    pub split_seconds_per_buffer: f64,
     /// [`Stage::Split`] above [`Policy::huge_buffers`]: the time kept for the sweep around the
     /// large part, in start-order sweeps of the component (its measured `sweep_seconds`); the
     /// large part is planned until then at the latest, and the split does not start where this
@@ -339,7 +346,8 @@ impl Default for Policy {
             split_share: 0.7,
             split_rest_choices: 16,
             split_rest_sweeps: 8.0,
-            split_huge_seconds_per_buffer: 4e-6,
+            split_min_buffers: 50_000,
+            split_seconds_per_buffer: 4e-6,
             boxing_share: 0.8,
             boxing_component_share: 0.6,
         }
@@ -407,7 +415,7 @@ impl Policy {
     pub const KEYS: &'static str = "heuristics_share, heuristics_cutoff_share, huge_buffers, huge_first_fit_max_buffers, rocks_min_seconds_per_buffer, runners_up, \
 runners_up_max_buffers, small_buffers, early_windows_min_buffers, early_windows_max_buffers, windows_share, \
 windows_min_fills, early_windows_seconds_per_buffer, windows_depth, windows_tail_load, local_windows_min_seconds, huge_window_max_buffers, huge_windows_patience, flat_min_buffers, flat_share, flat_side_by_side_max_buffers, flat_min_seconds_per_buffer, exact_max_conflicts, exact_max_buffers, exact_threads, \
-exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, split_max_share, split_max_rest_area, split_min_rest_area, split_share, split_rest_choices, split_rest_sweeps, split_huge_seconds_per_buffer, \
+exact_share_small, exact_share_large, exact_tie_share, improve_share_small, improve_share_large, improve_min_sweeps, split_max_share, split_max_rest_area, split_min_rest_area, split_share, split_rest_choices, split_rest_sweeps, split_min_buffers, split_seconds_per_buffer, \
 boxing_share, boxing_component_share";
 
     /// Sets the numeric field `key` (see [`Policy::KEYS`]) from `value`; a share must lie in
@@ -472,7 +480,8 @@ boxing_share, boxing_component_share";
                     return Err("0: expected at least 1 place".into());
                 }
             }
-            "split_huge_seconds_per_buffer" => self.split_huge_seconds_per_buffer = non_negative(value)?,
+            "split_min_buffers" => self.split_min_buffers = count(value)?,
+            "split_seconds_per_buffer" => self.split_seconds_per_buffer = non_negative(value)?,
             "split_rest_sweeps" => self.split_rest_sweeps = non_negative(value)?,
             "boxing_share" => self.boxing_share = share(value)?,
             "boxing_component_share" => self.boxing_component_share = share(value)?,
@@ -508,8 +517,8 @@ mod tests {
         assert_eq!((p.exact_share_small, p.exact_share_large, p.exact_tie_share), (0.9, 0.1, 0.6));
         assert_eq!((p.improve_share_small, p.improve_share_large, p.improve_min_sweeps), (0.5, 0.33, 2.0));
         assert_eq!((p.boxing_share, p.boxing_component_share), (0.8, 0.6));
-        assert_eq!((p.split_max_share, p.split_min_rest_area, p.split_max_rest_area, p.split_share, p.split_huge_seconds_per_buffer), (0.2, 0.001, 0.2, 0.7, 4e-6));
-        assert_eq!((p.split_rest_choices, p.split_rest_sweeps), (16, 8.0));
+        assert_eq!((p.split_max_share, p.split_min_rest_area, p.split_max_rest_area, p.split_share, p.split_seconds_per_buffer), (0.2, 0.001, 0.2, 0.7, 4e-6));
+        assert_eq!((p.split_rest_choices, p.split_rest_sweeps, p.split_min_buffers), (16, 8.0, 50_000));
     }
 
     #[test]

@@ -203,6 +203,38 @@ fn above_the_early_windows_range_the_size_split_runs_where_a_few_buffers_hold_th
 }
 
 #[test]
+fn below_the_huge_size_the_size_split_follows_the_heuristics_in_place_of_the_early_windows() {
+    // In the early windows' range, and above it with a limit too short for the deep chase
+    // (here `early_windows_seconds_per_buffer` asks for more than the limit), at small n
+    // through the policy: where a fifth of the buffers hold the bytes the split runs after the
+    // heuristics and the early windows do not start; not below `split_min_buffers`, switched
+    // off, or where the rest holds more than a fifth of the area (nn, generator seed 1).
+    use heaplab_plan::{Policy, Stage};
+    let inside = Policy { early_windows_min_buffers: 1_000, early_windows_max_buffers: 20_000, split_min_buffers: 1_000, ..Policy::default() };
+    let above = Policy { early_windows_max_buffers: 2_000, early_windows_seconds_per_buffer: 1.0, ..inside.clone() };
+    let fewer = Policy { split_min_buffers: 8_001, ..inside.clone() };
+    let mut off = inside.clone();
+    off.set_stage(Stage::Split, false);
+    for (kind, seed, policy, splits) in [
+        (Kind::Random, 5, &inside, true),
+        (Kind::Random, 5, &above, true),
+        (Kind::Random, 5, &fewer, false),
+        (Kind::Random, 5, &off, false),
+        (Kind::Nn, 1, &inside, false),
+    ] {
+        let out = plan_valid(kind, 8_000, seed, policy, 2);
+        let split = out.attempts.iter().any(|a| a.name == "size split");
+        assert_eq!(split, splits, "{}: {:?}", kind.name(), out.attempts);
+        assert_eq!(out.stages.iter().any(|(s, _)| s == "size split"), splits, "{:?}", out.stages);
+        // The early windows start beside the heuristics only where the split does not follow
+        // them, within their range.
+        let early = out.stages.iter().any(|(s, _)| s == "heuristics + critical windows");
+        assert_eq!(early, !splits && policy.early_windows_max_buffers >= 8_000, "{}: {:?}", kind.name(), out.stages);
+        assert_eq!(out.attempts.iter().map(|a| a.makespan).min(), Some(out.makespan), "{:?}", out.attempts);
+    }
+}
+
+#[test]
 fn above_the_huge_size_the_size_split_follows_the_heuristics_given_the_time() {
     // The huge path at small n through the policy: on log-uniform sizes the split runs after
     // the heuristics (its own stage) and offers a valid placement, which the stages after it
@@ -210,10 +242,10 @@ fn above_the_huge_size_the_size_split_follows_the_heuristics_given_the_time() {
     // the rest holds more than a fifth of the area (nn, generator seed 1: 29%; its seed 3,
     // 13%, splits). With the split only the outward pair and the rocks run.
     use heaplab_plan::{Policy, Stage};
-    let base = Policy { huge_buffers: 3_000, split_huge_seconds_per_buffer: 1e-4, ..Policy::default() };
+    let base = Policy { huge_buffers: 3_000, split_min_buffers: 3_000, split_seconds_per_buffer: 1e-4, ..Policy::default() };
     let mut off = base.clone();
     off.set_stage(Stage::Split, false);
-    let slow = Policy { split_huge_seconds_per_buffer: 1.0, ..base.clone() };
+    let slow = Policy { split_seconds_per_buffer: 1.0, ..base.clone() };
     // No time for the large part: its plan is its first heuristic's, and whichever of the split
     // and the heuristics (dropped meanwhile, made again if needed) is lower is the result.
     let hasty = Policy { split_share: 0.0, ..base.clone() };
