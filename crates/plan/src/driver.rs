@@ -15,10 +15,12 @@
 //!    follows (below), the outward pair and the rocks. Wherever first
 //!    fit by size runs first, it is kept only while its pace says it will finish by the
 //!    deadline ([`crate::heuristics::Pace`]), the sweep standing in once it gives up.
-//!    Above 2·10^6 buffers, on a component whose largest fifth holds nearly all the area,
-//!    with [`Policy::split_seconds_per_buffer`] of limit, the *size split*
-//!    ([`crate::split`]) follows: the large part planned alone by this pipeline (as the huge
-//!    path plans) in [`Policy::split_share`] of the time left, the rest placed around it.
+//!    From 50,000 buffers ([`Policy::split_min_buffers`]), on a component whose largest
+//!    fifth holds nearly all the area, with [`Policy::split_seconds_per_buffer`] of limit,
+//!    the *size split* ([`crate::split`]) follows, in place of the early windows (step 5;
+//!    not where the deep chase runs it): the large part planned alone by this pipeline (above
+//!    2·10^6 buffers as the huge path plans) in [`Policy::split_share`] of the time left, the
+//!    rest placed around it.
 //! 4. On *flat* components (load equal to the max at every tick) of more than 64 buffers that
 //!    decide the makespan, merge the buffers into blocks ([`crate::flat`]) and plan the blocks by
 //!    this same pipeline (nested), trying other merge orders while they do not pack at the
@@ -439,8 +441,7 @@ fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, 
     // chase runs it (above the early windows' range, with the time for fills); where it
     // follows, it takes the early windows' place.
     for (i, part) in parts.iter_mut().enumerate() {
-        let chased = early == Some(i) && part.buffers.len() > opts.policy.early_windows_max_buffers;
-        if !chased {
+        if !filled(&opts.policy, early, i, part) {
             part.split_large = split_after_heuristics(&run, part).unwrap_or_default();
         }
     }
@@ -673,6 +674,13 @@ fn early_windows_part(run: &Run, parts: &[Part]) -> Option<usize> {
     (sized && !p.flat).then_some(i)
 }
 
+/// Whether part `i` is the early windows' part `early` above their range ([`early_windows_part`]
+/// gave it the time for fills): there the chases' fill stands in for first fit by size, and
+/// the deep chase's core runs the size split.
+fn filled(policy: &Policy, early: Option<usize>, i: usize, part: &Part) -> bool {
+    early == Some(i) && part.buffers.len() > policy.early_windows_max_buffers
+}
+
 /// The trivial cases and the greedy heuristics on every component, in parallel; beside them,
 /// on part `early` (see [`early_windows_part`]), the critical windows, which stop once a
 /// heuristic reaches the target there.
@@ -746,7 +754,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
             heuristics.retain(|h| h.order == Order::Rocks && h.fit == Fit::First);
             heuristics.insert(0, Heuristic { order: Order::Outward, fit: Fit::First });
         }
-        let filled = early == Some(index) && part.buffers.len() > policy.early_windows_max_buffers;
+        let filled = filled(policy, early, index, part);
         let n = part.buffers.len();
         // Whether the index of first fit by size and the other non-sweep orders (about 240
         // bytes a buffer) is affordable: above `huge_first_fit_max_buffers` it would take the

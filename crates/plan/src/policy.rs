@@ -274,14 +274,14 @@ pub struct Policy {
     /// 6.02%, 3·10^6 at 12 s 5.91% against 9.16%, 2.2·10^6 at 9 s 4.42% against 7.12%; at
     /// 2·10^-6 its sweep did not finish in time (10^7 at 20 s, 3·10^6 at 6 s).
     pub split_seconds_per_buffer: f64,
-    /// [`Stage::Split`] above [`Policy::huge_buffers`]: the time kept for the sweep around the
+    /// [`Stage::Split`] after the heuristics: the time kept for the sweep around the
     /// large part, in start-order sweeps of the component (its measured `sweep_seconds`); the
     /// large part is planned until then at the latest, and the split does not start where this
     /// leaves it less than a third of the time left. Default 8: with 16 choices the sweep took
     /// 5.5–7 start-order sweeps on random and `ratio` 10^7 (11–14 s against 2.0–2.2 s).
     pub split_rest_sweeps: f64,
     /// [`Stage::Split`]: the share of the time left when it starts that its large part is planned
-    /// in (above [`Policy::huge_buffers`], no later than [`Policy::split_rest_sweeps`] leaves);
+    /// in (after the heuristics, no later than [`Policy::split_rest_sweeps`] leaves);
     /// the rest is for the sweep around it and the stages after. Default 0.7.
     pub split_share: f64,
     /// [`Stage::Split`]: each buffer outside the large part goes to the place, of its first
