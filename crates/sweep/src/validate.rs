@@ -119,8 +119,9 @@ pub fn validate(buffers: &[Buffer], offsets: &[u64]) -> Validation {
     v
 }
 
-/// Instances from this size on are validated in time slices on every core.
-const PARALLEL_MIN_BUFFERS: usize = 1 << 20;
+/// Instances from this size on are validated in time slices on every core (at 10^6 buffers on
+/// two cores 0.17–0.41 s instead of 0.47–0.63 s; below it a sweep takes milliseconds).
+const PARALLEL_MIN_BUFFERS: usize = 1 << 16;
 
 /// Finds the clashing buffers (alignment and overflow already checked) in `chunks` time slices
 /// swept in parallel. A slice starts from the buffers live across its first tick, put in the
