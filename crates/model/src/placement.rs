@@ -42,7 +42,7 @@ fn offsets_for(inst: &Instance, path: &str, sem: Semantics, problems: &mut Vec<S
     by_id.sort_unstable();
     let mut offsets: Vec<Option<u64>> = vec![None; inst.len()];
     // `where_` names the record only when a problem is reported: formatting it for every
-    // record was a tenth of checking a placement of 10^6 buffers.
+    // record would cost a tenth of checking a placement of 10^6 buffers.
     let mut assign = |id: u64, where_: &dyn Fn() -> String, off: u64, life: Option<(u64, u64, u64)>, problems: &mut Vec<String>| {
         let Ok(k) = by_id.binary_search_by_key(&id, |&(x, _)| x) else {
             problems.push(format!("{}: id {id} is not in the instance", where_()));

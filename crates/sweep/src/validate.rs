@@ -119,8 +119,8 @@ pub fn validate(buffers: &[Buffer], offsets: &[u64]) -> Validation {
     v
 }
 
-/// Instances from this size on are validated in time slices on every core (at 10^6 buffers on
-/// two cores 0.17–0.41 s instead of 0.47–0.63 s; below it a sweep takes milliseconds).
+/// Instances from this size on are validated in time slices on every core: from here a sweep
+/// takes tenths of a second, which the slices divide; below it, milliseconds.
 const PARALLEL_MIN_BUFFERS: usize = 1 << 16;
 
 /// Finds the clashing buffers (alignment and overflow already checked) in `chunks` time slices
