@@ -25,9 +25,10 @@ def cli_plan(cli, path, *args):
 def test_deterministic_algorithms_give_the_clis_offsets(cli, tmp_path, kind, algorithm):
     path = tmp_path / f"{kind}.csv"
     subprocess.run([cli, "gen", "--kind", kind, "--buffers", "2000", "--seed", "3", "-o", str(path)], check=True, capture_output=True)
-    summary, offsets = cli_plan(cli, path, "--algorithm", algorithm, "--seed", 5)
+    # A long limit: these end when done, and a loaded machine must not cut a heuristic short.
+    summary, offsets = cli_plan(cli, path, "--algorithm", algorithm, "--seed", 5, "--time-limit", 60)
     inst = heaplab.read(path)
-    p = heaplab.plan(inst, seed=5, algorithm=algorithm)
+    p = heaplab.plan(inst, seed=5, algorithm=algorithm, time_limit=60)
     assert np.array_equal(p.offsets, offsets)
     assert (p.makespan, p.max_load, p.lower_bound, p.algorithm) == (summary["makespan"], summary["max_load"], summary["lower_bound"], summary["algorithm"])
     assert_valid(inst.sizes, inst.lower, inst.upper, p.offsets, alignment=inst.alignment)

@@ -119,8 +119,8 @@ pub struct BoxingParams {
     pub upper_bound: Option<u64>,
     /// Fit rule of the squeeze.
     pub squeeze: Squeeze,
-    /// Stop starting passes once this is set (the caller gave up, [`crate::PlanOptions::cancel`]);
-    /// like the deadline, it leaves the first pass to complete when there is no upper bound.
+    /// Stop starting passes once this is set (the caller gave up, [`crate::PlanOptions::cancel`]),
+    /// and cut a squeeze short, as the deadline does (the start-order sweep then stands in).
     pub cancel: Option<Arc<AtomicBool>>,
 }
 
@@ -165,7 +165,8 @@ pub struct BoxingOutcome {
     /// Seconds spent boxing, unboxing and squeezing, summed over passes.
     pub phase_seconds: [f64; 3],
     /// Whether `offsets` come from the start-order sweep standing in for boxing: without an
-    /// `upper_bound`, the deadline passed before any pass finished its squeeze.
+    /// `upper_bound`, the deadline passed (or the plan was cancelled) before any pass finished
+    /// its squeeze.
     pub stand_in: bool,
 }
 
@@ -227,7 +228,7 @@ pub fn plan(buffers: &[Buffer], params: &BoxingParams) -> BoxingOutcome {
     let unlimited = params.deadline.is_none() && params.iterations == usize::MAX;
     let mut pass = 0usize;
     // Computed before the passes, so that standing in costs no time past the deadline.
-    let stand_in = (params.deadline.is_some() && params.upper_bound.is_none()).then(|| {
+    let stand_in = ((params.deadline.is_some() || params.cancel.is_some()) && params.upper_bound.is_none()).then(|| {
         crate::heuristics::Heuristic { order: crate::rules::Order::Start, fit: Fit::First }.run(buffers)
     });
     while pass < params.iterations {
@@ -241,8 +242,8 @@ pub fn plan(buffers: &[Buffer], params: &BoxingParams) -> BoxingOutcome {
         }
         let batch = threads.min(params.iterations - pass);
         // Strictly below `best`. A squeeze can cost as much as a quadratic first fit (see
-        // `WORK_PER_CLOCK_CHECK`), so the deadline interrupts it even in the first batch; the
-        // start-order sweep then stands in.
+        // `WORK_PER_CLOCK_CHECK`), so the deadline (or a cancel) interrupts it even in the
+        // first batch; the start-order sweep then stands in.
         let bound = if best == u64::MAX { u64::MAX } else { best - 1 };
         let results: Vec<Pass> =
             (pass..pass + batch).into_par_iter().map(|p| run_pass(buffers, &pre, params, p, bound, params.deadline)).collect();
@@ -317,7 +318,7 @@ fn run_pass(
     drop(arena);
     let order = squeeze_order(&loose);
     let t2 = Instant::now();
-    let offsets = place_in_order_bounded(buffers, &order, fit, bound, deadline);
+    let offsets = place_in_order_bounded(buffers, &order, fit, bound, deadline, params.cancel.as_deref());
     let t3 = Instant::now();
     Pass {
         offsets,

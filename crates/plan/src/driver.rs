@@ -813,7 +813,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                 let mut done: Vec<(Heuristic, Vec<u64>, f64)> = Vec::new();
                 if !first.is_sweep() {
                     let t = Instant::now();
-                    let off = sweep.run_until_with_ends(&part.buffers, &ends, run.deadline).expect("the start-order sweep always completes");
+                    let off = sweep.run_until_with_ends(&part.buffers, &ends, run.deadline, None).expect("the start-order sweep always completes");
                     solved.fetch_or(at_target(&off), Ordering::Relaxed);
                     done.push((sweep, off, t.elapsed().as_secs_f64()));
                     swept.store(true, Ordering::Relaxed);
@@ -836,10 +836,10 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                     left / 2
                 };
                 let least = done.first().map_or(policy.rocks_min_seconds_per_buffer * part.buffers.len() as f64, |s| s.2);
-                if with_rocks && given.as_secs_f64() >= least && !solved.load(Ordering::Relaxed) {
+                if with_rocks && given.as_secs_f64() >= least && !solved.load(Ordering::Relaxed) && !run.cancelled() {
                     rocks_beside.store(done.is_empty(), Ordering::Relaxed);
                     let until = now + given;
-                    if let Some(off) = rocks.run_until_with_ends(&part.buffers, &ends, until) {
+                    if let Some(off) = rocks.run_until_with_ends(&part.buffers, &ends, until, opts.cancel.as_deref()) {
                         solved.fetch_or(at_target(&off), Ordering::Relaxed);
                         done.push((rocks, off, now.elapsed().as_secs_f64()));
                     }
@@ -852,7 +852,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                 }).collect::<Vec<_>>()
             },
             || {
-                let off = first.run_beside(&part.buffers, &ends, run.deadline, projected.then_some(&swept), &solved);
+                let off = first.run_beside(&part.buffers, &ends, run.deadline, projected.then_some(&swept), &solved, opts.cancel.as_deref());
                 let secs = t.elapsed().as_secs_f64();
                 let off = off.map(|off| {
                     let checked = part.check(&first.name(), &off);
@@ -923,7 +923,7 @@ fn heuristics_stage(run: &Run, parts: &mut [Part], early: Option<usize>) {
                         return None;
                     }
                     let t = Instant::now();
-                    let off = h.run_until_with_ends(&part.buffers, &ends, heuristics_cutoff)?;
+                    let off = h.run_until_with_ends(&part.buffers, &ends, heuristics_cutoff, opts.cancel.as_deref())?;
                     let secs = t.elapsed().as_secs_f64();
                     let checked = part.check(&h.name(), &off);
                     Some((h.name(), off, secs, checked))
@@ -1109,7 +1109,7 @@ fn split_stage(run: &Run, parts: &mut [Part]) {
             let h = if !run.cancelled() && dropped.1 == rocks.name() && rocks_fit { rocks } else { outward };
             let t = Instant::now();
             let ends = crate::online::ends_of(&part.buffers);
-            let off = h.run_until_with_ends(&part.buffers, &ends, t + Duration::from_secs(u32::MAX as u64)).expect("the sweeps and the rocks complete without a deadline");
+            let off = h.run_until_with_ends(&part.buffers, &ends, t + Duration::from_secs(u32::MAX as u64), None).expect("the sweeps and the rocks complete without a deadline");
             drop(ends);
             part.offer(h.name(), off, t.elapsed().as_secs_f64());
         }
@@ -1412,7 +1412,7 @@ fn flat_component(run: &Run, part: &mut Part, part_end: Instant) {
             break;
         }
         let order = (round > 0).then(|| seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let Some(blocks) = crate::flat::reduce(&part.buffers, order, part_end) else { break };
+        let Some(blocks) = crate::flat::reduce(&part.buffers, order, part_end, run.opts.cancel.as_deref()) else { break };
         if blocks.len() * 2 > part.buffers.len() {
             // No structure to exploit: first fit by size, which the heuristics stage left
             // to this stage on a flat component, gets the time instead.

@@ -36,6 +36,7 @@ use crate::rng::Rng;
 use heaplab_model::Buffer;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Whether the load of `buffers`, whose max load is `max_load`, is `max_load` at every tick from
@@ -117,12 +118,12 @@ impl Blocks {
     }
 }
 
-/// Merges `buffers` into blocks (see the module doc), or `None` if `until` passes first (the
-/// clock is read every few hundred merges). Given an `order` seed, chains of equal cost are
+/// Merges `buffers` into blocks (see the module doc), or `None` if `until` passes or `cancel` is
+/// set first (both read every few hundred merges). Given an `order` seed, chains of equal cost are
 /// made in an order drawn from it instead of by time: which blocks end up together depends on
 /// the order where heights coincide, so a caller can try several. Any instance is accepted;
 /// the rules are only likely to pay on flat ones. About O(n log n) on cut rectangles.
-pub fn reduce(buffers: &[Buffer], order: Option<u64>, until: Instant) -> Option<Blocks> {
+pub fn reduce(buffers: &[Buffer], order: Option<u64>, until: Instant, cancel: Option<&AtomicBool>) -> Option<Blocks> {
     let n = buffers.len();
     // Each end is numbered 2·buffer (+1) in a u32 (the generator and formats stop at 10^8).
     assert!(n < 1 << 31, "flat::reduce takes fewer than 2^31 buffers, not {n}");
@@ -132,7 +133,8 @@ pub fn reduce(buffers: &[Buffer], order: Option<u64>, until: Instant) -> Option<
         roots: Vec::new(),
     };
     let mut rng = order.map(Rng::new);
-    blocks.roots = merge(&mut blocks, rng.as_mut(), until)?;
+    let late = || Instant::now() >= until || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    blocks.roots = merge(&mut blocks, rng.as_mut(), late)?;
     Some(blocks)
 }
 
@@ -207,13 +209,13 @@ struct Match {
     right: Side,
 }
 
-/// Merges the leaves of `blocks` until no rule applies; returns the roots (`None` past
-/// `until`). New nodes are appended to `blocks`.
+/// Merges the leaves of `blocks` until no rule applies; returns the roots (`None` once `late`
+/// says so). New nodes are appended to `blocks`.
 ///
 /// Stacks are lazy: blocks of one lifetime wait in a *bucket* until the end, when each bucket
 /// is stacked whole. A chain joins a subset of a bucket ending at `t` with a subset of one
 /// starting at `t` whose heights sum to the same (each stacked first), fewest members first.
-fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, until: Instant) -> Option<Vec<u32>> {
+fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, late: impl Fn() -> bool) -> Option<Vec<u32>> {
     let mut roots = Vec::new();
     // Instants are numbered from 0 in time order (only their order matters here); each leaf's
     // pair of instants comes from one sort of all ends (a binary search per end over the
@@ -226,7 +228,7 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, until: Instant) -> Opti
         use rayon::slice::ParallelSliceMut;
         ends.par_sort_unstable();
     }
-    if Instant::now() >= until {
+    if late() {
         return None;
     }
     let mut at = vec![(0u32, 0u32); blocks.shapes.len()];
@@ -245,7 +247,7 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, until: Instant) -> Opti
         ..Merger::default()
     };
     for v in 0..blocks.nodes.len() as u32 {
-        if v % 65536 == 0 && Instant::now() >= until {
+        if v % 65536 == 0 && late() {
             return None;
         }
         if blocks.shapes[v as usize].align_log2 > 0 {
@@ -259,7 +261,7 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, until: Instant) -> Opti
     let mut scratch = Scratch::default();
     let jitter = |rng: &mut Option<&mut Rng>| rng.as_deref_mut().map_or(0, |r| r.below(1 << 20));
     for t in 0..instants {
-        if t % 4096 == 0 && Instant::now() >= until {
+        if t % 4096 == 0 && late() {
             return None;
         }
         if let Some(best) = m.best(t, &mut scratch).first() {
@@ -268,7 +270,7 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, until: Instant) -> Opti
     }
     let mut used = Vec::new();
     for pops in 0u64.. {
-        if pops % 256 == 0 && Instant::now() >= until {
+        if pops % 256 == 0 && late() {
             return None;
         }
         let Some(std::cmp::Reverse((cost, _, t))) = m.heap.pop() else { break };
@@ -508,7 +510,7 @@ mod tests {
 
     /// Blocks placed by first-fit expand to a valid placement with the blocks' makespan.
     fn check_expansion(bs: &[Buffer], order: Option<u64>) -> usize {
-        let blocks = reduce(bs, order, Instant::now() + std::time::Duration::from_secs(3600)).expect("no deadline");
+        let blocks = reduce(bs, order, Instant::now() + std::time::Duration::from_secs(3600), None).expect("no deadline");
         let sub = blocks.buffers();
         assert_eq!(max_load(&sub), max_load(bs), "blocks keep the load");
         let placed = Heuristic::STANDARD[0].run(&sub);
@@ -535,7 +537,11 @@ mod tests {
     #[test]
     fn merging_gives_up_at_its_deadline() {
         let inst = heaplab_gen::generate(heaplab_gen::Kind::Tight, 5000, 1);
-        assert!(reduce(&inst.buffers, None, Instant::now()).is_none());
+        assert!(reduce(&inst.buffers, None, Instant::now(), None).is_none());
+        // Cancelled: given up as well, however far the deadline.
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        assert!(reduce(&inst.buffers, None, far, Some(&AtomicBool::new(true))).is_none());
+        assert!(reduce(&inst.buffers, None, far, Some(&AtomicBool::new(false))).is_some());
     }
 
     /// Where the time axis is dense, unrelated pieces often share a lifetime: stacked at once,

@@ -78,19 +78,21 @@ impl Heuristic {
     /// is predicted from another's, and the prediction can be far off (best-fit by area on a
     /// traced perl heap: 12 times first-fit by size). The sweeps always finish.
     pub fn run_until(&self, buffers: &[Buffer], deadline: std::time::Instant) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, None, Some(deadline), None, None)
+        self.run_bounded(buffers, None, Some(deadline), None, [None, None])
     }
 
     /// [`Heuristic::run_until`] given the buffers in order of their ends (`ends`, as splitting
-    /// into components gives them), which the sweeps use instead of sorting.
-    pub fn run_until_with_ends(&self, buffers: &[Buffer], ends: &[u32], deadline: std::time::Instant) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, Some(ends), Some(deadline), None, None)
+    /// into components gives them), which the sweeps use instead of sorting; given up also once
+    /// `cancel` is set (the caller cancelled the plan; the sweeps ignore it).
+    pub fn run_until_with_ends(&self, buffers: &[Buffer], ends: &[u32], deadline: std::time::Instant, cancel: Option<&std::sync::atomic::AtomicBool>) -> Option<Vec<u64>> {
+        self.run_bounded(buffers, Some(ends), Some(deadline), None, [None, cancel])
     }
 
     /// [`Heuristic::run_until_with_ends`] for a run beside others that stand in for it: it
     /// gives up as soon as `stop` is set (one of them reached the target), and, with a `gate`,
     /// once the gate is set (they are done) and its progress so far (buffers placed against the
-    /// clock, from its start) says it would not finish by `deadline`. The sweeps ignore both.
+    /// clock, from its start) says it would not finish by `deadline`; and once `cancel` is set
+    /// (the caller cancelled the plan). The sweeps ignore all three.
     pub fn run_beside(
         &self,
         buffers: &[Buffer],
@@ -98,14 +100,15 @@ impl Heuristic {
         deadline: std::time::Instant,
         gate: Option<&std::sync::atomic::AtomicBool>,
         stop: &std::sync::atomic::AtomicBool,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
     ) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, Some(ends), Some(deadline), gate, Some(stop))
+        self.run_bounded(buffers, Some(ends), Some(deadline), gate, [Some(stop), cancel])
     }
 
     /// Places every buffer; the result is valid by construction. Start order and outward run as
     /// sweeps ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
-        self.run_bounded(buffers, None, None, None, None).expect("a placement without a deadline always completes")
+        self.run_bounded(buffers, None, None, None, [None, None]).expect("a placement without a deadline always completes")
     }
 
     fn run_bounded(
@@ -114,7 +117,7 @@ impl Heuristic {
         ends: Option<&[u32]>,
         deadline: Option<std::time::Instant>,
         gate: Option<&std::sync::atomic::AtomicBool>,
-        stop: Option<&std::sync::atomic::AtomicBool>,
+        stop: [Option<&std::sync::atomic::AtomicBool>; 2],
     ) -> Option<Vec<u64>> {
         // The sweeps, and first fit around the rocks, free buffers in order of their ends.
         let around_rocks = self.order == Order::Rocks && self.fit == Fit::First;
@@ -157,7 +160,7 @@ pub fn first_fit_in_order(buffers: &[Buffer], order: &[u32]) -> Vec<u64> {
 
 /// Places buffers in `order` with the given fit rule.
 pub fn place_in_order(buffers: &[Buffer], order: &[u32], fit: Fit) -> Vec<u64> {
-    place_in_order_bounded(buffers, order, fit, u64::MAX, None).expect("an unbounded placement always completes")
+    place_in_order_bounded(buffers, order, fit, u64::MAX, None, None).expect("an unbounded placement always completes")
 }
 
 /// Index work ([`Occupancy::work`]) between two looks at the clock: about a millisecond, so a
@@ -176,14 +179,21 @@ pub struct DeadlineCheck<'g> {
     gate: Option<&'g std::sync::atomic::AtomicBool>,
     /// The run's pace, from its first placement.
     pace: Option<Pace>,
-    /// Once set: give up at the next check ([`Heuristic::run_beside`]).
-    stop: Option<&'g std::sync::atomic::AtomicBool>,
+    /// Once either is set: give up at the next check ([`Heuristic::run_beside`],
+    /// [`DeadlineCheck::or_cancelled`]).
+    stop: [Option<&'g std::sync::atomic::AtomicBool>; 2],
 }
 
-impl DeadlineCheck<'_> {
+impl<'g> DeadlineCheck<'g> {
     /// Checks for `deadline` (never, when `None`).
     pub fn new(deadline: Option<std::time::Instant>) -> Self {
-        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK, gate: None, pace: None, stop: None }
+        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK, gate: None, pace: None, stop: [None, None] }
+    }
+
+    /// This check, passed also once `cancel` is set (a cancelled plan stops a long greedy loop at
+    /// its next check, not at the deadline).
+    pub fn or_cancelled(self, cancel: Option<&'g std::sync::atomic::AtomicBool>) -> Self {
+        DeadlineCheck { stop: [self.stop[0], cancel], ..self }
     }
 
     /// Whether the deadline has passed, asked before placing the `k`-th buffer with `occ`.
@@ -202,7 +212,7 @@ impl DeadlineCheck<'_> {
             return false;
         }
         self.next_work = occ.work() + WORK_PER_CLOCK_CHECK;
-        if self.stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+        if self.stop.iter().flatten().any(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
             return true;
         }
         let now = std::time::Instant::now();
@@ -260,7 +270,7 @@ impl Pace {
 
 /// [`place_in_order`] that gives up (returns `None`) as soon as a buffer's top `offset + size`
 /// would exceed `max_makespan`, or once `deadline` has passed (checked every 512 buffers and
-/// every [`WORK_PER_CLOCK_CHECK`] steps of the index). The boxing algorithm's early stop: a
+/// every [`WORK_PER_CLOCK_CHECK`] steps of the index) or `cancel` is set. The boxing algorithm's early stop: a
 /// pass that cannot beat the best makespan known so far is abandoned instead of finished. When
 /// it returns `Some`, the offsets are exactly those of [`place_in_order`].
 pub fn place_in_order_bounded(
@@ -269,8 +279,9 @@ pub fn place_in_order_bounded(
     fit: Fit,
     max_makespan: u64,
     deadline: Option<std::time::Instant>,
+    cancel: Option<&std::sync::atomic::AtomicBool>,
 ) -> Option<Vec<u64>> {
-    place_with(&mut Occupancy::new(buffers), buffers, order, fit, max_makespan, DeadlineCheck::new(deadline))
+    place_with(&mut Occupancy::new(buffers), buffers, order, fit, max_makespan, DeadlineCheck::new(deadline).or_cancelled(cancel))
 }
 
 /// [`place_in_order_bounded`] on a given (empty) index, so that a test can read its work.
@@ -448,15 +459,18 @@ mod tests {
         let far = std::time::Instant::now() + std::time::Duration::from_secs(3600);
         let (unset, set) = (AtomicBool::new(false), AtomicBool::new(true));
         for gate in [None, Some(&unset), Some(&set)] {
-            assert_eq!(h.run_beside(bs, &ends, far, gate, &unset).as_deref(), Some(&plain[..]), "gate {gate:?}");
+            assert_eq!(h.run_beside(bs, &ends, far, gate, &unset, None).as_deref(), Some(&plain[..]), "gate {gate:?}");
             // Stopped: given up (the sweep ignores it).
-            assert_eq!(h.run_beside(bs, &ends, far, gate, &set), None, "gate {gate:?}");
+            assert_eq!(h.run_beside(bs, &ends, far, gate, &set, None), None, "gate {gate:?}");
+            // Cancelled: given up as well.
+            assert_eq!(h.run_beside(bs, &ends, far, gate, &unset, Some(&set)), None, "gate {gate:?}");
+            assert!(h.run_beside(bs, &ends, far, gate, &unset, Some(&unset)).is_some(), "gate {gate:?}");
         }
         let sweep = Heuristic { order: Order::Start, fit: Fit::First };
-        assert_eq!(sweep.run_beside(bs, &ends, far, Some(&set), &set), Some(sweep.run(bs)));
+        assert_eq!(sweep.run_beside(bs, &ends, far, Some(&set), &set, None), Some(sweep.run(bs)));
         // A deadline already passed: given up, gate or not.
         let past = std::time::Instant::now();
-        assert_eq!(h.run_beside(bs, &ends, past, Some(&set), &unset), None);
+        assert_eq!(h.run_beside(bs, &ends, past, Some(&set), &unset, None), None);
     }
 
     #[test]
@@ -790,8 +804,8 @@ mod tests {
             let ord = order(&bs, Order::Random(round));
             let full = place_in_order(&bs, &ord, fit);
             let m = validate(&bs, &full).makespan;
-            assert_eq!(place_in_order_bounded(&bs, &ord, fit, m, None), Some(full));
-            assert_eq!(place_in_order_bounded(&bs, &ord, fit, m - 1, None), None);
+            assert_eq!(place_in_order_bounded(&bs, &ord, fit, m, None, None), Some(full));
+            assert_eq!(place_in_order_bounded(&bs, &ord, fit, m - 1, None, None), None);
         }
     }
 

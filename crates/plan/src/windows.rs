@@ -157,7 +157,7 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
         let mut windows_top = 0;
         // Both the windows' insertion and the fill, first fit by size, can cost as much as a
         // whole first-fit placement (see `WORK_PER_CLOCK_CHECK`): a round stops at the deadline.
-        let mut clock = heuristics::DeadlineCheck::new(Some(params.deadline));
+        let mut clock = heuristics::DeadlineCheck::new(Some(params.deadline)).or_cancelled(params.cancel.as_deref());
         let mut expired = false;
         // In address order every insertion appends to its sets instead of shifting them (a
         // window of 2.7·10^5 stacked buffers: 3.3 s in member order).

@@ -190,9 +190,10 @@ fn above_the_early_windows_range_the_size_split_runs_where_a_few_buffers_hold_th
     // The same path: on log-uniform sizes (the largest fifth holds 94% of the bytes) the size
     // split offers a placement (in place of the deep chase), valid, with the large part planned
     // by the whole pipeline; switched off, or where sizes are of a few classes (nn), it does
-    // not run.
+    // not run. The large part gets under a third of the time left, so that the sweep around it
+    // (which gives up at the deadline) keeps a second on a loaded machine.
     use heaplab_plan::{Policy, Stage};
-    let base = Policy { early_windows_min_buffers: 100, early_windows_max_buffers: 1_000, early_windows_seconds_per_buffer: 0.0, ..Policy::default() };
+    let base = Policy { early_windows_min_buffers: 100, early_windows_max_buffers: 1_000, early_windows_seconds_per_buffer: 0.0, split_share: 0.3, ..Policy::default() };
     let mut off = base.clone();
     off.set_stage(Stage::Split, false);
     for (kind, policy, splits) in [(Kind::Random, &base, true), (Kind::Random, &off, false), (Kind::Nn, &base, false)] {
@@ -211,8 +212,10 @@ fn below_the_huge_size_the_size_split_follows_the_heuristics_in_place_of_the_ear
     // off, or where the rest holds more than a fifth of the area (nn, generator seed 1).
     use heaplab_plan::{Policy, Stage};
     // No time is kept for the sweep around the large part: that reserve is measured (a sweep's
-    // seconds), and one slow sweep on a loaded machine would skip the split.
-    let inside = Policy { early_windows_min_buffers: 1_000, early_windows_max_buffers: 20_000, split_min_buffers: 1_000, split_rest_sweeps: 0.0, ..Policy::default() };
+    // seconds), and one slow sweep on a loaded machine would skip the split. The large part gets
+    // under a third of the time left, so that the sweep around it (which gives up at the
+    // deadline) has a second, not a few tenths, to finish on a loaded machine.
+    let inside = Policy { early_windows_min_buffers: 1_000, early_windows_max_buffers: 20_000, split_min_buffers: 1_000, split_rest_sweeps: 0.0, split_share: 0.3, ..Policy::default() };
     let above = Policy { early_windows_max_buffers: 2_000, early_windows_seconds_per_buffer: 1.0, ..inside.clone() };
     let fewer = Policy { split_min_buffers: 8_001, ..inside.clone() };
     let mut off = inside.clone();
@@ -244,9 +247,9 @@ fn above_the_huge_size_the_size_split_follows_the_heuristics_given_the_time() {
     // the rest holds more than a fifth of the area (nn, generator seed 1: 29%; its seed 3,
     // 13%, splits). With the split only the outward pair and the rocks run.
     use heaplab_plan::{Policy, Stage};
-    // No measured reserve for the sweep around the large part (as in the test above), and a
-    // least time that a slow heuristic on a loaded machine leaves.
-    let base = Policy { huge_buffers: 3_000, split_min_buffers: 3_000, split_seconds_per_buffer: 1e-4, split_rest_sweeps: 0.0, ..Policy::default() };
+    // No measured reserve for the sweep around the large part, and a second left for it (as in
+    // the test above).
+    let base = Policy { huge_buffers: 3_000, split_min_buffers: 3_000, split_seconds_per_buffer: 1e-4, split_rest_sweeps: 0.0, split_share: 0.3, ..Policy::default() };
     let mut off = base.clone();
     off.set_stage(Stage::Split, false);
     let slow = Policy { split_seconds_per_buffer: 1.0, ..base.clone() };

@@ -122,7 +122,7 @@ fn bad_configurations_are_refused_before_anything_runs() {
 #[test]
 fn an_interrupted_measurement_resumes() {
     let d = scratch!("resume");
-    let args = ["compare", "--runs", "4", "--warmup", "1", "--metrics", "time,cpu,rss", "--config", "ref=glibc", "--config", "je=jemalloc", "--workload", "nap=sleep 0.05", "-o", "cmp"];
+    let args = ["compare", "--runs", "4", "--warmup", "1", "--metrics", "time,cpu,rss", "--config", "ref=glibc", "--config", "je=jemalloc", "--workload", "nap=sleep 0.2", "-o", "cmp"];
     let child = std::process::Command::new(BIN).args(args).current_dir(&d).env_remove("LD_PRELOAD").stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     // Wait for 3 runs in the checkpoint, then stop heaplab as Ctrl-C or kill would.
     let file = d.join("cmp/results.json");

@@ -198,7 +198,8 @@ fn timestamps_show_a_pause_and_clocks_keep_the_order() {
     let mut lowers: Vec<u64> = text.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect();
     lowers.sort();
     let gap = lowers.windows(2).map(|w| w[1] - w[0]).max().unwrap();
-    assert!((190_000_000..400_000_000).contains(&gap), "largest gap {gap} ns, expected the 200 ms pause");
+    // A loaded machine may wake the program late, never early.
+    assert!((190_000_000..1_500_000_000).contains(&gap), "largest gap {gap} ns, expected the 200 ms pause");
     // Every clock gives the same max load (they all keep the trace's order).
     let load = |clock: &str| -> u64 {
         let r = heaplab_in(&d, &["convert", "s.hltrace", "-o", "c.csv", "--clock", clock]);
@@ -512,7 +513,7 @@ fn a_shim_started_interpreter_is_found_through_the_run_index() {
 fn caps_end_a_runaway_program_with_a_readable_trace() {
     let d = scratch!("caps");
     let t0 = std::time::Instant::now();
-    let r = heaplab_in(&d, &["trace", "--max-time", "0.5", "-o", "t.hltrace", "--", &prog("misbehave"), "forever"]);
+    let r = heaplab_in(&d, &["trace", "--max-time", "1.5", "-o", "t.hltrace", "--", &prog("misbehave"), "forever"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(t0.elapsed().as_secs_f64() < 10.0, "the duration cap ended the program");
     assert!(r.stderr.contains("--max-time"), "{}", r.stderr);
@@ -572,7 +573,8 @@ fn signals_reach_the_program_and_the_trace_stays_at_the_output() {
     for (sig, to_group, out) in [("INT", true, "int.hltrace"), ("TERM", false, "term.hltrace"), ("HUP", false, "hup.hltrace")] {
         let child = spawn_traced(&d, out, &[&prog("misbehave"), "forever"]);
         let program = program_of(child.id());
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // Time for more than 1,000 events, on a loaded machine too.
+        std::thread::sleep(std::time::Duration::from_millis(1000));
         let target = if to_group { format!("-{}", child.id()) } else { child.id().to_string() };
         assert!(Command::new("kill").args([&format!("-{sig}"), "--", &target]).status().unwrap().success());
         let o = child.wait_with_output().unwrap();
@@ -584,7 +586,7 @@ fn signals_reach_the_program_and_the_trace_stays_at_the_output() {
     // SIGKILL to heaplab: the program does not outlive it, and the trace is at the output.
     let child = spawn_traced(&d, "kill.hltrace", &[&prog("misbehave"), "forever"]);
     let program = program_of(child.id());
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::thread::sleep(std::time::Duration::from_millis(1000));
     assert!(Command::new("kill").args(["-KILL", &child.id().to_string()]).status().unwrap().success());
     let _ = child.wait_with_output();
     let t0 = std::time::Instant::now();
