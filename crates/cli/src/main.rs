@@ -6,6 +6,7 @@
 mod cmd;
 mod failure;
 mod flag_ranges;
+mod interrupt;
 mod options;
 mod outputs;
 mod picture;

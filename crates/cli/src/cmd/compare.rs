@@ -313,13 +313,6 @@ fn pyperformance_suite(a: &CompareArgs) -> Result<(Results, Extra), Failure> {
     Ok((results, extra))
 }
 
-/// Set by SIGINT and SIGTERM while the runner measures.
-static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn on_stop(_: libc::c_int) {
-    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// Measures the configurations × workloads of `a` into DIR/results.json, one checkpoint per run.
 fn measure(a: &CompareArgs, configs: Vec<ConfigSpec>, workloads: Vec<WorkloadSpec>, cwd: std::path::PathBuf) -> Result<Results, Failure> {
     let mut plan = Plan {
@@ -378,11 +371,7 @@ fn measure(a: &CompareArgs, configs: Vec<ConfigSpec>, workloads: Vec<WorkloadSpe
         if already > 0 { format!(", {already} already done") } else { String::new() }
     );
     runner.write_checkpoint(&file).map_err(|e| Failure::Work(format!("{shown}: cannot write: {e}")))?;
-    // SAFETY: installing a handler that only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_stop as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_stop as *const () as libc::sighandler_t);
-    }
+    let caught = crate::interrupt::Caught::start();
     let state = std::sync::Arc::new(std::sync::Mutex::new((already, String::new())));
     let shared = state.clone();
     let t0 = std::time::Instant::now();
@@ -394,7 +383,7 @@ fn measure(a: &CompareArgs, configs: Vec<ConfigSpec>, workloads: Vec<WorkloadSpe
         let filled = done * width / total.max(1);
         format!("heaplab: [{}{}] {done}/{total} runs{left}{what}", "#".repeat(filled), "-".repeat(width - filled))
     });
-    let stopped = || STOP.load(std::sync::atomic::Ordering::Relaxed);
+    let stopped = || caught.caught();
     let outcome = loop {
         if stopped() {
             break Err(RunnerError::Interrupted);
@@ -411,11 +400,7 @@ fn measure(a: &CompareArgs, configs: Vec<ConfigSpec>, workloads: Vec<WorkloadSpe
         }
     };
     drop(progress);
-    // SAFETY: restoring the default dispositions.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_DFL);
-        libc::signal(libc::SIGTERM, libc::SIG_DFL);
-    }
+    drop(caught);
     let kept = format!("{} of {total} runs kept in {shown}", runner.done());
     match outcome {
         Ok(()) => {

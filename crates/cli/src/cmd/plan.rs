@@ -54,6 +54,10 @@ capacity this is said at once, without planning; otherwise the summary shows the
 and whether the exact search proved that none fits or time ran out. The JSON summary has
 `capacity` and `fits` in every case.
 
+Ctrl-C (or SIGTERM) stops the planning at once: the best placement found so far is validated and
+written as usual, the summary says `interrupted`, and the exit code is 1. A second Ctrl-C while
+it is written ends heaplab at once, leaving the output as it was.
+
 Prints: buffers, max load, the best proven lower bound (the max load, or more where the exact
 search refuted smaller makespans), makespan, fragmentation (makespan - max load, in bytes and % of
 max load), the gap to the lower bound, time, and the algorithm that won.
@@ -176,6 +180,8 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     if policy.is_huge(inst.buffers.len()) {
         one_heap_arena();
     }
+    // Ctrl-C or SIGTERM stops the planner at its next check; its best placement is kept.
+    let caught = crate::interrupt::Caught::start();
     let opts = PlanOptions {
         time_limit: Duration::from_secs_f64(a.time_limit),
         iterations: a.iterations,
@@ -183,7 +189,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         algorithm,
         capacity,
         policy,
-        cancel: None,
+        cancel: Some(caught.flag()),
     };
     let progress = Arc::new(Progress::default());
     let outcome = {
@@ -197,6 +203,8 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
         });
         heaplab_plan::plan_in_place(&mut inst.buffers, &opts, Some(&progress))
     };
+    let interrupted = caught.caught();
+    drop(caught);
     // Under a capacity, a plan that does not fit is shown but not written.
     let fits = capacity.is_none_or(|c| outcome.makespan <= c);
     if fits {
@@ -243,6 +251,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             "validation_seconds": outcome.validation_seconds,
             "output": if fits { a.output.clone() } else { None },
             "valid": true,
+            "interrupted": interrupted,
         });
         if let Some(t) = &traced {
             v["trace"] = oracle_gap_json(&t.oracle_gap(outcome.makespan));
@@ -282,7 +291,8 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             "  — proven optimal (makespan = proven lower bound)".to_string()
         };
         println!("algorithm      {}{verdict}", outcome.algorithm);
-        println!("time           {total:.3} s (read {read_s:.3} s, plan {:.3} s)", outcome.seconds);
+        let stopped = if interrupted { ", interrupted" } else { "" };
+        println!("time           {total:.3} s (read {read_s:.3} s, plan {:.3} s{stopped})", outcome.seconds);
         let stages: Vec<String> =
             outcome.stages.iter().filter(|(_, t)| *t >= 0.0005).map(|(n, t)| format!("{n} {t:.3} s")).collect();
         println!("stages         {}", stages.join(", "));
@@ -325,6 +335,13 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             };
             let written = if a.output.is_some() || a.plot.is_some() { "; nothing written" } else { "" };
             Err(Failure::Work(format!("{}: no plan fits in --capacity {}: {why}{written}", a.input, exact_bytes(c))))
+        }
+        _ if interrupted => {
+            let written = match a.output.as_ref().or(a.plot.as_ref()) {
+                Some(_) => "; the best placement found is written",
+                None => "",
+            };
+            Err(Failure::Work(format!("{}: planning interrupted after {:.1} s{written}", a.input, outcome.seconds)))
         }
         _ => Ok(()),
     }

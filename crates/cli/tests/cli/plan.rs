@@ -352,3 +352,44 @@ fn planner_stages_can_be_switched_off_and_thresholds_set() {
     let help = heaplab(&["plan", "--help"]).stdout;
     assert!(help.contains("--no-stage") && help.contains("early-windows"), "{help}");
 }
+
+#[test]
+fn ctrl_c_stops_planning_and_writes_the_best_placement() {
+    use crate::common::{heaplab_in, json, BIN};
+    let d = scratch!("interrupt");
+    assert_eq!(heaplab_in(&d, &["gen", "--kind", "random", "--buffers", "200000", "--seed", "2", "-o", "r.hlbin"]).code, 0);
+    let child = std::process::Command::new(BIN)
+        .args(["plan", "r.hlbin", "-o", "p.hlbin", "--time-limit", "600", "--json"])
+        .current_dir(&d)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once heaplab catches SIGINT (bit 2 of SigCgt), and a moment into the planning.
+    let t0 = std::time::Instant::now();
+    let catches = || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        status.lines().find_map(|l| l.strip_prefix("SigCgt:")).and_then(|m| u64::from_str_radix(m.trim(), 16).ok()).is_some_and(|m| m & 0b10 != 0)
+    };
+    while !catches() {
+        assert!(t0.elapsed().as_secs() < 60, "heaplab never caught SIGINT");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let sent = std::time::Instant::now();
+    assert!(std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("planning interrupted") && err.contains("best placement found is written"), "{err}");
+    // Not a speed target: a 600 s limit ends within a minute of the signal.
+    assert!(sent.elapsed().as_secs() < 60);
+    let v = json(&String::from_utf8_lossy(&out.stdout), "plan --json");
+    assert_eq!(v["interrupted"], true);
+    assert!(v["plan_seconds"].as_f64().unwrap() < 300.0, "{v}");
+    // The placement written is whole and valid.
+    let r = heaplab_in(&d, &["check", "r.hlbin", "p.hlbin", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(json(&r.stdout, "check --json")["makespan"], v["makespan"]);
+}
