@@ -321,14 +321,16 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
                 format!("the exact search proved that every plan needs at least {}", exact_bytes(outcome.lower_bound))
             } else {
                 // The heuristics alone do not use the time: more of it would not help them.
-                let hint = if matches!(algorithm, Algorithm::Heuristics | Algorithm::Heuristic(_)) {
+                let hint = if interrupted {
+                    " (interrupted)"
+                } else if matches!(algorithm, Algorithm::Heuristics | Algorithm::Heuristic(_)) {
                     ""
                 } else {
                     "; a longer --time-limit may find one"
                 };
+                let secs = if interrupted { format!("{:.1}", outcome.seconds) } else { a.time_limit.to_string() };
                 format!(
-                    "the best plan found in {} s needs {} (lower bound {}){hint}",
-                    a.time_limit,
+                    "the best plan found in {secs} s needs {} (lower bound {}){hint}",
                     exact_bytes(outcome.makespan),
                     exact_bytes(outcome.lower_bound)
                 )
