@@ -99,11 +99,12 @@ def write_csvs(tmp_path: Path, items) -> list[str]:
 def test_paths_are_read_on_the_workers(client, tmp_path):
     items = instances(11)[:8]
     paths = write_csvs(tmp_path, items)
-    got = hd.plan_many(paths + [Path(paths[0])], client=client)
+    # A long limit on both sides: these end when proven, and a loaded machine must not cut one short.
+    got = hd.plan_many(paths + [Path(paths[0])], client=client, time_limit=30.0)
     for path, p in zip(paths + [paths[0]], got):
         inst = heaplab.read(path)
         heaplab.check(inst, offsets=p.offsets)
-        same_plan(p, heaplab.plan(inst))
+        same_plan(p, heaplab.plan(inst, time_limit=30.0))
     # The reading happens in the task: the worker reports the file it could not read.
     with pytest.raises(heaplab.HeaplabError) as e:
         hd.plan_many([paths[0], str(tmp_path / "missing.csv")], client=client)
@@ -137,22 +138,22 @@ def test_a_bad_item_is_named(client, tmp_path):
 
 def test_a_scheduler_address_runs_the_same(client):
     items = instances(5)[:4]
-    got = hd.plan_many(items, client=client.scheduler.address)
+    got = hd.plan_many(items, client=client.scheduler.address, time_limit=30.0)
     for (s, lo, up), p in zip(items, got):
-        same_plan(p, heaplab.plan(s, lo, up))
+        same_plan(p, heaplab.plan(s, lo, up, time_limit=30.0))
 
 
 def test_the_embedded_cluster_uses_worker_processes(tmp_path, monkeypatch):
     items = instances(13)[:6]
     paths = write_csvs(tmp_path, items)
-    want = [heaplab.plan(heaplab.read(p)) for p in paths]
+    want = [heaplab.plan(heaplab.read(p), time_limit=30.0) for p in paths]
 
     # Reading here would fail: the paths can only have been read in the worker processes.
     def refuse(*a, **k):
         raise AssertionError("read on the client")
 
     monkeypatch.setattr(heaplab, "read", refuse)
-    got = hd.plan_many(paths + items[:2], n_workers=2)
+    got = hd.plan_many(paths + items[:2], n_workers=2, time_limit=30.0)
     for p, q in zip(got, want + want[:2]):
         same_plan(p, q)
 
