@@ -78,14 +78,14 @@ impl Heuristic {
     /// is predicted from another's, and the prediction can be far off (best-fit by area on a
     /// traced perl heap: 12 times first-fit by size). The sweeps always finish.
     pub fn run_until(&self, buffers: &[Buffer], deadline: std::time::Instant) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, None, Some(deadline), None, [None, None])
+        self.run_bounded(buffers, None, Some(deadline), None, None, None)
     }
 
     /// [`Heuristic::run_until`] given the buffers in order of their ends (`ends`, as splitting
     /// into components gives them), which the sweeps use instead of sorting; given up also once
     /// `cancel` is set (the caller cancelled the plan; the sweeps ignore it).
     pub fn run_until_with_ends(&self, buffers: &[Buffer], ends: &[u32], deadline: std::time::Instant, cancel: Option<&std::sync::atomic::AtomicBool>) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, Some(ends), Some(deadline), None, [None, cancel])
+        self.run_bounded(buffers, Some(ends), Some(deadline), None, None, cancel)
     }
 
     /// [`Heuristic::run_until_with_ends`] for a run beside others that stand in for it: it
@@ -102,13 +102,13 @@ impl Heuristic {
         stop: &std::sync::atomic::AtomicBool,
         cancel: Option<&std::sync::atomic::AtomicBool>,
     ) -> Option<Vec<u64>> {
-        self.run_bounded(buffers, Some(ends), Some(deadline), gate, [Some(stop), cancel])
+        self.run_bounded(buffers, Some(ends), Some(deadline), gate, Some(stop), cancel)
     }
 
     /// Places every buffer; the result is valid by construction. Start order and outward run as
     /// sweeps ([`crate::online`]): the same offsets, in O(n log n).
     pub fn run(&self, buffers: &[Buffer]) -> Vec<u64> {
-        self.run_bounded(buffers, None, None, None, [None, None]).expect("a placement without a deadline always completes")
+        self.run_bounded(buffers, None, None, None, None, None).expect("a placement without a deadline always completes")
     }
 
     fn run_bounded(
@@ -117,7 +117,8 @@ impl Heuristic {
         ends: Option<&[u32]>,
         deadline: Option<std::time::Instant>,
         gate: Option<&std::sync::atomic::AtomicBool>,
-        stop: [Option<&std::sync::atomic::AtomicBool>; 2],
+        stop: Option<&std::sync::atomic::AtomicBool>,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
     ) -> Option<Vec<u64>> {
         // The sweeps, and first fit around the rocks, free buffers in order of their ends.
         let around_rocks = self.order == Order::Rocks && self.fit == Fit::First;
@@ -136,7 +137,7 @@ impl Heuristic {
                 _ => crate::online::place_outward(buffers, ends, self.fit),
             });
         }
-        let clock = DeadlineCheck { gate, stop, ..DeadlineCheck::new(deadline) };
+        let clock = DeadlineCheck { gate, stop, ..DeadlineCheck::new(deadline) }.or_cancelled(cancel);
         if around_rocks {
             // The rocks by first fit by size in an index of their own, then the sweep around
             // them ([`crate::online::first_fit_around`]): the same offsets as the general
@@ -179,21 +180,22 @@ pub struct DeadlineCheck<'g> {
     gate: Option<&'g std::sync::atomic::AtomicBool>,
     /// The run's pace, from its first placement.
     pace: Option<Pace>,
-    /// Once either is set: give up at the next check ([`Heuristic::run_beside`],
-    /// [`DeadlineCheck::or_cancelled`]).
-    stop: [Option<&'g std::sync::atomic::AtomicBool>; 2],
+    /// Once set: give up at the next check ([`Heuristic::run_beside`]).
+    stop: Option<&'g std::sync::atomic::AtomicBool>,
+    /// Once set: give up at the next check ([`DeadlineCheck::or_cancelled`]).
+    cancel: Option<&'g std::sync::atomic::AtomicBool>,
 }
 
 impl<'g> DeadlineCheck<'g> {
     /// Checks for `deadline` (never, when `None`).
     pub fn new(deadline: Option<std::time::Instant>) -> Self {
-        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK, gate: None, pace: None, stop: [None, None] }
+        DeadlineCheck { deadline, next_work: WORK_PER_CLOCK_CHECK, gate: None, pace: None, stop: None, cancel: None }
     }
 
     /// This check, passed also once `cancel` is set (a cancelled plan stops a long greedy loop at
     /// its next check, not at the deadline).
     pub fn or_cancelled(self, cancel: Option<&'g std::sync::atomic::AtomicBool>) -> Self {
-        DeadlineCheck { stop: [self.stop[0], cancel], ..self }
+        DeadlineCheck { cancel, ..self }
     }
 
     /// Whether the deadline has passed, asked before placing the `k`-th buffer with `occ`.
@@ -212,7 +214,7 @@ impl<'g> DeadlineCheck<'g> {
             return false;
         }
         self.next_work = occ.work() + WORK_PER_CLOCK_CHECK;
-        if self.stop.iter().flatten().any(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+        if [self.stop, self.cancel].into_iter().flatten().any(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
             return true;
         }
         let now = std::time::Instant::now();
@@ -269,10 +271,10 @@ impl Pace {
 }
 
 /// [`place_in_order`] that gives up (returns `None`) as soon as a buffer's top `offset + size`
-/// would exceed `max_makespan`, or once `deadline` has passed (checked every 512 buffers and
-/// every [`WORK_PER_CLOCK_CHECK`] steps of the index) or `cancel` is set. The boxing algorithm's early stop: a
-/// pass that cannot beat the best makespan known so far is abandoned instead of finished. When
-/// it returns `Some`, the offsets are exactly those of [`place_in_order`].
+/// would exceed `max_makespan`, or once `deadline` has passed or `cancel` is set (checked every
+/// 512 buffers and every [`WORK_PER_CLOCK_CHECK`] steps of the index). The boxing algorithm's
+/// early stop: a pass that cannot beat the best makespan known so far is abandoned instead of
+/// finished. When it returns `Some`, the offsets are exactly those of [`place_in_order`].
 pub fn place_in_order_bounded(
     buffers: &[Buffer],
     order: &[u32],
