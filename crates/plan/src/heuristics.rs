@@ -21,9 +21,10 @@ pub struct Heuristic {
 impl Heuristic {
     /// The deterministic heuristics a portfolio run tries, most useful first (first-fit by size
     /// is usually best and always cheapest; best-fit costs more).
-    pub const STANDARD: [Heuristic; 9] = [
+    pub const STANDARD: [Heuristic; 10] = [
         Heuristic { order: Order::Size, fit: Fit::First },
         Heuristic { order: Order::Rocks, fit: Fit::First },
+        Heuristic { order: Order::Peak, fit: Fit::First },
         Heuristic { order: Order::Size, fit: Fit::Best },
         Heuristic { order: Order::Area, fit: Fit::First },
         Heuristic { order: Order::Length, fit: Fit::First },
@@ -36,7 +37,7 @@ impl Heuristic {
     /// Whether it runs as a sweep over time ([`crate::online`]): start order, or outward from
     /// the middle. A sweep always completes (it ignores deadlines), in O(n log n).
     pub fn is_sweep(&self) -> bool {
-        matches!(self.order, Order::Start | Order::Outward)
+        matches!(self.order, Order::Start | Order::Outward | Order::Peak)
     }
 
     /// A short name such as `first-fit/size`.
@@ -52,6 +53,7 @@ impl Heuristic {
             Order::Start => "start".to_string(),
             Order::Rocks => "rocks".to_string(),
             Order::Outward => "outward".to_string(),
+            Order::Peak => "peak".to_string(),
             Order::Random(s) => format!("random#{s}"),
         };
         format!("{fit}/{order}")
@@ -62,11 +64,14 @@ impl Heuristic {
     /// three times first fit's work); start order is a sweep ([`crate::online`]), a few percent
     /// of it at 10^5-10^6 buffers, first fit's sweep (its gaps in a flat list) about half of
     /// best fit's (in ordered maps); first fit around the rocks a sweep and a little more; the
-    /// outward sweeps less than one sweep where they have two cores.
+    /// outward sweeps less than one sweep where they have two cores; from the peak a little more
+    /// than one sweep, since it runs where the other core is taken (and finds the peak first),
+    /// so that it is never the cheapest, which goes first above the huge size.
     pub fn relative_cost(&self) -> f64 {
         match (self.order, self.fit) {
             // Two sweeps at once: 0.55-0.6 of the sweep's wall time on two cores at 10^7.
             (Order::Outward, fit) if rayon::current_num_threads() > 1 => 0.6 * Heuristic { order: Order::Start, fit }.relative_cost(),
+            (Order::Peak, fit) => 1.1 * Heuristic { order: Order::Start, fit }.relative_cost(),
             (Order::Start | Order::Outward, Fit::First) => 0.05,
             (Order::Start | Order::Outward, Fit::Best) | (Order::Rocks, Fit::First) => 0.1,
             (_, Fit::Best) => 3.0,
@@ -134,7 +139,7 @@ impl Heuristic {
         if self.is_sweep() {
             return Some(match self.order {
                 Order::Start => crate::online::place_by_start_with_ends(buffers, ends, self.fit),
-                _ => crate::online::place_outward(buffers, ends, self.fit),
+                order => crate::online::place_outward(buffers, ends, self.fit, order),
             });
         }
         let clock = DeadlineCheck { gate, stop, ..DeadlineCheck::new(deadline) }.or_cancelled(cancel);
@@ -518,8 +523,8 @@ mod tests {
         let past = std::time::Instant::now();
         for h in Heuristic::STANDARD {
             assert_eq!(h.run_until(bs, later), Some(h.run(bs)), "{}", h.name());
-            if h.order == Order::Start {
-                // The sweep is cheap and always finishes.
+            if h.is_sweep() {
+                // The sweeps are cheap and always finish.
                 assert_eq!(h.run_until(bs, past), Some(h.run(bs)), "{}", h.name());
             } else if h.order == Order::Rocks {
                 // A sweep too, looking at the clock every 4096 buffers: here it may finish.

@@ -513,10 +513,13 @@ pub fn place_by_start_with_ends(buffers: &[Buffer], ends: &[u32], fit: Fit) -> V
 /// share only the buffers live at the cut, placed before either starts. The same offsets as the
 /// general placer in that order for every buffer of non-empty lifetime (the oracle test says
 /// so), in about 60% of the sweep's wall time where it has two cores. `ends`: the buffers by
-/// their ends, in any order among equal ends.
-pub fn place_outward(buffers: &[Buffer], ends: &[u32], fit: Fit) -> Vec<u64> {
+/// their ends, in any order among equal ends. `order` says where the cut is:
+/// [`Order::Outward`] (the middle) or [`Order::Peak`] (the max load).
+pub fn place_outward(buffers: &[Buffer], ends: &[u32], fit: Fit, order: Order) -> Vec<u64> {
+    debug_assert!(matches!(order, Order::Outward | Order::Peak));
+    let peak = order == Order::Peak;
     if crate::rules::by_start(buffers) {
-        return outward_by_start(buffers, ends, fit, |i| i);
+        return outward_by_start(buffers, ends, fit, peak, |i| i);
     }
     // Swept in start order as a copy, then the offsets put back; ties among equal ends are
     // broken by the buffers' own indices.
@@ -526,20 +529,21 @@ pub fn place_outward(buffers: &[Buffer], ends: &[u32], fit: Fit) -> Vec<u64> {
     let sorted: Vec<Buffer> = order.iter().map(|&i| buffers[i as usize]).collect();
     let ends: Vec<u32> = ends.iter().map(|&i| at[i as usize]).collect();
     let mut offsets = vec![0u64; buffers.len()];
-    for (&i, o) in order.iter().zip(outward_by_start(&sorted, &ends, fit, |k| order[k as usize])) {
+    for (&i, o) in order.iter().zip(outward_by_start(&sorted, &ends, fit, peak, |k| order[k as usize])) {
         offsets[i as usize] = o;
     }
     offsets
 }
 
 /// [`place_outward`] on buffers by start whose start order breaks ties among equal starts and
-/// sizes by index; `tie` gives the index that breaks them among equal ends and sizes.
-fn outward_by_start(buffers: &[Buffer], ends: &[u32], fit: Fit, tie: impl Fn(u32) -> u32 + Sync) -> Vec<u64> {
+/// sizes by index; `tie` gives the index that breaks them among equal ends and sizes; cut at
+/// the max load where `peak` says so, else at the middle.
+fn outward_by_start(buffers: &[Buffer], ends: &[u32], fit: Fit, peak: bool, tie: impl Fn(u32) -> u32 + Sync) -> Vec<u64> {
     use crate::rules::{runs_by_size, Cut};
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     let n = buffers.len();
     let Some(middle) = buffers.get(n / 2) else { return Vec::new() };
-    let cut = Cut::of(middle);
+    let cut = if peak { Cut::at_peak(buffers, 0..n as u32, ends.iter().copied()) } else { Cut::of(middle) };
     let m = buffers.partition_point(|b| !cut.after(b));
     // Each half writes its own buffers' offsets and reads those of the live ones, written
     // before either starts (relaxed atomics are plain loads and stores here).
@@ -989,8 +993,8 @@ mod tests {
         }
     }
 
-    /// The outward sweeps give exactly the general placer's offsets in [`Order::Outward`], with
-    /// either fit, through the heuristic too: on buffers by start and not; with the ends in any
+    /// The outward sweeps give exactly the general placer's offsets in [`Order::Outward`] and
+    /// [`Order::Peak`], with either fit, through the heuristic too: on buffers by start and not; with the ends in any
     /// order among equal ends (the ties are the sweeps' own); with empty lifetimes anywhere,
     /// the middle buffer's (the cut's) included; on instances where the cut falls inside runs of
     /// equal starts and of equal ends (checked to occur), where everything starts at one tick
@@ -1032,16 +1036,17 @@ mod tests {
                 starts_tied += usize::from(bs.iter().filter(|b| b.lower == cut).count() > 1);
                 ends_tied += usize::from(bs.iter().filter(|b| b.upper == cut && b.lower < cut).count() > 1);
             }
-            for fit in [Fit::First, Fit::Best] {
-                let got = place_outward(&bs, &ends, fit);
+            for (order, fit) in [Order::Outward, Order::Peak].into_iter().flat_map(|o| [(o, Fit::First), (o, Fit::Best)]) {
+                let got = place_outward(&bs, &ends, fit, order);
                 let nonempty: Vec<Buffer> = bs.iter().filter(|b| b.lower < b.upper).copied().collect();
                 let placed: Vec<u64> = bs.iter().zip(&got).filter(|(b, _)| b.lower < b.upper).map(|(_, &o)| o).collect();
-                assert!(heaplab_sweep::validate(&nonempty, &placed).is_valid(), "round {round} {fit:?}");
+                assert!(heaplab_sweep::validate(&nonempty, &placed).is_valid(), "round {round} {order:?} {fit:?}");
+                let ord = if order == Order::Outward { ord.clone() } else { crate::rules::order(&bs, order) };
                 let want = place_in_order(&bs, &ord, fit);
                 let differ = bs.iter().zip(got.iter().zip(&want)).filter(|(b, (g, w))| b.lower < b.upper && g != w).count();
-                assert_eq!(differ, 0, "round {round} {fit:?}");
-                let h = crate::heuristics::Heuristic { order: Order::Outward, fit };
-                assert_eq!(h.run(&bs), place_outward(&bs, &ends_of(&bs), fit), "round {round} {fit:?}: the heuristic");
+                assert_eq!(differ, 0, "round {round} {order:?} {fit:?}");
+                let h = crate::heuristics::Heuristic { order, fit };
+                assert_eq!(h.run(&bs), place_outward(&bs, &ends_of(&bs), fit, order), "round {round} {order:?} {fit:?}: the heuristic");
             }
         }
         assert!(starts_tied >= 10 && ends_tied >= 10, "cuts inside runs: {starts_tied} of equal starts, {ends_tied} of equal ends");

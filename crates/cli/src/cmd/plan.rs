@@ -103,7 +103,9 @@ pub struct PlanArgs {
     /// FIT is first-fit or best-fit; ORDER is size (largest first), area, lifetime, start (an
     /// online allocator's order), rocks (the largest 1/1024 by size, then the rest by start:
     /// first-fit/rocks costs about a start-order sweep), outward (start order both ways in time
-    /// from the middle: two sweeps at once, one per core) or random (by --seed).
+    /// from the middle: two sweeps at once, one per core), peak (outward from the instant of the
+    /// max load, the buffers live there stacked in start order: for heaps whose peak holds what
+    /// was allocated long before it) or random (by --seed).
     #[arg(long, default_value = "auto", value_name = "NAME")]
     algorithm: String,
     /// Also draw the placement to this file (.png or .svg).

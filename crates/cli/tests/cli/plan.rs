@@ -393,3 +393,32 @@ fn ctrl_c_stops_planning_and_writes_the_best_placement() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(json(&r.stdout, "check --json")["makespan"], v["makespan"]);
 }
+
+/// A real heap whose peak holds its tables (a ruby script that fills a hash of 37,500 entries
+/// and sorts its keys, kept to its exit): the outward sweep from the peak packs it at the max
+/// load, and the default plan finds that in a sweep's time and proves it optimal.
+#[test]
+fn a_heap_whose_peak_holds_its_tables_plans_at_the_max_load() {
+    use crate::common::{heaplab_in, json, need};
+    need("ruby");
+    let d = scratch!("peak_heap");
+    let script = "a=[]; 100000.times{|i| a << ('x'*(i%300)); a.shift if a.size>5000}; \
+                  h={}; 37500.times{|i| h[i.to_s]=[i]*(i%7+1)}; puts h.keys.sort.join(',').size";
+    let r = heaplab_in(&d, &["trace", "-o", "ruby.hltrace", "--stack-depth", "0", "--", "ruby", "-e", script]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(heaplab_in(&d, &["convert", "ruby.hltrace", "-o", "ruby.hlbin"]).code, 0);
+    let plan = |algorithm: &str, out: &str| {
+        let r = heaplab_in(&d, &["plan", "ruby.hlbin", "-o", out, "--algorithm", algorithm, "--time-limit", "30", "--json"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let v = json(&r.stdout, "plan --json");
+        let c = heaplab_in(&d, &["check", "ruby.hlbin", out]);
+        assert_eq!(c.code, 0, "{}", c.stderr);
+        v
+    };
+    let peak = plan("first-fit/peak", "peak.hlbin");
+    assert!(peak["n"].as_u64().unwrap() > 100_000, "{peak}");
+    assert_eq!(peak["makespan"], peak["max_load"], "{peak}");
+    let auto = plan("auto", "auto.hlbin");
+    assert_eq!(auto["optimal"], true, "{auto}");
+    assert!(auto["plan_seconds"].as_f64().unwrap() < 30.0, "{auto}");
+}
