@@ -55,8 +55,8 @@ Options:
   --no-baseline         skip the second run `heaplab plan --algorithm boxing` (the boxing
                         algorithm alone, same --time-limit and --plan-seed) made for generated
                         instances of 10^4 to 10^5 buffers and traced programs (the boxing target)
-  --no-traced           skip the traced group (python3, sqlite3, perl, jq and a jq sort traced with
-                        `heaplab trace` on generated inputs, converted and planned)
+  --no-traced           skip the traced group (python3, sqlite3, perl, jq, a jq sort and ruby
+                        traced with `heaplab trace` on generated inputs, converted and planned)
   --keep                keep the generated instances and placements (their folder is printed)
   -h, --help            this help
 

@@ -73,7 +73,7 @@ impl Workload {
 
 /// The workloads of the group, in table order: a program's name, or `PROGRAM-what` for a
 /// second workload of one program.
-pub const PROGRAMS: [&str; 5] = ["python3", "sqlite3", "perl", "jq", "jq-sort"];
+pub const PROGRAMS: [&str; 6] = ["python3", "sqlite3", "perl", "jq", "jq-sort", "ruby"];
 
 /// Python: a dict of `n` records (strings, lists), a third deleted, the rest formatted, joined,
 /// sent through JSON and split into a sorted word set. Run with `PYTHONMALLOC=malloc` so every
@@ -130,6 +130,22 @@ my $s = join(',', map { \"$_=\" . scalar(@{$h{$_}}) } @k);
 print scalar(@k), ' ', length($s), \"\\n\";
 "
     .replace("@N@", &keys.to_string())
+}
+
+/// Ruby: `strings` strings through a queue of at most `strings / 20`, then a hash of
+/// `strings * 3 / 8` keys to small arrays, kept to the exit, whose keys are sorted and joined at
+/// the end: the heap's peak holds the whole hash (a shape the outward sweep from the peak packs).
+pub fn ruby_script(strings: usize) -> String {
+    "\
+a = []
+@N@.times { |i| a << ('x' * (i % 300)); a.shift if a.size > @Q@ }
+h = {}
+@M@.times { |i| h[i.to_s] = [i] * (i % 7 + 1) }
+puts h.keys.sort.join(',').size
+"
+    .replace("@N@", &strings.to_string())
+    .replace("@Q@", &(strings / 20).to_string())
+    .replace("@M@", &(strings * 3 / 8).to_string())
 }
 
 /// jq: `records` JSON records, one per line.
@@ -211,14 +227,14 @@ pub enum Scale {
 }
 
 impl Scale {
-    /// (python3 records, sqlite3 rows, perl keys, jq records; the jq sort's records are the
-    /// same number).
-    fn counts(self) -> (usize, usize, usize, usize) {
+    /// (python3 records, sqlite3 rows, perl keys, jq records, ruby strings; the jq sort's
+    /// records are the same number as jq's).
+    fn counts(self) -> (usize, usize, usize, usize, usize) {
         match self {
-            Scale::Small => (800, 2000, 8000, 3000),
-            Scale::Large => (20_000, 60_000, 100_000, 30_000),
-            Scale::Huge => (42_000, 100_000, 0, 0),
-            Scale::Giant => (120_000, 280_000, 0, 0),
+            Scale::Small => (800, 2000, 8000, 3000, 40_000),
+            Scale::Large => (20_000, 60_000, 100_000, 30_000, 400_000),
+            Scale::Huge => (42_000, 100_000, 0, 0, 0),
+            Scale::Giant => (120_000, 280_000, 0, 0, 0),
         }
     }
 
@@ -244,7 +260,7 @@ impl Scale {
 /// Writes each program's input into a folder of its own under `dir` and returns the workloads
 /// of the installed programs, plus the names of the programs not found.
 pub fn workloads(dir: &Path, scale: Scale) -> std::io::Result<(Vec<Workload>, Vec<&'static str>)> {
-    let (py_n, sql_rows, perl_keys, jq_n) = scale.counts();
+    let (py_n, sql_rows, perl_keys, jq_n, ruby_n) = scale.counts();
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for &program in scale.programs() {
@@ -318,6 +334,18 @@ pub fn workloads(dir: &Path, scale: Scale) -> std::io::Result<(Vec<Workload>, Ve
                     what: format!("filter and sort an array of {jq_n} JSON records (most blocks long-lived under a churn of short ones)"),
                 }
             }
+            "ruby" => {
+                std::fs::write(cwd.join("script.rb"), ruby_script(ruby_n))?;
+                Workload {
+                    program,
+                    name: program,
+                    exe,
+                    cwd,
+                    args: vec!["script.rb".into()],
+                    env: vec![],
+                    what: format!("{ruby_n} strings through a queue, then a hash of {} keys to arrays kept to the exit, its keys sorted and joined", ruby_n * 3 / 8),
+                }
+            }
             _ => unreachable!("every program of PROGRAMS has a workload"),
         };
         found.push(w);
@@ -343,6 +371,7 @@ mod tests {
         assert_eq!(xml_records(50).matches("<rec ").count(), 50);
         assert!(!sql_script(2000).contains("random"));
         assert!(python_script(20_000).contains("N = 20000\n") && perl_script(7).contains("(1..7)"));
+        assert!(ruby_script(400_000).contains("400000.times") && ruby_script(400_000).contains("150000.times"));
     }
 
     #[test]

@@ -142,7 +142,7 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
     let mut stale = 0;
     let rival = || params.rival.as_ref().map_or(u64::MAX, |r| r.load(Ordering::Relaxed));
     let cancelled = || params.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
-    while Instant::now() < params.deadline && out.makespan > params.target && rival() > params.target && !cancelled() {
+    'search: while Instant::now() < params.deadline && out.makespan > params.target && rival() > params.target && !cancelled() {
         add_window(&mut windows, open_window(&index, focus, params.max_window), &index, buffers);
         // Plan the new windows, sharing `plan_share` of the time left between them.
         let unplanned = windows.iter().filter(|w| w.plan.is_none()).count();
@@ -150,6 +150,10 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
             let now = Instant::now();
             let until = now + params.deadline.saturating_duration_since(now).mul_f64(params.plan_share / unplanned as f64);
             w.plan = Some(solve(&clipped(buffers, &w.members, w.lo, w.hi), until));
+            // A rival that reached the target meanwhile ends the search here.
+            if rival() <= params.target {
+                break 'search;
+            }
         }
         in_window.fill(false);
         let mut offsets = vec![0u64; buffers.len()];
@@ -199,6 +203,11 @@ pub fn plan_windows(buffers: &[Buffer], params: &WindowParams, solve: &mut dyn F
                 }
                 if k % 1024 == 0 {
                     bound = bound.min(rival());
+                    // The rival is done: this fill could not beat it.
+                    if bound <= params.target {
+                        complete = false;
+                        break;
+                    }
                 }
                 if clock.passed(k, &occ) {
                     complete = false;
@@ -787,6 +796,16 @@ mod tests {
             let v = validate(bs, off);
             assert!(v.is_valid() && v.makespan < greedy, "{}", v.describe(bs, off));
         }
+        // A rival that reaches the target while the first window is planned: no more windows
+        // planned, no fill.
+        let p = params(greedy);
+        let (rival, mut planned) = (Arc::clone(p.rival.as_ref().unwrap()), 0);
+        let out = plan_windows(bs, &p, &mut |w: &[Buffer], until: Instant| {
+            planned += 1;
+            rival.store(max_load(bs), Ordering::Relaxed);
+            first_fit(w, until)
+        });
+        assert_eq!((planned, out.rounds, out.offsets.is_none()), (1, 0, true));
     }
 
     #[test]
