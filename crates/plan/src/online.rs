@@ -994,9 +994,10 @@ mod tests {
     }
 
     /// The outward sweeps give exactly the general placer's offsets in [`Order::Outward`] and
-    /// [`Order::Peak`], with either fit, through the heuristic too: on buffers by start and not; with the ends in any
-    /// order among equal ends (the ties are the sweeps' own); with empty lifetimes anywhere,
-    /// the middle buffer's (the cut's) included; on instances where the cut falls inside runs of
+    /// [`Order::Peak`], with either fit, through the heuristic too: on buffers by start and
+    /// not; with the ends in any order among equal ends (the ties are the sweeps' own); with
+    /// empty lifetimes anywhere, the middle buffer's (the cut's) included; on instances where
+    /// the middle cut falls inside runs of
     /// equal starts and of equal ends (checked to occur), where everything starts at one tick
     /// (no backward side), and of 0 to 3 buffers. Every placement passes the validator.
     #[test]

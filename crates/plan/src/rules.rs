@@ -87,7 +87,8 @@ pub fn by_start(buffers: &[Buffer]) -> bool {
     buffers.windows(2).all(|w| w[0].lower <= w[1].lower)
 }
 
-/// Where [`Order::Outward`] starts, and which side of it each buffer is placed from.
+/// Where [`Order::Outward`] and [`Order::Peak`] start, and which side of it each buffer is
+/// placed from.
 #[derive(Clone, Copy, Debug)]
 pub struct Cut(pub u64);
 
