@@ -206,7 +206,12 @@ pub fn order(buffers: &[Buffer], o: Order) -> Vec<u32> {
             let start = order(buffers, Order::Start);
             let Some(&middle) = start.get(start.len() / 2) else { return idx };
             let cut = if o == Order::Peak {
-                Cut::at_peak(buffers, start.iter().copied(), heaplab_sweep::sorted_by(buffers, |b| b.upper).into_iter())
+                // The first step of the load profile at its max: found apart from the sweeps'
+                // merge (`Cut::at_peak`), so that the test of the sweeps against this order
+                // checks that merge too.
+                let profile = heaplab_sweep::load_profile(buffers);
+                let most = profile.iter().map(|&(_, load)| load).max().unwrap_or(0);
+                Cut(profile.iter().find(|&&(_, load)| load == most).map_or(0, |&(t, _)| t))
             } else {
                 Cut::of(&buffers[middle as usize])
             };

@@ -341,10 +341,7 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
             Err(Failure::Work(format!("{}: no plan fits in --capacity {}: {why}{written}", a.input, exact_bytes(c))))
         }
         _ if interrupted => {
-            let written = match a.output.as_ref().or(a.plot.as_ref()) {
-                Some(_) => "; the best placement found is written",
-                None => "",
-            };
+            let written = if a.output.is_some() || a.plot.is_some() { "; the best placement found is written" } else { "" };
             Err(Failure::Work(format!("{}: planning interrupted after {:.1} s{written}", a.input, outcome.seconds)))
         }
         _ => Ok(()),
