@@ -379,7 +379,7 @@ fn check_placement(buffers: &[Buffer], measure_only: bool, name: &str, offsets: 
 
 /// Plans `buffers` within the options' limits. Optional `progress` is updated as it goes.
 pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
-    plan_at(buffers, opts, progress, false)
+    plan_at(buffers, opts, progress, false, StageClock::new(progress))
 }
 
 /// [`plan`] with the buffers put in start order in place while it runs and back in their own
@@ -388,10 +388,15 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
 /// it during planning (48 bytes a buffer; 480 MB at 10^7 buffers), at the cost of an index
 /// (4 bytes a buffer) and of copies made just before and after, outside planning's peak. For
 /// callers that own the buffers and plan large instances (the CLI).
+///
+/// The time limit and the outcome's seconds count from the call, the ordering included (about
+/// a second each way at 10^7 buffers), so that a caller's limit holds the whole call.
 pub fn plan_in_place(buffers: &mut [Buffer], opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
     if buffers.is_sorted_by_key(|b| b.lower) || buffers.len() > u32::MAX as usize {
         return plan(buffers, opts, progress);
     }
+    let mut clock = StageClock::new(progress);
+    clock.mark("putting buffers in start order");
     // Start order, ties by index: the order `split` gives a component's buffers (the sort
     // the splitting does, on both cores; the keys are distinct, so the order is the same on
     // any number of threads).
@@ -400,16 +405,20 @@ pub fn plan_in_place(buffers: &mut [Buffer], opts: &PlanOptions, progress: Optio
     // ends), outside its peak: in place, by following cycles, each move waits for the last
     // one's cache miss (several times slower at 10^7 buffers).
     let sorted: Vec<Buffer> = order.par_iter().map(|&i| buffers[i as usize]).collect();
-    buffers.copy_from_slice(&sorted);
+    buffers.par_iter_mut().zip(sorted.par_iter()).for_each(|(b, s)| *b = *s);
     drop(sorted);
-    let sorted = InStartOrder { buffers, order };
-    let mut out = plan(sorted.buffers, opts, progress);
-    let mut offsets = vec![0u64; sorted.buffers.len()];
-    for (k, &i) in sorted.order.iter().enumerate() {
-        offsets[i as usize] = out.offsets[k];
-    }
-    drop(sorted);
-    out.offsets = offsets;
+    let mut sorted = InStartOrder { buffers, order, restored: false };
+    let mut out = plan_at(sorted.buffers, opts, progress, false, clock);
+    let t = Instant::now();
+    // Gathers on both cores through each buffer's place in start order, where scattering
+    // through `order` would take one core.
+    let place = sorted.places();
+    out.offsets = place.par_iter().map(|&k| out.offsets[k as usize]).collect();
+    sorted.restore(&place);
+    drop(place);
+    let back = t.elapsed().as_secs_f64();
+    out.stages.push(("putting buffers back in their order".to_string(), back));
+    out.seconds += back;
     out
 }
 
@@ -418,23 +427,41 @@ pub fn plan_in_place(buffers: &mut [Buffer], opts: &PlanOptions, progress: Optio
 struct InStartOrder<'a> {
     buffers: &'a mut [Buffer],
     order: Vec<u32>,
+    restored: bool,
+}
+
+impl InStartOrder<'_> {
+    /// `place[i]`: where the buffer of index `i` lies in start order (the inverse of `order`).
+    fn places(&self) -> Vec<u32> {
+        let mut place = vec![0u32; self.order.len()];
+        for (k, &i) in self.order.iter().enumerate() {
+            place[i as usize] = k as u32;
+        }
+        place
+    }
+
+    /// Puts the buffers back in their own order; `place` from [`InStartOrder::places`].
+    fn restore(&mut self, place: &[u32]) {
+        let own: Vec<Buffer> = place.par_iter().map(|&k| self.buffers[k as usize]).collect();
+        self.buffers.par_iter_mut().zip(own.par_iter()).for_each(|(b, o)| *b = *o);
+        self.restored = true;
+    }
 }
 
 impl Drop for InStartOrder<'_> {
     fn drop(&mut self) {
-        let mut restored = self.buffers.to_vec();
-        for (k, &i) in self.order.iter().enumerate() {
-            restored[i as usize] = self.buffers[k];
+        if !self.restored {
+            let place = self.places();
+            self.restore(&place);
         }
-        self.buffers.copy_from_slice(&restored);
     }
 }
 
 /// [`plan`]; `nested` for the plan of a sub-instance (a window, a flat component's blocks; see
 /// [`plan_nested`]), which opens no windows and merges no blocks again. One stage after the
-/// other, each on the components still above their target (see the module's list).
-fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, nested: bool) -> PlanOutcome {
-    let mut clock = StageClock::new(progress);
+/// other, each on the components still above their target (see the module's list). The time
+/// limit counts from `clock`'s start.
+fn plan_at(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>, nested: bool, mut clock: StageClock<'_>) -> PlanOutcome {
     clock.mark("splitting into components");
     let mut parts = split(buffers, &opts.policy);
     let run = Run::new(opts, progress, nested, clock.start, &parts);
@@ -1307,7 +1334,7 @@ fn plan_sub(sub: &[Buffer], until: Instant, caller: &PlanOptions, nested: bool) 
         cancel: caller.cancel.clone(),
         ..PlanOptions::default()
     };
-    plan_at(sub, &opts, None, nested).offsets
+    plan_at(sub, &opts, None, nested, StageClock::new(None)).offsets
 }
 
 /// The critical-windows stage of [`plan`] ([`crate::windows`]): on each component above

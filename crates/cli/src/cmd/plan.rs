@@ -86,8 +86,9 @@ pub struct PlanArgs {
         "Wall-clock budget in seconds; the best placement found by then is returned. Every stage stops at it: \
          the start-order sweep (fast on any input) runs beside the first heuristic and stands in when that one \
          runs out of time, so only reading, validation and writing come on top (about 0.5 s at 10^6 buffers). \
-         One sweep, with the split into components before it, must finish for there to be a plan at all: a \
-         limit shorter than that (about 0.25-0.5 s per 10^6 buffers on 2 cores) ends when it does. \
+         One sweep, with the ordering by start and the split into components before it, must finish for \
+         there to be a plan at all: a limit shorter than that (about 0.4-0.6 s per 10^6 buffers on 2 cores) \
+         ends when it does, with a note saying so. \
          On large or adversarial inputs a longer budget gives a better plan (10^6 buffers: try 30)."))]
     time_limit: f64,
     /// Memory available, in bytes or with a unit (16GiB = 16·2^30, 16GB = 16·10^9): stop at the
@@ -221,6 +222,9 @@ pub fn plan(a: PlanArgs) -> Result<(), Failure> {
     }
     let total = t0.elapsed().as_secs_f64();
     let frag = outcome.makespan - outcome.max_load;
+    if let Some(note) = past_limit_note(&outcome, a.time_limit, inst.len()).filter(|_| !interrupted) {
+        eprintln!("{note}");
+    }
     if a.json {
         let attempts: Vec<_> = outcome
             .attempts
@@ -361,3 +365,23 @@ fn one_heap_arena() {
         libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }
+
+/// A note when planning ran past the time limit by more than a tenth (validation aside): on
+/// inputs whose one mandatory placement takes longer than the limit, so that a user sees why
+/// and which steps took the time instead of a limit silently not held.
+fn past_limit_note(outcome: &heaplab_plan::PlanOutcome, limit: f64, n: usize) -> Option<String> {
+    let took = outcome.seconds - outcome.validation_seconds;
+    if took <= limit * 1.1 + 0.05 {
+        return None;
+    }
+    let mut longest: Vec<&(String, f64)> = outcome.stages.iter().filter(|(name, t)| *t >= 0.1 * took && name != "assembling").collect();
+    longest.sort_by(|x, y| y.1.total_cmp(&x.1));
+    let list: Vec<String> = longest.iter().take(3).map(|(name, t)| format!("{name} {t:.2} s")).collect();
+    Some(format!(
+        "note: planning took {took:.2} s besides validation, past --time-limit {limit}: a plan of {} buffers needs one \
+         placement to finish, with the ordering and the split into components before it ({})",
+        grouped(n as u64),
+        list.join(", ")
+    ))
+}
+

@@ -3,7 +3,7 @@
 //! output behind; every plan is checked by `heaplab check` and by an independent quadratic
 //! checker written here; the shared benchmark set is planned within a short time limit.
 
-use crate::common::{heaplab, write, GOOD};
+use crate::common::{heaplab, json, write, GOOD};
 use std::path::{Path, PathBuf};
 
 /// Independent oracle: parses a placement CSV (id,lower,upper,size,…,offset) by hand and checks
@@ -421,4 +421,25 @@ fn a_heap_whose_peak_holds_its_tables_plans_at_the_max_load() {
     let auto = plan("auto", "auto.hlbin");
     assert_eq!(auto["optimal"], true, "{auto}");
     assert!(auto["plan_seconds"].as_f64().unwrap() < 30.0, "{auto}");
+}
+
+#[test]
+fn a_limit_shorter_than_the_first_placement_is_overrun_with_a_note() {
+    let d = scratch!("past-limit");
+    let inst = d.join("r.hlbin").to_string_lossy().into_owned();
+    assert_eq!(heaplab(&["gen", "--kind", "random", "--buffers", "200000", "--seed", "3", "-o", &inst]).code, 0);
+    let out = d.join("p.hlbin").to_string_lossy().into_owned();
+    let r = heaplab(&["plan", &inst, "-o", &out, "--time-limit", "0.001", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("past --time-limit 0.001") && r.stderr.contains("200,000 buffers"), "{}", r.stderr);
+    // The ordering by start is the planner's time too: the instance is not in start order.
+    let v = json(&r.stdout, "plan");
+    let stages: Vec<&str> = v["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    assert!(stages.contains(&"putting buffers in start order"), "{stages:?}");
+    assert_eq!(heaplab(&["check", &inst, &out]).code, 0);
+    // Within the limit: no note.
+    let small = write(&d, "m.csv", GOOD);
+    let r = heaplab(&["plan", &small, "--time-limit", "1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("note:"), "{}", r.stderr);
 }
