@@ -244,6 +244,8 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, late: impl Fn() -> bool
     let mut m = Merger {
         ending: vec![Vec::new(); instants as usize],
         starting: vec![Vec::new(); instants as usize],
+        queued: vec![u32::MAX; instants as usize],
+        stamp: vec![0; instants as usize],
         ..Merger::default()
     };
     for v in 0..blocks.nodes.len() as u32 {
@@ -265,7 +267,7 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, late: impl Fn() -> bool
             return None;
         }
         if let Some(best) = m.best(t, &mut scratch).first() {
-            m.heap.push(std::cmp::Reverse((best.cost, jitter(&mut rng), t)));
+            m.queue(t, best.cost, jitter(&mut rng));
         }
     }
     let mut used = Vec::new();
@@ -273,11 +275,15 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, late: impl Fn() -> bool
         if pops % 256 == 0 && late() {
             return None;
         }
-        let Some(std::cmp::Reverse((cost, _, t))) = m.heap.pop() else { break };
+        let Some(std::cmp::Reverse((cost, _, t, stamp))) = m.heap.pop() else { break };
+        if stamp != m.stamp[t as usize] {
+            continue; // a cheaper look at `t` was queued after this one
+        }
+        m.queued[t as usize] = u32::MAX;
         let found = m.best(t, &mut scratch);
         let Some(best) = found.first() else { continue };
         if best.cost > cost {
-            m.heap.push(std::cmp::Reverse((best.cost, jitter(&mut rng), t)));
+            m.queue(t, best.cost, jitter(&mut rng));
             continue;
         }
         // Every chain of this cost at `t` whose buckets no other took yet (taking changes a
@@ -306,7 +312,7 @@ fn merge(blocks: &mut Blocks, mut rng: Option<&mut Rng>, late: impl Fn() -> bool
         again.dedup();
         for u in again {
             if let Some(next) = m.best(u, &mut scratch).first() {
-                m.heap.push(std::cmp::Reverse((next.cost, jitter(&mut rng), u)));
+                m.queue(u, next.cost, jitter(&mut rng));
             }
         }
     }
@@ -354,10 +360,72 @@ impl Hasher for SpanHasher {
     }
 }
 
+/// Heights of one side's subsets at an instant, each with a number (the first given wins), for
+/// [`Merger::best`]: open addressing by one multiplication, since at the instants where
+/// hundreds of buckets meet, sorting and binary searches over thousands of heights for every
+/// look were most of its cost.
+#[derive(Default)]
+struct HeightIndex {
+    /// `(EMPTY, _)` or a height and its number, at the slot its hash names or after it.
+    slots: Vec<(u64, u32)>,
+    /// The number of `EMPTY` itself, when it is one of the heights.
+    empty: Option<u32>,
+    /// 64 − log2 of the number of slots.
+    shift: u32,
+}
+
+impl HeightIndex {
+    const EMPTY: u64 = u64::MAX;
+
+    /// Holds exactly the heights of `entries` (`len` of them at most), with at least twice as
+    /// many slots.
+    fn fill(&mut self, len: usize, entries: impl Iterator<Item = (u64, u32)>) {
+        let slots = (2 * len).next_power_of_two().max(16);
+        self.slots.clear();
+        self.slots.resize(slots, (Self::EMPTY, 0));
+        self.shift = 64 - slots.trailing_zeros();
+        self.empty = None;
+        for (h, v) in entries {
+            if h == Self::EMPTY {
+                self.empty.get_or_insert(v);
+                continue;
+            }
+            let mut i = self.slot(h);
+            while self.slots[i].0 != Self::EMPTY && self.slots[i].0 != h {
+                i = (i + 1) & (slots - 1);
+            }
+            if self.slots[i].0 == Self::EMPTY {
+                self.slots[i] = (h, v);
+            }
+        }
+    }
+
+    fn slot(&self, h: u64) -> usize {
+        (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The number given with `h`, if it is one of the heights.
+    fn get(&self, h: u64) -> Option<u32> {
+        if h == Self::EMPTY {
+            return self.empty;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.slot(h);
+        loop {
+            match self.slots[i] {
+                (x, v) if x == h => return Some(v),
+                (Self::EMPTY, _) => return None,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+}
+
 /// Reused allocations of [`Merger::best`].
 #[derive(Default)]
 struct Scratch {
     heights: Vec<u64>,
+    index: HeightIndex,
     left: Vec<Side>,
     right: Vec<Side>,
 }
@@ -381,8 +449,13 @@ struct Merger {
     ending: Vec<Vec<u32>>,
     starting: Vec<Vec<u32>>,
     /// Instants that may hold a chain, by (cost of their best chain when pushed, tie-break,
-    /// instant); looked at again when popped.
-    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, u64, u32)>>,
+    /// instant, stamp); looked at again when popped.
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, u64, u32, u32)>>,
+    /// Per instant, the cost its entry in `heap` was pushed with (`u32::MAX`: none), and that
+    /// entry's stamp: an instant has one entry that counts, the cheapest, and older ones are
+    /// dropped unlooked when popped (as pushed, a third of all pops found no chain left).
+    queued: Vec<u32>,
+    stamp: Vec<u32>,
 }
 
 impl Merger {
@@ -405,6 +478,17 @@ impl Merger {
             listed.1 = true;
         }
         self.members[bucket as usize].push((v, height));
+    }
+
+    /// Queues instant `t`, whose best chain costs `cost`, unless it is queued at that cost or less.
+    fn queue(&mut self, t: u32, cost: u32, jitter: u64) {
+        let t = t as usize;
+        if self.queued[t] <= cost {
+            return;
+        }
+        self.queued[t] = cost;
+        self.stamp[t] = self.stamp[t].wrapping_add(1);
+        self.heap.push(std::cmp::Reverse((cost, jitter, t as u32, self.stamp[t])));
     }
 
     /// The chains of least cost at instant `t` (empty if none), at most one per right subset.
@@ -433,10 +517,11 @@ impl Merger {
         for &bucket in &self.ending[t] {
             subsets(&members[bucket as usize], |h, _, _| heights.push(h));
         }
-        heights.sort_unstable();
+        let index = &mut scratch.index;
+        index.fill(heights.len(), heights.iter().map(|&h| (h, 0)));
         let mut any = false;
         for &bucket in &self.starting[t] {
-            subsets(&members[bucket as usize], |h, _, _| any |= heights.binary_search(&h).is_ok());
+            subsets(&members[bucket as usize], |h, _, _| any |= index.get(h).is_some());
             if any {
                 break;
             }
@@ -455,9 +540,9 @@ impl Merger {
         }
         // The cheapest left subset of each height, looked up for each right one.
         left.sort_unstable_by_key(|s| (s.height, s.count));
+        index.fill(left.len(), left.iter().enumerate().map(|(i, l)| (l.height, i as u32)));
         for r in right.iter() {
-            let i = left.partition_point(|l| l.height < r.height);
-            let Some(l) = left.get(i).filter(|l| l.height == r.height) else { continue };
+            let Some(l) = index.get(r.height).map(|i| &left[i as usize]) else { continue };
             let cost = l.count + r.count;
             if found.first().is_some_and(|b: &Match| cost > b.cost) {
                 continue;
