@@ -563,7 +563,7 @@ pub fn write_results(dir: &Path, m: &Machine, rows: &[Row], notes: &[String], ta
     );
     md.push_str(
         "*over limit s* is the planning time (`plan_seconds` of the JSON: reading and writing \
-         excluded) minus the time limit; negative when the plan stopped early, in bold when it \
+         excluded, putting the buffers in start order and back included) minus the time limit; negative when the plan stopped early, in bold when it \
          ran past the limit by more than 10% besides validation (`validation_seconds`).\n\n",
     );
     if let Some(t) = limit_summary(rows) {
