@@ -378,8 +378,8 @@ fn past_limit_note(outcome: &heaplab_plan::PlanOutcome, limit: f64, n: usize) ->
     longest.sort_by(|x, y| y.1.total_cmp(&x.1));
     let list: Vec<String> = longest.iter().take(3).map(|(name, t)| format!("{name} {t:.2} s")).collect();
     Some(format!(
-        "note: planning took {took:.2} s besides validation, past --time-limit {limit}: a plan of {} buffers needs one \
-         placement to finish, with the ordering and the split into components before it ({})",
+        "note: planning took {took:.2} s besides validation, past --time-limit {limit}: a plan of {} buffers needs its \
+         first placement and the steps before it to finish, which cannot stop early (the longest steps: {})",
         grouped(n as u64),
         list.join(", ")
     ))
