@@ -401,17 +401,13 @@ pub fn plan_in_place(buffers: &mut [Buffer], opts: &PlanOptions, progress: Optio
     // the splitting does, on both cores; the keys are distinct, so the order is the same on
     // any number of threads).
     let order = heaplab_sweep::sorted_by(buffers, |b| b.lower);
-    // Reordered through a copy made and dropped before planning starts (and another after it
-    // ends), outside its peak: in place, by following cycles, each move waits for the last
-    // one's cache miss (several times slower at 10^7 buffers).
-    let sorted: Vec<Buffer> = order.par_iter().map(|&i| buffers[i as usize]).collect();
-    buffers.par_iter_mut().zip(sorted.par_iter()).for_each(|(b, s)| *b = *s);
-    drop(sorted);
+    // Through a copy made and dropped before planning starts (and another after it ends),
+    // outside its peak.
+    gather_in_place(buffers, &order);
     let mut sorted = InStartOrder { buffers, order, restored: false };
     let mut out = plan_at(sorted.buffers, opts, progress, false, clock);
     let t = Instant::now();
-    // Gathers on both cores through each buffer's place in start order, where scattering
-    // through `order` would take one core.
+    // The offsets and the buffers both gathered through each buffer's place in start order.
     let place = sorted.places();
     out.offsets = place.par_iter().map(|&k| out.offsets[k as usize]).collect();
     sorted.restore(&place);
@@ -442,10 +438,17 @@ impl InStartOrder<'_> {
 
     /// Puts the buffers back in their own order; `place` from [`InStartOrder::places`].
     fn restore(&mut self, place: &[u32]) {
-        let own: Vec<Buffer> = place.par_iter().map(|&k| self.buffers[k as usize]).collect();
-        self.buffers.par_iter_mut().zip(own.par_iter()).for_each(|(b, o)| *b = *o);
+        gather_in_place(self.buffers, place);
         self.restored = true;
     }
+}
+
+/// Makes `buffers[k]` what `buffers[from[k]]` was (`from` a permutation), on both cores through
+/// a copy: in place, by following cycles, each move would wait for the last one's cache miss
+/// (several times slower at 10^7 buffers).
+fn gather_in_place(buffers: &mut [Buffer], from: &[u32]) {
+    let gathered: Vec<Buffer> = from.par_iter().map(|&i| buffers[i as usize]).collect();
+    buffers.par_iter_mut().zip(gathered.par_iter()).for_each(|(b, g)| *b = *g);
 }
 
 impl Drop for InStartOrder<'_> {
