@@ -390,8 +390,8 @@ pub fn plan(buffers: &[Buffer], opts: &PlanOptions, progress: Option<&Progress>)
 /// callers that own the buffers and plan large instances (the CLI).
 ///
 /// The time limit and the outcome's seconds count from the call, the ordering included (about
-/// a second each way at 10^7 buffers), so that a caller's limit holds the whole call.
-pub fn plan_in_place(buffers: &mut [Buffer], opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
+/// half a second each way at 10^7 buffers), so that a caller's limit holds the whole call.
+pub fn plan_in_place(buffers: &mut Vec<Buffer>, opts: &PlanOptions, progress: Option<&Progress>) -> PlanOutcome {
     if buffers.is_sorted_by_key(|b| b.lower) || buffers.len() > u32::MAX as usize {
         return plan(buffers, opts, progress);
     }
@@ -401,15 +401,15 @@ pub fn plan_in_place(buffers: &mut [Buffer], opts: &PlanOptions, progress: Optio
     // the splitting does, on both cores; the keys are distinct, so the order is the same on
     // any number of threads).
     let order = heaplab_sweep::sorted_by(buffers, |b| b.lower);
-    // Through a copy made and dropped before planning starts (and another after it ends),
-    // outside its peak.
-    gather_in_place(buffers, &order);
+    // Through a copy that replaces the buffers (the old ones are dropped before planning
+    // starts, and again after it ends), outside its peak.
+    *buffers = gathered(buffers, &order);
     let mut sorted = InStartOrder { buffers, order, restored: false };
     let mut out = plan_at(sorted.buffers, opts, progress, false, clock);
     let t = Instant::now();
     // The offsets and the buffers both gathered through each buffer's place in start order.
     let place = sorted.places();
-    out.offsets = place.par_iter().map(|&k| out.offsets[k as usize]).collect();
+    out.offsets = gathered(&out.offsets, &place);
     sorted.restore(&place);
     drop(place);
     let back = t.elapsed().as_secs_f64();
@@ -421,34 +421,42 @@ pub fn plan_in_place(buffers: &mut [Buffer], opts: &PlanOptions, progress: Optio
 /// Buffers put in start order by [`plan_in_place`] (`order[k]`: the index of the k-th), which
 /// go back to their own order when this is dropped, after a panic in planning too.
 struct InStartOrder<'a> {
-    buffers: &'a mut [Buffer],
+    buffers: &'a mut Vec<Buffer>,
     order: Vec<u32>,
     restored: bool,
 }
 
 impl InStartOrder<'_> {
     /// `place[i]`: where the buffer of index `i` lies in start order (the inverse of `order`).
+    /// Each core writes the places of one range of indices, reading all of `order` (in order)
+    /// to find them: a scatter split by where it writes, which needs no shared writes.
     fn places(&self) -> Vec<u32> {
-        let mut place = vec![0u32; self.order.len()];
-        for (k, &i) in self.order.iter().enumerate() {
-            place[i as usize] = k as u32;
-        }
+        let n = self.order.len();
+        let chunk = n.div_ceil(rayon::current_num_threads().max(1)).max(1 << 16);
+        let mut place = vec![0u32; n];
+        place.par_chunks_mut(chunk).enumerate().for_each(|(c, part)| {
+            let lo = (c * chunk) as u32;
+            for (k, &i) in self.order.iter().enumerate() {
+                if let Some(p) = i.checked_sub(lo).and_then(|d| part.get_mut(d as usize)) {
+                    *p = k as u32;
+                }
+            }
+        });
         place
     }
 
     /// Puts the buffers back in their own order; `place` from [`InStartOrder::places`].
     fn restore(&mut self, place: &[u32]) {
-        gather_in_place(self.buffers, place);
+        *self.buffers = gathered(self.buffers, place);
         self.restored = true;
     }
 }
 
-/// Makes `buffers[k]` what `buffers[from[k]]` was (`from` a permutation), on both cores through
-/// a copy: in place, by following cycles, each move would wait for the last one's cache miss
-/// (several times slower at 10^7 buffers).
-fn gather_in_place(buffers: &mut [Buffer], from: &[u32]) {
-    let gathered: Vec<Buffer> = from.par_iter().map(|&i| buffers[i as usize]).collect();
-    buffers.par_iter_mut().zip(gathered.par_iter()).for_each(|(b, g)| *b = *g);
+/// `items[from[k]]` for each k (`from` a permutation), on every core into a new vector: in
+/// place, by following cycles, each move would wait for the last one's cache miss (several
+/// times slower at 10^7 buffers), and a copy back into the old one would cost a pass more.
+fn gathered<T: Copy + Send + Sync>(items: &[T], from: &[u32]) -> Vec<T> {
+    from.par_iter().map(|&i| items[i as usize]).collect()
 }
 
 impl Drop for InStartOrder<'_> {
