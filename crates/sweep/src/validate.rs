@@ -1,8 +1,8 @@
 //! The placement validator: proves a placement valid or names the buffers that clash.
 //!
 //! A sweep keeps the live buffers in an ordered map keyed by offset. Live buffers are pairwise
-//! disjoint in address, so a new buffer overlaps some live one exactly when it overlaps its
-//! neighbour below or above in that map: O(n log n) overall. A buffer found clashing is reported
+//! disjoint in address, so a new buffer overlaps some live one exactly when it overlaps the
+//! one starting highest below its end (one look-up in that map): O(n log n) overall. A buffer found clashing is reported
 //! and left out of the map, so the map stays disjoint and every later clash with a correctly
 //! placed buffer is still found. Validity (no clash at all) is therefore decided exactly.
 
@@ -171,9 +171,10 @@ fn clashes(buffers: &[Buffer], offsets: &[u64], chunks: usize, v: &mut Validatio
                 }
                 a += 1;
                 let (o, end) = (offsets[i], offsets[i] + buffers[i].size);
-                let below = live.range(..=o).next_back().filter(|(_, &(e, _))| e > o);
-                let above = live.range(o..).next().filter(|(&s, _)| s < end);
-                if let Some((_, &(_, j))) = below.or(above) {
+                // One look-up: of the live buffers starting below `end`, only the highest can
+                // overlap [o, end) if any does (one below it reaching past `o` would contain
+                // its start, and live buffers are disjoint).
+                if let Some((_, &(_, j))) = live.range(..end).next_back().filter(|(_, &(e, _))| e > o) {
                     count += 1;
                     if found.len() < MAX_LISTED {
                         found.push(Clash { a: j as usize, b: i, tick: buffers[i].lower });
