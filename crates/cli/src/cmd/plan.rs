@@ -87,7 +87,7 @@ pub struct PlanArgs {
          the start-order sweep (fast on any input) runs beside the first heuristic and stands in when that one \
          runs out of time, so only reading, validation and writing come on top (about 0.5 s at 10^6 buffers). \
          One sweep, with the ordering by start and the split into components before it, must finish for \
-         there to be a plan at all: a limit shorter than that (about 0.4-0.6 s per 10^6 buffers on 2 cores) \
+         there to be a plan at all: a limit shorter than that (about 0.3-0.4 s per 10^6 buffers on 2 cores) \
          ends when it does, with a note saying so. \
          On large or adversarial inputs a longer budget gives a better plan (10^6 buffers: try 30)."))]
     time_limit: f64,
