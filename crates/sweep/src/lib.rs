@@ -92,7 +92,21 @@ pub fn prefetch<T>(x: &T) {
 
 /// Maximum over ticks of the summed sizes of live buffers: the trivial lower bound on makespan.
 pub fn max_load(buffers: &[Buffer]) -> u64 {
-    load_profile(buffers).iter().map(|&(_, l)| l).max().unwrap_or(0)
+    // The profile's maximum without the profile (16 bytes a tick: 320 MB at 10^7 buffers).
+    // Frees come first at equal ticks, so the running maximum after each allocation is the
+    // profile's.
+    let sweep = Sweep::new(buffers);
+    let (mut load, mut best) = (0u64, 0u64);
+    for (_, e, size) in sweep.sized_events(buffers) {
+        match e {
+            Event::Alloc(_) => {
+                load += size;
+                best = best.max(load);
+            }
+            Event::Free(_) => load -= size,
+        }
+    }
+    best
 }
 
 /// The load as a step function: `(tick, load)` pairs, the load holding from `tick` until the
