@@ -177,6 +177,17 @@ fn check_names_clashing_buffers_and_mismatches() {
     assert_eq!(v["clashes"][0]["a"], 0);
     let bad = write(&d, "bad.csv", "id,offset\n0,x\n");
     assert_eq!(heaplab(&["check", &model, &bad]).code, 2);
+    // Rows in another order than the instance's are matched by id, some at their own position
+    // and some not; an id given twice is named, at its own position or not.
+    let shuffled = write(&d, "s.csv", "id,offset\n2,0\n1,4\n0,0\n3,12\n");
+    let r = heaplab(&["check", &model, &shuffled]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    for twice in ["id,offset\n1,4\n1,4\n0,0\n3,12\n", "id,offset\n2,0\n0,0\n0,0\n3,12\n"] {
+        let f = write(&d, "t.csv", twice);
+        let r = heaplab(&["check", &model, &f]);
+        assert_eq!(r.code, 1);
+        assert!(r.stdout.contains("is placed twice"), "{}", r.stdout);
+    }
 }
 
 #[test]
